@@ -1,0 +1,82 @@
+"""Shared benchmark plumbing: the CISI data, building databases with `haiku add-src`, running `haiku`."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = REPO.parent / "shared" / "data" / "cisi"
+
+
+def load_beir(data: Path) -> tuple[dict[str, dict], dict[str, str], dict[str, set[str]]]:
+    """Corpus {id: {title, text}}, queries {id: text} and qrels {query id: relevant doc ids}."""
+    corpus = {}
+    for line in (data / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        corpus[row["_id"]] = {"title": row.get("title", ""), "text": row["text"]}
+    queries = {}
+    for line in (data / "queries.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        queries[row["_id"]] = row["text"]
+    qrels: dict[str, set[str]] = defaultdict(set)
+    for line in (data / "qrels.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+        qid, did, score = line.split("\t")
+        if float(score) > 0:
+            qrels[qid].add(did)
+    return corpus, {q: t for q, t in queries.items() if q in qrels}, dict(qrels)
+
+
+def write_corpus_files(corpus: dict[str, dict], folder: Path) -> None:
+    """One Markdown file per document, named by its corpus id (so results map back by uri)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for did, doc in corpus.items():
+        (folder / f"{did}.md").write_text(f"# {doc['title']}\n\n{doc['text']}\n", encoding="utf-8")
+
+
+def haiku(args: list[str], config: Path, *, check: bool = True) -> subprocess.CompletedProcess:
+    """Run the haiku CLI in a subprocess with a given config file."""
+    env = {**os.environ, "HAIKU_CONFIG": str(config)}
+    return subprocess.run(
+        [sys.executable, "-m", "haiku_cli", *args], env=env, capture_output=True, text=True, check=check
+    )
+
+
+def doc_id_of(result: dict) -> str:
+    """The corpus id behind a search result (its file stem)."""
+    return Path(result["document_uri"]).stem
+
+
+def timed(fn):  # noqa: ANN001, ANN201
+    """(result, seconds) of a call."""
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def metrics(ranked: dict[str, list[str]], qrels: dict[str, set[str]]) -> dict[str, float]:
+    """nDCG@10, recall@100 and MRR@10 over the judged queries (binary relevance)."""
+    ndcg = recall = mrr = 0.0
+    for qid, rel in qrels.items():
+        docs = ranked.get(qid, [])
+        dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(docs[:10]) if d in rel)
+        idcg = sum(1 / math.log2(i + 2) for i in range(min(len(rel), 10)))
+        ndcg += dcg / idcg
+        recall += len(set(docs[:100]) & rel) / len(rel)
+        mrr += next((1 / (i + 1) for i, d in enumerate(docs[:10]) if d in rel), 0.0)
+    n = len(qrels)
+    return {"ndcg@10": ndcg / n, "recall@100": recall / n, "mrr@10": mrr / n}
+
+
+def dedupe_documents(results: list[dict]) -> list[str]:
+    """Chunk results to a document ranking (first occurrence wins)."""
+    seen: dict[str, None] = {}
+    for r in results:
+        seen.setdefault(doc_id_of(r), None)
+    return list(seen)

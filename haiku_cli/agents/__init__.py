@@ -1,0 +1,1 @@
+"""Agents built from haiku's capabilities: `ask` answers a question with citations."""

@@ -1,0 +1,176 @@
+"""The analysis capability: the model runs Python over the selected databases' documents in a sandbox.
+
+It extends the retrieval capability, so `search` and `cite` are the very same tools with the same state
+rules, and adds `execute_code`. One sandbox serves one run (one question): it opens on the first
+execution, keeps the program's variables between executions and closes when the run ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, Field
+from pydantic_ai import RunContext
+from pydantic_ai.capabilities import WrapRunHandler
+from pydantic_ai.run import AgentRunResult
+from pydantic_ai.toolsets import FunctionToolset
+
+from haiku_cli.capabilities.retrieval import RetrievalCapability
+from haiku_cli.capabilities.scope import selection_of
+from haiku_cli.capabilities.state import EvidenceRef, EvidenceState, HaikuDeps
+from haiku_cli.sandbox.corpus import open_corpus_sandbox
+from haiku_cli.sandbox.runner import Execution, Sandbox
+from haiku_cli.search.hits import SearchHit
+
+
+class ExecutionRecord(BaseModel):
+    """One program the model ran: which answer and run step it belonged to, and what came of it."""
+
+    answer: int
+    step: int
+    code: str
+    stdout: str
+    stderr: str
+    ok: bool
+
+    def execution(self) -> Execution:
+        """The record as the `{code, stdout, stderr, ok}` shape users see."""
+        return Execution(code=self.code, stdout=self.stdout, stderr=self.stderr, ok=self.ok)
+
+
+class AnalysisState(EvidenceState):
+    """The retrieval evidence fields plus every program run, across the conversation."""
+
+    executions: list[ExecutionRecord] = Field(default_factory=list)
+
+    def current_executions(self) -> list[ExecutionRecord]:
+        """The programs run for the current answer."""
+        return [e for e in self.executions if e.answer == self.answer]
+
+    @property
+    def has_evidence(self) -> bool:
+        """A program that ran over the documents is evidence too, even if no chunk was shown."""
+        return super().has_evidence or bool(self.current_executions())
+
+
+@dataclass(eq=False)
+class AnalysisCapability(RetrievalCapability):
+    """`execute_code`, `search` and `cite` over the question's sources; the sandbox lives for one run."""
+
+    state_key: str = "analysis"
+    _stack: contextlib.AsyncExitStack | None = field(default=None, init=False, repr=False)
+    _sandbox: Sandbox | None = field(default=None, init=False, repr=False)
+    _opening: anyio.Lock = field(default_factory=anyio.Lock, init=False, repr=False)
+
+    def evidence(self, deps: HaikuDeps) -> AnalysisState:
+        """The live analysis state (the evidence fields plus executions)."""
+        return deps.get(self.state_key, AnalysisState)
+
+    def get_toolset(self) -> FunctionToolset[HaikuDeps]:
+        """`search` and `cite` from retrieval, plus `execute_code`."""
+        toolset = super().get_toolset()
+        toolset.add_function(self.execute_code, name="execute_code")
+        return toolset
+
+    def get_instructions(self) -> Callable[[RunContext[HaikuDeps]], str]:
+        """How to use the sandbox, naming the databases this question covers and the limits."""
+
+        def instructions(ctx: RunContext[HaikuDeps]) -> str:
+            names = selection_of(self.workspace, self.evidence(ctx.deps).sources).names
+            limits = self.workspace.settings.sandbox
+            return analysis_instructions(
+                names,
+                timeout=limits.timeout_seconds,
+                memory_mb=limits.memory_mb,
+                max_output=limits.max_output_chars,
+                max_executions=limits.max_executions,
+                budget=self.budget,
+            )
+
+        return instructions
+
+    async def for_run(self, ctx: RunContext[HaikuDeps]) -> AnalysisCapability:
+        """A fresh instance per run, so each question gets its own sandbox."""
+        return replace(self)
+
+    async def wrap_run(self, ctx: RunContext[HaikuDeps], *, handler: WrapRunHandler) -> AgentRunResult[Any]:
+        """Close the run's sandbox (if one was opened) when the run ends, however it ends."""
+        async with contextlib.AsyncExitStack() as stack:
+            self._stack = stack
+            try:
+                return await handler()
+            finally:
+                self._stack = None
+                self._sandbox = None
+
+    async def execute_code(self, ctx: RunContext[HaikuDeps], code: str) -> str:
+        """Run a Python program in the sandbox over the documents; returns what it printed and any error.
+
+        Variables persist between executions of this question. The value of a final bare expression is
+        shown, as in a notebook.
+
+        Args:
+            code: The program. Read /documents/{id}/..., call list_documents() and search(query, limit).
+        """
+        sandbox = await self._sandbox_for(ctx)
+        result = await sandbox.execute(code)
+        state = self.evidence(ctx.deps)
+        state.executions.append(
+            ExecutionRecord(answer=state.answer, step=ctx.run_step, **result.model_dump())
+        )
+        return result.for_model()
+
+    async def _sandbox_for(self, ctx: RunContext[HaikuDeps]) -> Sandbox:
+        async with self._opening:  # two executions in one response must not open two sandboxes
+            if self._sandbox is None:
+                if self._stack is None:
+                    raise RuntimeError("execute_code ran outside an agent run")
+                state = self.evidence(ctx.deps)
+
+                def saw(hits: list[SearchHit]) -> None:
+                    # Chunks a program found by searching are evidence in play, as the search tool's are.
+                    state.saw([EvidenceRef(database=h.database, chunk_id=h.chunk_id) for h in hits])
+
+                opened = open_corpus_sandbox(
+                    self.workspace,
+                    selection_of(self.workspace, state.sources),
+                    document_filter=state.document_filter,
+                    on_hits=saw,
+                )
+                self._sandbox = await self._stack.enter_async_context(opened)
+            return self._sandbox
+
+
+def analysis_instructions(
+    databases: list[str],
+    *,
+    timeout: float,
+    memory_mb: int,
+    max_output: int,
+    max_executions: int,
+    budget: int,
+) -> str:
+    """What the model needs to know to compute over the documents, and to cite what it found."""
+    several = len(databases) > 1
+    return (
+        "Answer by computing over the user's documents with `execute_code`, which runs a Python program "
+        f"in a sandbox. This question covers the database{'s' if several else ''} {', '.join(databases)}. "
+        "In the sandbox, each document is a read-only directory /documents/{document_id}/ holding "
+        "metadata.json (id, database, title, uri, metadata, created_at, updated_at), content.txt (the full "
+        "text) and chunks.jsonl (one JSON object per line: id, document_id, database, order, text, "
+        "heading_path, pages). Two functions are built in: list_documents() returns "
+        "[{id, database, title, uri, metadata, created_at, path}] and search(query, limit=10) returns "
+        "ranked chunks [{database, document_id, chunk_id, title, uri, content, score, rank, path}]. "
+        "The sandbox has no network and no host files; it imports only a safe subset of the standard "
+        "library (json, re, collections, math, datetime, itertools, functools, csv and the like; not "
+        "statistics, heapq or textwrap, so compute means and medians by hand). Variables persist between "
+        "executions of this question. Print only what you need: counts, tables, short excerpts. "
+        f"Limits per execution: {timeout:g} s, {memory_mb} MB, {max_output} characters of output; at most "
+        f"{max_executions} executions per question. The `search` tool is also available outside the "
+        f"sandbox ({budget} search units). Cite the chunks that support the answer with `cite`, by chunk "
+        "id (the `id` in chunks.jsonl, or `chunk_id` in search results)."
+    )

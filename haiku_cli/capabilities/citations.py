@@ -1,0 +1,64 @@
+"""Citations: chunks resolved within the covered databases, each labelled with the database it came from."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from pydantic import BaseModel, Field
+
+from haiku_cli.databases.pool import DatabasePool
+from haiku_cli.databases.resolve import Resolution, ResolvedChunk, resolve_chunks
+from haiku_cli.databases.selection import Selection
+
+
+class Citation(BaseModel):
+    """One cited chunk: its number in the answer, its database, document and text."""
+
+    index: int
+    database: str
+    document_id: str
+    document_uri: str | None = None
+    document_title: str | None = None
+    chunk_id: str
+    content: str
+    pages: list[int] = Field(default_factory=list)
+
+    @classmethod
+    def from_resolved(cls, index: int, found: ResolvedChunk) -> Citation:
+        """A citation numbered `index` for a chunk resolved in exactly one database."""
+        doc = found.document
+        return cls(
+            index=index,
+            database=found.database,
+            document_id=found.chunk.document_id,
+            document_uri=doc.uri if doc else None,
+            document_title=doc.title if doc else None,
+            chunk_id=found.chunk.id,
+            content=found.chunk.text,
+            pages=list(found.chunk.pages),
+        )
+
+
+def clean_ids(ids: Iterable[str]) -> list[str]:
+    """Chunk ids as the model may write them (`[id]`, padded), normalised and de-duplicated in order."""
+    cleaned = (i.strip().strip("[]").strip() for i in ids)
+    return list(dict.fromkeys(i for i in cleaned if i))
+
+
+async def resolve_citations(
+    pool: DatabasePool, selection: Selection, ids: Sequence[str]
+) -> Resolution[ResolvedChunk]:
+    """Resolve chunk ids within the selection only (through `clients_covering`); collisions stay ambiguous."""
+    return await resolve_chunks(pool, selection, ids)
+
+
+def number_markers(answer: str, citations: Sequence[Citation]) -> str:
+    """Replace `[chunk-id]` markers of cited chunks with their numbers, for models that cite by id in text."""
+    by_id: dict[str, int] = {}
+    for c in citations:
+        by_id.setdefault(c.chunk_id, c.index)
+    if not by_id:
+        return answer
+    pattern = re.compile(r"\[(" + "|".join(re.escape(i) for i in by_id) + r")\]")
+    return pattern.sub(lambda m: f"[{by_id[m.group(1)]}]", answer)

@@ -1,0 +1,160 @@
+"""The retrieval capability: `search` and `cite` tools over the databases a question is scoped to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from pydantic_ai import RunContext
+from pydantic_ai.toolsets import FunctionToolset
+
+from haiku_cli.capabilities.citations import Citation, clean_ids, resolve_citations
+from haiku_cli.capabilities.evidence import EvidenceCapability, record_citations
+from haiku_cli.capabilities.scope import selection_of
+from haiku_cli.capabilities.state import EvidenceRef, EvidenceState, HaikuDeps, SearchRecord
+from haiku_cli.databases import operations
+from haiku_cli.databases.resolve import Resolution, ResolvedChunk
+from haiku_cli.databases.workspace import Workspace
+from haiku_cli.search.hits import SearchHit
+
+DEFAULT_BUDGET = 5
+PER_RESPONSE = 3
+MAX_CHUNK_CHARS = 4000  # a runaway chunk must not crowd the rest of the results out of the context
+
+
+@dataclass(eq=False)
+class RetrievalCapability(EvidenceCapability):
+    """Search and cite over the question's sources, with a bounded number of search units per answer.
+
+    The sources and filter travel in the state under `state_key`; the workspace supplies the pool and
+    embedder. Searches the model emits in one response share a unit (up to `per_response` of them).
+    """
+
+    workspace: Workspace = field(repr=False)
+    budget: int = DEFAULT_BUDGET
+    per_response: int = PER_RESPONSE
+    limit: int = 5
+    state_key: str = "retrieval"
+
+    def evidence(self, deps: HaikuDeps) -> EvidenceState:
+        """The live retrieval state (sources, filter, budget, evidence, citations)."""
+        return deps.get(self.state_key, EvidenceState)
+
+    def get_toolset(self) -> FunctionToolset[HaikuDeps]:
+        """The `search` and `cite` tools."""
+        toolset = FunctionToolset[HaikuDeps]()
+        toolset.add_function(self.search, name="search")
+        toolset.add_function(self.cite, name="cite")
+        return toolset
+
+    def get_instructions(self) -> Callable[[RunContext[HaikuDeps]], str]:
+        """How to search and cite, naming the databases this question covers."""
+
+        def instructions(ctx: RunContext[HaikuDeps]) -> str:
+            names = selection_of(self.workspace, self.evidence(ctx.deps).sources).names
+            several = len(names) > 1
+            labelled = " and names the database it came from" if several else ""
+            return (
+                "Answer from the user's documents, which you reach only through the `search` tool. "
+                f"This question covers the database{'s' if several else ''} {', '.join(names)}. "
+                f"Each search result begins with its chunk id in square brackets{labelled}. "
+                "Call `cite` with the ids of the chunks your answer relies on; it tells you the numbers "
+                "to write as markers like [1] after the statements they support. "
+                f"You have {self.budget} search units for this answer: searches you request together in "
+                f"one response share one unit (at most {self.per_response} of them), and each later "
+                "response that searches costs another."
+            )
+
+        return instructions
+
+    async def search(self, ctx: RunContext[HaikuDeps], query: str) -> str:
+        """Search the user's documents; each result starts with its chunk id in square brackets.
+
+        Args:
+            query: What to look for, in words likely to appear in the documents.
+        """
+        state = self.evidence(ctx.deps)
+        if not query.strip():
+            return "The query is empty: search for some words."
+        # Charge before any await: searches of one response run concurrently and must see each other.
+        spent = state.spend_search(ctx.run_step, budget=self.budget, per_response=self.per_response)
+        if spent == "exhausted":
+            return (
+                f"Search limit reached: all {self.budget} search units of this answer are spent. "
+                "Answer from what you have found so far."
+            )
+        if spent == "response_full":
+            return f"At most {self.per_response} searches per response; this one was not run."
+        selection = selection_of(self.workspace, state.sources)
+        hits = await operations.search(
+            self.workspace, selection, query, limit=self.limit, document_filter=state.document_filter
+        )
+        refs = [EvidenceRef(database=h.database, chunk_id=h.chunk_id) for h in hits]
+        state.saw(refs)
+        state.searches.append(SearchRecord(answer=state.answer, step=ctx.run_step, query=query, results=refs))
+        return format_hits(
+            query, hits, show_database=len(selection.locations) > 1, units_left=state.units_left(self.budget)
+        )
+
+    async def cite(self, ctx: RunContext[HaikuDeps], chunk_ids: list[str]) -> str:
+        """Cite the chunks that support your answer, or declare that the documents do not support it.
+
+        Args:
+            chunk_ids: Ids of the supporting chunks, exactly as shown in square brackets in search results.
+                An empty list declares the answer ungrounded: the documents do not say.
+        """
+        state = self.evidence(ctx.deps)
+        if not chunk_ids:
+            state.declared_ungrounded = True
+            return (
+                "Recorded: this answer is not grounded in the documents. "
+                "Say plainly that the documents do not say, and do not present outside knowledge as theirs."
+            )
+        ids = clean_ids(chunk_ids)
+        if not ids:
+            return "No chunk ids given: pass ids from search results, or an empty list to declare no support."
+        resolution = await resolve_citations(
+            self.workspace.pool, selection_of(self.workspace, state.sources), ids
+        )
+        found = [resolution.found[i] for i in ids if i in resolution.found]
+        citations = record_citations(ctx, state, found)
+        return cite_report(citations, resolution)
+
+
+def format_hits(query: str, hits: Sequence[SearchHit], *, show_database: bool, units_left: int) -> str:
+    """Search results as the model sees them: `[chunk id]`, database when several, title, uri, pages, text."""
+    if not hits:
+        return f"No results for {query!r}. Search units left: {units_left}."
+    blocks = [f"Results for {query!r} (search units left: {units_left}):"]
+    for hit in hits:
+        head = f"[{hit.chunk_id}]"
+        if show_database:
+            head += f" database: {hit.database};"
+        head += f" {hit.document_title or 'untitled'}"
+        if hit.document_uri:
+            head += f" <{hit.document_uri}>"
+        if hit.pages:
+            head += f" p. {', '.join(str(p) for p in hit.pages)}"
+        text = hit.content if len(hit.content) <= MAX_CHUNK_CHARS else hit.content[:MAX_CHUNK_CHARS] + " …"
+        blocks.append(f"{head}\n{text}")
+    return "\n\n".join(blocks)
+
+
+def cite_report(citations: Sequence[Citation], resolution: Resolution[ResolvedChunk]) -> str:
+    """What `cite` tells the model: the numbers to use, and any ids it could not attribute."""
+    lines = [
+        f"Cited [{c.index}]: {c.document_title or 'untitled'} (database {c.database}). "
+        f"Mark the statements it supports with [{c.index}]."
+        for c in citations
+    ]
+    lines += [
+        f"Not cited: {i!r} is not a chunk id in the searched databases; "
+        "use ids exactly as shown in square brackets in search results."
+        for i in resolution.missing
+    ]
+    lines += [
+        f"Not cited: {i!r} is held by more than one database ({', '.join(names)}), so it cannot be "
+        "attributed to one; cite a different chunk that supports the same point."
+        for i, names in resolution.ambiguous.items()
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""The `haiku` command line: parse, call one library function, render."""

@@ -1,0 +1,171 @@
+"""Commands that work on exactly one database: list, get, delete, info, vacuum, rebuild, history."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from haiku_cli.cli import output, render
+from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Filter, Json, workspace
+from haiku_cli.cli.running import run
+
+DocumentId = Annotated[str, typer.Argument(help="The document's id (see `haiku list`).")]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the one-database commands to the app."""
+    for name, fn in (
+        ("list", list_),
+        ("get", get),
+        ("delete", delete),
+        ("info", info),
+        ("vacuum", vacuum),
+        ("rebuild", rebuild),
+        ("history", history),
+    ):
+        app.command(name)(fn)
+
+
+def _one(ctx: typer.Context, database: list[str] | None, db: list | None):
+    ws = workspace(ctx)
+    return ws, run(ws.select_one, database or [], db or [])
+
+
+def list_(
+    ctx: typer.Context,
+    filter_: Filter = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many documents.", min=1)] = 50,
+    offset: Annotated[int, typer.Option("--offset", help="Skip this many documents first.", min=0)] = 0,
+    database: DatabaseNames = None,
+    db: DatabasePaths = None,
+    json: Json = False,
+) -> None:
+    """List documents, oldest first (a page of 50 unless --limit says otherwise)."""
+    from haiku_cli.databases import operations
+
+    ws, loc = _one(ctx, database, db)
+    docs = run(
+        lambda: operations.list_documents(ws, loc, document_filter=filter_, limit=limit, offset=offset)
+    )
+    if json:
+        output.print_json([d.summary() for d in docs])
+        return
+    if not docs:
+        output.out.print("no documents", style="dim")
+        return
+    render.table(
+        ["id", "title", "uri", "updated"],
+        [(d.id, d.title or "", d.uri or "", d.updated_at.strftime("%Y-%m-%d %H:%M")) for d in docs],
+    )
+
+
+def get(
+    ctx: typer.Context,
+    document_id: DocumentId,
+    database: DatabaseNames = None,
+    db: DatabasePaths = None,
+    json: Json = False,
+) -> None:
+    """Show one document with its content."""
+    from haiku_cli.databases import operations
+
+    ws, loc = _one(ctx, database, db)
+    found = run(lambda: operations.get_document(ws, loc, document_id))
+    doc = found.document
+    if json:
+        output.print_json(
+            {**doc.model_dump(mode="json"), "database": found.database, "chunks": len(found.chunks)}
+        )
+        return
+    output.out.print(f"{doc.title or '(untitled)'}", style="bold", markup=False)
+    for label, value in (
+        ("id", doc.id),
+        ("uri", doc.uri),
+        ("database", found.database),
+        ("metadata", doc.metadata or None),
+        ("created", doc.created_at),
+        ("updated", doc.updated_at),
+        ("chunks", len(found.chunks)),
+    ):
+        if value is not None:
+            output.out.print(f"{label:>9}: {value}", markup=False, style="dim")
+    output.out.print()
+    output.out.print(doc.content.replace("\f", "\n\n"), markup=False)
+
+
+def delete(
+    ctx: typer.Context, document_id: DocumentId, database: DatabaseNames = None, db: DatabasePaths = None
+) -> None:
+    """Delete a document and its chunks."""
+    from haiku_cli.databases import operations
+
+    ws, loc = _one(ctx, database, db)
+    doc = run(lambda: operations.delete(ws, loc, document_id))
+    output.out.print(f"deleted {doc.id} ({doc.title or doc.uri or 'untitled'}) from {loc.name}", markup=False)
+
+
+def info(
+    ctx: typer.Context, database: DatabaseNames = None, db: DatabasePaths = None, json: Json = False
+) -> None:
+    """Counts, size on disk, embedder, schema version, index state and table versions."""
+    from haiku_cli.databases import operations
+
+    ws, loc = _one(ctx, database, db)
+    facts = run(lambda: operations.info(ws, loc))
+    if json:
+        output.print_json(facts.model_dump(mode="json"))
+        return
+    rows = [
+        ("database", facts.name),
+        ("kind", facts.kind),
+        ("documents", facts.documents),
+        ("chunks", facts.chunks),
+        ("size", render.size(facts.size_bytes)),
+        ("embedder", f"{facts.embedder} ({facts.dimension} dims)"),
+        ("schema", facts.schema_version),
+        ("versions", ", ".join(f"{k} v{v}" for k, v in facts.versions.items())),
+    ]
+    for idx in facts.indexes:
+        rows.append(
+            (
+                f"index {idx['name']}",
+                f"{idx['kind']}: {idx['indexed_rows']} rows, {idx['unindexed_rows']} pending",
+            )
+        )
+    if not facts.indexes:
+        rows.append(("indexes", "none (exact search)"))
+    render.table(["", ""], rows)
+
+
+def vacuum(ctx: typer.Context, database: DatabaseNames = None, db: DatabasePaths = None) -> None:
+    """Compact the tables and remove old versions."""
+    from haiku_cli.databases import operations
+
+    ws, loc = _one(ctx, database, db)
+    before, after = run(lambda: operations.vacuum(ws, loc))
+    output.out.print(f"vacuumed {loc.name}: {render.size(before)} → {render.size(after)}", markup=False)
+
+
+def rebuild(ctx: typer.Context, database: DatabaseNames = None, db: DatabasePaths = None) -> None:
+    """Re-chunk and re-embed every document with the configured embedder (all-or-nothing)."""
+    from haiku_cli.databases import operations
+
+    ws, loc = _one(ctx, database, db)
+    with output.progress_bar(f"rebuilding {loc.name}") as bar:
+        count = run(lambda: operations.rebuild(ws, loc, bar))
+    output.out.print(f"rebuilt {loc.name}: {count} chunks", markup=False)
+
+
+def history(
+    ctx: typer.Context, database: DatabaseNames = None, db: DatabasePaths = None, json: Json = False
+) -> None:
+    """Table versions, newest first."""
+    from haiku_cli.databases import operations
+
+    ws, loc = _one(ctx, database, db)
+    versions = run(lambda: operations.history(ws, loc))
+    if json:
+        output.print_json([v.model_dump(mode="json") for v in versions])
+        return
+    render.table(["table", "version", "time"], [(v.table, v.version, v.timestamp) for v in versions])

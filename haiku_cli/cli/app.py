@@ -1,0 +1,56 @@
+"""The typer application: global options and command registration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from haiku_cli import __version__
+from haiku_cli.cli import admin_commands, config_commands, ingest_commands, search_command
+from haiku_cli.cli.running import set_debug
+
+app = typer.Typer(
+    name="haiku",
+    help="Local-first RAG for the terminal: add documents, then search, ask and analyze them.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"haiku {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global(
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", help="Config file (default: $HAIKU_CONFIG, else the user config dir)."),
+    ] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """Local-first RAG for the terminal."""
+    set_debug(debug)
+    ctx.obj = {"config": config}
+
+
+ingest_commands.register(app)
+search_command.register(app)
+admin_commands.register(app)
+config_commands.register(app)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

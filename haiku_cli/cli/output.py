@@ -1,0 +1,62 @@
+"""Consoles, JSON output and progress bars that behave on terminals and in pipes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+# rich honours NO_COLOR and drops styling when the stream is not a terminal.
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+def print_json(data: Any) -> None:
+    """Write JSON to stdout, unwrapped and unstyled, so scripts can parse it."""
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def print_json_line(data: Any) -> None:
+    """One compact JSON object per line (for streams of results)."""
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def error(message: str) -> None:
+    """One line on stderr (no markup interpretation: messages quote user input)."""
+    err.print(f"haiku: {message}", markup=False, style="red", soft_wrap=True)
+
+
+class _Bar:
+    def __init__(self, progress: Progress, description: str) -> None:
+        self._progress = progress
+        self._task = progress.add_task(description, total=0)
+
+    def add_total(self, chunks: int) -> None:
+        task = self._progress.tasks[self._task]
+        self._progress.update(self._task, total=(task.total or 0) + chunks)
+
+    def advance(self, chunks: int) -> None:
+        self._progress.advance(self._task, chunks)
+
+
+@contextmanager
+def progress_bar(description: str) -> Iterator[_Bar]:
+    """A chunk-counting bar on stderr when it is a terminal; silent otherwise."""
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    )
+    with progress:
+        yield _Bar(progress, description)

@@ -1,0 +1,54 @@
+"""Read the TOML config file into `Settings`, with errors that name the key and the file."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from haiku_cli.config.paths import config_path
+from haiku_cli.config.settings import Settings
+from haiku_cli.errors import InputError
+
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+
+def load_settings(explicit: Path | None = None) -> tuple[Settings, Path]:
+    """Load settings from the resolved config path; a missing file means defaults."""
+    path = config_path(explicit)
+    data: dict = {}
+    if path.exists():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read config file {path}: {exc}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError(f"config file {path} is not valid TOML: {exc}") from exc
+    elif explicit is not None:
+        raise InputError(f"config file {path} does not exist")
+    try:
+        settings = Settings.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(_describe(exc, path)) from exc
+    for name in settings.databases:
+        if not _NAME.match(name):
+            raise InputError(
+                f"database name {name!r} in {path} is not valid: use letters, digits, '_', '-' and '.'"
+            )
+    model_env = os.environ.get("HAIKU_MODEL")
+    if model_env:
+        settings = settings.model_copy(
+            update={"model": settings.model.model_copy(update={"name": model_env})}
+        )
+    return settings, path
+
+
+def _describe(exc: ValidationError, path: Path) -> str:
+    err = exc.errors()[0]
+    key = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "extra_forbidden":
+        return f"unknown key '{key}' in config file {path}"
+    return f"invalid value for '{key}' in config file {path}: {err['msg']}"

@@ -1,0 +1,77 @@
+"""The settings model: every key the config file may hold, with defaults."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class _Strict(BaseModel):
+    # Unknown keys are a typo the user wants to hear about, not something to ignore.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DatabaseSettings(_Strict):
+    """One named database: a local path or a URI, with optional object-store options."""
+
+    uri: str
+    storage_options: dict[str, str] = Field(default_factory=dict)
+    read_only: bool = False
+
+    @field_validator("storage_options", mode="before")
+    @classmethod
+    def _stringify(cls, value: Any) -> Any:
+        # LanceDB wants strings; TOML users naturally write `allow_http = true`.
+        if isinstance(value, dict):
+            return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+        return value
+
+
+class EmbedderSettings(_Strict):
+    """Which embedding model new databases are written with."""
+
+    model: str | None = None  # None: the bundled all-MiniLM-L6-v2
+    base_url: str | None = None
+
+
+class ModelSettings(_Strict):
+    """The language model used by `ask` and `analyze`."""
+
+    name: str | None = None  # any pydantic-ai model string, e.g. "openai:gpt-4o"
+    base_url: str | None = None
+    search_budget: int = Field(default=5, ge=1)
+
+
+class SearchSettings(_Strict):
+    """Search defaults."""
+
+    limit: int = Field(default=10, ge=1)
+    vector_weight: float = Field(default=0.5, ge=0.0, le=1.0)
+
+
+class SandboxSettings(_Strict):
+    """Limits on code run by `analyze`."""
+
+    timeout_seconds: float = Field(default=10.0, gt=0)
+    memory_mb: int = Field(default=256, gt=0)
+    max_output_chars: int = Field(default=20_000, gt=0)
+    max_executions: int = Field(default=10, ge=1)
+
+
+class Settings(_Strict):
+    """The whole configuration file."""
+
+    databases: dict[str, DatabaseSettings] = Field(default_factory=dict)
+    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+
+    @field_validator("databases", mode="before")
+    @classmethod
+    def _short_form(cls, value: Any) -> Any:
+        # `notes = "~/notes.lancedb"` is shorthand for `notes = { uri = "~/notes.lancedb" }`.
+        if isinstance(value, dict):
+            return {k: {"uri": v} if isinstance(v, str) else v for k, v in value.items()}
+        return value

@@ -1,0 +1,35 @@
+"""Running blocking database calls concurrently, with errors surfacing as themselves."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import anyio
+import anyio.to_thread
+
+T = TypeVar("T")
+
+
+async def in_threads(calls: Sequence[Callable[[], T]]) -> list[T]:
+    """Run blocking calls in worker threads at once; results in order, the first failure re-raised as is."""
+    results: list[T | None] = [None] * len(calls)
+
+    async def one(i: int, call: Callable[[], T]) -> None:
+        results[i] = await anyio.to_thread.run_sync(call)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for i, call in enumerate(calls):
+                tg.start_soon(one, i, call)
+    except BaseExceptionGroup as group:
+        # A task group wraps failures; callers (and users) want the error itself, not a group.
+        raise _first_leaf(group) from None
+    return results  # type: ignore[return-value]
+
+
+def _first_leaf(group: BaseExceptionGroup) -> BaseException:
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return exc

@@ -1,0 +1,114 @@
+"""Search over a set of databases: candidates from each, fused into one labelled ranking."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from functools import partial
+
+import numpy as np
+
+from haiku_cli.databases.concurrency import in_threads
+from haiku_cli.databases.pool import DatabasePool
+from haiku_cli.databases.selection import Selection
+from haiku_cli.errors import InputError
+from haiku_cli.search.candidates import Candidate, SearchType, find_candidates
+from haiku_cli.search.fusion import DEFAULT_VECTOR_WEIGHT, fuse
+from haiku_cli.search.hits import SearchHit
+from haiku_cli.store.database import Database, EmbedderSpec
+from haiku_cli.store.reads import get_documents
+
+QueryEmbedder = Callable[[str], Awaitable[np.ndarray]]
+
+
+def candidate_depth(limit: int) -> int:
+    """How many candidates of each kind to take from each database for a final list of `limit`."""
+    return max(3 * limit, 50)
+
+
+def check_embedders(dbs: list[Database], search_type: SearchType, configured: EmbedderSpec | None) -> None:
+    """Vectors compare only within one embedder: refuse vector and hybrid search across embedders."""
+    if search_type == "fts":
+        return
+    specs = {db.name: db.embedder for db in dbs}
+    if len(set(specs.values())) > 1:
+        detail = ", ".join(f"{name} ({spec.name})" for name, spec in specs.items())
+        raise InputError(
+            f"these databases were written with different embedders: {detail}; "
+            "search them together with --type fts, or narrow the selection with --database"
+        )
+    if configured is not None:
+        for db in dbs:
+            db.check_embedder(configured)
+
+
+async def search(
+    pool: DatabasePool,
+    selection: Selection,
+    query: str,
+    *,
+    embed_query: QueryEmbedder | None,
+    embedder_spec: Callable[[], EmbedderSpec] | None = None,
+    search_type: SearchType = "hybrid",
+    limit: int = 10,
+    document_filter: str | None = None,
+    vector_weight: float = DEFAULT_VECTOR_WEIGHT,
+) -> list[SearchHit]:
+    """Search every database of the selection and return one ranking, each hit labelled."""
+    if not query.strip():
+        raise InputError("the search query is empty")
+    if limit < 1:
+        raise InputError("--limit must be at least 1")
+    dbs = await pool.clients_covering(selection)
+    query_vector: np.ndarray | None = None
+    if search_type != "fts":
+        check_embedders(dbs, search_type, embedder_spec() if embedder_spec else None)
+        assert embed_query is not None
+        query_vector = await embed_query(query)
+    k = candidate_depth(limit)
+    per_db = await in_threads(
+        [
+            partial(
+                find_candidates,
+                db,
+                query=query,
+                query_vector=query_vector,
+                search_type=search_type,
+                k=k,
+                document_filter=document_filter,
+            )
+            for db in dbs
+        ]
+    )
+    pooled = [c for found in per_db for c in found]
+    ranked = fuse(pooled, search_type=search_type, vector_weight=vector_weight)[:limit]
+    return await _hydrate(dbs, ranked)
+
+
+async def _hydrate(dbs: list[Database], ranked: list[tuple[Candidate, float]]) -> list[SearchHit]:
+    wanted: dict[str, set[str]] = defaultdict(set)
+    for cand, _ in ranked:
+        wanted[cand.database].add(cand.document_id)
+    fetched = await in_threads(
+        [partial(get_documents, db, wanted[db.name]) for db in dbs if db.name in wanted]
+    )
+    docs = dict(zip([db.name for db in dbs if db.name in wanted], fetched, strict=True))
+    hits = []
+    for rank, (cand, score) in enumerate(ranked, start=1):
+        doc = docs[cand.database].get(cand.document_id)
+        hits.append(
+            SearchHit(
+                database=cand.database,
+                document_id=cand.document_id,
+                document_uri=doc.uri if doc else None,
+                document_title=doc.title if doc else None,
+                chunk_id=cand.chunk_id,
+                content=cand.text,
+                score=round(float(score), 6),
+                rank=rank,
+                heading_path=cand.heading_path,
+                pages=cand.pages,
+                metadata=doc.metadata if doc else {},
+            )
+        )
+    return hits

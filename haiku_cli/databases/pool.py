@@ -1,0 +1,62 @@
+"""The one rule that turns a selection into open databases, opening cold ones concurrently."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from haiku_cli.databases.concurrency import in_threads
+from haiku_cli.databases.selection import Selection
+from haiku_cli.errors import DatabaseError
+from haiku_cli.store.database import Database, EmbedderSpec, open_database
+from haiku_cli.store.location import Location
+
+
+class DatabasePool:
+    """Open databases by name, reused across the queries of one process."""
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[str, str], Database] = {}
+
+    async def clients_covering(
+        self, selection: Selection, *, writable: bool = False, create_with: EmbedderSpec | None = None
+    ) -> list[Database]:
+        """Exactly the selection's databases, open, in the selection's order.
+
+        Every search, sandbox mount and citation lookup goes through here, so nothing outside the
+        selection is ever reached. Cold databases open concurrently: the wait is the slowest open.
+        """
+        missing = [loc for loc in selection.locations if _key(loc, writable) not in self._open]
+
+        def open_or_error(loc: Location) -> Database | DatabaseError:
+            try:
+                return open_database(loc, create_with=create_with, writable=writable)
+            except DatabaseError as exc:
+                return exc  # collected, so that every unopenable database is named at once
+
+        opened = await in_threads([partial(open_or_error, loc) for loc in missing])
+        errors = [str(r) for r in opened if isinstance(r, DatabaseError)]
+        for loc, result in zip(missing, opened, strict=True):
+            if isinstance(result, Database):
+                self._open[_key(loc, writable)] = result
+        if errors:
+            raise DatabaseError("\n".join(errors))
+        return [self._open[_key(loc, writable)] for loc in selection.locations]
+
+    async def open_one(
+        self, location: Location, *, writable: bool = False, create_with: EmbedderSpec | None = None
+    ) -> Database:
+        """The single database of an admin command, through the same rule."""
+        (db,) = await self.clients_covering(
+            Selection((location,)), writable=writable, create_with=create_with
+        )
+        return db
+
+    def forget(self, location: Location) -> None:
+        """Drop a cached handle (after a write that replaced tables, e.g. rebuild)."""
+        for writable in (False, True):
+            self._open.pop(_key(location, writable), None)
+
+
+def _key(loc: Location, writable: bool) -> tuple[str, str, bool]:
+    # A reader may hold a snapshot from before an unfinished write; a writer must not.
+    return (loc.name, loc.uri, writable)

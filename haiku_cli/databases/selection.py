@@ -1,0 +1,97 @@
+"""Turning `--database NAME` / `--db PATH` into the databases a command works on."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from haiku_cli.config.paths import data_dir
+from haiku_cli.config.settings import Settings
+from haiku_cli.errors import InputError
+from haiku_cli.store.location import Location
+
+DEFAULT_NAME = "default"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The databases a command covers, in a stable order; never empty."""
+
+    locations: tuple[Location, ...]
+
+    def __post_init__(self) -> None:
+        if not self.locations:
+            raise InputError("the selection names no database; name one with --database NAME or --db PATH")
+
+    @property
+    def names(self) -> list[str]:
+        """The databases' names, in order."""
+        return [loc.name for loc in self.locations]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names
+
+
+def configured(settings: Settings) -> dict[str, Location]:
+    """The configured databases by name; with none configured, the one `default` database."""
+    if not settings.databases:
+        return {DEFAULT_NAME: Location(DEFAULT_NAME, str(data_dir() / f"{DEFAULT_NAME}.lancedb"))}
+    return {
+        name: Location(name, db.uri, dict(db.storage_options), db.read_only)
+        for name, db in settings.databases.items()
+    }
+
+
+def select_many(settings: Settings, names: Sequence[str] = (), paths: Sequence[Path] = ()) -> Selection:
+    """The set for search, ask and analyze: all configured databases unless narrowed."""
+    _not_both(names, paths)
+    if paths:
+        return _from_paths(paths)
+    known = configured(settings)
+    if not names:
+        return Selection(tuple(known.values()))
+    return Selection(tuple(_lookup(known, n) for n in dict.fromkeys(names)))
+
+
+def select_one(settings: Settings, names: Sequence[str] = (), paths: Sequence[Path] = ()) -> Location:
+    """Exactly one database for every other command; refuse rather than guess."""
+    _not_both(names, paths)
+    chosen = list(dict.fromkeys(names)) or list(dict.fromkeys(paths))
+    if len(chosen) > 1:
+        raise InputError("this command works on one database; give a single --database NAME or --db PATH")
+    if paths:
+        return Location.from_path(paths[0])
+    known = configured(settings)
+    if names:
+        return _lookup(known, names[0])
+    if len(known) == 1:
+        return next(iter(known.values()))
+    raise InputError(
+        f"several databases are configured ({', '.join(known)}); choose one with --database NAME or --db PATH"
+    )
+
+
+def _not_both(names: Sequence[str], paths: Sequence[Path]) -> None:
+    if names and paths:
+        raise InputError("give databases either by name (--database) or by path (--db), not both")
+
+
+def _lookup(known: dict[str, Location], name: str) -> Location:
+    if name in known:
+        return known[name]
+    raise InputError(f"unknown database '{name}'; configured databases: {', '.join(known)}")
+
+
+def _from_paths(paths: Sequence[Path]) -> Selection:
+    locations: dict[str, Location] = {}
+    for path in paths:
+        loc = Location.from_path(path)
+        other = locations.get(loc.name)
+        if other is not None and other.uri != loc.uri:
+            raise InputError(
+                f"two --db paths are both named '{loc.name}' (a database is named after its file stem); "
+                "rename one"
+            )
+        locations[loc.name] = loc
+    return Selection(tuple(locations.values()))

@@ -1,0 +1,59 @@
+"""A workspace: the loaded settings, the pool of open databases and the configured embedder."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from haiku_cli.config.loader import load_settings
+from haiku_cli.config.settings import Settings
+from haiku_cli.databases.pool import DatabasePool
+from haiku_cli.databases.selection import Selection, select_many, select_one
+from haiku_cli.store.database import EmbedderSpec
+from haiku_cli.store.location import Location
+
+if TYPE_CHECKING:
+    from haiku_cli.embed import Embedder
+
+
+class Workspace:
+    """Everything a command needs besides its arguments; one per process (or per host program)."""
+
+    def __init__(self, settings: Settings, config_file: Path | None = None) -> None:
+        self.settings = settings
+        self.config_file = config_file
+        self.pool = DatabasePool()
+
+    @classmethod
+    def load(cls, config: Path | None = None) -> Workspace:
+        """Read the config (`--config` > `HAIKU_CONFIG` > user config dir) into a workspace."""
+        settings, path = load_settings(config)
+        return cls(settings, path)
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        """The configured embedder, loaded on first use (search by full text never loads it)."""
+        from haiku_cli.embed import load_embedder
+
+        cfg = self.settings.embedder
+        return load_embedder(cfg.model, base_url=cfg.base_url)
+
+    def embedder_spec(self) -> EmbedderSpec:
+        """Name and dimension of the configured embedder, as stored in databases."""
+        return EmbedderSpec(self.embedder.name, self.embedder.dimension)
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        """Embed a search query with the configured embedder."""
+        return await self.embedder.embed_query(text)
+
+    def select_many(self, names: Sequence[str] = (), paths: Sequence[Path] = ()) -> Selection:
+        """The set for search, ask and analyze."""
+        return select_many(self.settings, names, paths)
+
+    def select_one(self, names: Sequence[str] = (), paths: Sequence[Path] = ()) -> Location:
+        """The single database of every other command."""
+        return select_one(self.settings, names, paths)

@@ -1,0 +1,146 @@
+"""`load_embedder`: turn a model string from the config or command line into an `Embedder`."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING, Any, get_args
+from urllib.parse import urlsplit
+
+from haiku_cli.embed import _bundle
+from haiku_cli.embed._errors import to_model_error
+from haiku_cli.embed.embedder import PROBE_TEXT, Embedder
+from haiku_cli.errors import HaikuError, ModelError
+
+if TYPE_CHECKING:
+    from pydantic_ai.embeddings import EmbeddingModel
+    from pydantic_ai.providers import Provider
+
+OLLAMA_DEFAULT_URL = "http://localhost:11434/v1"
+OPENAI_MAX_TOKENS = 8192  # OpenAI's documented input limit for its text-embedding-3 models
+EXAMPLES = f"{_bundle.DEFAULT_EMBEDDER_NAME}, ollama:nomic-embed-text or openai:text-embedding-3-small"
+
+
+def load_embedder(model: str | None = None, *, base_url: str | None = None) -> Embedder:
+    """Build the embedder named `model` ("provider:model"); None means haiku's bundled model.
+
+    `base_url` points an OpenAI-compatible provider (ollama, openai, ...) at a server; without it
+    OLLAMA_BASE_URL / OPENAI_BASE_URL are used. It is ignored for the bundled model. Nothing is
+    loaded or contacted here; failures surface as ModelError on first use.
+    """
+    spec = (model or _bundle.DEFAULT_EMBEDDER_NAME).strip()
+    provider, sep, model_name = spec.partition(":")
+    if not (sep and provider and model_name):
+        raise ModelError(f"embedding model {spec!r} must look like provider:model, e.g. {EXAMPLES}")
+    if provider == "haiku":
+        return _load_bundled(spec)
+    if not _offers_embeddings(provider):
+        raise ModelError(f"{provider!r} is not a known embedding provider (in {spec!r}); try {EXAMPLES}")
+
+    def build() -> tuple[EmbeddingModel, Provider[Any] | None]:
+        return _build_remote(spec, provider, model_name, base_url)
+
+    remote, _ = build()
+
+    async def probe() -> int:
+        # A model of its own, so the probe's connections (on a private loop) are closed afterwards.
+        probe_model, probe_provider = build()
+        if probe_provider is None:
+            result = await probe_model.embed([PROBE_TEXT], input_type="document")
+        else:
+            async with probe_provider:
+                result = await probe_model.embed([PROBE_TEXT], input_type="document")
+        return len(result.embeddings[0])
+
+    custom_url = base_url or os.environ.get("OPENAI_BASE_URL")
+    max_tokens = OPENAI_MAX_TOKENS if provider == "openai" and not custom_url else None
+    return Embedder(remote, name=spec, max_tokens=max_tokens, dimension_probe=probe)
+
+
+def _load_bundled(spec: str) -> Embedder:
+    from haiku_cli.embed.onnx_model import LocalOnnxEmbeddingModel
+
+    if spec != _bundle.DEFAULT_EMBEDDER_NAME:
+        ours = _bundle.DEFAULT_EMBEDDER_NAME
+        raise ModelError(f"unknown bundled embedding model {spec!r}; the bundled one is {ours}")
+    return Embedder(
+        LocalOnnxEmbeddingModel(),
+        name=_bundle.DEFAULT_EMBEDDER_NAME,
+        dimension=_bundle.BUNDLED_DIMENSION,
+        max_tokens=_bundle.BUNDLED_MAX_TOKENS,
+    )
+
+
+def _build_remote(
+    spec: str, provider: str, model_name: str, base_url: str | None
+) -> tuple[EmbeddingModel, Provider[Any] | None]:
+    """Create a pydantic-ai embedding model and the provider it owns, mapping failures to ModelError."""
+    try:
+        if provider in ("ollama", "openai"):
+            return _build_openai_compatible(provider, model_name, base_url)
+        return _build_inferred(spec, base_url)
+    except HaikuError:
+        raise
+    except ImportError as exc:
+        hint = re.search(r'pip install "[^"]+"', str(exc))
+        how = hint.group(0) if hint else str(exc)
+        raise ModelError(f"embedding provider {provider!r} needs an extra package: {how}") from exc
+    except Exception as exc:
+        raise to_model_error(exc, spec) from exc
+
+
+def _offers_embeddings(provider: str) -> bool:
+    """Whether pydantic-ai has embedding models for `provider` (checked up front for a clear error)."""
+    try:
+        from pydantic_ai.embeddings import OpenAIEmbeddingsCompatibleProvider as Compatible
+
+        compatible = {n for alias in get_args(Compatible) for n in get_args(alias.__value__)}
+    except Exception:  # pydantic-ai moved this internal list: let infer_embedding_model decide
+        return True
+    native = {"openai", "cohere", "bedrock", "google", "google-cloud", "sentence-transformers", "voyageai"}
+    return provider.removeprefix("gateway/") in compatible | native
+
+
+def _build_openai_compatible(
+    provider: str, model_name: str, base_url: str | None
+) -> tuple[EmbeddingModel, Provider[Any]]:
+    from pydantic_ai.embeddings.openai import OpenAIEmbeddingModel
+
+    prov: Provider[Any]
+    if provider == "ollama":
+        from pydantic_ai.providers.ollama import OllamaProvider
+
+        url = base_url or os.environ.get("OLLAMA_BASE_URL") or OLLAMA_DEFAULT_URL
+        prov = OllamaProvider(base_url=_with_v1(url))
+    else:
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        prov = OpenAIProvider(base_url=base_url)  # None lets it read OPENAI_BASE_URL itself
+    return OpenAIEmbeddingModel(model_name, provider=prov), prov
+
+
+def _build_inferred(spec: str, base_url: str | None) -> tuple[EmbeddingModel, Provider[Any] | None]:
+    from pydantic_ai.embeddings import infer_embedding_model
+    from pydantic_ai.exceptions import UserError
+    from pydantic_ai.providers import infer_provider_class
+
+    made: list[Provider[Any]] = []
+
+    def provider_factory(name: str) -> Provider[Any]:
+        cls = infer_provider_class(name)
+        made.append(cls(base_url=base_url) if base_url else cls())
+        return made[-1]
+
+    try:
+        model = infer_embedding_model(spec, provider_factory=provider_factory)
+    except UserError as exc:
+        if "Unknown embeddings model" not in exc.message:
+            raise
+        provider = spec.partition(":")[0]
+        raise ModelError(f"provider {provider!r} offers no embedding models; try {EXAMPLES}") from exc
+    return model, (made[-1] if made else None)
+
+
+def _with_v1(url: str) -> str:
+    """Ollama's OpenAI-compatible API lives under /v1; accept the bare server address too."""
+    return url.rstrip("/") + "/v1" if urlsplit(url).path in ("", "/") else url

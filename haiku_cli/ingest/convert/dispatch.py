@@ -1,0 +1,159 @@
+"""Pick a converter by file suffix, content type or the bytes themselves; refuse empty results."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePath, PurePosixPath
+from urllib.parse import unquote, urlsplit
+
+from haiku_cli.ingest.convert.markdown import convert_markdown
+from haiku_cli.ingest.convert.text import convert_plain, decode_text, normalize_newlines
+from haiku_cli.ingest.document import ConversionError, ConvertedDocument
+
+_SUFFIX_KINDS = {
+    ".txt": "text",
+    ".text": "text",
+    ".rst": "markdown",  # reStructuredText titles read like setext headings; nothing else is rewritten
+    ".log": "text",
+    ".csv": "text",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".html": "html",
+    ".htm": "html",
+    ".pdf": "pdf",
+    ".docx": "docx",
+}
+SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_SUFFIX_KINDS)
+"""Lower-case suffixes convert_file accepts; files without any suffix are read as plain text too."""
+
+_MIME_KINDS = {
+    "text/markdown": "markdown",
+    "text/x-markdown": "markdown",
+    "text/html": "html",
+    "application/xhtml+xml": "html",
+    "application/pdf": "pdf",
+    "application/x-pdf": "pdf",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+}
+_GENERIC_MIMES = {"", "application/octet-stream", "binary/octet-stream", "application/x-download"}
+_TITLE_CHARS = 80
+
+
+def suffix_kind(path: PurePath | str) -> str | None:
+    """The converter kind for a path's suffix ("text" when it has none), or None when unsupported."""
+    suffix = (path if isinstance(path, PurePath) else PurePosixPath(path)).suffix.lower()
+    return "text" if suffix == "" else _SUFFIX_KINDS.get(suffix)
+
+
+def convert_file(path: Path) -> ConvertedDocument:
+    """Convert a local file chosen by its suffix; raise ConversionError naming the file and the problem."""
+    label = str(path)
+    kind = suffix_kind(path)
+    if not path.exists():
+        raise ConversionError(f"{label}: no such file")
+    if path.is_dir():
+        raise ConversionError(f"{label}: is a directory")
+    if kind is None:
+        raise ConversionError(f"{label}: unsupported file type {path.suffix}")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConversionError(f"{label}: cannot read ({exc.strerror or exc})") from exc
+    uri = Path(os.path.abspath(path)).as_uri()
+    return _convert(data, kind, label=label, uri=uri, fallback_title=path.stem or path.name)
+
+
+def convert_text(text: str, *, title: str | None = None, uri: str = "") -> ConvertedDocument:
+    """Convert text given directly (read as markdown); untitled text is titled by its H1 or first line."""
+    if not text.strip():
+        raise ConversionError("the text is empty")
+    doc = convert_markdown(normalize_newlines(text), uri=uri, fallback_title=None)
+    guess = title or doc.title or _first_line(doc.text)
+    return ConvertedDocument(uri=uri, title=guess, segments=doc.segments)
+
+
+def convert_bytes(data: bytes, *, uri: str, content_type: str | None) -> ConvertedDocument:
+    """Convert downloaded or read bytes, by content type, else the URI's suffix, else by sniffing."""
+    mime, charset = _parse_content_type(content_type)
+    label = _label(uri)
+    kind = _kind_for(data, mime, uri)
+    if kind is None:
+        raise ConversionError(f"{label}: unsupported content type {mime}")
+    return _convert(data, kind, label=label, uri=uri, fallback_title=_uri_title(uri), charset=charset)
+
+
+def _convert(
+    data: bytes, kind: str, *, label: str, uri: str, fallback_title: str | None, charset: str | None = None
+) -> ConvertedDocument:
+    if not data.strip():
+        raise ConversionError(f"{label} is empty")
+    if kind == "pdf":
+        from haiku_cli.ingest.convert.pdf import convert_pdf
+
+        doc = convert_pdf(data, label=label, uri=uri, fallback_title=fallback_title)
+    elif kind == "docx":
+        from haiku_cli.ingest.convert.docx import convert_docx
+
+        doc = convert_docx(data, label=label, uri=uri, fallback_title=fallback_title)
+    elif kind == "html":
+        from haiku_cli.ingest.convert.html import convert_html
+
+        doc = convert_html(data, label=label, uri=uri, fallback_title=fallback_title, charset=charset)
+    elif kind == "markdown":
+        doc = convert_markdown(decode_text(data, label, charset), uri=uri, fallback_title=fallback_title)
+    else:
+        doc = convert_plain(decode_text(data, label, charset), uri=uri, title=fallback_title)
+    if not doc.text.strip():
+        raise ConversionError(f"{label} is empty")
+    return doc
+
+
+def _kind_for(data: bytes, mime: str, uri: str) -> str | None:
+    by_suffix = suffix_kind(urlsplit(uri).path) if uri else None
+    if mime in _MIME_KINDS:
+        return _MIME_KINDS[mime]
+    if mime.startswith("text/"):
+        # Servers send .md and .rst as text/plain; the suffix knows better.
+        return by_suffix if by_suffix in ("markdown", "text") else "text"
+    if mime not in _GENERIC_MIMES:
+        return None
+    if data.startswith(b"%PDF-"):
+        return "pdf"
+    if data.startswith(b"PK\x03\x04") and b"word/document.xml" in data:
+        return "docx"
+    head = data[:512].lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if head.startswith((b"<!doctype html", b"<html")):
+        return "html"
+    return by_suffix or "text"
+
+
+def _parse_content_type(content_type: str | None) -> tuple[str, str | None]:
+    if not content_type:
+        return "", None
+    mime, _, params = content_type.partition(";")
+    charset = None
+    for param in params.split(";"):
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "charset" and value.strip():
+            charset = value.strip().strip("\"'")
+    return mime.strip().lower(), charset
+
+
+def _label(uri: str) -> str:
+    if uri.startswith("file://"):
+        return unquote(urlsplit(uri).path)
+    return uri or "the input"
+
+
+def _uri_title(uri: str) -> str | None:
+    parts = urlsplit(uri)
+    name = PurePosixPath(unquote(parts.path)).name
+    return PurePosixPath(name).stem or name or parts.hostname or None
+
+
+def _first_line(text: str) -> str | None:
+    for line in text.splitlines():
+        line = " ".join(line.lstrip("#>*-+ \t").split())
+        if line:
+            return line if len(line) <= _TITLE_CHARS else line[: _TITLE_CHARS - 1].rstrip() + "…"
+    return None

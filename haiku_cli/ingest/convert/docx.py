@@ -1,0 +1,69 @@
+"""Word .docx through python-docx: headings become markdown #, lists bullets, tables markdown tables."""
+
+from __future__ import annotations
+
+import io
+import re
+from typing import Any
+
+from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
+
+_HEADING = re.compile(r"heading\s*(\d)", re.IGNORECASE)
+
+
+def convert_docx(data: bytes, *, label: str, uri: str, fallback_title: str | None) -> ConvertedDocument:
+    """Convert a .docx body, in document order, to one markdown segment titled by its core properties."""
+    import docx
+    from docx.opc.exceptions import PackageNotFoundError
+
+    try:
+        document = docx.Document(io.BytesIO(data))
+    except (PackageNotFoundError, KeyError, ValueError, OSError) as exc:
+        raise ConversionError(f"{label}: corrupt DOCX") from exc
+    except Exception as exc:  # zipfile and lxml raise a variety of errors on damaged packages
+        raise ConversionError(f"{label}: corrupt DOCX ({type(exc).__name__})") from exc
+
+    blocks: list[str] = []
+    first_title: str | None = None
+    for item in document.iter_inner_content():
+        if hasattr(item, "rows"):
+            blocks.append(_table(item))
+            continue
+        text, is_title = _paragraph(item)
+        if text:
+            blocks.append(text)
+            if is_title and first_title is None:
+                first_title = text.lstrip("# ").strip()
+    core_title = " ".join((document.core_properties.title or "").split())
+    title = core_title or first_title or fallback_title
+    body = "\n\n".join(b for b in blocks if b.strip())
+    return ConvertedDocument(uri=uri, title=title, segments=[Segment(body)])
+
+
+def _paragraph(paragraph: Any) -> tuple[str, bool]:
+    """The markdown for one paragraph, and whether it is a title or top-level heading."""
+    text = " ".join(paragraph.text.split())
+    if not text:
+        return "", False
+    style = (paragraph.style.name if paragraph.style is not None else "") or ""
+    if style.lower() == "title":
+        return f"# {text}", True
+    m = _HEADING.match(style)
+    if m:
+        level = max(1, min(int(m.group(1)), 6))
+        return f"{'#' * level} {text}", level == 1
+    lowered = style.lower()
+    if lowered.startswith("list number"):
+        return f"1. {text}", False
+    if lowered.startswith("list"):
+        return f"- {text}", False
+    return text, False
+
+
+def _table(table: Any) -> str:
+    rows = [[" ".join(cell.text.split()).replace("|", "\\|") for cell in row.cells] for row in table.rows]
+    if not rows:
+        return ""
+    lines = ["| " + " | ".join(cells) + " |" for cells in rows]
+    lines.insert(1, "|" + " --- |" * len(rows[0]))
+    return "\n".join(lines)

@@ -1,0 +1,85 @@
+"""HTML to markdown through html-to-markdown, without scripts, styles, navigation or inline image data."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from haiku_cli.ingest.convert.markdown import split_front_matter
+from haiku_cli.ingest.convert.text import decode_text, normalize_newlines
+from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
+
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
+# Boilerplate that carries no content of its own; html-to-markdown already drops script/style text.
+_EXCLUDE = [
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "nav",
+    "svg",
+    "iframe",
+    "[role=navigation]",
+    "[aria-hidden=true]",
+]
+
+
+def sniff_charset(data: bytes) -> str | None:
+    """The charset a `<meta>` tag near the top declares, if any."""
+    m = _META_CHARSET.search(data[:4096])
+    return m.group(1).decode("ascii") if m else None
+
+
+def decode_html(data: bytes, label: str, charset: str | None) -> str:
+    """Decode HTML by the declared charset, else UTF-8, else windows-1252 as browsers do."""
+    declared = charset or sniff_charset(data)
+    if declared:
+        try:
+            return normalize_newlines(data.decode(declared, errors="replace"))
+        except LookupError:
+            pass  # an unknown charset name: fall through to the usual guesses
+    try:
+        return decode_text(data, label, "utf-8")
+    except ConversionError:
+        if b"\x00" in data[:8192]:
+            raise
+        return normalize_newlines(data.decode("cp1252", errors="replace"))
+
+
+def convert_html(
+    data: bytes, *, label: str, uri: str, fallback_title: str | None, charset: str | None = None
+) -> ConvertedDocument:
+    """Convert an HTML page to one markdown segment, titled by <title>, else the first h1, else fallback."""
+    from html_to_markdown import ConversionOptions, convert
+
+    html = decode_html(data, label, charset)
+    options = ConversionOptions(
+        extract_metadata=True,
+        exclude_selectors=_EXCLUDE,
+        inline_data_media="alt_text_only",
+        base_url=uri if uri.startswith(("http://", "https://")) else None,
+    )
+    try:
+        result = convert(html, options)
+    except Exception as exc:  # the library raises its own hierarchy; any failure means unreadable HTML
+        raise ConversionError(f"{label}: cannot convert HTML ({_first_line(exc)})") from exc
+    # With metadata extraction on, the converter prepends it as YAML front matter; it is not content.
+    _, body = split_front_matter(result.content or "")
+    title = _html_title(result.metadata) or fallback_title
+    return ConvertedDocument(uri=uri, title=title, segments=[Segment(body.strip("\n"))])
+
+
+def _html_title(metadata: Any) -> str | None:
+    document = getattr(metadata, "document", None)
+    title = " ".join((getattr(document, "title", None) or "").split())
+    if title:
+        return title
+    for header in getattr(metadata, "headers", None) or []:
+        if header.level == 1 and header.text.strip():
+            return " ".join(header.text.split())
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

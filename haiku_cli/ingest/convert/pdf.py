@@ -1,0 +1,137 @@
+"""PDF text layer through pypdfium2: one segment per page, running headers dropped, bookmarks as headings."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from typing import Any
+
+from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
+
+# PDFium is not thread-safe; conversions may run in worker threads.
+_PDFIUM_LOCK = threading.Lock()
+
+_LIGATURES = str.maketrans({"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st"})
+# PDFium marks a hyphen at a line break with \x02; private-use glyphs are font artefacts. Form feeds
+# go too: the pipeline stores pages joined by them.
+_SOFT_HYPHEN = re.compile(r"\x02\n?")
+_JUNK = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ue000-\uf8ff\ufffe\uffff]")
+# Lines a markdown reader would take for structure; PDF text has none, so such lines are escaped.
+_MARKDOWN_LOOKALIKE = re.compile(r"^( {0,3})(#|```|~~~)")
+# Bare page numbers ("12", "- 12 -", "Page 3 of 9", "xiv") at the top or bottom of a page.
+_ROMAN = r"(?=[mdclxvi])m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})"
+_PAGE_NUMBER = re.compile(
+    rf"(?:page\s+)?[-\u2013(\[]?\s*(?:\d+|{_ROMAN})\s*[-\u2013)\]]?(?:\s*(?:of|/)\s*\d+)?", re.IGNORECASE
+)
+# Table-of-contents dot leaders carry nothing but tokens.
+_DOT_LEADER = re.compile(r"(?:[ \t]*\.){5,}[ \t]*")
+_SECTION_PREFIX = re.compile(
+    r"(?:(?:chapter|section|appendix|part)\s+)?[0-9a-z]{0,4}(?:\.[0-9a-z]+)*[.:)]?\s+", re.IGNORECASE
+)
+
+
+def convert_pdf(data: bytes, *, label: str, uri: str, fallback_title: str | None) -> ConvertedDocument:
+    """Extract the text layer page by page; a corrupt PDF or one without text raises ConversionError."""
+    import pypdfium2 as pdfium
+
+    with _PDFIUM_LOCK:
+        try:
+            pdf = pdfium.PdfDocument(data)
+        except pdfium.PdfiumError as exc:
+            reason = "password-protected PDF" if "password" in str(exc).lower() else "corrupt PDF"
+            raise ConversionError(f"{label}: {reason}") from exc
+        try:
+            pages = [_page_lines(pdf, i) for i in range(len(pdf))]
+            title = _metadata_title(pdf)
+            bookmarks = _bookmarks(pdf)
+        except pdfium.PdfiumError as exc:
+            raise ConversionError(f"{label}: corrupt PDF") from exc
+        finally:
+            pdf.close()
+    if not any(line.strip() for lines in pages for line in lines):
+        raise ConversionError(f"{label}: no text layer (scanned?)")
+    _drop_running_lines(pages)
+    _mark_headings(pages, bookmarks)
+    # Every page keeps its segment, blank or not, so segment i is always page i + 1.
+    segments = [Segment("\n".join(lines).strip("\n"), page=i + 1) for i, lines in enumerate(pages)]
+    return ConvertedDocument(uri=uri, title=title or fallback_title, segments=segments)
+
+
+def _page_lines(pdf: Any, index: int) -> list[str]:
+    page = pdf[index]
+    try:
+        textpage = page.get_textpage()
+        try:
+            raw = textpage.get_text_range()
+        finally:
+            textpage.close()
+    finally:
+        page.close()
+    text = _SOFT_HYPHEN.sub("", raw.replace("\r\n", "\n").replace("\r", "\n"))
+    text = _DOT_LEADER.sub(" … ", _JUNK.sub("", text.translate(_LIGATURES)))
+    return [_MARKDOWN_LOOKALIKE.sub(r"\1\\\2", line.rstrip()) for line in text.split("\n")]
+
+
+def _metadata_title(pdf: Any) -> str | None:
+    title = " ".join((pdf.get_metadata_dict().get("Title") or "").split())
+    # Office exports often record "Microsoft Word - file.docx" as the title.
+    title = re.sub(r"^Microsoft (?:Word|PowerPoint|Excel) - ", "", title)
+    return title or None
+
+
+def _bookmarks(pdf: Any) -> list[tuple[int, str, int]]:
+    """(level from 1, title, 0-based page index) of each bookmark that points at a page."""
+    found = []
+    for mark in pdf.get_toc(max_depth=6):
+        dest = mark.get_dest()
+        index = dest.get_index() if dest is not None else None
+        title = " ".join((mark.get_title() or "").split())
+        if index is not None and title:
+            found.append((mark.level + 1, title, index))
+    return found
+
+
+def _drop_running_lines(pages: list[list[str]]) -> None:
+    """Remove page numbers and the headers and footers that repeat at the edges of most pages."""
+
+    def key(line: str) -> str:
+        return re.sub(r"\d+", "#", " ".join(line.split()).lower())
+
+    def edges(lines: list[str]) -> list[int]:
+        filled = [i for i, line in enumerate(lines) if line.strip()]
+        # A page's only line is content, whatever it looks like.
+        return sorted({filled[0], filled[-1]}) if len(filled) > 1 else []
+
+    counts: Counter[str] = Counter()
+    for lines in pages:
+        counts.update({key(lines[i]) for i in edges(lines)})
+    running = {k for k, n in counts.items() if n >= max(3, len(pages) // 2)}
+    for lines in pages:
+        for i in edges(lines):
+            if key(lines[i]) in running or _PAGE_NUMBER.fullmatch(lines[i].strip()):
+                lines[i] = ""
+
+
+def _mark_headings(pages: list[list[str]], bookmarks: list[tuple[int, str, int]]) -> None:
+    """Turn the line each bookmark names on its target page into a markdown heading of its level."""
+    cursor: dict[int, int] = {}
+    for level, title, index in bookmarks:
+        if not 0 <= index < len(pages):
+            continue
+        lines = pages[index]
+        start = cursor.get(index, 0)
+        for i in [*range(start, len(lines)), *range(start)]:
+            if _names_heading(lines[i], title):
+                lines[i] = f"\n{'#' * min(level, 6)} {' '.join(lines[i].split())}\n"
+                cursor[index] = i + 1
+                break
+
+
+def _names_heading(line: str, title: str) -> bool:
+    line = " ".join(line.split()).lower()
+    title = title.lower()
+    if line == title:
+        return True
+    # "3.1 Shell Syntax" or "Chapter 3: Basics" for the bookmark "Shell Syntax" / "Basics".
+    return line.endswith(title) and bool(_SECTION_PREFIX.fullmatch(line[: len(line) - len(title)]))

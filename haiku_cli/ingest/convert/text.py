@@ -1,0 +1,63 @@
+"""Plain text: decoding with clear refusals for binary data and invalid UTF-8."""
+
+from __future__ import annotations
+
+import codecs
+
+from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
+
+_SNIFF_BYTES = 8192
+# Control characters that never occur in real text; tab, newlines and form feed are fine.
+_CONTROL = bytes(c for c in range(32) if c not in (9, 10, 12, 13))
+
+
+def looks_binary(data: bytes) -> bool:
+    """Whether the first bytes look like binary data rather than text (NULs or many control bytes)."""
+    head = data[:_SNIFF_BYTES]
+    if not head:
+        return False
+    if b"\x00" in head:
+        return True
+    controls = len(head) - len(head.translate(None, _CONTROL))
+    return controls / len(head) > 0.05
+
+
+def decode_text(data: bytes, label: str, charset: str | None = None) -> str:
+    """Decode `data` as text (UTF-8 unless a charset or BOM says otherwise), with newlines normalized."""
+    # UTF-16 has NULs all over, so its BOM has to be honoured before the binary sniff.
+    for bom, encoding in ((codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be")):
+        if data.startswith(bom):
+            return _decode(data[len(bom) :], encoding, label)
+    if data.startswith(codecs.BOM_UTF8):
+        data, charset = data[len(codecs.BOM_UTF8) :], "utf-8"
+    if looks_binary(data):
+        raise ConversionError(f"{label}: binary data, not text")
+    return _decode(data, _known_encoding(charset) or "utf-8", label)
+
+
+def _known_encoding(charset: str | None) -> str | None:
+    if not charset:
+        return None
+    try:
+        return codecs.lookup(charset.strip().strip("\"'")).name
+    except LookupError:
+        return None
+
+
+def _decode(data: bytes, encoding: str, label: str) -> str:
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError:
+        name = "UTF-8" if encoding in ("utf-8", "utf8") else encoding
+        raise ConversionError(f"{label}: not {name} text") from None
+    return normalize_newlines(text)
+
+
+def normalize_newlines(text: str) -> str:
+    """Use \\n line ends only; form feeds become line breaks because stored PDFs use them as page breaks."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n")
+
+
+def convert_plain(text: str, *, uri: str, title: str | None) -> ConvertedDocument:
+    """Wrap already-decoded plain text as a one-segment document."""
+    return ConvertedDocument(uri=uri, title=title, segments=[Segment(text.strip("\n"))])

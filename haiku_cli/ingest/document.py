@@ -1,0 +1,33 @@
+"""The converted form of a source: text segments plus the little metadata chunking and storage need."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from haiku_cli.errors import InputError
+
+
+class ConversionError(InputError):
+    """A source cannot be turned into text; the message names the source and the reason on one line."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Markdown-ish text of one block or page; `page` is 1-based for PDFs and None otherwise."""
+
+    text: str
+    page: int | None = None
+
+
+@dataclass(frozen=True)
+class ConvertedDocument:
+    """A source converted to text: where it came from, a best-guess title and its segments in order."""
+
+    uri: str
+    title: str | None
+    segments: list[Segment]
+
+    @property
+    def text(self) -> str:
+        """The segments joined with blank lines: the content stored for the document."""
+        return "\n\n".join(s.text.strip("\n") for s in self.segments if s.text.strip())

@@ -1,0 +1,293 @@
+"""Adding sources to one database: convert, skip the unchanged, chunk, embed, write in batches."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+import anyio.to_thread
+
+from haiku_cli.errors import HaikuError, InputError
+from haiku_cli.ingest.chunking import Chunk, chunk_document
+from haiku_cli.ingest.document import ConvertedDocument, Segment
+from haiku_cli.store.database import Database
+from haiku_cli.store.reads import find_by_hash, find_by_uri
+from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk
+from haiku_cli.store.writes import new_id, write_documents
+
+if TYPE_CHECKING:
+    from haiku_cli.embed import Embedder
+
+Status = Literal["added", "updated", "unchanged", "failed"]
+# Documents are written in batches of about this many chunks: each batch is one all-or-nothing
+# write, so a kill loses at most the batch in flight and never leaves half a document.
+BATCH_CHUNKS = 512
+PAGE_BREAK = "\f"
+
+
+class Progress(Protocol):
+    """Where long work reports how far it got (a rich bar on a terminal, nothing when piped)."""
+
+    def add_total(self, chunks: int) -> None: ...
+    def advance(self, chunks: int) -> None: ...
+
+
+class _NoProgress:
+    def add_total(self, chunks: int) -> None:
+        pass
+
+    def advance(self, chunks: int) -> None:
+        pass
+
+
+@dataclass
+class SourceOutcome:
+    """What happened to one source."""
+
+    source: str
+    status: Status
+    document_id: str | None = None
+    chunks: int = 0
+    error: str | None = None
+
+
+@dataclass
+class IngestReport:
+    """The outcome of every source of one add."""
+
+    outcomes: list[SourceOutcome] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[SourceOutcome]:
+        """The sources that could not be added."""
+        return [o for o in self.outcomes if o.status == "failed"]
+
+
+def content_hash(text: str) -> str:
+    """The hash that decides whether a re-added source changed."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def stored_content(doc: ConvertedDocument) -> str:
+    """The text stored for a document; each page ends with a form feed so rebuild can recover pages."""
+    if any(s.page is not None for s in doc.segments):
+        return "".join(s.text + PAGE_BREAK for s in doc.segments)
+    return doc.text
+
+
+def from_stored(uri: str | None, title: str | None, content: str) -> ConvertedDocument:
+    """Rebuild a converted document from stored content (the inverse of `stored_content`)."""
+    if content.endswith(PAGE_BREAK):
+        pages = content[: -len(PAGE_BREAK)].split(PAGE_BREAK)
+        segments = [Segment(text, page=i) for i, text in enumerate(pages, start=1)]
+    else:
+        segments = [Segment(content)]
+    return ConvertedDocument(uri=uri or "", title=title, segments=segments)
+
+
+def embedding_text(title: str | None, chunk: Chunk) -> str:
+    """What is embedded for a chunk: its title and heading path give short chunks their context."""
+    context = [p for p in [title, *chunk.heading_path] if p]
+    return (" > ".join(context) + "\n\n" + chunk.text) if context else chunk.text
+
+
+def with_vectors(chunks: Sequence[Chunk], vectors: Any) -> list[NewChunk]:
+    """Pair chunks with their embeddings, in order."""
+    return [
+        NewChunk(
+            order=c.order,
+            text=c.text,
+            heading_path=list(c.heading_path),
+            pages=list(c.pages),
+            vector=v.tolist(),
+        )
+        for c, v in zip(chunks, vectors, strict=True)
+    ]
+
+
+@dataclass
+class _Pending:
+    outcome: SourceOutcome
+    document: DocumentRecord
+    chunks: list[Chunk]
+    replaces: DocumentRecord | None
+
+
+class Ingestor:
+    """Adds converted documents to one database, batching the embedding and the writes."""
+
+    def __init__(self, db: Database, embedder: Embedder, progress: Progress | None = None) -> None:
+        self.db = db
+        self.embedder = embedder
+        self.progress = progress or _NoProgress()
+        self.report = IngestReport()
+        self._pending: list[_Pending] = []
+
+    async def add(
+        self, doc: ConvertedDocument, *, source: str, title: str | None = None, metadata: dict[str, Any]
+    ) -> None:
+        """Queue one converted document (a no-op when its content is unchanged)."""
+        content = stored_content(doc)
+        digest = content_hash(content)
+        uri = doc.uri or None
+        existing = await anyio.to_thread.run_sync(
+            lambda: find_by_uri(self.db, uri) if uri else find_by_hash(self.db, digest)
+        )
+        if (
+            existing is not None
+            and existing.content_hash == digest
+            and (title is None or title == existing.title)
+        ):
+            self.report.outcomes.append(SourceOutcome(source, "unchanged", existing.id))
+            return
+        chunks = await anyio.to_thread.run_sync(
+            lambda: chunk_document(doc, self.embedder.count_tokens, max_tokens=self.embedder.max_tokens)
+        )
+        if not chunks:
+            self.report.outcomes.append(SourceOutcome(source, "failed", error=f"{source}: no text to index"))
+            return
+        now = datetime.now(UTC)
+        record = DocumentRecord(
+            id=new_id(),
+            uri=uri,
+            title=title or doc.title,
+            metadata=metadata,
+            content=content,
+            content_hash=digest,
+            created_at=now,
+            updated_at=now,
+        )
+        status: Status = "updated" if existing is not None else "added"
+        outcome = SourceOutcome(source, status, existing.id if existing else record.id, len(chunks))
+        self._pending.append(_Pending(outcome, record, chunks, existing))
+        self.progress.add_total(len(chunks))
+        if sum(len(p.chunks) for p in self._pending) >= BATCH_CHUNKS:
+            await self.flush()
+
+    def fail(self, source: str, error: str) -> None:
+        """Record a source that could not be converted."""
+        self.report.outcomes.append(SourceOutcome(source, "failed", error=error))
+
+    async def flush(self) -> None:
+        """Embed and write everything queued, in one all-or-nothing write."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        texts = [embedding_text(p.document.title, c) for p in pending for c in p.chunks]
+        vectors = await self.embedder.embed_documents(texts, on_progress=self.progress.advance)
+        embedded = iter(with_vectors([c for p in pending for c in p.chunks], vectors))
+        writes = [
+            DocumentWrite(document=p.document, chunks=[next(embedded) for _ in p.chunks], replaces=p.replaces)
+            for p in pending
+        ]
+        await anyio.to_thread.run_sync(lambda: write_documents(self.db, writes))
+        self.report.outcomes.extend(p.outcome for p in pending)
+
+
+def parse_metadata(pairs: Sequence[str]) -> dict[str, Any]:
+    """`k=v` pairs from the command line into a metadata dict."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--meta takes KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value
+    return out
+
+
+async def add_text(
+    db: Database, embedder: Embedder, text: str, *, title: str | None, metadata: dict[str, Any]
+) -> IngestReport:
+    """Add a piece of text as a document."""
+    from haiku_cli.ingest.convert import convert_text
+
+    if not text.strip():
+        raise InputError("the text to add is empty")
+    ingestor = Ingestor(db, embedder)
+    await ingestor.add(convert_text(text, title=title), source="<text>", title=title, metadata=metadata)
+    await ingestor.flush()
+    return ingestor.report
+
+
+def is_url(source: str) -> bool:
+    """Whether a source argument is an http(s) URL rather than a path."""
+    return source.startswith(("http://", "https://"))
+
+
+async def add_sources(
+    db: Database,
+    embedder: Embedder,
+    sources: Sequence[str],
+    *,
+    title: str | None,
+    metadata: dict[str, Any],
+    progress: Progress | None = None,
+    on_outcome: Callable[[SourceOutcome], None] | None = None,
+) -> IngestReport:
+    """Add files, directories (recursively) and URLs; failures are reported per source, the rest added."""
+    from haiku_cli.ingest.convert import convert_file, fetch_url
+    from haiku_cli.ingest.sources import iter_source_files
+
+    items: list[str | Path] = []
+    ingestor = Ingestor(db, embedder, progress)
+    for source in sources:
+        if is_url(source):
+            items.append(source)
+            continue
+        path = Path(source).expanduser()
+        if not path.exists():
+            ingestor.fail(source, f"{source}: no such file or directory")
+            continue
+        items.extend(iter_source_files(path))
+    if title is not None and len(items) > 1:
+        raise InputError("--title names one document, but the sources hold several; drop --title")
+    for item in items:
+        label = str(item)
+        try:
+            if isinstance(item, str):
+                doc = await anyio.to_thread.run_sync(fetch_url, item)
+            else:
+                doc = await anyio.to_thread.run_sync(convert_file, item)
+            await ingestor.add(doc, source=label, title=title, metadata=metadata)
+        except HaikuError as exc:
+            if exc.exit_code != InputError.exit_code:
+                raise  # a model or database failure stops the batch
+            ingestor.fail(label, str(exc))
+    await ingestor.flush()
+    if on_outcome:
+        for o in ingestor.report.outcomes:
+            on_outcome(o)
+    return ingestor.report
+
+
+async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = None) -> int:
+    """Re-chunk and re-embed every document into a new chunks table, switched in by one commit."""
+    from haiku_cli.store.reads import get_documents, list_documents
+    from haiku_cli.store.rebuild import replace_chunks
+
+    docs = await anyio.to_thread.run_sync(lambda: list_documents(db, limit=None))
+    full = await anyio.to_thread.run_sync(lambda: get_documents(db, [d.id for d in docs], content=True))
+    progress = progress or _NoProgress()
+    per_doc: list[tuple[str, list[Chunk], str | None]] = []
+    for d in docs:
+        doc = full[d.id]
+        chunks = chunk_document(
+            from_stored(doc.uri, doc.title, doc.content),
+            embedder.count_tokens,
+            max_tokens=embedder.max_tokens,
+        )
+        per_doc.append((doc.id, chunks, doc.title))
+        progress.add_total(len(chunks))
+    texts = [embedding_text(title, c) for _, chunks, title in per_doc for c in chunks]
+    vectors = await embedder.embed_documents(texts, on_progress=progress.advance)
+    doc_ids = [doc_id for doc_id, chunks, _ in per_doc for _c in chunks]
+    rows = list(
+        zip(doc_ids, with_vectors([c for _, chunks, _ in per_doc for c in chunks], vectors), strict=True)
+    )
+    spec_name, spec_dim = embedder.name, embedder.dimension
+    await anyio.to_thread.run_sync(lambda: replace_chunks(db, rows, spec_name, spec_dim))
+    return len(rows)

@@ -1,0 +1,1 @@
+"""Running model-written programs over the selected databases' documents, isolated and limited."""

@@ -1,0 +1,101 @@
+"""Functions sandboxed code may call on the host: `search` and `list_documents`, over the same selection.
+
+They are async here; the runner awaits them, so from inside the sandbox they are ordinary calls.
+Every value they return is plain JSON-like data (dicts, lists, strings, numbers), as the sandbox requires.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio.to_thread
+
+from haiku_cli.databases import operations
+from haiku_cli.databases.selection import Selection
+from haiku_cli.databases.workspace import Workspace
+from haiku_cli.sandbox.mount import ROOT
+from haiku_cli.search.hits import SearchHit
+from haiku_cli.store import reads
+
+MAX_SEARCH_LIMIT = 50
+
+HostFunction = Callable[..., Awaitable[Any]]
+HitsSeen = Callable[[list[SearchHit]], None]
+
+
+class HostFunctions:
+    """The selection's search and document list, as the sandbox sees them."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        selection: Selection,
+        *,
+        document_filter: str | None = None,
+        on_hits: HitsSeen | None = None,
+    ) -> None:
+        self._ws = ws
+        self._selection = selection
+        self._filter = document_filter
+        # Lets the caller record what the program saw, so those chunks can be cited afterwards.
+        self._on_hits = on_hits
+
+    def mapping(self) -> dict[str, HostFunction]:
+        """The functions by the names sandboxed code calls them."""
+        return {"search": self.search, "list_documents": self.list_documents}
+
+    async def search(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
+        """Hybrid search over the selection; each hit names its database and its chunk id (for citing)."""
+        if not isinstance(query, str):
+            raise TypeError(f"search() query must be a string, not {type(query).__name__}")
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_SEARCH_LIMIT:
+            raise ValueError(f"search() limit must be an integer from 1 to {MAX_SEARCH_LIMIT}")
+        if not query.strip():
+            raise ValueError("search() query is empty")
+        hits = await operations.search(
+            self._ws, self._selection, query, limit=limit, document_filter=self._filter
+        )
+        if self._on_hits is not None:
+            self._on_hits(hits)
+        return [hit_dict(hit) for hit in hits]
+
+    async def list_documents(self) -> list[dict[str, Any]]:
+        """Every document of the selection (without content), labelled with its database, oldest first."""
+        dbs = await self._ws.pool.clients_covering(self._selection)
+        listed: list[dict[str, Any]] = []
+        for db in dbs:
+            docs = await anyio.to_thread.run_sync(
+                lambda db=db: reads.list_documents(db, where=self._filter, limit=None)
+            )
+            for doc in docs:
+                listed.append(
+                    {
+                        "id": doc.id,
+                        "database": db.name,
+                        "title": doc.title,
+                        "uri": doc.uri,
+                        "metadata": doc.metadata,
+                        "created_at": doc.created_at.isoformat(),
+                        "path": f"{ROOT}/{doc.id}/",
+                    }
+                )
+        return listed
+
+
+def hit_dict(hit: SearchHit) -> dict[str, Any]:
+    """A search hit as sandboxed code receives it."""
+    return {
+        "database": hit.database,
+        "document_id": hit.document_id,
+        "chunk_id": hit.chunk_id,
+        "title": hit.document_title,
+        "uri": hit.document_uri,
+        "content": hit.content,
+        "score": hit.score,
+        "rank": hit.rank,
+        "heading_path": list(hit.heading_path),
+        "pages": list(hit.pages),
+        "metadata": hit.metadata,
+        "path": f"{ROOT}/{hit.document_id}/",
+    }

@@ -1,0 +1,108 @@
+"""Vector and full-text candidates from one database, each with the scores fusion needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from haiku_cli.errors import InputError
+from haiku_cli.store.database import Database
+from haiku_cli.store.indexes import FTS_INDEX, has_vector_index
+from haiku_cli.store.reads import document_ids, in_list
+
+SearchType = Literal["hybrid", "vector", "fts"]
+
+_COLUMNS = ["id", "document_id", "order", "text", "heading_path", "pages"]
+# An ANN index returns approximate neighbours; re-ranking 10x as many by exact distance restores recall.
+_REFINE_FACTOR = 10
+
+
+@dataclass
+class Candidate:
+    """A chunk found in one database, with its cosine similarity and BM25 score (None: not retrieved)."""
+
+    database: str
+    chunk_id: str
+    document_id: str
+    text: str
+    order: int
+    heading_path: list[str] = field(default_factory=list)
+    pages: list[int] = field(default_factory=list)
+    similarity: float | None = None
+    bm25: float | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Identity across a fan-out: the same chunk id may live in two databases."""
+        return (self.database, self.chunk_id)
+
+
+def _candidate(db: Database, row: dict) -> Candidate:
+    return Candidate(
+        database=db.name,
+        chunk_id=row["id"],
+        document_id=row["document_id"],
+        text=row["text"],
+        order=row["order"],
+        heading_path=list(row.get("heading_path") or []),
+        pages=list(row.get("pages") or []),
+    )
+
+
+def chunk_filter(db: Database, document_filter: str | None) -> str | Literal[False] | None:
+    """Turn a SQL filter over documents into one over chunks; False when no document matches."""
+    if not document_filter:
+        return None
+    ids = document_ids(db, where=document_filter)
+    if not ids:
+        return False
+    return in_list("document_id", ids)
+
+
+def find_candidates(
+    db: Database,
+    *,
+    query: str,
+    query_vector: np.ndarray | None,
+    search_type: SearchType,
+    k: int,
+    document_filter: str | None = None,
+) -> list[Candidate]:
+    """Up to k vector and k full-text candidates; every candidate gets an exact cosine similarity."""
+    where = chunk_filter(db, document_filter)
+    if where is False or db.chunks.count_rows() == 0:
+        return []
+    found: dict[str, Candidate] = {}
+    if search_type in ("vector", "hybrid"):
+        assert query_vector is not None
+        q = db.chunks.search(query_vector, vector_column_name="vector").distance_type("cosine")
+        if has_vector_index(db):
+            q = q.refine_factor(_REFINE_FACTOR)
+        if where:
+            q = q.where(where, prefilter=True)
+        for row in q.select([*_COLUMNS, "_distance"]).limit(k).to_arrow().to_pylist():
+            cand = _candidate(db, row)
+            cand.similarity = 1.0 - float(row["_distance"])
+            found[cand.chunk_id] = cand
+    if search_type in ("fts", "hybrid") and query.strip():
+        columns = [*_COLUMNS, "_score", *(["vector"] if query_vector is not None else [])]
+        try:
+            q = db.chunks.search(query, query_type="fts", fts_columns="text")
+            if where:
+                q = q.where(where, prefilter=True)
+            rows = q.select(columns).limit(k).to_arrow().to_pylist()
+        except Exception as exc:
+            if not any(i.name == FTS_INDEX for i in db.chunks.list_indices()):
+                return list(found.values())
+            raise InputError(f"full-text search failed for {query!r}: {str(exc).splitlines()[0]}") from exc
+        for row in rows:
+            cand = found.get(row["id"]) or _candidate(db, row)
+            cand.bm25 = float(row["_score"])
+            if cand.similarity is None and query_vector is not None:
+                # Score full-text-only hits by exact cosine too, so fusion never treats
+                # "not in the vector top-k" as "dissimilar".
+                cand.similarity = float(np.dot(np.asarray(row["vector"], dtype=np.float32), query_vector))
+            found[cand.chunk_id] = cand
+    return list(found.values())

@@ -1,0 +1,23 @@
+"""A search result as users and agents see it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class SearchHit(BaseModel):
+    """One ranked chunk, labelled with the database it came from."""
+
+    database: str
+    document_id: str
+    document_uri: str | None
+    document_title: str | None
+    chunk_id: str
+    content: str
+    score: float
+    rank: int
+    heading_path: list[str] = Field(default_factory=list)
+    pages: list[int] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)

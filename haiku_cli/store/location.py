@@ -1,0 +1,52 @@
+"""Where a database lives: a local directory or an object-store URI, and what it is called."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+Kind = Literal["local", "object store", "remote", "memory"]
+
+_OBJECT_STORES = ("s3://", "s3+ddb://", "gs://", "az://", "abfs://")
+
+
+@dataclass(frozen=True)
+class Location:
+    """A database's name (its identity everywhere) and how to reach it."""
+
+    name: str
+    uri: str
+    storage_options: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    read_only: bool = False
+
+    @property
+    def kind(self) -> Kind:
+        """Local directory, object store, LanceDB remote or in-memory."""
+        if self.uri.startswith(_OBJECT_STORES):
+            return "object store"
+        if self.uri.startswith("db://"):
+            return "remote"
+        if self.uri.startswith("memory://"):
+            return "memory"
+        return "local"
+
+    @property
+    def local_path(self) -> Path | None:
+        """The directory for a local database, else None."""
+        if self.kind != "local":
+            return None
+        uri = self.uri.removeprefix("file://")
+        return Path(uri).expanduser()
+
+    @property
+    def connect_uri(self) -> str:
+        """The URI handed to LanceDB."""
+        path = self.local_path
+        return str(path) if path is not None else self.uri
+
+    @classmethod
+    def from_path(cls, path: Path) -> Location:
+        """A database named by path: its name is the file stem."""
+        path = path.expanduser()
+        return cls(name=path.stem or path.name, uri=str(path.resolve()))

@@ -1,0 +1,122 @@
+"""Reading documents and chunks, with SQL filters checked into clear errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from haiku_cli.errors import InputError
+from haiku_cli.store.database import Database, parse_json_object
+from haiku_cli.store.records import ChunkRecord, DocumentRecord
+
+_DOC_COLUMNS = ["id", "uri", "title", "metadata", "content_hash", "created_at", "updated_at"]
+_CHUNK_COLUMNS = ["id", "document_id", "order", "text", "heading_path", "pages"]
+
+
+def sql_string(value: str) -> str:
+    """Quote a value for a LanceDB SQL filter."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def in_list(column: str, values: Iterable[str]) -> str:
+    """`column IN (...)` for string values."""
+    return f"{column} IN ({', '.join(sql_string(v) for v in values)})"
+
+
+def _query_rows(db: Database, table: Any, where: str | None, columns: list[str], limit: int | None):
+    query = table.search().select(columns)
+    if where:
+        query = query.where(where)
+    query = query.limit(limit) if limit is not None else query.limit(table.count_rows() or 1)
+    try:
+        return query.to_arrow().to_pylist()
+    except Exception as exc:
+        if where:
+            raise InputError(f"invalid filter {where!r}: {_first_line(exc)}") from exc
+        raise
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0][:300] if lines else type(exc).__name__
+
+
+def _document(row: dict[str, Any]) -> DocumentRecord:
+    return DocumentRecord(
+        id=row["id"],
+        uri=row.get("uri"),
+        title=row.get("title"),
+        metadata=parse_json_object(row.get("metadata")),
+        content=row.get("content") or "",
+        content_hash=row.get("content_hash") or "",
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def list_documents(
+    db: Database, *, where: str | None = None, limit: int | None = 50, offset: int = 0
+) -> list[DocumentRecord]:
+    """Documents (without content), oldest first, optionally filtered by SQL over document fields."""
+    rows = _query_rows(db, db.documents, where, _DOC_COLUMNS, None)
+    rows.sort(key=lambda r: (r["created_at"], r["id"]))
+    rows = rows[offset : offset + limit] if limit is not None else rows[offset:]
+    return [_document(r) for r in rows]
+
+
+def document_ids(db: Database, *, where: str | None = None) -> list[str]:
+    """Ids of the documents matching a filter (all when None)."""
+    return [r["id"] for r in _query_rows(db, db.documents, where, ["id"], None)]
+
+
+def get_documents(db: Database, ids: Iterable[str], *, content: bool = False) -> dict[str, DocumentRecord]:
+    """Documents by id; ids not held are absent from the result."""
+    ids = list(dict.fromkeys(ids))
+    if not ids:
+        return {}
+    columns = _DOC_COLUMNS + (["content"] if content else [])
+    rows = _query_rows(db, db.documents, in_list("id", ids), columns, len(ids))
+    return {r["id"]: _document(r) for r in rows}
+
+
+def get_document(db: Database, document_id: str) -> DocumentRecord | None:
+    """One document with its content, or None."""
+    return get_documents(db, [document_id], content=True).get(document_id)
+
+
+def find_by_uri(db: Database, uri: str) -> DocumentRecord | None:
+    """The document previously added from this uri, if any."""
+    rows = _query_rows(db, db.documents, f"uri = {sql_string(uri)}", _DOC_COLUMNS, 1)
+    return _document(rows[0]) if rows else None
+
+
+def find_by_hash(db: Database, content_hash: str) -> DocumentRecord | None:
+    """A uri-less document with this content, if any (so re-adding the same text is a no-op)."""
+    where = f"uri IS NULL AND content_hash = {sql_string(content_hash)}"
+    rows = _query_rows(db, db.documents, where, _DOC_COLUMNS, 1)
+    return _document(rows[0]) if rows else None
+
+
+def get_chunks(db: Database, ids: Iterable[str]) -> dict[str, ChunkRecord]:
+    """Chunks by id; ids not held are absent."""
+    ids = list(dict.fromkeys(ids))
+    if not ids:
+        return {}
+    rows = _query_rows(db, db.chunks, in_list("id", ids), _CHUNK_COLUMNS, len(ids))
+    return {r["id"]: ChunkRecord(**r) for r in rows}
+
+
+def chunks_of(db: Database, document_id: str) -> list[ChunkRecord]:
+    """A document's chunks in order."""
+    rows = _query_rows(db, db.chunks, f"document_id = {sql_string(document_id)}", _CHUNK_COLUMNS, None)
+    return sorted((ChunkRecord(**r) for r in rows), key=lambda c: c.order)
+
+
+def count_documents(db: Database) -> int:
+    """How many documents the database holds."""
+    return db.documents.count_rows()
+
+
+def count_chunks(db: Database) -> int:
+    """How many chunks the database holds."""
+    return db.chunks.count_rows()

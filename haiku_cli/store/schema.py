@@ -1,0 +1,48 @@
+"""Table names, Arrow schemas and the schema version of a haiku database."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+DOCUMENTS = "documents"
+CHUNKS = "chunks"
+META = "meta"
+
+_TS = pa.timestamp("us", tz="UTC")
+
+
+def documents_schema() -> pa.Schema:
+    """One row per document; `content` is the converted text the chunks were cut from."""
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("uri", pa.string()),
+            pa.field("title", pa.string()),
+            pa.field("metadata", pa.string()),  # JSON object
+            pa.field("content", pa.string()),
+            pa.field("content_hash", pa.string()),
+            pa.field("created_at", _TS),
+            pa.field("updated_at", _TS),
+        ]
+    )
+
+
+def chunks_schema(dimension: int) -> pa.Schema:
+    """One row per chunk, with its embedding."""
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("document_id", pa.string(), nullable=False),
+            pa.field("order", pa.int32()),
+            pa.field("text", pa.string()),
+            pa.field("heading_path", pa.list_(pa.string())),
+            pa.field("pages", pa.list_(pa.int32())),
+            pa.field("vector", pa.list_(pa.float32(), dimension)),
+        ]
+    )
+
+
+def meta_schema() -> pa.Schema:
+    """Key/value settings of the database (schema version, embedder, pending write)."""
+    return pa.schema([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.string())])

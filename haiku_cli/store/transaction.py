@@ -1,0 +1,54 @@
+"""All-or-nothing writes across tables, by recording table versions before a write and restoring them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from haiku_cli.store import schema
+from haiku_cli.store.database import PENDING_WRITE, Database
+
+
+def _versions(db: Database) -> dict[str, int]:
+    return {schema.DOCUMENTS: db.documents.version, schema.CHUNKS: db.chunks.version}
+
+
+def _tables(db: Database):
+    return {schema.DOCUMENTS: db.documents, schema.CHUNKS: db.chunks}
+
+
+@contextmanager
+def atomic_write(db: Database) -> Iterator[None]:
+    """Run a multi-table write so that a failure or a kill leaves the database as it was."""
+    before = _versions(db)
+    # The journal is committed before any data: if the process dies after this, the next writer
+    # restores these versions, and readers in the meantime read them.
+    db.set_meta(PENDING_WRITE, json.dumps(before))
+    try:
+        yield
+    except BaseException:
+        _restore(db, before)
+        raise
+    db.delete_meta(PENDING_WRITE)
+
+
+def recover(db: Database) -> None:
+    """Undo a write that died half-way (called when a writer opens the database)."""
+    before = json.loads(db.meta[PENDING_WRITE])
+    _restore(db, before)
+
+
+def read_snapshot(db: Database) -> None:
+    """Point a reader at the table versions from before an unfinished write."""
+    before = json.loads(db.meta[PENDING_WRITE])
+    for name, table in _tables(db).items():
+        if table.version != before[name]:
+            table.checkout(before[name])
+
+
+def _restore(db: Database, before: dict[str, int]) -> None:
+    for name, table in _tables(db).items():
+        if table.version != before[name]:
+            table.restore(before[name])
+    db.delete_meta(PENDING_WRITE)

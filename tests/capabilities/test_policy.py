@@ -1,0 +1,203 @@
+"""The citation policy: cite or declare, one redirect, then a recorded violation; one decision per answer."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.messages import ModelRequest, RetryFeedbackPart, RetryInfo, UserPromptPart
+
+from haiku_cli.capabilities import (
+    REDIRECT_TAG,
+    Citation,
+    CitationPolicy,
+    EvidenceCapability,
+    EvidenceRef,
+    EvidenceState,
+    HaikuDeps,
+    PolicyState,
+    RetrievalCapability,
+)
+from haiku_cli.capabilities.policy import decide, redirect_sent
+from haiku_cli.databases.workspace import Workspace
+from tests.capabilities.script import Script, call, cite_first, run, search, text
+
+
+def policy_state(deps: HaikuDeps) -> PolicyState:
+    return deps.get("citation_policy", PolicyState)
+
+
+def retrieval_state(deps: HaikuDeps) -> EvidenceState:
+    return deps.get("retrieval", EvidenceState)
+
+
+def redirects_seen(script: Script) -> int:
+    """How many of our redirects the model was shown in its latest request (found by tag).
+
+    A FunctionModel gets prepared messages, where retry feedback arrives as a fenced user prompt.
+    """
+    return sum(
+        1
+        for m in script.last
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, UserPromptPart | RetryFeedbackPart) and REDIRECT_TAG in str(p.content)
+    )
+
+
+def test_model_that_never_cites_is_redirected_once_then_recorded(kb: Workspace) -> None:
+    script = Script(search("capital of France"), text("Paris."), text("Paris, really."))
+    output, deps = run(kb, script)
+    assert output == "Paris, really."
+    assert redirects_seen(script) == 1
+    assert policy_state(deps).redirected and policy_state(deps).outcome == "violation"
+    state = retrieval_state(deps)
+    assert state.violation and not state.grounded
+
+
+def test_redirected_model_that_cites_is_grounded(kb: Workspace) -> None:
+    script = Script(search("capital of France"), text("Paris."), cite_first(), text("Paris [1]."))
+    _, deps = run(kb, script)
+    assert policy_state(deps).outcome == "grounded"
+    assert policy_state(deps).redirected
+    assert retrieval_state(deps).grounded and not retrieval_state(deps).violation
+
+
+def test_redirected_model_may_declare_ungrounded(kb: Workspace) -> None:
+    script = Script(
+        search("volcanoes"),
+        text("Lots."),
+        call(("cite", {"chunk_ids": []})),
+        text("The documents do not say."),
+    )
+    _, deps = run(kb, script)
+    assert policy_state(deps).outcome == "ungrounded"
+    assert not retrieval_state(deps).violation
+
+
+def test_answer_without_evidence_is_not_redirected(kb: Workspace) -> None:
+    script = Script(text("Hello! Ask me about your documents."))
+    _, deps = run(kb, script)
+    assert policy_state(deps).outcome == "no_evidence"
+    assert len(script.seen) == 1
+
+
+def test_search_with_no_results_is_no_evidence(make_db, write_config, workspace) -> None:
+    empty, _ = make_db("empty", [])
+    write_config(f'[databases]\nempty = "{empty.uri}"\n')
+    script = Script(search("anything"), text("The documents do not say."))
+    _, deps = run(workspace(), script)
+    assert policy_state(deps).outcome == "no_evidence"
+
+
+def test_earlier_citations_put_evidence_in_play_for_the_next_answer(kb: Workspace) -> None:
+    first = Script(search("capital of France"), cite_first(), text("Paris [1]."))
+    _, deps = run(kb, first)
+    # The host carries state across runs as JSON.
+    deps = HaikuDeps.restore(json.loads(json.dumps(deps.dump())))
+    second = Script(text("As I said, Paris."), text("As I said, Paris."))
+    run(kb, second, deps=deps)
+    assert redirects_seen(second) == 1
+    policy = policy_state(deps)
+    assert policy.history == ["grounded"] and policy.outcome == "violation"
+    state = retrieval_state(deps)
+    assert state.answer == 2 and state.prior_citations == 1 and state.citations == []
+
+
+def test_duplicate_policies_make_one_decision(kb: Workspace) -> None:
+    script = Script(search("capital of France"), text("Paris."), text("Paris."))
+    _, deps = run(kb, script, extra=[CitationPolicy()])
+    assert redirects_seen(script) == 1
+    assert policy_state(deps).outcome == "violation"
+
+
+def test_without_an_output_retry_left_the_violation_is_recorded_not_raised(kb: Workspace) -> None:
+    script = Script(search("capital of France"), text("Paris."))
+    deps = HaikuDeps()
+    agent = Agent(
+        script.model,
+        deps_type=HaikuDeps,
+        capabilities=[RetrievalCapability(kb), CitationPolicy()],
+        retries={"output": 0},
+    )
+    assert agent.run_sync("q", deps=deps).output == "Paris."
+    assert policy_state(deps).outcome == "violation"
+    assert retrieval_state(deps).violation
+
+
+@dataclass(eq=False)
+class Notebook(EvidenceCapability):
+    """A second evidence capability, standing in for analysis: its evidence arrives at run start."""
+
+    seed: bool = True
+    state_key: str = "notebook"
+
+    def evidence(self, deps: HaikuDeps) -> EvidenceState:
+        return deps.get(self.state_key, EvidenceState)
+
+    async def before_run(self, ctx: RunContext[HaikuDeps]) -> None:
+        await super().before_run(ctx)
+        if self.seed:
+            self.evidence(ctx.deps).saw([EvidenceRef(database="notes", chunk_id="computed")])
+
+
+def test_several_evidence_capabilities_get_one_redirect_and_one_decision(kb: Workspace) -> None:
+    script = Script(text("An answer."), text("An answer."))
+    _, deps = run(kb, script, extra=[Notebook()])
+    assert redirects_seen(script) == 1
+    assert policy_state(deps).outcome == "violation"
+    assert deps.get("notebook", EvidenceState).violation
+    assert not retrieval_state(deps).violation  # it gathered nothing for this answer
+
+
+def test_a_citation_from_any_evidence_capability_satisfies_the_policy(kb: Workspace) -> None:
+    script = Script(search("capital of France"), cite_first(), text("Paris [1]."))
+    _, deps = run(kb, script, extra=[Notebook()])
+    assert policy_state(deps).outcome == "grounded"
+    assert not deps.get("notebook", EvidenceState).violation
+
+
+def test_redirect_is_recognised_by_its_tag_in_this_run_only() -> None:
+    tagged = ModelRequest(
+        parts=[RetryFeedbackPart(f"{REDIRECT_TAG} reworded prose", retry=_retry())], run_id="r1"
+    )
+    prose = ModelRequest(parts=[RetryFeedbackPart("please cite your sources", retry=_retry())], run_id="r1")
+    user = ModelRequest(parts=[UserPromptPart(f"{REDIRECT_TAG} typed by a user")], run_id="r1")
+    assert redirect_sent([tagged], "r1")
+    assert not redirect_sent([prose, user], "r1")
+    assert not redirect_sent([tagged], "r2")
+
+
+def _retry() -> RetryInfo:
+    return RetryInfo(cause="model_retry", attempt=1)
+
+
+def _state(
+    *, evidence: bool = False, cited: bool = False, declared: bool = False, prior: int = 0
+) -> EvidenceState:
+    state = EvidenceState(prior_citations=prior, declared_ungrounded=declared)
+    if evidence:
+        state.saw([EvidenceRef(database="d", chunk_id="c")])
+    if cited:
+        state.citations.append(Citation(index=1, database="d", document_id="x", chunk_id="c", content="t"))
+    return state
+
+
+@pytest.mark.parametrize(
+    ("states", "redirected", "expected"),
+    [
+        ([_state(evidence=True, cited=True)], False, "grounded"),
+        ([_state(evidence=True, declared=True)], False, "ungrounded"),
+        ([_state(evidence=True, cited=True, declared=True)], False, "ungrounded"),
+        ([_state()], False, "no_evidence"),
+        ([], False, "no_evidence"),
+        ([_state(evidence=True)], False, "redirect"),
+        ([_state(prior=2)], False, "redirect"),
+        ([_state(evidence=True)], True, "violation"),
+        ([_state(evidence=True), _state(cited=True)], False, "grounded"),
+    ],
+)
+def test_decide(states: list[EvidenceState], redirected: bool, expected: str) -> None:
+    assert decide(states, redirected=redirected) == expected

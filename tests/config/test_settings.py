@@ -1,0 +1,62 @@
+"""Config resolution and validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from haiku_cli.config import config_path, load_settings
+from haiku_cli.errors import InputError
+
+
+def test_no_file_means_defaults(isolated: Path) -> None:
+    settings, path = load_settings()
+    assert path == isolated / "config.toml"
+    assert settings.databases == {}
+    assert settings.search.limit == 10
+
+
+def test_precedence_flag_over_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    explicit = tmp_path / "other.toml"
+    assert config_path(explicit) == explicit
+    monkeypatch.delenv("HAIKU_CONFIG")
+    assert config_path().name == "config.toml" and "haiku" in str(config_path())
+
+
+def test_short_and_long_database_forms(write_config) -> None:
+    write_config(
+        """
+[databases]
+notes = "~/notes.lancedb"
+papers = { uri = "s3://lab/papers.lancedb", storage_options = { region = "eu-west-1", allow_http = true } }
+"""
+    )
+    settings, _ = load_settings()
+    assert settings.databases["notes"].uri == "~/notes.lancedb"
+    assert settings.databases["papers"].storage_options == {"region": "eu-west-1", "allow_http": "true"}
+
+
+def test_unknown_key_names_key_and_file(write_config) -> None:
+    path = write_config("[search]\nlimt = 3\n")
+    with pytest.raises(InputError) as err:
+        load_settings()
+    assert "search.limt" in str(err.value) and str(path) in str(err.value)
+
+
+def test_invalid_toml_is_one_clear_error(write_config) -> None:
+    write_config("[databases\n")
+    with pytest.raises(InputError, match="not valid TOML"):
+        load_settings()
+
+
+def test_explicit_missing_config_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="does not exist"):
+        load_settings(tmp_path / "nope.toml")
+
+
+def test_haiku_model_env_overrides_file(write_config, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_config('[model]\nname = "openai:gpt-4o"\n')
+    monkeypatch.setenv("HAIKU_MODEL", "ollama:qwen3")
+    settings, _ = load_settings()
+    assert settings.model.name == "ollama:qwen3"

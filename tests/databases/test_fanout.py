@@ -1,0 +1,129 @@
+"""Fan-out search: one labelled ranking over a set, scoped strictly to the selection."""
+
+from __future__ import annotations
+
+import shutil
+from itertools import pairwise
+from pathlib import Path
+
+import anyio
+import pytest
+
+from haiku_cli.databases import operations
+from haiku_cli.databases.selection import Selection
+from haiku_cli.errors import DatabaseError, InputError
+from haiku_cli.store import EmbedderSpec, Location, open_database
+from haiku_cli.store.writes import write_documents
+
+NOTES = [
+    {"text": "The espresso machine needs descaling every month with citric acid.", "title": "Coffee care"},
+    {"text": "Sourdough starter must be fed flour and water daily to stay active.", "title": "Baking"},
+]
+PAPERS = [
+    {
+        "text": "We measure espresso extraction yield against grind size and water temperature.",
+        "title": "Extraction",
+    },
+    {
+        "text": "Transformer models attend over token sequences with multi-head attention.",
+        "title": "Attention",
+    },
+]
+
+
+def _search(ws, selection, query, **kw):
+    return anyio.run(lambda: operations.search(ws, selection, query, **kw))
+
+
+def test_hits_from_every_database_are_labelled(make_db, workspace) -> None:
+    notes, _ = make_db("notes", NOTES)
+    papers, _ = make_db("papers", PAPERS)
+    hits = _search(workspace(), Selection((notes, papers)), "espresso", limit=4)
+    assert {h.database for h in hits[:2]} == {"notes", "papers"}
+    assert all(h.document_title for h in hits)
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    assert all(a.score >= b.score for a, b in pairwise(hits))
+
+
+def test_scoped_search_never_reaches_other_databases(make_db, workspace, tmp_path: Path) -> None:
+    notes, _ = make_db("notes", NOTES)
+    make_db("papers", PAPERS)
+    ws = workspace()
+    for kind in ("hybrid", "vector", "fts"):
+        hits = _search(ws, Selection((notes,)), "espresso extraction attention", search_type=kind, limit=10)
+        assert hits and {h.database for h in hits} == {"notes"}
+    # The one rule: only the selection's databases are opened at all.
+    dbs = anyio.run(lambda: ws.pool.clients_covering(Selection((notes,))))
+    assert [d.name for d in dbs] == ["notes"]
+    assert all(key[0] == "notes" for key in ws.pool._open)
+    # A broken database outside the selection does not matter; inside it, it fails the whole search.
+    broken = Location("broken", str(tmp_path / "missing.lancedb"))
+    assert _search(ws, Selection((notes,)), "espresso")
+    with pytest.raises(DatabaseError, match="database 'broken' does not exist"):
+        _search(ws, Selection((notes, broken)), "espresso")
+
+
+def test_unopenable_databases_are_all_named(workspace, tmp_path: Path) -> None:
+    a = Location("a", str(tmp_path / "a.lancedb"))
+    b = Location("b", str(tmp_path / "b.lancedb"))
+    with pytest.raises(DatabaseError) as err:
+        _search(workspace(), Selection((a, b)), "anything")
+    lines = str(err.value).splitlines()
+    assert len(lines) == 2 and "'a'" in lines[0] and "'b'" in lines[1]
+
+
+def test_different_embedders_only_by_full_text(make_db, workspace, tmp_path: Path) -> None:
+    notes, _ = make_db("notes", NOTES)
+    other = Location("other", str(tmp_path / "other.lancedb"))
+    db = open_database(other, create_with=EmbedderSpec("test:tiny", 4), writable=True)
+    from datetime import UTC, datetime
+
+    from haiku_cli.store import DocumentRecord, DocumentWrite, NewChunk
+
+    now = datetime.now(UTC)
+    doc = DocumentRecord(
+        id="d1", title="Other", content="espresso notes", content_hash="h", created_at=now, updated_at=now
+    )
+    write_documents(
+        db,
+        [DocumentWrite(document=doc, chunks=[NewChunk(order=0, text="espresso notes", vector=[1, 0, 0, 0])])],
+    )
+    ws = workspace()
+    with pytest.raises(InputError) as err:
+        _search(ws, Selection((notes, other)), "espresso", search_type="hybrid")
+    assert "notes (haiku:all-minilm-l6-v2)" in str(err.value) and "other (test:tiny)" in str(err.value)
+    hits = _search(ws, Selection((notes, other)), "espresso", search_type="fts")
+    assert {h.database for h in hits} == {"notes", "other"}
+
+
+def test_copied_database_results_are_both_labelled(make_db, workspace, tmp_path: Path) -> None:
+    notes, _ = make_db("notes", NOTES)
+    shutil.copytree(tmp_path / "notes.lancedb", tmp_path / "copy.lancedb")
+    copy = Location("copy", str(tmp_path / "copy.lancedb"))
+    hits = _search(workspace(), Selection((notes, copy)), "espresso descaling", limit=2)
+    assert {h.database for h in hits} == {"notes", "copy"}
+    assert hits[0].chunk_id == hits[1].chunk_id
+
+
+def test_filter_on_document_fields(make_db, workspace) -> None:
+    notes, _ = make_db("notes", [{**NOTES[0], "metadata": {"topic": "coffee"}}, NOTES[1]])
+    ws = workspace()
+    hits = _search(ws, Selection((notes,)), "daily care", document_filter="title = 'Baking'")
+    assert [h.document_title for h in hits] == ["Baking"]
+    assert _search(ws, Selection((notes,)), "care", document_filter="title = 'Nope'") == []
+    hits = _search(ws, Selection((notes,)), "care", document_filter="metadata LIKE '%coffee%'")
+    assert [h.document_title for h in hits] == ["Coffee care"]
+    with pytest.raises(InputError, match="invalid filter"):
+        _search(ws, Selection((notes,)), "care", document_filter="title === 'x'")
+
+
+def test_query_with_punctuation_does_not_break_full_text(make_db, workspace) -> None:
+    notes, _ = make_db("notes", NOTES)
+    for query in ['"espresso" AND (machine', "C++ / -- ;", "what's up?"]:
+        _search(workspace(), Selection((notes,)), query, search_type="fts")
+
+
+def test_empty_query_is_refused(make_db, workspace) -> None:
+    notes, _ = make_db("notes", NOTES)
+    with pytest.raises(InputError, match="empty"):
+        _search(workspace(), Selection((notes,)), "   ")

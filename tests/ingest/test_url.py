@@ -1,0 +1,117 @@
+"""fetch_url against a throwaway HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from haiku_cli.ingest.convert import fetch_url
+from haiku_cli.ingest.document import ConversionError
+
+from .helpers import make_pdf
+
+ROUTES: dict[str, tuple[int, str, bytes]] = {
+    "/page.html": (200, "text/html; charset=utf-8", b"<title>Served</title><h1>Hi</h1><p>Served page.</p>"),
+    "/notes.txt": (200, "text/plain", b"plain notes\n"),
+    "/readme.md": (200, "text/plain; charset=utf-8", b"# Readme Title\n\nbody\n"),
+    "/doc.pdf": (200, "application/pdf", make_pdf(["pdf over http"])),
+    "/empty.txt": (200, "text/plain", b""),
+    "/image.png": (200, "image/png", b"\x89PNG\r\n"),
+}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        if self.path == "/redirect":
+            self.send_response(302)
+            self.send_header("Location", "/page.html")
+            self.end_headers()
+            return
+        if self.path == "/slow":
+            time.sleep(1)
+        status, ctype, body = ROUTES.get(self.path, (404, "text/plain", b"not found"))
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (the timeout test)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass  # keep test output quiet
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_fetch_html(server: str) -> None:
+    doc = fetch_url(f"{server}/page.html")
+    assert doc.uri == f"{server}/page.html"
+    assert doc.title == "Served"
+    assert doc.text == "# Hi\n\nServed page."
+
+
+def test_fetch_text_and_markdown(server: str) -> None:
+    doc = fetch_url(f"{server}/notes.txt")
+    assert (doc.text, doc.title) == ("plain notes", "notes")
+    assert fetch_url(f"{server}/readme.md").title == "Readme Title"
+
+
+def test_fetch_pdf(server: str) -> None:
+    doc = fetch_url(f"{server}/doc.pdf")
+    assert [(s.page, s.text) for s in doc.segments] == [(1, "pdf over http")]
+
+
+def test_redirect_keeps_requested_uri(server: str) -> None:
+    doc = fetch_url(f"{server}/redirect")
+    assert doc.uri == f"{server}/redirect"
+    assert doc.title == "Served"
+
+
+def test_http_errors(server: str) -> None:
+    with pytest.raises(ConversionError, match=r"/missing: HTTP 404 Not Found"):
+        fetch_url(f"{server}/missing")
+    with pytest.raises(ConversionError, match="is empty"):
+        fetch_url(f"{server}/empty.txt")
+    with pytest.raises(ConversionError, match="unsupported content type image/png"):
+        fetch_url(f"{server}/image.png")
+
+
+def test_timeout(server: str) -> None:
+    with pytest.raises(ConversionError, match=r"/slow: timed out after 0\.2s$"):
+        fetch_url(f"{server}/slow", timeout=0.2)
+
+
+def test_connection_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("HTTP_PROXY", "ALL_PROXY", "http_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    # Nothing listens on the port any more.
+    with pytest.raises(ConversionError, match=rf"^http://127\.0\.0\.1:{port}/x: cannot connect \(.+\)$"):
+        fetch_url(f"http://127.0.0.1:{port}/x", timeout=5)
+
+
+def test_not_http() -> None:
+    with pytest.raises(ConversionError, match="not an http"):
+        fetch_url("ftp://example.com/file.txt")

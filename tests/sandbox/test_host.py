@@ -1,0 +1,77 @@
+"""`search` and `list_documents` inside the sandbox: the same selection, each result labelled."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from haiku_cli.sandbox.corpus import open_corpus_sandbox
+from haiku_cli.search.hits import SearchHit
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_search_fans_out_over_the_selection_with_database_labels(open_box) -> None:
+    async with open_box("alpha", "beta") as box:
+        run = await box.execute(
+            "import json\nhits = search('birds singing in the morning', limit=3)\nprint(json.dumps(hits))"
+        )
+    assert run.ok, run.stderr
+    hits = json.loads(run.stdout)
+    assert len(hits) == 3
+    assert hits[0]["database"] == "beta" and hits[0]["title"] == "Sparrows"
+    assert {h["database"] for h in hits} <= {"alpha", "beta"}
+    assert set(hits[0]) >= {"database", "document_id", "chunk_id", "title", "content", "score", "path"}
+    assert hits[0]["path"] == f"/documents/{hits[0]['document_id']}/"
+
+
+async def test_list_documents_lists_the_selection_without_content(open_box, corpus) -> None:
+    async with open_box("alpha", "beta") as box:
+        run = await box.execute("import json\nprint(json.dumps(list_documents()))")
+    docs = json.loads(run.stdout)
+    assert [(d["database"], d["title"]) for d in docs] == [
+        ("alpha", "Cats"),
+        ("alpha", "Dogs"),
+        ("alpha", "Lions"),
+        ("beta", "Sparrows"),
+        ("beta", "Owls"),
+    ]
+    assert docs[0]["id"] == corpus.ids["alpha"][0]
+    assert docs[0]["metadata"] == {"kind": "pet"}
+    assert "content" not in docs[0]
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        ("search('')", "ValueError: search() query is empty"),
+        ("search(42)", "TypeError: search() query must be a string"),
+        ("search('cat', limit=0)", "ValueError: search() limit must be an integer from 1 to 50"),
+        ("search('cat', limit=1000)", "ValueError: search() limit must be an integer from 1 to 50"),
+        ("search('cat', bogus=1)", "TypeError"),
+        ("list_documents(1)", "TypeError"),
+    ],
+)
+async def test_bad_arguments_raise_inside_the_sandbox(open_box, call: str, expected: str) -> None:
+    async with open_box("alpha") as box:
+        run = await box.execute(call)
+    assert not run.ok
+    assert expected in run.stderr
+
+
+async def test_search_reports_what_the_program_saw(corpus) -> None:
+    seen: list[SearchHit] = []
+    ws = corpus.workspace()
+    async with open_corpus_sandbox(ws, corpus.selection("beta"), on_hits=seen.extend) as box:
+        run = await box.execute("len(search('owls at night', limit=2))")
+    assert run.stdout == "2\n"
+    assert [h.database for h in seen] == ["beta", "beta"]
+
+
+async def test_an_invalid_filter_is_a_clear_error_inside_the_sandbox(open_box) -> None:
+    async with open_box("alpha", document_filter="no_such_column = 1") as box:
+        run = await box.execute("list_documents()")
+        listed = await box.execute("import os\nos.listdir('/documents')")
+    assert "ValueError: invalid filter" in run.stderr
+    assert "OSError: invalid filter" in listed.stderr

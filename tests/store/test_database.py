@@ -1,0 +1,60 @@
+"""Opening, creating and guarding databases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from haiku_cli.errors import DatabaseError
+from haiku_cli.store import EmbedderSpec, Location, open_database
+from haiku_cli.store import schema as store_schema
+from haiku_cli.store.database import exists
+
+
+def test_reading_a_missing_database_is_an_error_and_creates_nothing(tmp_path: Path) -> None:
+    loc = Location("notes", str(tmp_path / "notes.lancedb"))
+    with pytest.raises(DatabaseError, match="database 'notes' does not exist yet"):
+        open_database(loc)
+    assert not (tmp_path / "notes.lancedb").exists()
+
+
+def test_created_on_first_write_with_meta(tmp_path: Path) -> None:
+    loc = Location("notes", str(tmp_path / "notes.lancedb"))
+    db = open_database(loc, create_with=EmbedderSpec("test:e", 4), writable=True)
+    assert exists(loc)
+    again = open_database(loc)
+    assert again.embedder == EmbedderSpec("test:e", 4)
+    assert again.schema_version == store_schema.SCHEMA_VERSION
+    assert db.name == "notes"
+
+
+def test_other_embedder_is_refused_naming_both(tmp_path: Path) -> None:
+    loc = Location("notes", str(tmp_path / "notes.lancedb"))
+    db = open_database(loc, create_with=EmbedderSpec("test:a", 4), writable=True)
+    with pytest.raises(DatabaseError) as err:
+        db.check_embedder(EmbedderSpec("test:b", 8))
+    assert "test:a" in str(err.value) and "test:b" in str(err.value) and "'notes'" in str(err.value)
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    loc = Location("notes", str(tmp_path / "notes.lancedb"))
+    db = open_database(loc, create_with=EmbedderSpec("test:a", 4), writable=True)
+    db.set_meta("schema_version", str(store_schema.SCHEMA_VERSION + 1))
+    with pytest.raises(DatabaseError, match="newer than this haiku supports"):
+        open_database(loc)
+
+
+def test_read_only_database_refuses_writes(tmp_path: Path) -> None:
+    loc = Location("notes", str(tmp_path / "notes.lancedb"), read_only=True)
+    with pytest.raises(DatabaseError, match="read_only"):
+        open_database(loc, create_with=EmbedderSpec("test:a", 4), writable=True)
+
+
+def test_corrupt_database_is_a_clear_error(tmp_path: Path) -> None:
+    loc = Location("notes", str(tmp_path / "notes.lancedb"))
+    open_database(loc, create_with=EmbedderSpec("test:a", 4), writable=True)
+    for f in (tmp_path / "notes.lancedb" / "documents.lance").rglob("*.manifest"):
+        f.write_bytes(b"garbage")
+    with pytest.raises(DatabaseError, match="database 'notes' cannot be opened"):
+        open_database(loc)
