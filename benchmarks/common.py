@@ -9,10 +9,13 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "cisi"
+T = TypeVar("T")
 
 
 def load_beir(data: Path) -> tuple[dict[str, dict], dict[str, str], dict[str, set[str]]]:
@@ -53,7 +56,7 @@ def doc_id_of(result: dict) -> str:
     return Path(result["document_uri"]).stem
 
 
-def timed(fn):  # noqa: ANN001, ANN201
+def timed(fn: Callable[[], T]) -> tuple[T, float]:
     """(result, seconds) of a call."""
     start = time.perf_counter()
     out = fn()

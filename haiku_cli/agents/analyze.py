@@ -1,4 +1,4 @@
-"""`haiku analyze`: an answer computed over the documents in a sandbox, with citations and the programs run."""
+"""`haiku analyze`: an answer computed over the documents in a sandbox, with citations and programs run."""
 
 from __future__ import annotations
 

@@ -62,6 +62,8 @@ async def ask(
     if not question.strip():
         raise InputError("the question is empty")
     chosen = resolve_model(ws.settings.model, model)
+    # Open the databases first: a missing one should fail before any tokens are spent.
+    await ws.pool.clients_covering(selection)
     label = chosen.model_name if isinstance(model, Model) else model_name(ws.settings.model, model)
     retrieval = RetrievalCapability(ws, budget=ws.settings.model.search_budget)
     deps = HaikuDeps()

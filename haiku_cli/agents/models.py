@@ -76,29 +76,38 @@ def model_errors(label: str, base_url: str | None = None) -> Iterator[None]:
     except HaikuError:
         raise
     except (UserError, ImportError) as exc:
-        raise ModelError(f"cannot use model '{label}': {_first_sentence(exc)}") from exc
+        raise ModelError(f"cannot use model '{label}': {_configuration_hint(exc)}") from exc
     except ModelConnectionError as exc:
         where = f" at {base_url}" if base_url else ""
         raise ModelError(
             f"cannot reach the model server{where} for '{label}': {_first_sentence(exc)}"
         ) from exc
-    except ModelAuthenticationError as exc:
-        raise ModelError(
-            f"the model server rejected the credentials for '{label}'{_status(exc)}; "
-            "check the provider's API key environment variable"
-        ) from exc
-    except ModelNotFoundError as exc:
-        raise ModelError(f"the model server does not know model '{label}'{_status(exc)}") from exc
-    except ModelHTTPError as exc:
-        raise ModelError(f"the model server answered HTTP {exc.status_code} for '{label}'") from exc
+    except (ModelAuthenticationError, ModelNotFoundError, ModelHTTPError) as exc:
+        raise ModelError(_rejected(exc, label)) from exc
     except ModelAPIError as exc:
         raise ModelError(f"model '{label}' failed: {_first_sentence(exc)}") from exc
     except (UnexpectedModelBehavior, UsageLimitExceeded) as exc:
         raise ModelError(f"model '{label}' did not produce a usable answer: {_first_sentence(exc)}") from exc
 
 
-def _status(exc: Exception) -> str:
-    return f" (HTTP {exc.status_code})" if isinstance(exc, ModelHTTPError) else ""
+def _rejected(exc: ModelAPIError, label: str) -> str:
+    status = exc.status_code if isinstance(exc, ModelHTTPError) else None
+    code = f" (HTTP {status})" if status is not None else ""
+    # Servers categorise inconsistently: trust the class when pydantic-ai set one, else the status.
+    if isinstance(exc, ModelAuthenticationError) or status in (401, 403):
+        return f"the model server rejected the credentials for '{label}'{code}; check the API key variable"
+    if isinstance(exc, ModelNotFoundError) or status == 404:
+        return f"the model server does not know model '{label}'{code}"
+    return f"the model server answered{code or ' with an error'} for '{label}': {_first_sentence(exc)}"
+
+
+def _configuration_hint(exc: BaseException) -> str:
+    # "Set the `X` environment variable or pass it via `SomeProvider(...)`" speaks to programmers;
+    # a CLI user can only set the variable.
+    missing = re.search(r"Set the `([A-Z][A-Z0-9_]*)` environment variable", str(exc))
+    if missing:
+        return f"set the {missing.group(1)} environment variable"
+    return _first_sentence(exc)
 
 
 def _first_sentence(exc: BaseException) -> str:

@@ -19,6 +19,7 @@ from haiku_cli.search.hits import SearchHit
 
 DEFAULT_BUDGET = 5
 PER_RESPONSE = 3
+DEFAULT_HITS = 5  # per search: enough to choose from, few enough to keep several searches in context
 MAX_CHUNK_CHARS = 4000  # a runaway chunk must not crowd the rest of the results out of the context
 
 
@@ -33,7 +34,7 @@ class RetrievalCapability(EvidenceCapability):
     workspace: Workspace = field(repr=False)
     budget: int = DEFAULT_BUDGET
     per_response: int = PER_RESPONSE
-    limit: int = 5
+    limit: int = DEFAULT_HITS
     state_key: str = "retrieval"
 
     def evidence(self, deps: HaikuDeps) -> EvidenceState:

@@ -8,7 +8,14 @@ from typing import Annotated
 import typer
 
 from haiku_cli import __version__
-from haiku_cli.cli import admin_commands, config_commands, ingest_commands, search_command
+from haiku_cli.cli import (
+    admin_commands,
+    analyze_command,
+    ask_command,
+    config_commands,
+    ingest_commands,
+    search_command,
+)
 from haiku_cli.cli.running import set_debug
 
 app = typer.Typer(
@@ -16,7 +23,7 @@ app = typer.Typer(
     help="Local-first RAG for the terminal: add documents, then search, ask and analyze them.",
     context_settings={"help_option_names": ["-h", "--help"]},
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -47,6 +54,8 @@ def _global(
 
 ingest_commands.register(app)
 search_command.register(app)
+ask_command.register(app)
+analyze_command.register(app)
 admin_commands.register(app)
 config_commands.register(app)
 

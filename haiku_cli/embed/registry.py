@@ -25,8 +25,8 @@ def load_embedder(model: str | None = None, *, base_url: str | None = None) -> E
     """Build the embedder named `model` ("provider:model"); None means haiku's bundled model.
 
     `base_url` points an OpenAI-compatible provider (ollama, openai, ...) at a server; without it
-    OLLAMA_BASE_URL / OPENAI_BASE_URL are used. It is ignored for the bundled model. Nothing is
-    loaded or contacted here; failures surface as ModelError on first use.
+    OLLAMA_BASE_URL / OPENAI_BASE_URL are used. It is ignored for the bundled model. Bad names,
+    missing keys or packages raise ModelError here; nothing is loaded or contacted until first use.
     """
     spec = (model or _bundle.DEFAULT_EMBEDDER_NAME).strip()
     provider, sep, model_name = spec.partition(":")

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
+from haiku_cli.sandbox.catalog import DocumentCatalog
 from haiku_cli.sandbox.host import HitsSeen, HostFunctions
 from haiku_cli.sandbox.mount import PATH_CALLS, DocumentMount
 from haiku_cli.sandbox.runner import Sandbox, open_sandbox
@@ -21,7 +22,8 @@ async def open_corpus_sandbox(
     on_hits: HitsSeen | None = None,
 ) -> AsyncIterator[Sandbox]:
     """A sandbox for one question over `selection`, with the limits from the workspace's settings."""
-    mount = DocumentMount(ws.pool, selection, document_filter=document_filter)
-    host = HostFunctions(ws, selection, document_filter=document_filter, on_hits=on_hits)
+    catalog = DocumentCatalog(ws.pool, selection, document_filter=document_filter)
+    mount = DocumentMount(catalog)
+    host = HostFunctions(ws, selection, catalog, document_filter=document_filter, on_hits=on_hits)
     async with open_sandbox(ws.settings.sandbox, host.mapping(), mount, PATH_CALLS) as sandbox:
         yield sandbox

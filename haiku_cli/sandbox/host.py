@@ -9,14 +9,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio.to_thread
-
 from haiku_cli.databases import operations
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
+from haiku_cli.sandbox.catalog import DocumentCatalog
 from haiku_cli.sandbox.mount import ROOT
 from haiku_cli.search.hits import SearchHit
-from haiku_cli.store import reads
 
 MAX_SEARCH_LIMIT = 50
 
@@ -31,14 +29,16 @@ class HostFunctions:
         self,
         ws: Workspace,
         selection: Selection,
+        catalog: DocumentCatalog,
         *,
         document_filter: str | None = None,
         on_hits: HitsSeen | None = None,
     ) -> None:
         self._ws = ws
         self._selection = selection
+        self._catalog = catalog  # the same list the /documents view shows, read once
         self._filter = document_filter
-        # Lets the caller record what the program saw, so those chunks can be cited afterwards.
+        # Lets the caller record what the program saw, so those chunks count as evidence.
         self._on_hits = on_hits
 
     def mapping(self) -> dict[str, HostFunction]:
@@ -62,25 +62,18 @@ class HostFunctions:
 
     async def list_documents(self) -> list[dict[str, Any]]:
         """Every document of the selection (without content), labelled with its database, oldest first."""
-        dbs = await self._ws.pool.clients_covering(self._selection)
-        listed: list[dict[str, Any]] = []
-        for db in dbs:
-            docs = await anyio.to_thread.run_sync(
-                lambda db=db: reads.list_documents(db, where=self._filter, limit=None)
-            )
-            for doc in docs:
-                listed.append(
-                    {
-                        "id": doc.id,
-                        "database": db.name,
-                        "title": doc.title,
-                        "uri": doc.uri,
-                        "metadata": doc.metadata,
-                        "created_at": doc.created_at.isoformat(),
-                        "path": f"{ROOT}/{doc.id}/",
-                    }
-                )
-        return listed
+        return [
+            {
+                "id": doc.id,
+                "database": database,
+                "title": doc.title,
+                "uri": doc.uri,
+                "metadata": doc.metadata,
+                "created_at": doc.created_at.isoformat(),
+                "path": f"{ROOT}/{doc.id}/",
+            }
+            for database, doc in await self._catalog.listing()
+        ]
 
 
 def hit_dict(hit: SearchHit) -> dict[str, Any]:

@@ -1,7 +1,7 @@
-"""A lazy, read-only view of the selection's documents at `/documents/{id}/` for sandboxed code.
+"""A read-only view of the selection's documents at `/documents/{id}/` for sandboxed code.
 
-Nothing is read up front: listing `/documents` reads ids only, and a document's database is found
-(through `resolve_documents`, hence `clients_covering`) the first time one of its files is touched.
+The files are made on demand from the catalog; nothing is read until a program looks, and nothing can
+be written. Paths are normalised first, so `..` cannot climb out of the view.
 """
 
 from __future__ import annotations
@@ -12,16 +12,11 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-import anyio.to_thread
 from pydantic_monty import MontyFileHandle
 from pydantic_monty.os_access import ScanEntry, StatResult, path_from_arg
 
-from haiku_cli.databases.pool import DatabasePool
-from haiku_cli.databases.resolve import resolve_documents
-from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import HaikuError
-from haiku_cli.store import reads
-from haiku_cli.store.database import Database
+from haiku_cli.sandbox.catalog import DocumentCatalog
 from haiku_cli.store.records import DocumentRecord
 
 ROOT = "/documents"
@@ -67,17 +62,10 @@ class _Place:
 
 
 class DocumentMount:
-    """Answers the sandbox's filesystem calls from the selection's databases, never writing anything."""
+    """Answers the sandbox's filesystem calls from the catalog, never writing anything."""
 
-    def __init__(
-        self, pool: DatabasePool, selection: Selection, *, document_filter: str | None = None
-    ) -> None:
-        self._pool = pool
-        self._selection = selection
-        self._filter = document_filter
-        self._ids: list[str] | None = None
-        # id -> (database name, record without content); None when the selection does not hold it.
-        self._resolved: dict[str, tuple[str, DocumentRecord] | None] = {}
+    def __init__(self, catalog: DocumentCatalog) -> None:
+        self.catalog = catalog
 
     async def handle(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Answer one path call (a name in `PATH_CALLS`); raise the exception the sandbox should see."""
@@ -125,7 +113,8 @@ class DocumentMount:
         if place.kind in ("root", "documents"):
             return "dir"
         _deny_outside(place)
-        if await self._document(place.document_id) is None:
+        assert place.document_id is not None
+        if await self.catalog.find(place.document_id) is None:
             return None
         if place.kind == "document":
             return "dir"
@@ -142,7 +131,7 @@ class DocumentMount:
         if place.kind == "root":
             return [ROOT.lstrip("/")]
         if place.kind == "documents":
-            return await self.document_ids()
+            return await self.catalog.document_ids()
         kind = await self._kind(place)
         if kind is None:
             raise FileNotFoundError(f"[Errno 2] No such file or directory: {place.path!r}")
@@ -151,7 +140,7 @@ class DocumentMount:
         return list(FILES)
 
     async def _scan(self, place: _Place, max_depth: int | None) -> list[ScanEntry]:
-        """The subtree for os.walk / Path.glob; documents listed by id are known directories, not resolved."""
+        """The subtree for os.walk / Path.glob; listed documents are known directories, not resolved."""
         kind = await self._kind(place)
         if kind is None:
             raise FileNotFoundError(f"[Errno 2] No such file or directory: {place.path!r}")
@@ -167,7 +156,7 @@ class DocumentMount:
             if level == 0:
                 children, is_dir = [ROOT.lstrip("/")], True
             elif level == 1:
-                children, is_dir = await self.document_ids(), True
+                children, is_dir = await self.catalog.document_ids(), True
             else:
                 children, is_dir = list(FILES), False
             for child in children:
@@ -177,57 +166,17 @@ class DocumentMount:
                     stack.append((rel, level + 1))
         return entries
 
-    async def document_ids(self) -> list[str]:
-        """Every id in the selection (matching the filter), each once, in selection order; read once."""
-        if self._ids is None:
-            dbs = await self._pool.clients_covering(self._selection)
-            seen: dict[str, None] = {}
-            for db in dbs:
-                ids = await anyio.to_thread.run_sync(lambda db=db: reads.document_ids(db, where=self._filter))
-                seen.update(dict.fromkeys(ids))
-            self._ids = list(seen)
-        return self._ids
-
-    async def _document(self, document_id: str | None) -> tuple[str, DocumentRecord] | None:
-        """The database holding an id and its record, resolved once; ambiguity is an error, never a guess."""
-        assert document_id is not None
-        if document_id not in self._resolved:
-            res = await resolve_documents(self._pool, self._selection, [document_id])
-            if document_id in res.ambiguous:
-                names = res.ambiguous[document_id]
-                raise OSError(
-                    f"document id {document_id} is held by more than one selected database "
-                    f"({' and '.join(repr(n) for n in names)}); one was probably copied from the other, "
-                    "so haiku will not guess which is meant. Ask about one of them at a time."
-                )
-            found = res.found.get(document_id)
-            if found is not None and self._filter and not await self._matches_filter(found[0], document_id):
-                found = None
-            self._resolved[document_id] = found
-        return self._resolved[document_id]
-
-    async def _matches_filter(self, database: str, document_id: str) -> bool:
-        db = await self._database(database)
-        where = f"id = {reads.sql_string(document_id)} AND ({self._filter})"
-        return bool(await anyio.to_thread.run_sync(lambda: reads.document_ids(db, where=where)))
-
-    async def _database(self, name: str) -> Database:
-        dbs = await self._pool.clients_covering(self._selection)
-        return next(db for db in dbs if db.name == name)
-
     async def _read(self, place: _Place) -> str:
         await self._require_file(place)
-        found = await self._document(place.document_id)
-        assert found is not None and place.document_id is not None
+        assert place.document_id is not None
+        found = await self.catalog.find(place.document_id)
+        assert found is not None
         database, record = found
         if place.file == "metadata.json":
             return json.dumps(_metadata(database, record), ensure_ascii=False, indent=2) + "\n"
-        db = await self._database(database)
-        document_id = place.document_id
         if place.file == "content.txt":
-            full = await anyio.to_thread.run_sync(lambda: reads.get_document(db, document_id))
-            return full.content if full is not None else ""
-        chunks = await anyio.to_thread.run_sync(lambda: reads.chunks_of(db, document_id))
+            return await self.catalog.content(database, record.id)
+        chunks = await self.catalog.chunks(database, record.id)
         lines = [
             json.dumps({"database": database, **chunk.model_dump(mode="json")}, ensure_ascii=False)
             for chunk in chunks

@@ -5,10 +5,13 @@ retrieval alone. Following Bruch et al. (2022), each candidate gets
 
     score = w * sim_n + (1 - w) * bm25_n
 
-where sim_n is the cosine similarity rescaled from its theoretical minimum (-1) to the best
-similarity among the candidates, and bm25_n is BM25 divided by the best BM25 among the candidates
-(BM25's theoretical minimum is 0, which is also what a chunk absent from the full-text list gets).
+where sim_n is the cosine similarity divided by the best similarity among the candidates and bm25_n
+is BM25 divided by the best BM25 among the candidates. Both scales start at 0: BM25's theoretical
+minimum, and for cosine the similarity of unrelated text under sentence embedders (negative values,
+rare and meaningless here, are clamped to 0). A chunk absent from the full-text list gets BM25 0.
 Normalising over the pooled candidates of every database in a fan-out keeps one scale for all.
+With w = 0.5 neither signal is favoured; on CISI every w from 0.3 to 0.8 ranks at least as well as
+the better single signal (benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -35,13 +38,15 @@ def fuse(
 
 
 def _convex(candidates: Sequence[Candidate], w: float) -> list[tuple[Candidate, float]]:
-    sims = [c.similarity for c in candidates if c.similarity is not None]
-    bm25s = [c.bm25 for c in candidates if c.bm25 is not None]
-    sim_max = max(sims, default=1.0)
-    bm25_max = max(bm25s, default=0.0)
+    sim_max = max((_clamp(c.similarity) for c in candidates), default=0.0)
+    bm25_max = max((c.bm25 or 0.0 for c in candidates), default=0.0)
     out = []
     for c in candidates:
-        sim_n = ((c.similarity or -1.0) + 1.0) / (sim_max + 1.0) if sim_max > -1.0 else 0.0
+        sim_n = _clamp(c.similarity) / sim_max if sim_max > 0 else 0.0
         bm25_n = (c.bm25 or 0.0) / bm25_max if bm25_max > 0 else 0.0
         out.append((c, w * sim_n + (1.0 - w) * bm25_n))
     return out
+
+
+def _clamp(similarity: float | None) -> float:
+    return max(similarity or 0.0, 0.0)

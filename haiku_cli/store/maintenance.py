@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -67,8 +68,11 @@ def vacuum(db: Database) -> tuple[int | None, int | None]:
     """Compact files and drop every old version; returns the size before and after (local only)."""
     path = db.location.local_path
     before = _dir_size(path) if path is not None else None
-    for table in (db.documents, db.chunks, db.meta_table):
-        table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+    with warnings.catch_warnings():
+        # Dropping every old version is what vacuum is for; LanceDB warns about it to other callers.
+        warnings.simplefilter("ignore", UserWarning)
+        for table in (db.documents, db.chunks, db.meta_table):
+            table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
     after = _dir_size(path) if path is not None else None
     return before, after
 

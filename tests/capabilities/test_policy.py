@@ -84,11 +84,11 @@ def test_answer_without_evidence_is_not_redirected(kb: Workspace) -> None:
     assert len(script.seen) == 1
 
 
-def test_search_with_no_results_is_no_evidence(make_db, write_config, workspace) -> None:
-    empty, _ = make_db("empty", [])
-    write_config(f'[databases]\nempty = "{empty.uri}"\n')
+def test_search_with_no_results_is_no_evidence(kb: Workspace) -> None:
+    deps = HaikuDeps()
+    RetrievalCapability(kb).evidence(deps).document_filter = "title = 'no such title'"
     script = Script(search("anything"), text("The documents do not say."))
-    _, deps = run(workspace(), script)
+    run(kb, script, deps=deps)
     assert policy_state(deps).outcome == "no_evidence"
 
 

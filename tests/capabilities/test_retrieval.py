@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from pydantic_ai.messages import ModelMessage, ModelResponse
+
 from haiku_cli.capabilities import EvidenceState, HaikuDeps, RetrievalCapability
 from haiku_cli.databases.workspace import Workspace
 from tests.capabilities.script import Script, call, chunk_ids, cite_first, returns, run, search, text
@@ -57,10 +59,12 @@ def test_scoped_question_never_sees_another_database(kb: Workspace) -> None:
 
 def test_scoped_cite_cannot_reach_another_database(kb: Workspace) -> None:
     notes_ids: list[str] = []
-    first = Script(
-        search("capital of France"), lambda m: notes_ids.extend(chunk_ids(m)) or cite_first()(m), text("x")
-    )
-    run(kb, first, sources=["notes"])
+
+    def remember_and_cite(messages: list[ModelMessage]) -> ModelResponse:
+        notes_ids.extend(chunk_ids(messages))
+        return cite_first()(messages)
+
+    run(kb, Script(search("capital of France"), remember_and_cite, text("Paris [1].")), sources=["notes"])
     script = Script(call(("cite", {"chunk_ids": notes_ids[:1]})), text("nothing"))
     _, deps = run(kb, script, sources=["papers"])
     assert "is not a chunk id in the searched databases" in returns(script.last, "cite")[0]
@@ -99,7 +103,7 @@ def test_budget_exhausted_tells_the_model_to_answer(kb: Workspace) -> None:
 
 
 def test_mistyped_chunk_id_is_refused_and_the_model_can_correct_it(kb: Workspace) -> None:
-    def mistyped(messages):
+    def mistyped(messages: list[ModelMessage]) -> ModelResponse:
         good = chunk_ids(messages)[0]
         return call(("cite", {"chunk_ids": [good[:-1] + ("0" if good[-1] != "0" else "1")]}))
 
@@ -113,7 +117,7 @@ def test_mistyped_chunk_id_is_refused_and_the_model_can_correct_it(kb: Workspace
 
 
 def test_bracketed_and_repeated_ids_cite_once(kb: Workspace) -> None:
-    def bracketed(messages):
+    def bracketed(messages: list[ModelMessage]) -> ModelResponse:
         first = chunk_ids(messages)[0]
         return call(("cite", {"chunk_ids": [f"[{first}]", f" {first} "]}))
 

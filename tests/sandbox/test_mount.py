@@ -7,6 +7,7 @@ from pathlib import PurePosixPath
 
 import pytest
 
+from haiku_cli.sandbox.catalog import DocumentCatalog
 from haiku_cli.sandbox.mount import DocumentMount
 from haiku_cli.store import reads
 
@@ -86,6 +87,15 @@ async def test_an_id_held_by_two_selected_databases_is_refused_naming_both(open_
     assert listed.stdout.strip() == "3"
 
 
+async def test_a_duplicate_id_is_refused_after_listing_and_under_a_filter(open_box, corpus) -> None:
+    doc_id = corpus.ids["alpha"][2]
+    async with open_box("alpha", "gamma", document_filter="metadata LIKE '%wild%'") as box:
+        docs = await box.execute("print(sorted(d['database'] for d in list_documents()))")
+        run = await box.execute(f"open('/documents/{doc_id}/content.txt').read()")
+    assert docs.stdout == "['alpha', 'gamma']\n"
+    assert "held by more than one selected database ('alpha' and 'gamma')" in run.stderr
+
+
 async def test_the_filter_narrows_listing_and_reading(open_box, corpus) -> None:
     wild, pet = corpus.ids["alpha"][2], corpus.ids["alpha"][0]
     async with open_box("alpha", document_filter="metadata LIKE '%wild%'") as box:
@@ -99,23 +109,50 @@ async def test_the_filter_narrows_listing_and_reading(open_box, corpus) -> None:
     assert docs.stdout.strip() == "['Lions']"
 
 
-async def test_reads_are_lazy(corpus, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Listing reads ids only; a document's content is read when (and only when) its file is opened."""
-    columns: list[list[str]] = []
+@pytest.fixture
+def queries(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The columns of every store query made while the test runs."""
+    seen: list[list[str]] = []
     real = reads._query_rows
 
     def spy(db, table, where, cols, limit):
-        columns.append(list(cols))
+        seen.append(list(cols))
         return real(db, table, where, cols, limit)
 
     monkeypatch.setattr(reads, "_query_rows", spy)
+    return seen
+
+
+async def test_reads_are_lazy(corpus, queries: list[list[str]]) -> None:
+    """Listing reads no content; a document's text is read when its file is read, chunks when theirs are."""
     ws = corpus.workspace()
-    mount = DocumentMount(ws.pool, corpus.selection("alpha", "beta"))
-    ids = await mount.document_ids()
+    mount = DocumentMount(DocumentCatalog(ws.pool, corpus.selection("alpha", "beta")))
+    ids = await mount.catalog.document_ids()
     assert len(ids) == 5
-    assert columns == [["id"], ["id"]]  # one id-only read per database
-    columns.clear()
-    text = await mount.handle("Path.read_text", (PurePosixPath(f"/documents/{ids[0]}/content.txt"),), {})
+    assert len(queries) == 2 and not any("content" in c for c in queries)  # one listing per database
+    queries.clear()
+    path = PurePosixPath(f"/documents/{ids[0]}/content.txt")
+    assert await mount.handle("open", (path, "r"), {}) is not None
+    assert queries == []  # opening checks the listing, reads nothing
+    text = await mount.handle("Path.read_text", (path,), {})
     assert text.startswith("The cat sat")
-    assert any("content" in c for c in columns)
-    assert not any("document_id" in c for c in columns)  # chunks were not touched
+    assert len(queries) == 1 and "content" in queries[0]
+    assert not any("document_id" in c for c in queries)  # chunks were not touched
+
+
+async def test_reading_along_the_listing_fetches_texts_in_batches(open_box, corpus, queries) -> None:
+    async with open_box("alpha", "beta") as box:
+        await box.execute("docs = list_documents()")
+        queries.clear()
+        run = await box.execute("print(sum(len(open(d['path'] + 'content.txt').read()) > 0 for d in docs))")
+    assert run.stdout == "5\n"
+    assert len([c for c in queries if "content" in c]) == 2  # one batch per database, not one per document
+
+
+async def test_an_id_found_by_search_is_readable_without_listing(open_box) -> None:
+    async with open_box("alpha", "beta") as box:
+        run = await box.execute(
+            "hit = search('owls hunt at night', limit=1)[0]\n"
+            "print(open(hit['path'] + 'metadata.json').read())"
+        )
+    assert '"title": "Owls"' in run.stdout and '"database": "beta"' in run.stdout

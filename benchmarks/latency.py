@@ -1,0 +1,257 @@
+"""Ingest throughput, search latency and CLI cold start on CISI.
+
+(a) chunks/s of `haiku add-src` on N CISI documents (Markdown files) against the bare embedder's
+    chunks/s on the very same chunk texts;
+(b) per-query search latency (p50/p95) for fts, vector and hybrid over the judged CISI queries,
+    in one process through the library, and through `haiku search --from FILE --json`;
+(c) wall time of `haiku --help` and of one `haiku search "..."` from process start to exit.
+
+    python benchmarks/latency.py [--data ../shared/data/cisi] [--work DIR] [--docs 500] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+from common import DEFAULT_DATA, load_beir, write_corpus_files
+
+from haiku_cli.databases import operations
+from haiku_cli.databases.workspace import Workspace
+from haiku_cli.ingest.chunking import Chunk
+from haiku_cli.ingest.pipeline import embedding_text
+from haiku_cli.store.database import open_database
+from haiku_cli.store.location import Location
+
+TYPES = ("fts", "vector", "hybrid")
+COLD_QUERY = "the use of computers in libraries"
+
+
+def haiku_argv() -> list[str]:
+    """The `haiku` console script beside this interpreter (what a user runs), else `python -m haiku_cli`."""
+    script = Path(sys.executable).parent / "haiku"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "haiku_cli"]
+
+
+def run_timed(args: list[str], config: Path) -> float:
+    """Wall seconds of one `haiku` process, start to exit; fails loudly on a non-zero exit."""
+    env = {**os.environ, "HAIKU_CONFIG": str(config)}
+    start = time.perf_counter()
+    subprocess.run([*haiku_argv(), *args], env=env, capture_output=True, text=True, check=True)
+    return time.perf_counter() - start
+
+
+def percentile(samples: list[float], p: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(samples)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+def write_config(work: Path, names: list[str]) -> Path:
+    """A config naming local databases `work/NAME.lancedb`."""
+    config = work / "config.toml"
+    config.write_text(
+        "[databases]\n" + "".join(f'{n} = "{work / (n + ".lancedb")}"\n' for n in names), encoding="utf-8"
+    )
+    return config
+
+
+def chunk_texts(path: Path) -> list[str]:
+    """Exactly what ingest embedded for each chunk of a database (title and headings + text)."""
+    db = open_database(Location(path.stem, str(path)))
+    docs = db.documents.to_arrow().select(["id", "title"]).to_pydict()
+    titles = dict(zip(docs["id"], docs["title"], strict=True))
+    rows = db.chunks.to_arrow().select(["document_id", "order", "text", "heading_path"]).to_pylist()
+    return [
+        embedding_text(titles[r["document_id"]], Chunk(r["order"], r["text"], r["heading_path"] or [], []))
+        for r in rows
+    ]
+
+
+def ingest_throughput(work: Path, corpus: dict[str, dict], n_docs: int, repeats: int) -> dict:
+    """`haiku add-src` (whole process) versus the bare embedder on the same chunk texts."""
+    from haiku_cli.embed import load_embedder
+
+    ids = sorted(corpus, key=int)[:n_docs]
+    folder = work / "ingest-docs"
+    shutil.rmtree(folder, ignore_errors=True)
+    write_corpus_files({i: corpus[i] for i in ids}, folder)
+    names = [f"ingest{r}" for r in range(repeats)]
+    config = write_config(work, names)
+    emb = load_embedder()
+    load_start = time.perf_counter()
+    anyio.run(emb.embed_documents, ["load the model"])
+    load_secs = time.perf_counter() - load_start
+    ingest, raw, texts = [], [], []
+    for name in names:  # interleaved, so a change in machine load hits both alike
+        shutil.rmtree(work / f"{name}.lancedb", ignore_errors=True)
+        ingest.append(run_timed(["add-src", str(folder), "-d", name], config))
+        texts = chunk_texts(work / f"{name}.lancedb")
+        start = time.perf_counter()
+        anyio.run(emb.embed_documents, texts)
+        raw.append(time.perf_counter() - start)
+    chunks = len(texts)
+    ingest_rate = chunks / statistics.median(ingest)
+    raw_rate = chunks / statistics.median(raw)
+    return {
+        "documents": len(ids),
+        "chunks": chunks,
+        "repeats": repeats,
+        "add_src_seconds": [round(s, 2) for s in ingest],
+        "raw_embed_seconds": [round(s, 2) for s in raw],
+        "embedder_load_seconds": round(load_secs, 2),
+        "add_src_chunks_per_s": round(ingest_rate, 1),
+        "raw_embed_chunks_per_s": round(raw_rate, 1),
+        "ratio_ingest/raw": round(ingest_rate / raw_rate, 3),
+    }
+
+
+def build_search_db(work: Path, corpus: dict[str, dict]) -> tuple[Path, float | None]:
+    """The whole corpus in database `cisi` (reused when present); seconds to build, None if reused."""
+    config = write_config(work, ["cisi"])
+    if (work / "cisi.lancedb").exists():
+        return config, None
+    folder = work / "cisi-docs"
+    write_corpus_files(corpus, folder)
+    return config, run_timed(["add-src", str(folder), "-d", "cisi"], config)
+
+
+async def library_latency(config: Path, queries: dict[str, str], passes: int) -> dict:
+    """Seconds per `operations.search` call on a warm workspace (pool open, embedder loaded)."""
+    ws = Workspace.load(config)
+    sel = ws.select_many(["cisi"])
+    for t in TYPES:
+        await operations.search(ws, sel, "warm up the pool and the embedder", search_type=t)
+    samples: dict[str, list[float]] = {t: [] for t in TYPES}
+    for p in range(passes):
+        for i, text in enumerate(queries.values()):
+            shift = (i + p) % len(TYPES)
+            for t in TYPES[shift:] + TYPES[:shift]:
+                start = time.perf_counter()
+                await operations.search(ws, sel, text, search_type=t)
+                samples[t].append(time.perf_counter() - start)
+    return {
+        t: {
+            "p50_ms": round(percentile(s, 50) * 1000, 2),
+            "p95_ms": round(percentile(s, 95) * 1000, 2),
+            "mean_ms": round(statistics.fmean(s) * 1000, 2),
+            "n": len(s),
+        }
+        for t, s in samples.items()
+    }
+
+
+def cli_batch_latency(config: Path, qfile: Path, n_queries: int, repeats: int) -> dict:
+    """`haiku search --from FILE --json` per type: whole-process wall time and that per query."""
+    out = {}
+    walls: dict[str, list[float]] = {t: [] for t in TYPES}
+    for _ in range(repeats):
+        for t in TYPES:
+            walls[t].append(run_timed(["search", "--from", str(qfile), "--json", "--type", t], config))
+    for t, w in walls.items():
+        med = statistics.median(w)
+        out[t] = {
+            "wall_s": round(med, 2),
+            "per_query_ms": round(med / n_queries * 1000, 1),
+            "samples_s": [round(x, 2) for x in w],
+        }
+    return out
+
+
+def cold_start(config: Path, repeats: int) -> dict:
+    """Median wall time of `haiku --help` and of single searches, each a fresh process."""
+    cases = {
+        "haiku --help": ["--help"],
+        "haiku search QUERY (hybrid)": ["search", COLD_QUERY],
+        "haiku search --type fts QUERY": ["search", "--type", "fts", COLD_QUERY],
+    }
+    samples: dict[str, list[float]] = {k: [] for k in cases}
+    for _ in range(repeats):
+        for key, args in cases.items():
+            samples[key].append(run_timed(args, config))
+    return {
+        k: {"median_s": round(statistics.median(s), 3), "samples_s": [round(x, 3) for x in s]}
+        for k, s in samples.items()
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--work", type=Path, default=None, help="keep databases here (cisi reused)")
+    parser.add_argument("--docs", type=int, default=500, help="documents for the ingest measurement")
+    parser.add_argument("--ingest-repeats", type=int, default=3)
+    parser.add_argument("--passes", type=int, default=3, help="passes over the queries (library)")
+    parser.add_argument("--cli-repeats", type=int, default=3, help="runs of each `search --from`")
+    parser.add_argument("--cold-repeats", type=int, default=5)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    corpus, queries, _ = load_beir(args.data)
+    work = args.work or Path(tempfile.mkdtemp(prefix="haiku-latency-"))
+    work.mkdir(parents=True, exist_ok=True)
+    loads = [os.getloadavg()[0]]
+
+    ingest = ingest_throughput(work, corpus, args.docs, args.ingest_repeats)
+    loads.append(os.getloadavg()[0])
+    config, build_secs = build_search_db(work, corpus)
+    qfile = work / "queries.jsonl"
+    qfile.write_text("".join(json.dumps({"id": q, "query": t}) + "\n" for q, t in queries.items()))
+    library = anyio.run(library_latency, config, queries, args.passes)
+    loads.append(os.getloadavg()[0])
+    cli = cli_batch_latency(config, qfile, len(queries), args.cli_repeats)
+    loads.append(os.getloadavg()[0])
+    cold = cold_start(config, args.cold_repeats)
+    loads.append(os.getloadavg()[0])
+
+    result = {
+        "cpus": os.cpu_count(),
+        "ingest": ingest,
+        "search_database": {"documents": len(corpus), "build_seconds": build_secs},
+        "queries": len(queries),
+        "library_search": library,
+        "cli_search_from": cli,
+        "cold_start": cold,
+        "loadavg_1min_during": [round(x, 2) for x in loads],
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    i = ingest
+    print(f"(a) ingest: {i['documents']} documents, {i['chunks']} chunks, medians of {i['repeats']}")
+    print(
+        f"    haiku add-src {i['add_src_chunks_per_s']:8.1f} chunks/s  "
+        f"(wall {statistics.median(i['add_src_seconds']):.1f} s, whole process)"
+    )
+    print(
+        f"    raw embedder  {i['raw_embed_chunks_per_s']:8.1f} chunks/s  "
+        f"(embed {statistics.median(i['raw_embed_seconds']):.1f} s; "
+        f"model load {i['embedder_load_seconds']} s)"
+    )
+    print(f"    ratio ingest/raw {i['ratio_ingest/raw']:.3f}")
+    built = f"built in {build_secs:.1f} s" if build_secs else "reused"
+    print(f"(b) search over {len(corpus)} documents ({built}), {len(queries)} queries")
+    print(f"    library, warm, {args.passes} passes:  {'p50':>8} {'p95':>8}")
+    for t, s in library.items():
+        print(f"      {t:8}                   {s['p50_ms']:6.1f}ms {s['p95_ms']:6.1f}ms")
+    print(f"    CLI `search --from FILE --json`, median of {args.cli_repeats}:")
+    for t, s in cli.items():
+        print(f"      {t:8} wall {s['wall_s']:6.2f} s = {s['per_query_ms']:6.1f} ms/query")
+    print(f"(c) cold start, median of {args.cold_repeats}:")
+    for k, s in cold.items():
+        print(f"      {k:32} {s['median_s']:6.3f} s")
+    during = ", ".join(f"{x:.2f}" for x in loads)
+    print(f"load average (1 min) during the run: {during} on {os.cpu_count()} CPUs")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+complete --command haiku --no-files --arguments "(env _HAIKU_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) haiku)" --condition "env _HAIKU_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) haiku"

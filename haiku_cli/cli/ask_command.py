@@ -1,0 +1,95 @@
+"""`haiku ask`: a grounded answer with numbered citations over the selected databases."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.markdown import Markdown
+from rich.text import Text
+
+from haiku_cli.cli import output, render
+from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Filter, Json, workspace
+from haiku_cli.cli.running import run
+
+if TYPE_CHECKING:
+    from haiku_cli.agents.ask import AskResult
+    from haiku_cli.capabilities.citations import Citation
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ask command to the app."""
+    app.command("ask")(ask)
+
+
+def ask(
+    ctx: typer.Context,
+    question: Annotated[str, typer.Argument(help="The question to answer from your documents.")],
+    database: DatabaseNames = None,
+    db: DatabasePaths = None,
+    filter_: Filter = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model", "-m", help="Model string, e.g. openai:gpt-4o or openai-chat:NAME (default: config)."
+        ),
+    ] = None,
+    json: Json = False,
+) -> None:
+    """Answer a question from the selected databases (all configured ones by default), citing its sources."""
+    from haiku_cli.agents.ask import ask as ask_documents
+
+    ws = workspace(ctx)
+    selection = run(ws.select_many, database or [], db or [])
+    result = run(lambda: ask_documents(ws, selection, question, model=model, document_filter=filter_))
+    if json:
+        output.print_json(as_json(result, selection.names))
+        return
+    answer(result.answer)
+    citations(result.citations, question)
+    if result.violation:
+        output.error("warning: the model neither cited its sources nor said the answer is ungrounded")
+    elif not result.grounded:
+        output.err.print("(not grounded in the documents)", style="dim")
+
+
+def as_json(result: AskResult, databases: Sequence[str]) -> dict[str, Any]:
+    """The `--json` shape: answer, grounded, citations (each with its database) and usage."""
+    return {
+        "answer": result.answer,
+        "grounded": result.grounded,
+        "violation": result.violation,
+        "databases": list(databases),
+        "citations": [c.model_dump(mode="json") for c in result.citations],
+        "usage": result.usage,
+    }
+
+
+def answer(text: str) -> None:
+    """The answer: rendered Markdown on a terminal, the text as written when piped."""
+    if output.out.is_terminal:
+        output.out.print(Markdown(text))
+    else:
+        output.out.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def citations(cited: Sequence[Citation], question: str) -> None:
+    """The numbered citation list: title, uri, database, pages and the cited excerpt."""
+    if not cited:
+        return
+    terms = render.query_terms(question)
+    output.out.print()
+    output.out.print("Citations", style="bold")
+    for c in cited:
+        head = Text(f"[{c.index}] ", style="bold")
+        head.append(c.document_title or c.document_uri or c.document_id, style="cyan")
+        if c.document_title and c.document_uri:
+            head.append(f"  {c.document_uri}", style="dim")
+        head.append(f"  [{c.database}]", style="magenta")
+        if c.pages:
+            head.append(f"  p. {', '.join(str(p) for p in c.pages)}", style="dim")
+        output.out.print(head, soft_wrap=True)
+        excerpt = Text("    " + render.excerpt(c.content, terms))
+        excerpt.highlight_words(terms, style="bold yellow", case_sensitive=False)
+        output.out.print(excerpt, soft_wrap=True)

@@ -1,0 +1,122 @@
+"""State models: round-tripping by key, the search budget, answers, scope and citation markers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from haiku_cli.capabilities import (
+    Citation,
+    EvidenceRef,
+    EvidenceState,
+    HaikuDeps,
+    PolicyState,
+    Source,
+    selection_of,
+    sources_of,
+)
+from haiku_cli.capabilities.citations import clean_ids, number_markers
+from haiku_cli.config.settings import Settings
+from haiku_cli.databases.workspace import Workspace
+from haiku_cli.errors import InputError
+
+
+def _citation(index: int, chunk_id: str) -> Citation:
+    return Citation(
+        index=index, database="notes", document_id="d", chunk_id=chunk_id, content="text", pages=[2]
+    )
+
+
+def test_state_round_trips_through_json_by_key() -> None:
+    deps = HaikuDeps()
+    evidence = deps.get("retrieval", EvidenceState)
+    evidence.sources = [Source(name="notes"), Source(name="x", path="/tmp/x.lancedb")]
+    evidence.document_filter = "title = 'a'"
+    evidence.spend_search(1, budget=5, per_response=3)
+    evidence.saw([EvidenceRef(database="notes", chunk_id="c1")])
+    evidence.citations.append(_citation(1, "c1"))
+    deps.get("citation_policy", PolicyState).outcome = "grounded"
+
+    restored = HaikuDeps.restore(json.loads(json.dumps(deps.dump())))
+    assert restored.get("retrieval", EvidenceState) == evidence
+    assert restored.get("retrieval", EvidenceState).units == {1: 1}  # int keys survive JSON
+    assert restored.get("citation_policy", PolicyState).outcome == "grounded"
+
+
+def test_get_returns_one_live_object() -> None:
+    deps = HaikuDeps()
+    deps.get("k", EvidenceState).answer = 3
+    assert deps.get("k", EvidenceState).answer == 3
+    assert isinstance(deps.state["k"], EvidenceState)
+
+
+def test_get_converts_a_model_of_another_class() -> None:
+    class Extended(EvidenceState):
+        executions: int = 0
+
+    deps = HaikuDeps(state={"k": EvidenceState(answer=2)})
+    assert deps.get("k", Extended) == Extended(answer=2)
+    assert type(deps.state["k"]) is Extended
+
+
+def test_dump_keeps_values_that_are_not_models() -> None:
+    class Other(BaseModel):
+        n: int = 1
+
+    assert HaikuDeps(state={"a": {"n": 2}, "b": Other()}).dump() == {"a": {"n": 2}, "b": {"n": 1}}
+
+
+def test_budget_units_are_per_response() -> None:
+    state = EvidenceState()
+    spend = [state.spend_search(step, budget=2, per_response=3) for step in (1, 1, 1, 1, 2, 3)]
+    assert spend == ["ok", "ok", "ok", "response_full", "ok", "exhausted"]
+    assert state.units_left(2) == 0
+
+
+def test_begin_answer_resets_the_answer_and_keeps_the_conversation() -> None:
+    state = EvidenceState(sources=[Source(name="notes")], document_filter="f")
+    state.begin_answer()
+    state.spend_search(1, budget=5, per_response=3)
+    state.saw([EvidenceRef(database="notes", chunk_id="c")])
+    state.citations.append(_citation(1, "c"))
+    state.declared_ungrounded = True
+    state.violation = True
+    state.begin_answer()
+    assert state.answer == 2 and state.prior_citations == 1
+    assert state.units == {} and state.evidence == [] and state.citations == []
+    assert not state.declared_ungrounded and not state.violation
+    assert state.sources == [Source(name="notes")] and state.document_filter == "f"
+    assert state.has_evidence  # the earlier citation keeps evidence in play
+
+
+def test_saw_records_each_chunk_once() -> None:
+    state = EvidenceState()
+    ref = EvidenceRef(database="a", chunk_id="c")
+    state.saw([ref, ref])
+    state.saw([ref, EvidenceRef(database="b", chunk_id="c")])
+    assert len(state.evidence) == 2
+
+
+def test_number_markers_replaces_cited_ids_only() -> None:
+    citations = [_citation(1, "aaa"), _citation(2, "bbb")]
+    assert number_markers("x [aaa] y [bbb][aaa] z [ccc] [1]", citations) == "x [1] y [2][1] z [ccc] [1]"
+    assert number_markers("nothing", []) == "nothing"
+
+
+def test_clean_ids() -> None:
+    assert clean_ids(["[a]", " a ", "", "b", "[ ]"]) == ["a", "b"]
+
+
+def test_sources_name_configured_databases_and_keep_paths_for_others(tmp_path: Path) -> None:
+    settings = Settings.model_validate({"databases": {"notes": str(tmp_path / "notes.lancedb")}})
+    ws = Workspace(settings)
+    by_path = ws.select_many(paths=[tmp_path / "other.lancedb"])
+    assert sources_of(ws, ws.select_many()) == [Source(name="notes")]
+    assert sources_of(ws, by_path) == [Source(name="other", path=str(tmp_path / "other.lancedb"))]
+    assert selection_of(ws, sources_of(ws, by_path)) == by_path
+    assert selection_of(ws, []) == ws.select_many()
+    with pytest.raises(InputError, match="unknown database 'gone'"):
+        selection_of(ws, [Source(name="gone")])

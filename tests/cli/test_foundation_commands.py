@@ -1,0 +1,195 @@
+"""The one-database commands through the CLI, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from haiku_cli.errors import ExitCode
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    (folder / "guide").mkdir(parents=True)
+    (folder / "guide" / "config.md").write_text(
+        "# Configuration\n\n## Databases\n\nName each database in the [databases] table of config.toml; "
+        "a value is a path or an s3:// URI.\n",
+        encoding="utf-8",
+    )
+    (folder / "search.txt").write_text("Hybrid search fuses vector similarity with BM25 full-text scores.\n")
+    (folder / ".hidden.md").write_text("# Secret\n\nnever indexed\n")
+    return folder
+
+
+def test_add_src_then_search_human_and_json(cli, docs: Path) -> None:
+    added = cli("add-src", str(docs))
+    assert added.exit_code == 0, added.stderr
+    assert added.stdout.count("added") == 2 and "Secret" not in added.stdout
+    found = cli("search", "how do I configure a database", "--limit", "2")
+    assert found.exit_code == 0
+    assert (
+        found.stdout.lstrip().startswith("1.")
+        and "Configuration" in found.stdout
+        and "[default]" in found.stdout
+    )
+    as_json = json.loads(cli("search", "BM25 fusion", "--json").stdout)
+    top = as_json[0]
+    for key in (
+        "database",
+        "document_id",
+        "document_uri",
+        "document_title",
+        "chunk_id",
+        "content",
+        "score",
+        "rank",
+    ):
+        assert key in top
+    assert top["database"] == "default" and top["document_uri"].endswith("search.txt") and top["rank"] == 1
+
+
+def test_readd_unchanged_is_noop_and_changed_replaces(cli, docs: Path) -> None:
+    cli("add-src", str(docs))
+    again = cli("add-src", str(docs), "--json")
+    assert {s["status"] for s in json.loads(again.stdout)["sources"]} == {"unchanged"}
+    (docs / "search.txt").write_text("Hybrid search now uses a convex combination of scores.\n")
+    changed = json.loads(cli("add-src", str(docs), "--json").stdout)
+    statuses = {Path(s["source"]).name: s["status"] for s in changed["sources"]}
+    assert statuses == {"config.md": "unchanged", "search.txt": "updated"}
+    listed = json.loads(cli("list", "--json").stdout)
+    assert len(listed) == 2
+    hit = json.loads(cli("search", "convex combination", "--json", "-n", "1").stdout)[0]
+    assert "convex" in hit["content"]
+
+
+def test_partial_failure_adds_the_rest_and_exits_partial(cli, tmp_path: Path) -> None:
+    good = tmp_path / "good.md"
+    good.write_text("# Good\n\nfine content here\n")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    binary = tmp_path / "blob.txt"
+    binary.write_bytes(b"\x00\x01\x02\xff" * 50)
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
+    pdf = tmp_path / "broken.pdf"
+    pdf.write_bytes(b"%PDF-1.4 this is not really a pdf")
+    result = cli(
+        "add-src", str(good), str(empty), str(binary), str(latin), str(pdf), str(tmp_path / "missing.md")
+    )
+    assert result.exit_code == ExitCode.PARTIAL
+    errors = [line for line in result.stderr.splitlines() if line.startswith("haiku:")]
+    assert len(errors) == 5 and "Traceback" not in result.stderr
+    assert [d["title"] for d in json.loads(cli("list", "--json").stdout)] == ["Good"]
+
+
+def test_add_text_with_title_and_meta_then_get_and_delete(cli) -> None:
+    added = cli("add", "Lanterns burn kerosene.", "--title", "Lamps", "--meta", "year=1901", "--json")
+    assert added.exit_code == 0
+    doc_id = json.loads(added.stdout)["sources"][0]["document_id"]
+    got = json.loads(cli("get", doc_id, "--json").stdout)
+    assert (
+        got["title"] == "Lamps"
+        and got["metadata"] == {"year": "1901"}
+        and got["content"] == "Lanterns burn kerosene."
+    )
+    assert "Lanterns burn kerosene." in cli("get", doc_id).stdout
+    filtered = json.loads(cli("list", "--filter", "metadata LIKE '%1901%'", "--json").stdout)
+    assert [d["id"] for d in filtered] == [doc_id]
+    assert cli("delete", doc_id).exit_code == 0
+    missing = cli("get", doc_id)
+    assert missing.exit_code == ExitCode.INPUT and doc_id in missing.stderr
+
+
+def test_bad_meta_and_bad_filter_are_one_line_errors(cli) -> None:
+    cli("add", "some text")
+    bad_meta = cli("add", "x", "--meta", "novalue")
+    assert bad_meta.exit_code == ExitCode.INPUT and "KEY=VALUE" in bad_meta.stderr
+    bad_filter = cli("search", "text", "--filter", "title === 1")
+    assert bad_filter.exit_code == ExitCode.INPUT
+    assert bad_filter.stderr.count("\n") == 1 and "invalid filter" in bad_filter.stderr
+    bad_type = cli("search", "text", "--type", "magic")
+    assert bad_type.exit_code == ExitCode.INPUT and "hybrid, vector or fts" in bad_type.stderr
+
+
+def test_reading_before_any_write_is_a_clear_error(cli, isolated: Path) -> None:
+    result = cli("search", "anything")
+    assert result.exit_code == ExitCode.DATABASE
+    assert "database 'default' does not exist yet" in result.stderr
+    assert not (isolated / "data" / "default.lancedb").exists()
+
+
+def test_several_configured_and_none_chosen_is_refused(cli, write_config, tmp_path: Path) -> None:
+    write_config(f'[databases]\nnotes = "{tmp_path}/notes.lancedb"\npapers = "{tmp_path}/papers.lancedb"\n')
+    result = cli("add", "hello")
+    assert result.exit_code == ExitCode.INPUT
+    assert "notes, papers" in result.stderr and "--database" in result.stderr
+    assert cli("add", "hello", "-d", "notes").exit_code == 0
+    assert not (tmp_path / "papers.lancedb").exists()
+    unknown = cli("info", "-d", "nope")
+    assert unknown.exit_code == ExitCode.INPUT and "configured databases: notes, papers" in unknown.stderr
+
+
+def test_info_history_vacuum_rebuild(cli, tmp_path: Path) -> None:
+    db = str(tmp_path / "work.lancedb")
+    cli("add", "First note about owls.", "--db", db)
+    cli("add", "Second note about herons.", "--db", db)
+    info = json.loads(cli("info", "--db", db, "--json").stdout)
+    assert info["name"] == "work" and info["documents"] == 2 and info["chunks"] == 2
+    assert info["embedder"] == "haiku:all-minilm-l6-v2" and info["dimension"] == 384
+    assert any(i["kind"] == "FTS" for i in info["indexes"])
+    assert json.loads(cli("history", "--db", db, "--json").stdout)
+    assert cli("vacuum", "--db", db).exit_code == 0
+    rebuilt = cli("rebuild", "--db", db)
+    assert rebuilt.exit_code == 0 and "2 chunks" in rebuilt.stdout
+    hit = json.loads(cli("search", "herons", "--db", db, "--json", "-n", "1").stdout)[0]
+    assert hit["database"] == "work" and "herons" in hit["content"]
+
+
+def test_search_from_file_json_lines(cli, tmp_path: Path) -> None:
+    cli("add", "Owls hunt at night.")
+    cli("add", "Herons wade in shallow water.")
+    queries = tmp_path / "q.txt"
+    queries.write_text('{"id": "q1", "query": "night hunting birds"}\nwading birds\n\n')
+    result = cli("search", "--from", str(queries), "--json", "-n", "1")
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(row["id"], row["query"]) for row in lines] == [
+        ("q1", "night hunting birds"),
+        ("2", "wading birds"),
+    ]
+    assert "Owls" in lines[0]["results"][0]["content"] and "Herons" in lines[1]["results"][0]["content"]
+
+
+def test_config_path_show_and_databases(cli, write_config, tmp_path: Path) -> None:
+    path = write_config(f'[databases]\nnotes = "{tmp_path}/notes.lancedb"\n')
+    assert cli("config", "path").stdout.strip() == str(path)
+    shown = json.loads(cli("config", "show", "--json").stdout)
+    assert shown["databases"]["notes"]["uri"] == f"{tmp_path}/notes.lancedb"
+    cli("add", "hello there")
+    listed = json.loads(cli("databases", "--json").stdout)
+    assert listed == [
+        {
+            "name": "notes",
+            "kind": "local",
+            "exists": True,
+            "documents": 1,
+            "chunks": 1,
+            "embedder": "haiku:all-minilm-l6-v2",
+        }
+    ]
+    assert f"{tmp_path}/notes.lancedb" not in cli("databases").stdout
+    assert f"{tmp_path}/notes.lancedb" in cli("databases", "--show-locations").stdout
+
+
+def test_unknown_config_key_is_reported(cli, write_config) -> None:
+    write_config("[serch]\nlimit = 3\n")
+    result = cli("search", "x")
+    assert result.exit_code == ExitCode.INPUT and "unknown key 'serch'" in result.stderr
+
+
+def test_help_everywhere(cli) -> None:
+    for args in ([], ["search"], ["add-src"], ["config"], ["databases"]):
+        result = cli(*args, "-h")
+        assert result.exit_code == 0 and "Usage" in result.stdout

@@ -1,0 +1,73 @@
+"""The installed `haiku` command in a subprocess: startup, pipes, kills."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def _haiku() -> list[str]:
+    exe = shutil.which("haiku")
+    return [exe] if exe else [sys.executable, "-m", "haiku_cli"]
+
+
+def _run(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([*_haiku(), *args], capture_output=True, text=True, env=os.environ.copy(), **kw)
+
+
+def test_help_and_version() -> None:
+    assert _run("--help").returncode == 0
+    assert _run("--version").stdout.startswith("haiku ")
+
+
+def test_piped_output_is_plain_and_errors_have_no_traceback(tmp_path: Path) -> None:
+    doc = tmp_path / "a.md"
+    doc.write_text("# Tides\n\nThe moon's gravity raises two tidal bulges.\n")
+    added = _run("add-src", str(doc))
+    assert added.returncode == 0, added.stderr
+    found = _run("search", "moon tides")
+    assert "Tides" in found.stdout and "\x1b[" not in found.stdout  # no colour codes in a pipe
+    bad = _run("search", "x", "--filter", "(((")
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr and bad.stderr.startswith("haiku: ")
+
+
+def test_python_dash_m_works() -> None:
+    result = subprocess.run([sys.executable, "-m", "haiku_cli", "--version"], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.startswith("haiku ")
+
+
+def test_kill_during_ingest_leaves_a_usable_database(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    para = "Rivers carry sediment to the sea, building deltas over centuries. " * 12
+    for i in range(400):
+        (folder / f"doc{i:03}.md").write_text(f"# Document {i}\n\n{para}\n\n{para}\n")
+    db = tmp_path / "k.lancedb"
+    proc = subprocess.Popen([*_haiku(), "add-src", str(folder), "--db", str(db)], env=os.environ.copy())
+    # Wait until the first batch has been committed, then kill in the middle of a later one.
+    deadline = time.time() + 240
+    while time.time() < deadline and not (db / "meta.lance").exists():
+        time.sleep(0.2)
+    time.sleep(3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    listed = _run("list", "--db", str(db), "--json", "--limit", "10000")
+    assert listed.returncode == 0, listed.stderr
+    docs = json.loads(listed.stdout)
+    assert len(docs) < 400
+    for d in docs:  # no partial document: every stored document has all its chunks
+        got = json.loads(_run("get", d["id"], "--db", str(db), "--json").stdout)
+        assert got["chunks"] >= 2
+    again = _run("add-src", str(folder), "--db", str(db), "--json")
+    assert again.returncode == 0, again.stderr
+    assert len(json.loads(_run("list", "--db", str(db), "--json", "--limit", "10000").stdout)) == 400
