@@ -13,7 +13,9 @@ def _config(write_config, endpoint: str, tmp_path: Path) -> None:
         f"""
 [databases]
 notes = "{tmp_path}/notes.lancedb"
-papers = {{ uri = "s3://lab/papers-{tmp_path.name}.lancedb", storage_options = {{ endpoint = "{endpoint}", allow_http = true, region = "us-east-1" }} }}
+[databases.papers]
+uri = "s3://lab/papers-{tmp_path.name}.lancedb"
+storage_options = {{ endpoint = "{endpoint}", allow_http = true, region = "us-east-1" }}
 """
     )
 
@@ -43,7 +45,9 @@ def test_unreachable_object_store_fails_naming_the_database(cli, write_config, t
         f"""
 [databases]
 notes = "{tmp_path}/notes.lancedb"
-remote = {{ uri = "s3://lab/x.lancedb", storage_options = {{ endpoint = "http://127.0.0.1:9", allow_http = true, region = "us-east-1" }} }}
+[databases.remote]
+uri = "s3://lab/x.lancedb"
+storage_options = {{ endpoint = "http://127.0.0.1:9", allow_http = true, region = "us-east-1" }}
 """
     )
     cli("add", "Kestrels hover.", "-d", "notes")
