@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, Field
+from pydantic import Field
 from pydantic_ai import Agent
 from pydantic_ai.models import Model
 
-from haiku_cli.agents.ask import usage_summary
+from haiku_cli.agents.ask import AskResult, usage_summary
 from haiku_cli.agents.models import REQUEST_SETTINGS, model_errors, model_name, resolve_model
 from haiku_cli.capabilities.analysis import AnalysisCapability
-from haiku_cli.capabilities.citations import Citation, number_markers
+from haiku_cli.capabilities.citations import number_markers
 from haiku_cli.capabilities.policy import CitationPolicy
 from haiku_cli.capabilities.scope import sources_of
 from haiku_cli.capabilities.state import HaikuDeps
@@ -29,16 +27,10 @@ INSTRUCTIONS = (
 )
 
 
-class AnalyzeResult(BaseModel):
-    """The answer, whether it is grounded, its citations, the programs run, usage and the final state."""
+class AnalyzeResult(AskResult):
+    """Everything `ask` returns (answer, grounded, citations, usage, state), plus the programs run."""
 
-    answer: str
-    grounded: bool
-    citations: list[Citation] = Field(default_factory=list)
     executions: list[Execution] = Field(default_factory=list)
-    usage: dict[str, int] = Field(default_factory=dict)
-    state: dict[str, Any] = Field(default_factory=dict)
-    violation: bool = False  # the model ended with evidence but neither cited nor declared
 
 
 def build_agent(analysis: AnalysisCapability, model: Model) -> Agent[HaikuDeps, str]:

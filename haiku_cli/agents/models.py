@@ -52,7 +52,11 @@ def resolve_model(settings: ModelSettings, model: str | Model | None = None) -> 
     """The model to answer with: a ready `Model` as given, else built from the chosen model string."""
     if isinstance(model, Model):
         return model
-    return build_model(model_name(settings, model), settings.base_url)
+    name = model_name(settings, model)
+    # `[model] base_url` belongs to the configured provider; a `--model` of another provider ignores it.
+    configured = (settings.name or name).partition(":")[0]
+    base_url = settings.base_url if name.partition(":")[0] == configured else None
+    return build_model(name, base_url)
 
 
 def _provider_at(provider: str, base_url: str) -> Provider:

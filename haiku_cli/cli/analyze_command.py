@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.syntax import Syntax
 from rich.text import Text
 
-from haiku_cli.cli import output
+from haiku_cli.cli import ask_command, output
 from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Filter, Json, workspace
 from haiku_cli.cli.running import run
 
 if TYPE_CHECKING:
     from haiku_cli.agents.analyze import AnalyzeResult
-    from haiku_cli.capabilities.citations import Citation
     from haiku_cli.sandbox.runner import Execution
 
 
@@ -31,7 +30,10 @@ def analyze(
     db: DatabasePaths = None,
     filter_: Filter = None,
     model: Annotated[
-        str | None, typer.Option("--model", "-m", help="Model string, e.g. openai:gpt-4o (default: config).")
+        str | None,
+        typer.Option(
+            "--model", "-m", help="Model string, e.g. openai:gpt-4o or openai-chat:NAME (default: config)."
+        ),
     ] = None,
     show_code: Annotated[
         bool, typer.Option("--show-code", help="Print each program the model ran, with its output.")
@@ -49,24 +51,19 @@ def analyze(
         return
     if show_code:
         executions(result.executions)
-    output.out.print(result.answer, markup=False, highlight=False)
-    citations(result.citations)
+    ask_command.answer(result.answer)
+    ask_command.citations(result.citations, question)
     if result.violation:
         output.error("warning: the model neither cited its sources nor said the answer is ungrounded")
     elif not result.grounded:
         output.err.print("(not grounded in the documents)", style="dim")
 
 
-def as_json(result: AnalyzeResult, databases: Sequence[str]) -> dict:
-    """The `--json` shape: the answer, its citations and every program run as {code, stdout, stderr, ok}."""
+def as_json(result: AnalyzeResult, databases: Sequence[str]) -> dict[str, Any]:
+    """`ask`'s JSON shape plus `executions`: every program run, as {code, stdout, stderr, ok}."""
     return {
-        "answer": result.answer,
-        "grounded": result.grounded,
-        "violation": result.violation,
-        "databases": list(databases),
-        "citations": [c.model_dump(mode="json") for c in result.citations],
+        **ask_command.as_json(result, databases),
         "executions": [e.model_dump(mode="json") for e in result.executions],
-        "usage": result.usage,
     }
 
 
@@ -77,25 +74,7 @@ def executions(runs: Sequence[Execution]) -> None:
         status.append("ok" if ran.ok else "failed", style="green" if ran.ok else "red")
         output.out.print(status)
         output.out.print(Syntax(ran.code, "python", theme="ansi_dark", background_color="default"))
-        for text, style in ((ran.stdout, None), (ran.stderr, "red")):
+        for text, style in ((ran.stdout, ""), (ran.stderr, "red")):
             if text:
-                output.out.print(Text(text.rstrip("\n"), style=style or ""))
+                output.out.print(Text(text.rstrip("\n"), style=style), soft_wrap=True)
         output.out.print()
-
-
-def citations(cited: Sequence[Citation]) -> None:
-    """Numbered sources, each with its database, title and where it came from."""
-    if not cited:
-        return
-    output.out.print()
-    output.out.print("Sources", style="bold")
-    for c in cited:
-        line = Text(f"[{c.index}] ", style="bold")
-        line.append(c.document_title or c.document_uri or c.document_id, style="cyan")
-        line.append(f"  ({c.database})", style="magenta")
-        where = c.document_uri if c.document_title and c.document_uri else None
-        if where:
-            line.append(f"  {where}", style="dim")
-        if c.pages:
-            line.append(f"  p. {', '.join(str(p) for p in c.pages)}", style="dim")
-        output.out.print(line)

@@ -111,3 +111,10 @@ def test_model_errors_become_one_line(error: Exception, expected: str) -> None:
 def test_other_errors_pass_through() -> None:
     with pytest.raises(KeyError), model_errors("m"):
         raise KeyError("bug")
+
+
+def test_config_base_url_does_not_follow_a_model_of_another_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9999/v1")
+    settings = ModelSettings(name="ollama:llama3", base_url="http://127.0.0.1:11434/v1")
+    assert resolve_model(settings, "openai-chat:x").base_url.startswith("http://127.0.0.1:9999/v1")
+    assert resolve_model(settings, "ollama:qwen3").base_url.startswith("http://127.0.0.1:11434/v1")

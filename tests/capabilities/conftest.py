@@ -1,10 +1,16 @@
-"""Real databases for capability and agent tests: `notes` and `papers`, configured by name."""
+"""Real databases for capability, agent and ask tests: `notes` and `papers`, configured by name."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
+from haiku_cli.config.settings import Settings
 from haiku_cli.databases.workspace import Workspace
+from haiku_cli.store.location import Location
+from tests.conftest import fill
 
 NOTES = [
     {"text": "The capital of France is Paris. It lies on the river Seine.", "title": "France"},
@@ -16,10 +22,24 @@ PAPERS = [
 ]
 
 
+@pytest.fixture(scope="session")
+def kb_template(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:
+    """`notes` and `papers` built once per session with the real embedder; tests get copies."""
+    root = tmp_path_factory.mktemp("kb")
+    ws = Workspace(Settings())
+    ws.__dict__["embedder"] = embedder  # the session's embedder, as the shared `workspace` fixture does
+    for name, docs in (("notes", NOTES), ("papers", PAPERS)):
+        fill(ws, Location(name, str(root / f"{name}.lancedb")), docs)
+    return root
+
+
 @pytest.fixture
-def kb(make_db, write_config, workspace) -> Workspace:
-    """A workspace whose config lists two real databases, `notes` and `papers`."""
-    notes, _ = make_db("notes", NOTES)
-    papers, _ = make_db("papers", PAPERS)
-    write_config(f'[databases]\nnotes = "{notes.uri}"\npapers = "{papers.uri}"\n')
+def kb(kb_template: Path, tmp_path: Path, write_config, workspace) -> Workspace:
+    """A workspace whose config lists private copies of the two real databases."""
+    lines = ["[databases]"]
+    for name in ("notes", "papers"):
+        target = tmp_path / f"{name}.lancedb"
+        shutil.copytree(kb_template / f"{name}.lancedb", target)
+        lines.append(f'{name} = "{target}"')
+    write_config("\n".join(lines) + "\n")
     return workspace()

@@ -18,10 +18,10 @@ import pytest
 from rich.console import Console
 
 from haiku_cli.cli import ask_command, output
-from tests.capabilities.conftest import kb
+from tests.capabilities.conftest import kb, kb_template
 from tests.cli.openai_stub import Responder, StubServer, answer, serve, tool_call
 
-__all__ = ["kb"]  # the fixture: databases `notes` and `papers`, configured by name
+__all__ = ["kb", "kb_template"]  # fixtures: databases `notes` and `papers`, configured by name
 
 QUESTION = "What is the capital of France?"
 _SHOWN_ID = re.compile(r"^\[([0-9a-f-]{36})\]", re.MULTILINE)

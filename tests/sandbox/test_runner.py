@@ -138,3 +138,11 @@ async def test_concurrent_executions_take_turns() -> None:
                 tg.start_soon(run, i)
     assert all(r.ok for r in results), [r.stderr for r in results]
     assert sorted(r.stdout for r in results) == ["0\n", "1\n", "2\n"]
+
+
+async def test_sleeping_costs_no_wall_time() -> None:
+    async with open_sandbox(settings(timeout_seconds=1), FUNCTIONS) as box:
+        started = anyio.current_time()
+        run = await box.execute("import time\nfor _ in range(100):\n    time.sleep(10)\nprint('awake')")
+    assert run.ok and run.stdout == "awake\n"
+    assert anyio.current_time() - started < 1
