@@ -156,3 +156,49 @@ def _run_blocking(make: Callable[[], Awaitable[int]]) -> int:
     # A fresh thread owns a fresh loop, so this works inside and outside of async code alike.
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(lambda: asyncio.run(main())).result()
+
+
+class BundledEmbedder(Embedder):
+    """The bundled all-MiniLM-L6-v2 run straight on onnxruntime.
+
+    Search pays for no pydantic-ai import (about half a second); `model` still hands hosts the same
+    model behind pydantic-ai's `EmbeddingModel` interface.
+    """
+
+    def __init__(self) -> None:
+        """Nothing is loaded until the first embedding."""
+        from haiku_cli.embed.onnx_runtime import cpu_count
+
+        self._threads = cpu_count()
+        self._local: EmbeddingModel | None = None
+        super().__init__(
+            None,  # type: ignore[arg-type]  # built on demand by `model`
+            name=_bundle.DEFAULT_EMBEDDER_NAME,
+            dimension=_bundle.BUNDLED_DIMENSION,
+            max_tokens=_bundle.BUNDLED_MAX_TOKENS,
+        )
+
+    @property
+    def model(self) -> EmbeddingModel:
+        """The bundled model as a pydantic-ai `EmbeddingModel` (same session, same vectors)."""
+        if self._local is None:
+            from haiku_cli.embed.onnx_model import LocalOnnxEmbeddingModel
+
+            self._local = LocalOnnxEmbeddingModel(threads=self._threads)
+        return self._local
+
+    async def _embed(self, texts: list[str], input_type: Literal["query", "document"]) -> np.ndarray:
+        import anyio.to_thread
+
+        from haiku_cli.embed.onnx_runtime import (
+            DEFAULT_BATCH_SIZE,
+            DEFAULT_BATCH_TOKENS,
+            encode_sorted,
+            load_runtime,
+        )
+
+        runtime = await anyio.to_thread.run_sync(load_runtime, self._threads)
+        vectors, _ = await anyio.to_thread.run_sync(
+            encode_sorted, runtime, texts, DEFAULT_BATCH_SIZE, DEFAULT_BATCH_TOKENS
+        )
+        return vectors

@@ -1,12 +1,9 @@
-"""The bundled all-MiniLM-L6-v2 (int8 ONNX) as a pydantic-ai embedding model, run on the CPU."""
+"""The bundled all-MiniLM-L6-v2 as a pydantic-ai embedding model, for hosts composing their own agents."""
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from pydantic_ai.embeddings import EmbeddingModel, EmbeddingResult, EmbeddingSettings
@@ -15,110 +12,13 @@ from pydantic_ai.exceptions import UserError
 from pydantic_ai.usage import RequestUsage
 
 from haiku_cli.embed import _bundle
-from haiku_cli.errors import ModelError
-
-if TYPE_CHECKING:
-    import onnxruntime
-    from tokenizers import Tokenizer
-
-DEFAULT_BATCH_SIZE = 32
-# Padded tokens per onnxruntime call. Measured on CISI: paragraphs (~200 tokens) run ~30% faster
-# per CPU-second in batches of 1-2 than of 32 (activations stay in cache), while short titles
-# still get batches of ~30. Smaller batches also make int8 results depend less on batch mates.
-DEFAULT_BATCH_TOKENS = 512
-
-
-def _cpu_count() -> int:
-    # The affinity mask respects container/taskset limits that os.cpu_count() ignores.
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-@dataclass(frozen=True)
-class _Runtime:
-    session: onnxruntime.InferenceSession
-    tokenizer: Tokenizer
-    input_names: frozenset[str]
-
-
-_runtime_lock = threading.Lock()
-_runtimes: dict[int, _Runtime] = {}  # keyed by thread count; model instances share a session
-
-
-def _load_runtime(threads: int) -> _Runtime:
-    """Create (once per process) the onnxruntime session and tokenizer for the bundled model."""
-    with _runtime_lock:
-        if threads in _runtimes:
-            return _runtimes[threads]
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        # Idle workers sleep instead of spinning: haiku converts and writes on other threads while it
-        # embeds, and on a busy 2-CPU machine spinning halved throughput in measurements.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        try:
-            session = ort.InferenceSession(
-                str(_bundle.bundled_file("model.onnx")), options, providers=["CPUExecutionProvider"]
-            )
-        except ModelError:
-            raise
-        except Exception as exc:
-            raise ModelError(f"cannot load the bundled embedder model: {exc}") from exc
-        runtime = _Runtime(
-            session=session,
-            tokenizer=_bundle.load_tokenizer(truncate=True),
-            input_names=frozenset(i.name for i in session.get_inputs()),
-        )
-        _runtimes[threads] = runtime
-        return runtime
-
-
-def _batches(lengths: Sequence[int], max_items: int, max_tokens: int) -> list[list[int]]:
-    """Group indices, shortest first, into batches under both an item and a padded-token budget."""
-    batches: list[list[int]] = []
-    current: list[int] = []
-    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
-        # Sorted ascending, so the newest item sets the padded width of the whole batch.
-        if current and (len(current) >= max_items or (len(current) + 1) * lengths[i] > max_tokens):
-            batches.append(current)
-            current = []
-        current.append(i)
-    if current:
-        batches.append(current)
-    return batches
-
-
-def _encode_sorted(
-    runtime: _Runtime, texts: Sequence[str], max_items: int, max_tokens: int
-) -> tuple[np.ndarray, int]:
-    """Embed `texts` in length-sorted batches (little padding); return vectors in input order, token total."""
-    encodings = runtime.tokenizer.encode_batch(list(texts))
-    lengths = [len(e.ids) for e in encodings]
-    out = np.empty((len(texts), _bundle.BUNDLED_DIMENSION), dtype=np.float32)
-    for idx in _batches(lengths, max_items, max_tokens):
-        width = max(lengths[i] for i in idx)
-        ids = np.zeros((len(idx), width), dtype=np.int64)  # 0 is [PAD]
-        mask = np.zeros((len(idx), width), dtype=np.int64)
-        for row, i in enumerate(idx):
-            ids[row, : lengths[i]] = encodings[i].ids
-            mask[row, : lengths[i]] = 1
-        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        feed = {k: v for k, v in feed.items() if k in runtime.input_names}
-        hidden = runtime.session.run(None, feed)[0]
-        out[idx] = _mean_pool_normalise(hidden, mask)
-    return out, sum(lengths)
-
-
-def _mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Average token vectors over real (unpadded) tokens, then scale each row to unit length."""
-    weights = mask[..., None].astype(np.float32)
-    pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-    return pooled / np.maximum(norms, 1e-12)
+from haiku_cli.embed.onnx_runtime import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_BATCH_TOKENS,
+    cpu_count,
+    encode_sorted,
+    load_runtime,
+)
 
 
 class LocalOnnxEmbeddingModel(EmbeddingModel):
@@ -136,7 +36,7 @@ class LocalOnnxEmbeddingModel(EmbeddingModel):
         super().__init__(settings=settings)
         self._batch_size = batch_size
         self._batch_tokens = batch_tokens
-        self._threads = threads or _cpu_count()
+        self._threads = threads or cpu_count()
 
     @property
     def model_name(self) -> str:
@@ -155,13 +55,13 @@ class LocalOnnxEmbeddingModel(EmbeddingModel):
 
     def load(self) -> None:
         """Load the ONNX session and tokenizer now instead of on the first embed call."""
-        _load_runtime(self._threads)
+        load_runtime(self._threads)
 
     def embed_array(self, texts: Sequence[str]) -> np.ndarray:
         """Embed synchronously (blocking) into a float32 array [len(texts), 384] in input order."""
         if not texts:
             return np.empty((0, _bundle.BUNDLED_DIMENSION), dtype=np.float32)
-        return _encode_sorted(_load_runtime(self._threads), texts, self._batch_size, self._batch_tokens)[0]
+        return encode_sorted(load_runtime(self._threads), texts, self._batch_size, self._batch_tokens)[0]
 
     async def embed(
         self,
@@ -180,9 +80,9 @@ class LocalOnnxEmbeddingModel(EmbeddingModel):
         tokens = 0
         vectors: list[Any] = []
         if texts:
-            runtime = await anyio.to_thread.run_sync(_load_runtime, self._threads)
+            runtime = await anyio.to_thread.run_sync(load_runtime, self._threads)
             array, tokens = await anyio.to_thread.run_sync(
-                _encode_sorted, runtime, texts, self._batch_size, self._batch_tokens
+                encode_sorted, runtime, texts, self._batch_size, self._batch_tokens
             )
             vectors = array.tolist()
         return EmbeddingResult(

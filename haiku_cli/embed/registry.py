@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from haiku_cli.embed import _bundle
 from haiku_cli.embed._errors import to_model_error
-from haiku_cli.embed.embedder import PROBE_TEXT, Embedder
+from haiku_cli.embed.embedder import PROBE_TEXT, BundledEmbedder, Embedder
 from haiku_cli.errors import HaikuError, ModelError
 
 if TYPE_CHECKING:
@@ -58,17 +58,10 @@ def load_embedder(model: str | None = None, *, base_url: str | None = None) -> E
 
 
 def _load_bundled(spec: str) -> Embedder:
-    from haiku_cli.embed.onnx_model import LocalOnnxEmbeddingModel
-
     if spec != _bundle.DEFAULT_EMBEDDER_NAME:
         ours = _bundle.DEFAULT_EMBEDDER_NAME
         raise ModelError(f"unknown bundled embedding model {spec!r}; the bundled one is {ours}")
-    return Embedder(
-        LocalOnnxEmbeddingModel(),
-        name=_bundle.DEFAULT_EMBEDDER_NAME,
-        dimension=_bundle.BUNDLED_DIMENSION,
-        max_tokens=_bundle.BUNDLED_MAX_TOKENS,
-    )
+    return BundledEmbedder()
 
 
 def _build_remote(
