@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 # rich honours NO_COLOR and drops styling when the stream is not a terminal.
-out = Console(highlight=False)
+# Soft wrap: long lines are left for the terminal to wrap, and pipes get them whole.
+out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
 
 

@@ -95,17 +95,22 @@ def embedding_text(title: str | None, chunk: Chunk) -> str:
     return (" > ".join(context) + "\n\n" + chunk.text) if context else chunk.text
 
 
-def with_vectors(chunks: Sequence[Chunk], vectors: Any) -> list[NewChunk]:
-    """Pair chunks with their embeddings, in order."""
+async def embed_chunks(
+    embedder: Embedder, titled: Sequence[tuple[str | None, Chunk]], on_progress: Callable[[int], None]
+) -> list[NewChunk]:
+    """Embed chunks (each with its document title) into rows to store, in order."""
+    texts = [embedding_text(title, c) for title, c in titled]
+    vectors = await embedder.embed_documents(texts, on_progress=on_progress)
     return [
         NewChunk(
             order=c.order,
             text=c.text,
             heading_path=list(c.heading_path),
             pages=list(c.pages),
-            vector=v.tolist(),
+            search_text=text,
+            vector=vector.tolist(),
         )
-        for c, v in zip(chunks, vectors, strict=True)
+        for (_, c), text, vector in zip(titled, texts, vectors, strict=True)
     ]
 
 
@@ -177,9 +182,8 @@ class Ingestor:
         pending, self._pending = self._pending, []
         if not pending:
             return
-        texts = [embedding_text(p.document.title, c) for p in pending for c in p.chunks]
-        vectors = await self.embedder.embed_documents(texts, on_progress=self.progress.advance)
-        embedded = iter(with_vectors([c for p in pending for c in p.chunks], vectors))
+        titled = [(p.document.title, c) for p in pending for c in p.chunks]
+        embedded = iter(await embed_chunks(self.embedder, titled, self.progress.advance))
         writes = [
             DocumentWrite(document=p.document, chunks=[next(embedded) for _ in p.chunks], replaces=p.replaces)
             for p in pending
@@ -282,12 +286,9 @@ async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = 
         )
         per_doc.append((doc.id, chunks, doc.title))
         progress.add_total(len(chunks))
-    texts = [embedding_text(title, c) for _, chunks, title in per_doc for c in chunks]
-    vectors = await embedder.embed_documents(texts, on_progress=progress.advance)
+    titled = [(title, c) for _, chunks, title in per_doc for c in chunks]
     doc_ids = [doc_id for doc_id, chunks, _ in per_doc for _c in chunks]
-    rows = list(
-        zip(doc_ids, with_vectors([c for _, chunks, _ in per_doc for c in chunks], vectors), strict=True)
-    )
+    rows = list(zip(doc_ids, await embed_chunks(embedder, titled, progress.advance), strict=True))
     spec_name, spec_dim = embedder.name, embedder.dimension
     await anyio.to_thread.run_sync(lambda: replace_chunks(db, rows, spec_name, spec_dim))
     return len(rows)

@@ -89,7 +89,7 @@ def find_candidates(
     if search_type in ("fts", "hybrid") and query.strip():
         columns = [*_COLUMNS, "_score", *(["vector"] if query_vector is not None else [])]
         try:
-            q = db.chunks.search(query, query_type="fts", fts_columns="text")
+            q = db.chunks.search(query, query_type="fts", fts_columns="search_text")
             if where:
                 q = q.where(where, prefilter=True)
             rows = q.select(columns).limit(k).to_arrow().to_pylist()

@@ -41,7 +41,7 @@ def refresh_indexes(chunks: Table) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the sync wrapper is deprecated, not the index kind
             chunks.create_fts_index(
-                "text",
+                "search_text",
                 stem=True,
                 remove_stop_words=True,
                 ascii_folding=True,

@@ -43,6 +43,7 @@ class NewChunk(BaseModel):
     text: str
     heading_path: list[str] = Field(default_factory=list)
     pages: list[int] = Field(default_factory=list)
+    search_text: str = ""  # defaults to `text`
     vector: list[float]
 
 

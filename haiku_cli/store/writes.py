@@ -20,7 +20,9 @@ def new_id() -> str:
 
 def chunk_row(document_id: str, chunk: NewChunk) -> dict:
     """The table row for a new chunk, with a fresh id."""
-    return {"id": new_id(), "document_id": document_id, **chunk.model_dump()}
+    row = {"id": new_id(), "document_id": document_id, **chunk.model_dump()}
+    row["search_text"] = chunk.search_text or chunk.text
+    return row
 
 
 def write_documents(db: Database, writes: Sequence[DocumentWrite]) -> None:
