@@ -69,9 +69,12 @@ def write_config(work: Path, names: list[str]) -> Path:
 def chunk_texts(path: Path) -> list[str]:
     """Exactly what ingest embedded for each chunk of a database (title and headings + text)."""
     db = open_database(Location(path.stem, str(path)))
+    chunks = db.chunks.to_arrow()
+    if "search_text" in chunks.column_names:  # stored since the full-text index covers titles
+        return chunks.column("search_text").to_pylist()
     docs = db.documents.to_arrow().select(["id", "title"]).to_pydict()
     titles = dict(zip(docs["id"], docs["title"], strict=True))
-    rows = db.chunks.to_arrow().select(["document_id", "order", "text", "heading_path"]).to_pylist()
+    rows = chunks.select(["document_id", "order", "text", "heading_path"]).to_pylist()
     return [
         embedding_text(titles[r["document_id"]], Chunk(r["order"], r["text"], r["heading_path"] or [], []))
         for r in rows

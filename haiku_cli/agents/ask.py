@@ -2,52 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, Field
-from pydantic_ai import Agent
 from pydantic_ai.models import Model
-from pydantic_ai.usage import RunUsage
 
-from haiku_cli.agents.models import REQUEST_SETTINGS, model_errors, model_name, resolve_model
-from haiku_cli.capabilities.citations import Citation, number_markers
-from haiku_cli.capabilities.policy import CitationPolicy
+from haiku_cli.agents.question import AskResult, answer_question
 from haiku_cli.capabilities.retrieval import RetrievalCapability
-from haiku_cli.capabilities.scope import sources_of
-from haiku_cli.capabilities.state import HaikuDeps
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
-from haiku_cli.errors import InputError
 
 INSTRUCTIONS = (
     "You answer the user's question from their own documents. Be concise and write Markdown. "
     "Rely only on what the documents say; never present outside knowledge as theirs."
 )
-
-
-class AskResult(BaseModel):
-    """The answer, whether it is grounded, its citations, token usage and the capabilities' final state."""
-
-    answer: str
-    grounded: bool
-    citations: list[Citation] = Field(default_factory=list)
-    usage: dict[str, int] = Field(default_factory=dict)
-    state: dict[str, Any] = Field(default_factory=dict)
-    violation: bool = False  # the model ended with evidence but neither cited nor declared
-
-
-def build_agent(retrieval: RetrievalCapability, model: Model) -> Agent[HaikuDeps, str]:
-    """The ask agent: retrieval plus the citation policy, for one question per run."""
-    return Agent(
-        model,
-        deps_type=HaikuDeps,
-        output_type=str,
-        instructions=INSTRUCTIONS,
-        capabilities=[retrieval, CitationPolicy()],
-        model_settings=REQUEST_SETTINGS,
-        # The policy's one redirect spends an output retry; keep one more for an empty response.
-        retries={"output": 2},
-    )
 
 
 async def ask(
@@ -59,37 +24,7 @@ async def ask(
     document_filter: str | None = None,
 ) -> AskResult:
     """Answer `question` from the selected databases, citing chunks labelled with their database."""
-    if not question.strip():
-        raise InputError("the question is empty")
-    chosen = resolve_model(ws.settings.model, model)
-    # Open the databases first: a missing one should fail before any tokens are spent.
-    await ws.pool.clients_covering(selection)
-    label = chosen.model_name if isinstance(model, Model) else model_name(ws.settings.model, model)
     retrieval = RetrievalCapability(ws, budget=ws.settings.model.search_budget)
-    deps = HaikuDeps()
-    scope = retrieval.evidence(deps)
-    scope.sources = sources_of(ws, selection)
-    scope.document_filter = document_filter
-    agent = build_agent(retrieval, chosen)
-    with model_errors(label, chosen.base_url):
-        result = await agent.run(question, deps=deps)
-    evidence = retrieval.evidence(deps)
-    citations = sorted(evidence.citations, key=lambda c: c.index)
-    return AskResult(
-        answer=number_markers(result.output, citations),
-        grounded=evidence.grounded,
-        citations=citations,
-        usage=usage_summary(result.usage),
-        state=deps.dump(),
-        violation=evidence.violation,
+    return await answer_question(
+        ws, selection, question, retrieval, INSTRUCTIONS, model=model, document_filter=document_filter
     )
-
-
-def usage_summary(usage: RunUsage) -> dict[str, int]:
-    """The token and request counts a user cares about."""
-    return {
-        "requests": usage.requests,
-        "tool_calls": usage.tool_calls,
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-    }

@@ -14,7 +14,7 @@ from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Filter, Json, wo
 from haiku_cli.cli.running import run
 
 if TYPE_CHECKING:
-    from haiku_cli.agents.ask import AskResult
+    from haiku_cli.agents.question import AskResult
     from haiku_cli.capabilities.citations import Citation
 
 

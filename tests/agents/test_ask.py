@@ -8,7 +8,8 @@ from typing import Any
 import anyio
 import pytest
 
-from haiku_cli.agents.ask import AskResult, ask
+from haiku_cli.agents.ask import ask
+from haiku_cli.agents.question import AskResult
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError, ModelError
 from tests.capabilities.script import Script, call, chunk_ids, cite_first, search, text
