@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 from pathlib import Path
 
@@ -33,7 +34,7 @@ def build(work: Path, corpus: dict[str, dict]) -> Path:
     for p in range(SPLITS):
         write_corpus_files({i: corpus[i] for i in ids[p::SPLITS]}, work / "docs" / f"part{p}")
     _, secs = timed(lambda: haiku(["add-src", str(work / "docs" / "all"), "-d", "single"], config))
-    print(f"ingested {len(ids)} documents into one database in {secs:.1f} s")
+    print(f"ingested {len(ids)} documents into one database in {secs:.1f} s", file=sys.stderr)
     for p in range(SPLITS):
         haiku(["add-src", str(work / "docs" / f"part{p}"), "-d", f"part{p}"], config)
     return config

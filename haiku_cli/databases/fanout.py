@@ -12,6 +12,7 @@ from haiku_cli.databases.concurrency import in_threads
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import InputError
+from haiku_cli.search import bm25
 from haiku_cli.search.candidates import Candidate, SearchType, find_candidates
 from haiku_cli.search.fusion import DEFAULT_VECTOR_WEIGHT, fuse
 from haiku_cli.search.hits import SearchHit
@@ -80,9 +81,20 @@ async def search(
             for db in dbs
         ]
     )
+    if search_type != "vector" and len(dbs) > 1:
+        await _rescore_full_text(dbs, per_db, query)
     pooled = [c for found in per_db for c in found]
     ranked = fuse(pooled, search_type=search_type, vector_weight=vector_weight)[:limit]
     return await _hydrate(dbs, ranked)
+
+
+async def _rescore_full_text(dbs: list[Database], per_db: list[list[Candidate]], query: str) -> None:
+    """Put every database's BM25 on the scale of the whole set (see haiku_cli.search.bm25)."""
+    (terms,) = await in_threads([partial(bm25.query_terms, dbs[0], query)])
+    stats = await in_threads([partial(bm25.term_stats, db, terms) for db in dbs])
+    combined = sum(stats, bm25.TermStats())
+    pairs = zip(dbs, per_db, strict=True)
+    await in_threads([partial(bm25.rescore, db, found, terms.terms, combined) for db, found in pairs])
 
 
 async def _hydrate(dbs: list[Database], ranked: list[tuple[Candidate, float]]) -> list[SearchHit]:

@@ -14,7 +14,7 @@ from haiku_cli.store.reads import document_ids, in_list
 
 SearchType = Literal["hybrid", "vector", "fts"]
 
-_COLUMNS = ["id", "document_id", "order", "text", "heading_path", "pages"]
+_COLUMNS = ["id", "document_id", "order", "text", "heading_path", "pages", "search_text"]
 # An ANN index returns approximate neighbours; re-ranking 10x as many by exact distance restores recall.
 _REFINE_FACTOR = 10
 
@@ -30,6 +30,7 @@ class Candidate:
     order: int
     heading_path: list[str] = field(default_factory=list)
     pages: list[int] = field(default_factory=list)
+    search_text: str = ""
     similarity: float | None = None
     bm25: float | None = None
 
@@ -48,6 +49,7 @@ def _candidate(db: Database, row: dict) -> Candidate:
         order=row["order"],
         heading_path=list(row.get("heading_path") or []),
         pages=list(row.get("pages") or []),
+        search_text=row.get("search_text") or row["text"],
     )
 
 

@@ -88,8 +88,7 @@ class Database:
 
 def quiet_lance_logs() -> None:
     """Keep LanceDB's Rust logging off the user's terminal unless they asked for it."""
-    os.environ.setdefault("LANCE_LOG", "error")
-    os.environ.setdefault("RUST_LOG", "error")
+    os.environ.setdefault("LANCEDB_LOG", "error")
 
 
 def exists(location: Location) -> bool:
@@ -152,6 +151,10 @@ def _create(location: Location, spec: EmbedderSpec) -> Database:
                 schema.CHUNKS, schema=schema.chunks_schema(spec.dimension), exist_ok=True
             ),
         }
+        from haiku_cli.store.indexes import create_fts_index
+
+        if not tables[schema.CHUNKS].list_indices():
+            create_fts_index(tables[schema.CHUNKS])
         meta_rows = [
             {"key": "schema_version", "value": str(schema.SCHEMA_VERSION)},
             {"key": "embedder_name", "value": spec.name},

@@ -28,8 +28,29 @@ class IndexState:
     unindexed_rows: int
 
 
+def create_fts_index(chunks: Table) -> None:
+    """The full-text index, made with the (empty) table so its analyzer can count tokens from the start."""
+    # English stemming and stop words: BM25 over raw surface forms ranks noticeably worse.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the sync wrapper is deprecated, not the index kind
+        chunks.create_fts_index(
+            "search_text",
+            stem=True,
+            remove_stop_words=True,
+            ascii_folding=True,
+            language="English",
+            with_position=False,
+            name=FTS_INDEX,
+        )
+
+
+def analyze(chunks: Table, text: str) -> list[str]:
+    """The terms the full-text index makes of `text` (lower-cased, stemmed, stop words dropped)."""
+    return [token.text for token in chunks.tokenize(text, index_name=FTS_INDEX)]
+
+
 def refresh_indexes(chunks: Table) -> None:
-    """Create missing indexes on a chunks table and fold newly written rows into existing ones."""
+    """Fold newly written rows into the indexes; add a vector index once the table is large enough."""
     from lancedb.index import IvfHnswSq
 
     rows = chunks.count_rows()
@@ -37,18 +58,7 @@ def refresh_indexes(chunks: Table) -> None:
     if rows == 0:
         return
     if FTS_INDEX not in names:
-        # English stemming and stop words: BM25 over raw surface forms ranks noticeably worse.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the sync wrapper is deprecated, not the index kind
-            chunks.create_fts_index(
-                "search_text",
-                stem=True,
-                remove_stop_words=True,
-                ascii_folding=True,
-                language="English",
-                with_position=False,
-                name=FTS_INDEX,
-            )
+        create_fts_index(chunks)
     elif any(s.unindexed_rows for s in index_states(chunks) if s.name == FTS_INDEX):
         chunks.optimize()
     if VECTOR_INDEX not in names and rows >= VECTOR_INDEX_MIN_ROWS:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from haiku_cli.store import schema
 from haiku_cli.store.database import CHUNKS_TABLE, Database
-from haiku_cli.store.indexes import refresh_indexes
+from haiku_cli.store.indexes import create_fts_index, refresh_indexes
 from haiku_cli.store.records import NewChunk
 from haiku_cli.store.writes import chunk_row
 
@@ -24,8 +24,9 @@ def replace_chunks(
             db.conn.drop_table(name)  # left behind by a rebuild that was killed
     new_name = f"{schema.CHUNKS}_{uuid.uuid4().hex[:12]}"
     table = db.conn.create_table(new_name, schema=schema.chunks_schema(dimension))
+    create_fts_index(table)
     for start in range(0, len(rows), _WRITE_BATCH):
-        table.add([chunk_row(doc_id, c) for doc_id, c in rows[start : start + _WRITE_BATCH]])
+        table.add([chunk_row(table, doc_id, c) for doc_id, c in rows[start : start + _WRITE_BATCH]])
     refresh_indexes(table)
     # The single commit that makes the rebuild visible: table, embedder and dimension change together.
     db.set_meta_many(

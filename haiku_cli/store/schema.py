@@ -39,6 +39,7 @@ def chunks_schema(dimension: int) -> pa.Schema:
             # What full-text search indexes: the text with its document title and heading path, so a
             # query naming a section finds it, as the embedding (made from the same string) does.
             pa.field("search_text", pa.string()),
+            pa.field("search_tokens", pa.int32()),  # its length in index terms, for global BM25
             pa.field("heading_path", pa.list_(pa.string())),
             pa.field("pages", pa.list_(pa.int32())),
             pa.field("vector", pa.list_(pa.float32(), dimension)),

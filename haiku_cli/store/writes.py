@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from haiku_cli.store.database import Database
-from haiku_cli.store.indexes import refresh_indexes
+from haiku_cli.store.indexes import analyze, refresh_indexes
 from haiku_cli.store.reads import in_list, sql_string
 from haiku_cli.store.records import DocumentWrite, NewChunk
 from haiku_cli.store.transaction import atomic_write
+
+if TYPE_CHECKING:
+    from lancedb.table import Table
 
 
 def new_id() -> str:
@@ -18,10 +22,11 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
-def chunk_row(document_id: str, chunk: NewChunk) -> dict:
-    """The table row for a new chunk, with a fresh id."""
+def chunk_row(chunks: Table, document_id: str, chunk: NewChunk) -> dict:
+    """The row for a new chunk of table `chunks`: a fresh id, and its search text's length in index terms."""
     row = {"id": new_id(), "document_id": document_id, **chunk.model_dump()}
     row["search_text"] = chunk.search_text or chunk.text
+    row["search_tokens"] = len(analyze(chunks, row["search_text"]))
     return row
 
 
@@ -48,7 +53,7 @@ def write_documents(db: Database, writes: Sequence[DocumentWrite]) -> None:
                 "updated_at": doc.updated_at,
             }
         )
-        chunk_rows.extend(chunk_row(doc.id, c) for c in w.chunks)
+        chunk_rows.extend(chunk_row(db.chunks, doc.id, c) for c in w.chunks)
     with atomic_write(db):
         if replaced:
             db.chunks.delete(in_list("document_id", replaced))

@@ -127,3 +127,34 @@ def test_empty_query_is_refused(make_db, workspace) -> None:
     notes, _ = make_db("notes", NOTES)
     with pytest.raises(InputError, match="empty"):
         _search(workspace(), Selection((notes,)), "   ")
+
+
+CORPUS = [
+    {"title": f"Note {i}", "text": text}
+    for i, text in enumerate(
+        [
+            "Relevance feedback lets users refine a query from the documents they mark as useful.",
+            "Library catalogues index books by subject headings and author names.",
+            "Inverted files map each term to the documents that contain it, for fast retrieval.",
+            "Precision and recall measure how well a retrieval system finds relevant documents.",
+            "Citation indexes link papers to the papers that cite them.",
+            "Automatic indexing assigns terms to documents without a human indexer.",
+            "Boolean retrieval matches documents with AND, OR and NOT over index terms.",
+            "Probabilistic models rank documents by their estimated probability of relevance.",
+            "Thesauri relate index terms that mean nearly the same thing.",
+        ]
+    )
+]
+
+
+@pytest.mark.parametrize("kind", ["fts", "vector", "hybrid"])
+def test_a_corpus_split_across_databases_ranks_as_in_one(make_db, workspace, kind: str) -> None:
+    whole, _ = make_db("whole", CORPUS)
+    parts = [make_db(f"part{i}", CORPUS[i::3])[0] for i in range(3)]
+    ws = workspace()
+    query = "retrieval of relevant documents by index terms"
+    single = _search(ws, Selection((whole,)), query, search_type=kind, limit=9)
+    split = _search(ws, Selection(tuple(parts)), query, search_type=kind, limit=9)
+    assert [h.content for h in split] == [h.content for h in single]
+    assert [h.score for h in split] == pytest.approx([h.score for h in single], rel=1e-4)
+    assert {h.database for h in split} == {"part0", "part1", "part2"}

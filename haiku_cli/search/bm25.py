@@ -1,0 +1,91 @@
+"""BM25 over several databases as if they were one: global term statistics for full-text fusion.
+
+Each database's full-text index scores with its own statistics (chunk count, average length, how many
+chunks hold each term), so raw scores from two databases are not comparable. For a fan-out, haiku
+gathers those statistics from every database, adds them up, and rescores each full-text candidate with
+the same formula LanceDB uses (BM25, k1 = 1.2, b = 0.75), so a corpus split across databases ranks as
+it would in one. For a single database the sums are its own statistics and nothing changes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from haiku_cli.search.candidates import Candidate
+from haiku_cli.store.database import Database
+from haiku_cli.store.indexes import analyze
+
+K1 = 1.2
+B = 0.75
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass
+class TermStats:
+    """Chunk count, total length in terms and per-term chunk frequencies of one database, or of a set."""
+
+    chunks: int = 0
+    tokens: int = 0
+    frequency: Counter[str] = field(default_factory=Counter)
+
+    def __add__(self, other: TermStats) -> TermStats:
+        frequency = self.frequency + other.frequency
+        return TermStats(self.chunks + other.chunks, self.tokens + other.tokens, frequency)
+
+    def score(self, query_terms: Sequence[str], text_terms: Sequence[str]) -> float:
+        """BM25 of a text (given as its terms) for the query terms, under these statistics."""
+        if not self.chunks or not text_terms:
+            return 0.0
+        avg = self.tokens / self.chunks
+        tf = Counter(text_terms)
+        norm = K1 * (1 - B + B * len(text_terms) / avg)
+        total = 0.0
+        for term in query_terms:
+            n = self.frequency.get(term, 0)
+            if tf[term]:
+                idf = math.log(1 + (self.chunks - n + 0.5) / (n + 0.5))
+                total += idf * tf[term] * (K1 + 1) / (tf[term] + norm)
+        return total
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    """A query as the index sees it: its terms (repeats count, as in LanceDB) and words to look them up by."""
+
+    terms: list[str]
+    lookup: dict[str, str]  # term -> a query word that analyzes to exactly that term
+
+
+def query_terms(db: Database, query: str) -> QueryTerms:
+    """Analyze the query with the database's full-text analyzer."""
+    lookup: dict[str, str] = {}
+    for word in dict.fromkeys(_WORD.findall(query)):
+        analyzed = analyze(db.chunks, word)
+        if len(analyzed) == 1:
+            lookup.setdefault(analyzed[0], word)
+    return QueryTerms(analyze(db.chunks, query), lookup)
+
+
+def term_stats(db: Database, query: QueryTerms) -> TermStats:
+    """One database's statistics for the query's terms (a full-text lookup per term)."""
+    chunks = db.chunks.count_rows()
+    lengths = db.chunks.search().select(["search_tokens"]).limit(max(chunks, 1)).to_arrow()
+    tokens = int(sum(v for v in lengths.column("search_tokens").to_pylist() if v))
+    frequency: Counter[str] = Counter()
+    for term in dict.fromkeys(query.terms):
+        # Look a term up by a word that analyzes to it: re-analyzing a stem need not give the stem.
+        word = query.lookup.get(term, term)
+        found = db.chunks.search(word, query_type="fts", fts_columns="search_text").select(["id", "_score"])
+        frequency[term] = found.limit(max(chunks, 1)).to_arrow().num_rows
+    return TermStats(chunks, tokens, frequency)
+
+
+def rescore(db: Database, candidates: Sequence[Candidate], query: Sequence[str], stats: TermStats) -> None:
+    """Replace each full-text candidate's BM25 with its score under the combined statistics."""
+    for cand in candidates:
+        if cand.bm25 is not None:
+            cand.bm25 = stats.score(query, analyze(db.chunks, cand.search_text))
