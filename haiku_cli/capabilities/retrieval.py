@@ -88,7 +88,12 @@ class RetrievalCapability(EvidenceCapability):
             return f"At most {self.per_response} searches per response; this one was not run."
         selection = selection_of(self.workspace, state.sources)
         hits = await operations.search(
-            self.workspace, selection, query, limit=self.limit, document_filter=state.document_filter
+            self.workspace,
+            selection,
+            query,
+            search_type="auto",
+            limit=self.limit,
+            document_filter=state.document_filter,
         )
         refs = [EvidenceRef(database=h.database, chunk_id=h.chunk_id) for h in hits]
         state.saw(refs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from functools import partial
+from typing import Literal
 
 import numpy as np
 
@@ -50,7 +51,7 @@ async def search(
     *,
     embed_query: QueryEmbedder | None,
     embedder_spec: Callable[[], EmbedderSpec] | None = None,
-    search_type: SearchType = "hybrid",
+    search_type: SearchType | Literal["auto"] = "hybrid",
     limit: int = 10,
     document_filter: str | None = None,
     vector_weight: float = DEFAULT_VECTOR_WEIGHT,
@@ -61,6 +62,9 @@ async def search(
     if limit < 1:
         raise InputError("--limit must be at least 1")
     dbs = await pool.clients_covering(selection)
+    if search_type == "auto":
+        # For agents, which cannot choose: hybrid, or full text alone across embedders.
+        search_type = "hybrid" if len({db.embedder for db in dbs}) == 1 else "fts"
     query_vector: np.ndarray | None = None
     if search_type != "fts":
         check_embedders(dbs, search_type, embedder_spec() if embedder_spec else None)

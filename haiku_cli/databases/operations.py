@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import anyio.to_thread
 from pydantic import BaseModel
@@ -65,7 +65,7 @@ async def search(
     selection: Selection,
     query: str,
     *,
-    search_type: SearchType = "hybrid",
+    search_type: SearchType | Literal["auto"] = "hybrid",
     limit: int | None = None,
     document_filter: str | None = None,
 ) -> list[SearchHit]:

@@ -46,7 +46,7 @@ class HostFunctions:
         return {"search": self.search, "list_documents": self.list_documents}
 
     async def search(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
-        """Hybrid search over the selection; each hit names its database and its chunk id (for citing)."""
+        """Search the selection (hybrid; full text across embedders); hits name database and chunk id."""
         if not isinstance(query, str):
             raise TypeError(f"search() query must be a string, not {type(query).__name__}")
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_SEARCH_LIMIT:
@@ -54,7 +54,7 @@ class HostFunctions:
         if not query.strip():
             raise ValueError("search() query is empty")
         hits = await operations.search(
-            self._ws, self._selection, query, limit=limit, document_filter=self._filter
+            self._ws, self._selection, query, search_type="auto", limit=limit, document_filter=self._filter
         )
         if self._on_hits is not None:
             self._on_hits(hits)

@@ -94,6 +94,9 @@ def test_different_embedders_only_by_full_text(make_db, workspace, tmp_path: Pat
     assert "notes (haiku:all-minilm-l6-v2)" in str(err.value) and "other (test:tiny)" in str(err.value)
     hits = _search(ws, Selection((notes, other)), "espresso", search_type="fts")
     assert {h.database for h in hits} == {"notes", "other"}
+    # Agents cannot pick a type: "auto" falls back to full text alone across embedders.
+    auto = _search(ws, Selection((notes, other)), "espresso", search_type="auto")
+    assert [(h.database, h.content) for h in auto] == [(h.database, h.content) for h in hits]
 
 
 def test_copied_database_results_are_both_labelled(make_db, workspace, tmp_path: Path) -> None:
