@@ -58,6 +58,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--work", type=Path, default=None, help="keep databases here (reused across runs)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--weights", default="", help="also run hybrid with these vector weights, e.g. 0.3,0.5,0.7"
+    )
     args = parser.parse_args()
     corpus, queries, qrels = load_beir(args.data)
     work = args.work or Path(tempfile.mkdtemp(prefix="haiku-quality-"))
@@ -69,12 +72,16 @@ def main() -> None:
     for layout, names in (("single", ["single"]), ("split3", [f"part{i}" for i in range(SPLITS)])):
         for t in TYPES:
             results[f"{layout}/{t}"] = metrics(run_queries(config, qfile, t, names), qrels)
+    for w in filter(None, args.weights.split(",")):
+        weighted = work / f"config-w{w}.toml"
+        weighted.write_text(config.read_text() + f"\n[search]\nvector_weight = {float(w)}\n")
+        results[f"single/hybrid@w={w}"] = metrics(run_queries(weighted, qfile, "hybrid", ["single"]), qrels)
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    print(f"{'layout/type':16} {'nDCG@10':>8} {'R@100':>8} {'MRR@10':>8}")
+    print(f"{'layout/type':22} {'nDCG@10':>8} {'R@100':>8} {'MRR@10':>8}")
     for key, m in results.items():
-        print(f"{key:16} {m['ndcg@10']:8.4f} {m['recall@100']:8.4f} {m['mrr@10']:8.4f}")
+        print(f"{key:22} {m['ndcg@10']:8.4f} {m['recall@100']:8.4f} {m['mrr@10']:8.4f}")
     for t in TYPES:
         s, p = results[f"single/{t}"]["ndcg@10"], results[f"split3/{t}"]["ndcg@10"]
         print(f"split/single nDCG@10 ratio, {t}: {p / s:.4f}")

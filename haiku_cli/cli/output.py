@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 # rich honours NO_COLOR and drops styling when the stream is not a terminal.
-# Soft wrap: long lines are left for the terminal to wrap, and pipes get them whole.
-out = Console(highlight=False, soft_wrap=True)
+# On a terminal rich wraps at word boundaries; a pipe gets every line whole.
+out = Console(highlight=False, soft_wrap=not sys.stdout.isatty())
 err = Console(stderr=True, highlight=False)
 
 
