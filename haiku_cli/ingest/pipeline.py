@@ -17,6 +17,7 @@ from haiku_cli.ingest.document import ConvertedDocument, Segment
 from haiku_cli.store.database import Database
 from haiku_cli.store.reads import find_by_hash, find_by_uri
 from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk
+from haiku_cli.store.transaction import atomic_write
 from haiku_cli.store.writes import new_id, write_documents
 
 if TYPE_CHECKING:
@@ -212,8 +213,9 @@ async def add_text(
     if not text.strip():
         raise InputError("the text to add is empty")
     ingestor = Ingestor(db, embedder)
-    await ingestor.add(convert_text(text, title=title), source="<text>", title=title, metadata=metadata)
-    await ingestor.flush()
+    with atomic_write(db):
+        await ingestor.add(convert_text(text, title=title), source="<text>", title=title, metadata=metadata)
+        await ingestor.flush()
     return ingestor.report
 
 
@@ -230,9 +232,12 @@ async def add_sources(
     title: str | None,
     metadata: dict[str, Any],
     progress: Progress | None = None,
-    on_outcome: Callable[[SourceOutcome], None] | None = None,
 ) -> IngestReport:
-    """Add files, directories (recursively) and URLs; failures are reported per source, the rest added."""
+    """Add files, directories (recursively) and URLs; unreadable sources are reported, the rest added.
+
+    The whole add is one all-or-nothing write: a model or database failure, Ctrl-C or a kill leaves the
+    database as it was before the command.
+    """
     from haiku_cli.ingest.convert import convert_file, fetch_url
     from haiku_cli.ingest.sources import iter_source_files
 
@@ -249,22 +254,20 @@ async def add_sources(
         items.extend(iter_source_files(path))
     if title is not None and len(items) > 1:
         raise InputError("--title names one document, but the sources hold several; drop --title")
-    for item in items:
-        label = str(item)
-        try:
-            if isinstance(item, str):
-                doc = await anyio.to_thread.run_sync(fetch_url, item)
-            else:
-                doc = await anyio.to_thread.run_sync(convert_file, item)
-            await ingestor.add(doc, source=label, title=title, metadata=metadata)
-        except HaikuError as exc:
-            if exc.exit_code != InputError.exit_code:
-                raise  # a model or database failure stops the batch
-            ingestor.fail(label, str(exc))
-    await ingestor.flush()
-    if on_outcome:
-        for o in ingestor.report.outcomes:
-            on_outcome(o)
+    with atomic_write(db):
+        for item in items:
+            label = str(item)
+            try:
+                if isinstance(item, str):
+                    doc = await anyio.to_thread.run_sync(fetch_url, item)
+                else:
+                    doc = await anyio.to_thread.run_sync(convert_file, item)
+                await ingestor.add(doc, source=label, title=title, metadata=metadata)
+            except HaikuError as exc:
+                if exc.exit_code != InputError.exit_code:
+                    raise  # a model or database failure stops the add, and undoes it
+                ingestor.fail(label, str(exc))
+        await ingestor.flush()
     return ingestor.report
 
 

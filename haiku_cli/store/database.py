@@ -33,6 +33,7 @@ class Database:
     def __init__(self, location: Location, conn: DBConnection, tables: dict[str, Table]) -> None:
         self.location = location
         self.conn = conn
+        self.in_write = False  # inside atomic_write: nested writes join the outer one
         self.documents = tables[schema.DOCUMENTS]
         self.meta_table = tables[schema.META]
         self.meta = _read_meta(self.meta_table)

@@ -20,16 +20,25 @@ def _tables(db: Database):
 
 @contextmanager
 def atomic_write(db: Database) -> Iterator[None]:
-    """Run a multi-table write so that a failure or a kill leaves the database as it was."""
+    """Run a multi-table write so that a failure or a kill leaves the database as it was.
+
+    Nested uses join the outermost one: a whole `add-src` is one write, however many batches it commits.
+    """
+    if db.in_write:
+        yield
+        return
     before = _versions(db)
     # The journal is committed before any data: if the process dies after this, the next writer
     # restores these versions, and readers in the meantime read them.
     db.set_meta(PENDING_WRITE, json.dumps(before))
+    db.in_write = True
     try:
         yield
     except BaseException:
         _restore(db, before)
         raise
+    finally:
+        db.in_write = False
     db.delete_meta(PENDING_WRITE)
 
 

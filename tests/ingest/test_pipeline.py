@@ -1,0 +1,87 @@
+"""The add pipeline against a real database: whole adds are all-or-nothing, re-adds are no-ops."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from haiku_cli.errors import ModelError
+from haiku_cli.ingest import pipeline
+from haiku_cli.store import EmbedderSpec, Location, open_database, reads
+
+
+class FailingAfter:
+    """The real embedder, made to fail (as a dead embedding server would) after some batches."""
+
+    def __init__(self, real, batches: int) -> None:
+        self._real = real
+        self._left = batches
+        self.name, self.dimension, self.max_tokens = real.name, real.dimension, real.max_tokens
+        self.count_tokens = real.count_tokens
+
+    async def embed_documents(self, texts, on_progress=None):
+        if self._left == 0:
+            raise ModelError("cannot reach embedding model test: Connection error.")
+        self._left -= 1
+        return await self._real.embed_documents(texts, on_progress=on_progress)
+
+
+def _folder(tmp_path: Path, n: int) -> Path:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(n):
+        (folder / f"d{i}.md").write_text(f"# Doc {i}\n\nParagraph about topic number {i}.\n")
+    return folder
+
+
+def _db(tmp_path: Path, embedder):
+    loc = Location("t", str(tmp_path / "t.lancedb"))
+    return open_database(loc, create_with=EmbedderSpec(embedder.name, embedder.dimension), writable=True)
+
+
+def test_a_failure_after_some_batches_undoes_the_whole_add(
+    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = _db(tmp_path, embedder)
+    anyio.run(lambda: pipeline.add_text(db, embedder, "Already here.", title="Kept", metadata={}))
+    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)  # several batches, each its own commit
+    folder = _folder(tmp_path, 7)
+    with pytest.raises(ModelError):
+        anyio.run(
+            lambda: pipeline.add_sources(
+                db, FailingAfter(embedder, 2), [str(folder)], title=None, metadata={}
+            )
+        )
+    assert [d.title for d in reads.list_documents(db)] == ["Kept"]
+    assert reads.count_chunks(db) == 1
+    again = open_database(db.location, writable=True)
+    assert "pending_write" not in again.meta
+    report = anyio.run(lambda: pipeline.add_sources(again, embedder, [str(folder)], title=None, metadata={}))
+    assert [o.status for o in report.outcomes] == ["added"] * 7
+    assert reads.count_documents(again) == 8
+
+
+def test_readding_is_a_noop_and_a_change_replaces_in_place(tmp_path: Path, embedder) -> None:
+    db = _db(tmp_path, embedder)
+    folder = _folder(tmp_path, 2)
+    first = anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
+    second = anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
+    assert [o.status for o in second.outcomes] == ["unchanged", "unchanged"]
+    (folder / "d0.md").write_text("# Doc 0\n\nRewritten entirely.\n")
+    third = anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
+    assert sorted(o.status for o in third.outcomes) == ["unchanged", "updated"]
+    updated = next(o for o in third.outcomes if o.status == "updated")
+    assert updated.document_id == next(o.document_id for o in first.outcomes if o.source.endswith("d0.md"))
+    assert "Rewritten" in reads.get_document(db, updated.document_id).content
+    assert reads.count_documents(db) == 2
+
+
+def test_pdf_pages_survive_a_rebuild(tmp_path: Path, embedder) -> None:
+    from haiku_cli.ingest.document import ConvertedDocument, Segment
+
+    doc = ConvertedDocument(uri="file:///x.pdf", title="X", segments=[Segment("Only page text.", page=1)])
+    assert pipeline.from_stored(doc.uri, doc.title, pipeline.stored_content(doc)).segments == doc.segments
+    two = ConvertedDocument(uri="u", title="t", segments=[Segment("one", page=1), Segment("two", page=2)])
+    assert pipeline.from_stored("u", "t", pipeline.stored_content(two)).segments == two.segments
