@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json as jsonlib
 from typing import Annotated
 
 import typer
@@ -54,13 +55,26 @@ def show(ctx: typer.Context, json: Json = False) -> None:
     if json:
         output.print_json(data)
         return
+    output.out.print(f"# config file: {data.pop('config_file')}", markup=False, style="dim")
+    output.out.print(f"# data dir:    {data.pop('data_dir')}", markup=False, style="dim")
     for section, values in data.items():
-        if isinstance(values, dict):
-            output.out.print(f"[{section}]", style="bold", markup=False)
-            for k, v in values.items():
-                output.out.print(f"{k} = {v}", markup=False)
-        else:
-            output.out.print(f"{section} = {values}", markup=False)
+        output.out.print(f"\n[{section}]", style="bold", markup=False)
+        for key, value in values.items():
+            line = f"{key} = {_toml(value)}" if value is not None else f"# {key} is not set"
+            output.out.print(line, markup=False)
+
+
+def _toml(value: object) -> str:
+    """A value in TOML syntax (strings quoted, tables inline)."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, str):
+        return jsonlib.dumps(value)
+    return str(value)
 
 
 def databases(

@@ -12,8 +12,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 # rich honours NO_COLOR and drops styling when the stream is not a terminal.
-# On a terminal rich wraps at word boundaries; a pipe gets every line whole.
-out = Console(highlight=False, soft_wrap=not sys.stdout.isatty())
+# On a terminal rich wraps at word boundaries; a pipe gets every line (and table row) whole.
+_piped = not sys.stdout.isatty()
+out = Console(highlight=False, soft_wrap=_piped, width=100_000 if _piped else None)
 err = Console(stderr=True, highlight=False)
 
 

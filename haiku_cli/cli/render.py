@@ -84,7 +84,10 @@ def search_hits(query: str, hits: Sequence[SearchHit], *, show_database: bool = 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
     """A simple table on stdout."""
-    t = Table(*columns, box=None, header_style="bold", pad_edge=False)
+    t = Table(box=None, header_style="bold", pad_edge=False, show_header=any(columns))
+    for name in columns:
+        # Ids are for copying: never cut or folded.
+        t.add_column(name, no_wrap=name == "id", min_width=36 if name == "id" else None)
     for row in rows:
         t.add_row(*("" if v is None else str(v) for v in row))
     output.out.print(t)
