@@ -6,7 +6,8 @@ open, not the sum. This builds 8 small databases in s3://bench on a local S3-com
 fresh workspace (an empty pool):
 
 - `pool.clients_covering` for 1 database, for all 8 (concurrent), and for the 8 one after another;
-- a full hybrid `operations.search` over 1 and over 8 (embedder loaded beforehand, pool cold);
+- a full hybrid `operations.search` over 1 and over 8 (embedder loaded beforehand, pool cold), and
+  the same search with the pool already open, which isolates the search's own round trips;
 - the same opens against the server directly (no added latency), for comparison.
 
     python benchmarks/cold_open.py [--rtt-ms 50] [--repeats 7] [--json]
@@ -20,6 +21,7 @@ import os
 import statistics
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import anyio
 from latency_proxy import S3WithLatency, measure_rtt
@@ -89,16 +91,26 @@ async def search_after_sequential_open(ws: Workspace, sel: Selection) -> object:
     return await search(ws, sel)
 
 
-async def time_cold(
-    settings: Settings, scenario: Scenario, names: list[str], *, needs_embedder: bool
-) -> float:
-    """Seconds of one scenario in a fresh workspace; the embedder is loaded before the clock starts."""
+@dataclass(frozen=True)
+class Case:
+    """One timed scenario: what runs, over which databases, and what is made ready beforehand."""
+
+    run: Scenario
+    names: list[str]
+    embedder: bool = False  # load the embedder before the clock starts
+    pool_open: bool = False  # open the selection before the clock starts (times the search alone)
+
+
+async def time_case(settings: Settings, case: Case) -> float:
+    """Seconds of one case in a fresh workspace (an empty pool)."""
     ws = Workspace(settings)
-    if needs_embedder:
+    sel = ws.select_many(case.names)
+    if case.embedder:
         await ws.embed_query("warm up the embedder")
-    sel = ws.select_many(names)
+    if case.pool_open:
+        await ws.pool.clients_covering(sel)
     start = time.perf_counter()
-    await scenario(ws, sel)
+    await case.run(ws, sel)
     return time.perf_counter() - start
 
 
@@ -115,24 +127,25 @@ def summary(samples: list[float]) -> dict[str, float | list[float]]:
 async def measure(settings: Settings, repeats: int, *, with_search: bool) -> dict[str, dict]:
     """Every scenario `repeats` times, interleaved so that load changes hit all of them alike."""
     names = list(settings.databases)
-    scenarios: dict[str, tuple[Scenario, list[str], bool]] = {
-        "open_1": (open_concurrently, names[:1], False),
-        "open_8_concurrent": (open_concurrently, names, False),
-        "open_8_sequential": (open_sequentially, names, False),
+    cases = {
+        "open_1": Case(open_concurrently, names[:1]),
+        "open_8_concurrent": Case(open_concurrently, names),
+        "open_8_sequential": Case(open_sequentially, names),
     }
     if with_search:
-        scenarios |= {
-            "search_1": (search, names[:1], True),
-            "search_8_concurrent": (search, names, True),
-            "search_8_sequential_open": (search_after_sequential_open, names, True),
+        cases |= {
+            "search_1": Case(search, names[:1], embedder=True),
+            "search_8_concurrent": Case(search, names, embedder=True),
+            "search_8_sequential_open": Case(search_after_sequential_open, names, embedder=True),
+            "search_1_pool_open": Case(search, names[:1], embedder=True, pool_open=True),
+            "search_8_pool_open": Case(search, names, embedder=True, pool_open=True),
         }
-    samples: dict[str, list[float]] = {k: [] for k in scenarios}
+    samples: dict[str, list[float]] = {k: [] for k in cases}
     for r in range(repeats):
-        order = list(scenarios)
+        order = list(cases)
         order = order[r % len(order) :] + order[: r % len(order)]
         for key in order:
-            scenario, sel_names, needs_embedder = scenarios[key]
-            samples[key].append(await time_cold(settings, scenario, sel_names, needs_embedder=needs_embedder))
+            samples[key].append(await time_case(settings, cases[key]))
     out = {k: summary(v) for k, v in samples.items()}
     ratios = {}
     for kind in ("open", "search"):
@@ -142,6 +155,9 @@ async def measure(settings: Settings, repeats: int, *, with_search: bool) -> dic
         ratios[f"{kind}_8_concurrent/1"] = out[f"{kind}_8_concurrent"]["median"] / one
         seq = "open_8_sequential" if kind == "open" else "search_8_sequential_open"
         ratios[f"{kind}_8_sequential/1"] = out[seq]["median"] / one
+    if "search_1_pool_open" in out:
+        one = out["search_1_pool_open"]["median"]
+        ratios["search_pool_open_8/1"] = out["search_8_pool_open"]["median"] / one
     return {"seconds": out, "ratios": ratios}
 
 

@@ -188,10 +188,16 @@ def cold_start(config: Path, repeats: int) -> dict:
     }
 
 
+PARTS = ("ingest", "search", "cold")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--work", type=Path, default=None, help="keep databases here (cisi reused)")
+    parser.add_argument(
+        "--parts", default=",".join(PARTS), help="comma-separated subset of ingest,search,cold"
+    )
     parser.add_argument("--docs", type=int, default=500, help="documents for the ingest measurement")
     parser.add_argument("--ingest-repeats", type=int, default=3)
     parser.add_argument("--passes", type=int, default=3, help="passes over the queries (library)")
@@ -199,61 +205,67 @@ def main() -> None:
     parser.add_argument("--cold-repeats", type=int, default=5)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    parts = {p.strip() for p in args.parts.split(",") if p.strip()}
+    if not parts <= set(PARTS):
+        parser.error(f"--parts takes a subset of {','.join(PARTS)}")
     corpus, queries, _ = load_beir(args.data)
     work = args.work or Path(tempfile.mkdtemp(prefix="haiku-latency-"))
     work.mkdir(parents=True, exist_ok=True)
     loads = [os.getloadavg()[0]]
-
-    ingest = ingest_throughput(work, corpus, args.docs, args.ingest_repeats)
-    loads.append(os.getloadavg()[0])
-    config, build_secs = build_search_db(work, corpus)
-    qfile = work / "queries.jsonl"
-    qfile.write_text("".join(json.dumps({"id": q, "query": t}) + "\n" for q, t in queries.items()))
-    library = anyio.run(library_latency, config, queries, args.passes)
-    loads.append(os.getloadavg()[0])
-    cli = cli_batch_latency(config, qfile, len(queries), args.cli_repeats)
-    loads.append(os.getloadavg()[0])
-    cold = cold_start(config, args.cold_repeats)
-    loads.append(os.getloadavg()[0])
-
-    result = {
-        "cpus": os.cpu_count(),
-        "ingest": ingest,
-        "search_database": {"documents": len(corpus), "build_seconds": build_secs},
-        "queries": len(queries),
-        "library_search": library,
-        "cli_search_from": cli,
-        "cold_start": cold,
-        "loadavg_1min_during": [round(x, 2) for x in loads],
-    }
+    result: dict = {"cpus": os.cpu_count(), "queries": len(queries)}
+    if "ingest" in parts:
+        result["ingest"] = ingest_throughput(work, corpus, args.docs, args.ingest_repeats)
+        loads.append(os.getloadavg()[0])
+    if parts & {"search", "cold"}:
+        config, build_secs = build_search_db(work, corpus)
+        result["search_database"] = {"documents": len(corpus), "build_seconds": build_secs}
+    if "search" in parts:
+        qfile = work / "queries.jsonl"
+        qfile.write_text("".join(json.dumps({"id": q, "query": t}) + "\n" for q, t in queries.items()))
+        result["library_search"] = anyio.run(library_latency, config, queries, args.passes)
+        loads.append(os.getloadavg()[0])
+        result["cli_search_from"] = cli_batch_latency(config, qfile, len(queries), args.cli_repeats)
+        loads.append(os.getloadavg()[0])
+    if "cold" in parts:
+        result["cold_start"] = cold_start(config, args.cold_repeats)
+        loads.append(os.getloadavg()[0])
+    result["loadavg_1min_during"] = [round(x, 2) for x in loads]
     if args.json:
         print(json.dumps(result, indent=2))
-        return
-    i = ingest
-    print(f"(a) ingest: {i['documents']} documents, {i['chunks']} chunks, medians of {i['repeats']}")
-    print(
-        f"    haiku add-src {i['add_src_chunks_per_s']:8.1f} chunks/s  "
-        f"(wall {statistics.median(i['add_src_seconds']):.1f} s, whole process)"
-    )
-    print(
-        f"    raw embedder  {i['raw_embed_chunks_per_s']:8.1f} chunks/s  "
-        f"(embed {statistics.median(i['raw_embed_seconds']):.1f} s; "
-        f"model load {i['embedder_load_seconds']} s)"
-    )
-    print(f"    ratio ingest/raw {i['ratio_ingest/raw']:.3f}")
-    built = f"built in {build_secs:.1f} s" if build_secs else "reused"
-    print(f"(b) search over {len(corpus)} documents ({built}), {len(queries)} queries")
-    print(f"    library, warm, {args.passes} passes:  {'p50':>8} {'p95':>8}")
-    for t, s in library.items():
-        print(f"      {t:8}                   {s['p50_ms']:6.1f}ms {s['p95_ms']:6.1f}ms")
-    print(f"    CLI `search --from FILE --json`, median of {args.cli_repeats}:")
-    for t, s in cli.items():
-        print(f"      {t:8} wall {s['wall_s']:6.2f} s = {s['per_query_ms']:6.1f} ms/query")
-    print(f"(c) cold start, median of {args.cold_repeats}:")
-    for k, s in cold.items():
-        print(f"      {k:32} {s['median_s']:6.3f} s")
-    during = ", ".join(f"{x:.2f}" for x in loads)
-    print(f"load average (1 min) during the run: {during} on {os.cpu_count()} CPUs")
+    else:
+        report(result, args)
+
+
+def report(result: dict, args: argparse.Namespace) -> None:
+    """The human-readable form of the result."""
+    if i := result.get("ingest"):
+        print(f"(a) ingest: {i['documents']} documents, {i['chunks']} chunks, medians of {i['repeats']}")
+        print(
+            f"    haiku add-src {i['add_src_chunks_per_s']:8.1f} chunks/s  "
+            f"(wall {statistics.median(i['add_src_seconds']):.1f} s, whole process)"
+        )
+        print(
+            f"    raw embedder  {i['raw_embed_chunks_per_s']:8.1f} chunks/s  "
+            f"(embed {statistics.median(i['raw_embed_seconds']):.1f} s; "
+            f"model load {i['embedder_load_seconds']} s)"
+        )
+        print(f"    ratio ingest/raw {i['ratio_ingest/raw']:.3f}")
+    if library := result.get("library_search"):
+        db = result["search_database"]
+        built = f"built in {db['build_seconds']:.1f} s" if db["build_seconds"] else "reused"
+        print(f"(b) search over {db['documents']} documents ({built}), {result['queries']} queries")
+        print(f"    library, warm, {args.passes} passes:  {'p50':>8} {'p95':>8}")
+        for t, s in library.items():
+            print(f"      {t:8}                   {s['p50_ms']:6.1f}ms {s['p95_ms']:6.1f}ms")
+        print(f"    CLI `search --from FILE --json`, median of {args.cli_repeats}:")
+        for t, s in result["cli_search_from"].items():
+            print(f"      {t:8} wall {s['wall_s']:6.2f} s = {s['per_query_ms']:6.1f} ms/query")
+    if cold := result.get("cold_start"):
+        print(f"(c) cold start, median of {args.cold_repeats}:")
+        for k, s in cold.items():
+            print(f"      {k:32} {s['median_s']:6.3f} s")
+    during = ", ".join(f"{x:.2f}" for x in result["loadavg_1min_during"])
+    print(f"load average (1 min) during the run: {during} on {result['cpus']} CPUs")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import TypeVar
 
 import anyio
@@ -13,10 +14,15 @@ T = TypeVar("T")
 
 async def in_threads(calls: Sequence[Callable[[], T]]) -> list[T]:
     """Run blocking calls in worker threads at once; results in order, the first failure re-raised as is."""
+    return await concurrently([partial(anyio.to_thread.run_sync, call) for call in calls])
+
+
+async def concurrently(calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
+    """Await several calls at once; results in order, the first failure re-raised as is."""
     results: list[T | None] = [None] * len(calls)
 
-    async def one(i: int, call: Callable[[], T]) -> None:
-        results[i] = await anyio.to_thread.run_sync(call)
+    async def one(i: int, call: Callable[[], Awaitable[T]]) -> None:
+        results[i] = await call()
 
     try:
         async with anyio.create_task_group() as tg:

@@ -9,7 +9,7 @@ from typing import Literal
 
 import numpy as np
 
-from haiku_cli.databases.concurrency import in_threads
+from haiku_cli.databases.concurrency import concurrently, in_threads
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import InputError
@@ -61,15 +61,23 @@ async def search(
         raise InputError("the search query is empty")
     if limit < 1:
         raise InputError("--limit must be at least 1")
-    dbs = await pool.clients_covering(selection)
+    query_vector: np.ndarray | None = None
+    if search_type in ("hybrid", "vector"):
+        assert embed_query is not None
+        # Opening cold databases and loading the embedder overlap: a first query waits for the slower.
+        dbs, query_vector = await concurrently(
+            [partial(pool.clients_covering, selection), partial(embed_query, query)]
+        )
+    else:
+        dbs = await pool.clients_covering(selection)
     if search_type == "auto":
         # For agents, which cannot choose: hybrid, or full text alone across embedders.
         search_type = "hybrid" if len({db.embedder for db in dbs}) == 1 else "fts"
-    query_vector: np.ndarray | None = None
     if search_type != "fts":
         check_embedders(dbs, search_type, embedder_spec() if embedder_spec else None)
-        assert embed_query is not None
-        query_vector = await embed_query(query)
+        if query_vector is None:
+            assert embed_query is not None
+            query_vector = await embed_query(query)
     k = candidate_depth(limit)
     per_db = await in_threads(
         [
