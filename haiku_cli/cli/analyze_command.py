@@ -10,7 +10,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from haiku_cli.cli import ask_command, output
-from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Filter, Json, workspace
+from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Filter, Json, ModelName, workspace
 from haiku_cli.cli.running import run
 
 if TYPE_CHECKING:
@@ -29,12 +29,7 @@ def analyze(
     database: DatabaseNames = None,
     db: DatabasePaths = None,
     filter_: Filter = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model", "-m", help="Model string, e.g. openai:gpt-4o or openai-chat:NAME (default: config)."
-        ),
-    ] = None,
+    model: ModelName = None,
     show_code: Annotated[
         bool, typer.Option("--show-code", help="Print each program the model ran, with its output.")
     ] = False,
@@ -53,10 +48,7 @@ def analyze(
         executions(result.executions)
     ask_command.answer(result.answer)
     ask_command.citations(result.citations, question)
-    if result.violation:
-        output.error("warning: the model neither cited its sources nor said the answer is ungrounded")
-    elif not result.grounded:
-        output.err.print("(not grounded in the documents)", style="dim")
+    ask_command.grounding_notice(result)
 
 
 def as_json(result: AnalyzeResult, databases: Sequence[str]) -> dict[str, Any]:

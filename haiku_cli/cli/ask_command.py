@@ -10,7 +10,7 @@ from rich.markdown import Markdown
 from rich.text import Text
 
 from haiku_cli.cli import output, render
-from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Filter, Json, workspace
+from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Filter, Json, ModelName, workspace
 from haiku_cli.cli.running import run
 
 if TYPE_CHECKING:
@@ -29,12 +29,7 @@ def ask(
     database: DatabaseNames = None,
     db: DatabasePaths = None,
     filter_: Filter = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model", "-m", help="Model string, e.g. openai:gpt-4o or openai-chat:NAME (default: config)."
-        ),
-    ] = None,
+    model: ModelName = None,
     json: Json = False,
 ) -> None:
     """Answer a question from the selected databases (all configured ones by default), citing its sources."""
@@ -48,6 +43,11 @@ def ask(
         return
     answer(result.answer)
     citations(result.citations, question)
+    grounding_notice(result)
+
+
+def grounding_notice(result: AskResult) -> None:
+    """Say on stderr when an answer is not grounded, or broke the citation policy."""
     if result.violation:
         output.error("warning: the model neither cited its sources nor said the answer is ungrounded")
     elif not result.grounded:

@@ -17,6 +17,12 @@ DatabasePaths = Annotated[
     list[Path] | None,
     typer.Option("--db", help="A database by path; it is named after its file stem."),
 ]
+ModelName = Annotated[
+    str | None,
+    typer.Option(
+        "--model", "-m", help="Model string, e.g. openai:gpt-4o or openai-chat:NAME (default: config)."
+    ),
+]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 Filter = Annotated[
     str | None,
