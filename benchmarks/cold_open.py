@@ -10,7 +10,7 @@ fresh workspace (an empty pool):
   the same search with the pool already open, which isolates the search's own round trips;
 - the same opens against the server directly (no added latency), for comparison.
 
-    python benchmarks/cold_open.py [--rtt-ms 50] [--repeats 7] [--json]
+    python benchmarks/cold_open.py [--rtt-ms 50] [--repeats 7] [--by-type] [--json]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 
 import anyio
 from latency_proxy import S3WithLatency, measure_rtt
@@ -30,6 +31,7 @@ from haiku_cli.config.settings import DatabaseSettings, Settings
 from haiku_cli.databases import operations
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
+from haiku_cli.search.candidates import SearchType
 
 N_DATABASES = 8
 DOCS = [
@@ -78,9 +80,9 @@ async def open_sequentially(ws: Workspace, sel: Selection) -> object:
     return [await ws.pool.clients_covering(Selection((loc,))) for loc in sel.locations]
 
 
-async def search(ws: Workspace, sel: Selection) -> object:
-    """A full hybrid search on a cold pool (opens, candidates from each database, fusion, documents)."""
-    hits = await operations.search(ws, sel, QUERY, search_type="hybrid")
+async def search(ws: Workspace, sel: Selection, search_type: SearchType = "hybrid") -> object:
+    """A full search (opens what is not open, candidates from each database, fusion, documents)."""
+    hits = await operations.search(ws, sel, QUERY, search_type=search_type)
     assert hits, "the benchmark databases returned no hits"
     return hits
 
@@ -124,7 +126,9 @@ def summary(samples: list[float]) -> dict[str, float | list[float]]:
     }
 
 
-async def measure(settings: Settings, repeats: int, *, with_search: bool) -> dict[str, dict]:
+async def measure(
+    settings: Settings, repeats: int, *, with_search: bool, by_type: bool = False
+) -> dict[str, dict]:
     """Every scenario `repeats` times, interleaved so that load changes hit all of them alike."""
     names = list(settings.databases)
     cases = {
@@ -140,6 +144,11 @@ async def measure(settings: Settings, repeats: int, *, with_search: bool) -> dic
             "search_1_pool_open": Case(search, names[:1], embedder=True, pool_open=True),
             "search_8_pool_open": Case(search, names, embedder=True, pool_open=True),
         }
+    if with_search and by_type:
+        for t in ("vector", "fts"):
+            run = partial(search, search_type=t)
+            cases[f"search_1_pool_open_{t}"] = Case(run, names[:1], embedder=True, pool_open=True)
+            cases[f"search_8_pool_open_{t}"] = Case(run, names, embedder=True, pool_open=True)
     samples: dict[str, list[float]] = {k: [] for k in cases}
     for r in range(repeats):
         order = list(cases)
@@ -155,26 +164,30 @@ async def measure(settings: Settings, repeats: int, *, with_search: bool) -> dic
         ratios[f"{kind}_8_concurrent/1"] = out[f"{kind}_8_concurrent"]["median"] / one
         seq = "open_8_sequential" if kind == "open" else "search_8_sequential_open"
         ratios[f"{kind}_8_sequential/1"] = out[seq]["median"] / one
-    if "search_1_pool_open" in out:
-        one = out["search_1_pool_open"]["median"]
-        ratios["search_pool_open_8/1"] = out["search_8_pool_open"]["median"] / one
+    for suffix in ("", "_vector", "_fts"):
+        if f"search_1_pool_open{suffix}" in out:
+            one = out[f"search_1_pool_open{suffix}"]["median"]
+            ratios[f"search_pool_open{suffix}_8/1"] = out[f"search_8_pool_open{suffix}"]["median"] / one
     return {"seconds": out, "ratios": ratios}
 
 
 def print_block(title: str, result: dict[str, dict]) -> None:
     """Medians and ratios as a small table."""
     print(title)
-    print(f"  {'scenario':28} {'median':>9} {'min':>9} {'max':>9}")
+    print(f"  {'scenario':30} {'median':>9} {'min':>9} {'max':>9}")
     for key, s in result["seconds"].items():
-        print(f"  {key:28} {s['median'] * 1000:7.0f}ms {s['min'] * 1000:7.0f}ms {s['max'] * 1000:7.0f}ms")
+        print(f"  {key:30} {s['median'] * 1000:7.0f}ms {s['min'] * 1000:7.0f}ms {s['max'] * 1000:7.0f}ms")
     for key, ratio in result["ratios"].items():
-        print(f"  ratio {key:22} {ratio:6.2f}x")
+        print(f"  ratio {key:28} {ratio:6.2f}x")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rtt-ms", type=float, default=50.0, help="round-trip time the proxy adds")
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument(
+        "--by-type", action="store_true", help="also time vector and fts searches with the pool open"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with S3WithLatency(rtt_ms=args.rtt_ms) as s3:
@@ -184,7 +197,9 @@ def main() -> None:
         start = time.perf_counter()
         anyio.run(build, delayed)
         build_secs = time.perf_counter() - start
-        with_latency = anyio.run(lambda: measure(delayed, args.repeats, with_search=True))
+        with_latency = anyio.run(
+            lambda: measure(delayed, args.repeats, with_search=True, by_type=args.by_type)
+        )
         without = anyio.run(lambda: measure(direct, args.repeats, with_search=False))
     load = os.getloadavg()
     result = {

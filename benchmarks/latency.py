@@ -208,9 +208,21 @@ def main() -> None:
     parts = {p.strip() for p in args.parts.split(",") if p.strip()}
     if not parts <= set(PARTS):
         parser.error(f"--parts takes a subset of {','.join(PARTS)}")
+    if args.work is None:
+        with tempfile.TemporaryDirectory(prefix="haiku-latency-") as tmp:
+            result = measure(args, parts, Path(tmp))
+    else:
+        args.work.mkdir(parents=True, exist_ok=True)
+        result = measure(args, parts, args.work)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        report(result, args)
+
+
+def measure(args: argparse.Namespace, parts: set[str], work: Path) -> dict:
+    """Run the chosen parts in `work`; the result as one JSON-ready dict."""
     corpus, queries, _ = load_beir(args.data)
-    work = args.work or Path(tempfile.mkdtemp(prefix="haiku-latency-"))
-    work.mkdir(parents=True, exist_ok=True)
     loads = [os.getloadavg()[0]]
     result: dict = {"cpus": os.cpu_count(), "queries": len(queries)}
     if "ingest" in parts:
@@ -230,10 +242,7 @@ def main() -> None:
         result["cold_start"] = cold_start(config, args.cold_repeats)
         loads.append(os.getloadavg()[0])
     result["loadavg_1min_during"] = [round(x, 2) for x in loads]
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        report(result, args)
+    return result
 
 
 def report(result: dict, args: argparse.Namespace) -> None:

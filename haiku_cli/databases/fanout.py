@@ -103,8 +103,10 @@ async def search(
 async def _rescore_full_text(dbs: list[Database], per_db: list[list[Candidate]], query: str) -> None:
     """Put every database's BM25 on the scale of the whole set (see haiku_cli.search.bm25)."""
     (terms,) = await in_threads([partial(bm25.query_terms, dbs[0], query)])
-    stats = await in_threads([partial(bm25.term_stats, db, terms) for db in dbs])
-    combined = sum(stats, bm25.TermStats())
+    # Every lookup of every database at once: on a far-away store this costs one round, not one per term.
+    lookups = [partial(bm25.corpus_size, db) for db in dbs]
+    lookups += [partial(bm25.term_frequency, db, terms, t) for db in dbs for t in dict.fromkeys(terms.terms)]
+    combined = sum(await in_threads(lookups), bm25.TermStats())
     pairs = zip(dbs, per_db, strict=True)
     await in_threads([partial(bm25.rescore, db, found, terms.terms, combined) for db, found in pairs])
 

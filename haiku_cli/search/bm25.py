@@ -70,18 +70,21 @@ def query_terms(db: Database, query: str) -> QueryTerms:
     return QueryTerms(analyze(db.chunks, query), lookup)
 
 
-def term_stats(db: Database, query: QueryTerms) -> TermStats:
-    """One database's statistics for the query's terms (a full-text lookup per term)."""
+def corpus_size(db: Database) -> TermStats:
+    """One database's chunk count and total length in terms (no term frequencies yet)."""
     chunks = db.chunks.count_rows()
     lengths = db.chunks.search().select(["search_tokens"]).limit(max(chunks, 1)).to_arrow()
-    tokens = int(sum(v for v in lengths.column("search_tokens").to_pylist() if v))
-    frequency: Counter[str] = Counter()
-    for term in dict.fromkeys(query.terms):
-        # Look a term up by a word that analyzes to it: re-analyzing a stem need not give the stem.
-        word = query.lookup.get(term, term)
-        found = db.chunks.search(word, query_type="fts", fts_columns="search_text").select(["id", "_score"])
-        frequency[term] = found.limit(max(chunks, 1)).to_arrow().num_rows
-    return TermStats(chunks, tokens, frequency)
+    return TermStats(chunks, int(sum(v for v in lengths.column("search_tokens").to_pylist() if v)))
+
+
+def term_frequency(db: Database, query: QueryTerms, term: str) -> TermStats:
+    """How many of one database's chunks hold `term` (one full-text lookup)."""
+    # Look a term up by a word that analyzes to it: re-analyzing a stem need not give the stem.
+    word = query.lookup.get(term, term)
+    found = db.chunks.search(word, query_type="fts", fts_columns="search_text").select(["id", "_score"])
+    return TermStats(
+        frequency=Counter({term: found.limit(max(db.chunks.count_rows(), 1)).to_arrow().num_rows})
+    )
 
 
 def rescore(db: Database, candidates: Sequence[Candidate], query: Sequence[str], stats: TermStats) -> None:
