@@ -95,4 +95,6 @@ def _report(report, as_json: bool, database: str) -> None:
         if report.failed:
             summary += (", " if summary else "") + f"{len(report.failed)} failed"
         output.err.print(f"{database}: {summary or 'nothing to add'}", markup=False, style="dim")
-    exit_with(ExitCode.PARTIAL if report.failed else ExitCode.OK)
+    if report.failed:
+        # Nothing usable at all is bad input; some failures among successes is a partial batch.
+        exit_with(ExitCode.INPUT if len(report.failed) == len(report.outcomes) else ExitCode.PARTIAL)

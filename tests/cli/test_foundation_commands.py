@@ -193,3 +193,9 @@ def test_help_everywhere(cli) -> None:
     for args in ([], ["search"], ["add-src"], ["config"], ["databases"]):
         result = cli(*args, "-h")
         assert result.exit_code == 0 and "Usage" in result.stdout
+
+
+def test_nothing_readable_is_bad_input_not_partial(cli, tmp_path: Path) -> None:
+    result = cli("add-src", str(tmp_path / "nope.md"))
+    assert result.exit_code == ExitCode.INPUT
+    assert "nope.md: no such file or directory" in result.stderr
