@@ -53,9 +53,7 @@ def workspace(embedder) -> Callable[[], Workspace]:
     """A workspace over the test's config, sharing the session's embedder."""
 
     def make() -> Workspace:
-        ws = Workspace.load()
-        ws.__dict__["embedder"] = embedder  # cached_property slot: skip reloading the model
-        return ws
+        return Workspace.load(embedder=embedder)
 
     return make
 

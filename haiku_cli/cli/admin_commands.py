@@ -42,21 +42,23 @@ def list_(
     json: Json = False,
 ) -> None:
     """List documents, oldest first (a page of 50 unless --limit says otherwise)."""
-    from haiku_cli.databases import operations
+    from haiku_cli import api
 
     ws, loc = _one(ctx, database, db)
-    docs = run(
-        lambda: operations.list_documents(ws, loc, document_filter=filter_, limit=limit, offset=offset)
-    )
+    page = run(lambda: api.list_documents(ws, loc, document_filter=filter_, limit=limit, offset=offset))
+    if page.truncated:
+        output.err.print(
+            f"(more documents follow; see them with --offset {offset + limit})", style="dim", markup=False
+        )
     if json:
-        output.print_json([d.summary() for d in docs])
+        output.print_model(page)
         return
-    if not docs:
+    if not page.documents:
         output.out.print("no documents", style="dim")
         return
     render.table(
         ["id", "title", "uri", "updated"],
-        [(d.id, d.title or "", d.uri or "", d.updated_at.strftime("%Y-%m-%d %H:%M")) for d in docs],
+        [(d.id, d.title or "", d.uri or "", d.updated_at.strftime("%Y-%m-%d %H:%M")) for d in page.documents],
     )
 
 
@@ -68,15 +70,13 @@ def get(
     json: Json = False,
 ) -> None:
     """Show one document with its content."""
-    from haiku_cli.databases import operations
+    from haiku_cli import api
 
     ws, loc = _one(ctx, database, db)
-    found = run(lambda: operations.get_document(ws, loc, document_id))
+    found = run(lambda: api.get_document(ws, loc, document_id))
     doc = found.document
     if json:
-        output.print_json(
-            {**doc.model_dump(mode="json"), "database": found.database, "chunks": len(found.chunks)}
-        )
+        output.print_model(found)
         return
     output.out.print(f"{doc.title or '(untitled)'}", style="bold", markup=False)
     for label, value in (
@@ -95,29 +95,39 @@ def get(
 
 
 def delete(
-    ctx: typer.Context, document_id: DocumentId, database: DatabaseNames = None, db: DatabasePaths = None
+    ctx: typer.Context,
+    document_id: DocumentId,
+    database: DatabaseNames = None,
+    db: DatabasePaths = None,
+    json: Json = False,
 ) -> None:
     """Delete a document and its chunks."""
-    from haiku_cli.databases import operations
+    from haiku_cli import api
 
     ws, loc = _one(ctx, database, db)
-    doc = run(lambda: operations.delete(ws, loc, document_id))
-    output.out.print(f"deleted {doc.id} ({doc.title or doc.uri or 'untitled'}) from {loc.name}", markup=False)
+    gone = run(lambda: api.delete_document(ws, loc, document_id))
+    if json:
+        output.print_model(gone)
+        return
+    doc = gone.document
+    output.out.print(
+        f"deleted {doc.id} ({doc.title or doc.uri or 'untitled'}) from {gone.database}", markup=False
+    )
 
 
 def info(
     ctx: typer.Context, database: DatabaseNames = None, db: DatabasePaths = None, json: Json = False
 ) -> None:
     """Counts, size on disk, embedder, schema version, index state and table versions."""
-    from haiku_cli.databases import operations
+    from haiku_cli import api
 
     ws, loc = _one(ctx, database, db)
-    facts = run(lambda: operations.info(ws, loc))
+    facts = run(lambda: api.info(ws, loc))
     if json:
-        output.print_json(facts.model_dump(mode="json"))
+        output.print_model(facts)
         return
     rows = [
-        ("database", facts.name),
+        ("database", facts.database),
         ("kind", facts.kind),
         ("documents", facts.documents),
         ("chunks", facts.chunks),
@@ -138,34 +148,48 @@ def info(
     render.table(["", ""], rows)
 
 
-def vacuum(ctx: typer.Context, database: DatabaseNames = None, db: DatabasePaths = None) -> None:
+def vacuum(
+    ctx: typer.Context, database: DatabaseNames = None, db: DatabasePaths = None, json: Json = False
+) -> None:
     """Compact the tables and remove old versions."""
-    from haiku_cli.databases import operations
+    from haiku_cli import api
 
     ws, loc = _one(ctx, database, db)
-    before, after = run(lambda: operations.vacuum(ws, loc))
-    output.out.print(f"vacuumed {loc.name}: {render.size(before)} → {render.size(after)}", markup=False)
+    done = run(lambda: api.vacuum(ws, loc))
+    if json:
+        output.print_model(done)
+        return
+    before, after = render.size(done.size_bytes_before), render.size(done.size_bytes_after)
+    output.out.print(f"vacuumed {done.database}: {before} → {after}", markup=False)
 
 
-def rebuild(ctx: typer.Context, database: DatabaseNames = None, db: DatabasePaths = None) -> None:
+def rebuild(
+    ctx: typer.Context, database: DatabaseNames = None, db: DatabasePaths = None, json: Json = False
+) -> None:
     """Re-chunk and re-embed every document with the configured embedder (all-or-nothing)."""
-    from haiku_cli.databases import operations
+    from haiku_cli import api
 
     ws, loc = _one(ctx, database, db)
     with output.progress_bar(f"rebuilding {loc.name}") as bar:
-        count = run(lambda: operations.rebuild(ws, loc, bar))
-    output.out.print(f"rebuilt {loc.name}: {count} chunks", markup=False)
+        done = run(lambda: api.rebuild(ws, loc, bar))
+    if json:
+        output.print_model(done)
+        return
+    output.out.print(f"rebuilt {done.database}: {done.chunks} chunks ({done.embedder})", markup=False)
 
 
 def history(
     ctx: typer.Context, database: DatabaseNames = None, db: DatabasePaths = None, json: Json = False
 ) -> None:
     """Table versions, newest first."""
-    from haiku_cli.databases import operations
+    from haiku_cli import api
 
     ws, loc = _one(ctx, database, db)
-    versions = run(lambda: operations.history(ws, loc))
+    found = run(lambda: api.history(ws, loc))
     if json:
-        output.print_json([v.model_dump(mode="json") for v in versions])
+        output.print_model(found)
         return
-    render.table(["table", "version", "time"], [(v.table, v.version, v.timestamp) for v in versions])
+    render.table(
+        ["table", "version", "time"],
+        [(v.table, v.version, v.timestamp.strftime("%Y-%m-%d %H:%M:%S UTC")) for v in found.versions],
+    )

@@ -80,17 +80,18 @@ def _toml(value: object) -> str:
 def databases(
     ctx: typer.Context,
     show_locations: Annotated[
-        bool, typer.Option("--show-locations", help="Also print where each database lives.")
+        bool,
+        typer.Option("--show-locations", help="Also print where each database lives (JSON always has it)."),
     ] = False,
     json: Json = False,
 ) -> None:
     """List the configured databases: kind, whether they exist, sizes and embedder."""
-    from haiku_cli.databases import operations
+    from haiku_cli import api
 
     ws = workspace(ctx)
-    rows = run(lambda: operations.overview(ws, show_locations=show_locations))
+    rows = run(lambda: api.overview(ws))
     if json:
-        output.print_json([r.model_dump(exclude_none=not show_locations) for r in rows])
+        output.print_model(rows)
         return
     columns = ["name", "kind", "exists", "documents", "chunks", "embedder"]
     if show_locations:
@@ -98,7 +99,7 @@ def databases(
     table_rows = []
     for r in rows:
         row = [
-            r.name,
+            r.database,
             r.kind,
             "yes" if r.exists else ("error" if r.error else "no"),
             r.documents,

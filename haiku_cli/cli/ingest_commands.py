@@ -74,13 +74,7 @@ def add_src(
 
 def _report(report, as_json: bool, database: str) -> None:
     if as_json:
-        output.print_json(
-            {
-                "database": database,
-                "sources": [o.__dict__ for o in report.outcomes],
-                "failed": len(report.failed),
-            }
-        )
+        output.print_model(report)
     else:
         for o in report.outcomes:
             if o.status == "failed":

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 # rich honours NO_COLOR and drops styling when the stream is not a terminal.
 # On a terminal rich wraps at word boundaries; a pipe gets every line (and table row) whole.
@@ -22,6 +25,14 @@ def print_json(data: Any) -> None:
     """Write JSON to stdout, unwrapped and unstyled, so scripts can parse it."""
     sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
+
+
+def print_model(model: BaseModel | Sequence[BaseModel]) -> None:
+    """A library result as JSON: exactly its `model_dump(mode="json")` (a list of them for a sequence)."""
+    if hasattr(model, "model_dump"):  # pydantic itself is not imported just to check
+        print_json(model.model_dump(mode="json"))
+    else:
+        print_json([m.model_dump(mode="json") for m in model])
 
 
 def print_json_line(data: Any) -> None:

@@ -14,6 +14,7 @@ from haiku_cli.cli.running import run
 from haiku_cli.errors import InputError
 
 if TYPE_CHECKING:
+    from haiku_cli.api import SearchResults
     from haiku_cli.search.candidates import SearchType
 
 
@@ -39,7 +40,7 @@ def search(
     json: Json = False,
 ) -> None:
     """Search the selected databases (all configured ones by default)."""
-    from haiku_cli.databases import operations
+    from haiku_cli import api
 
     ws = workspace(ctx)
     kind = run(_search_type, search_type)
@@ -51,30 +52,43 @@ def search(
 
         async def many() -> None:
             for qid, text in queries:
-                hits = await operations.search(
-                    ws, selection, text, search_type=kind, limit=limit, document_filter=filter_
+                found = await api.search(
+                    ws,
+                    selection,
+                    text,
+                    search_type=kind,
+                    limit=limit,
+                    document_filter=filter_,
+                    query_id=qid,
                 )
+                _not_created_notice(found)
                 if json:
-                    output.print_json_line(
-                        {"id": qid, "query": text, "results": [h.model_dump() for h in hits]}
-                    )
+                    output.print_json_line(found.model_dump(mode="json"))
                 else:
                     output.out.print(f"# {qid}: {text}", style="bold", markup=False)
-                    render.search_hits(text, hits, show_database=len(selection.names) > 1)
+                    render.search_hits(text, found.hits, show_database=len(selection.names) > 1)
 
         run(many)
         return
     if query is None:
         run(_fail, "give a QUERY to search for (or --from FILE)")
-    hits = run(
-        lambda: operations.search(
-            ws, selection, query, search_type=kind, limit=limit, document_filter=filter_
-        )
+    found = run(
+        lambda: api.search(ws, selection, query, search_type=kind, limit=limit, document_filter=filter_)
     )
+    _not_created_notice(found)
     if json:
-        output.print_json([h.model_dump() for h in hits])
+        output.print_model(found)
     else:
-        render.search_hits(query, hits, show_database=True)
+        render.search_hits(query, found.hits, show_database=True)
+
+
+def _not_created_notice(found: SearchResults) -> None:
+    for name in found.not_created:
+        output.err.print(
+            f"(database '{name}' is not created yet: nothing added to it; searched the others)",
+            style="dim",
+            markup=False,
+        )
 
 
 def _search_type(value: str) -> SearchType:

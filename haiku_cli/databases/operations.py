@@ -7,26 +7,34 @@ from functools import partial
 from typing import Any, Literal
 
 import anyio.to_thread
-from pydantic import BaseModel
 
 from haiku_cli.databases import fanout
-from haiku_cli.databases.concurrency import in_threads
+from haiku_cli.databases.concurrency import concurrently, in_threads
+from haiku_cli.databases.results import (
+    DatabaseHistory,
+    DatabaseOverview,
+    DeletedDocument,
+    DocumentList,
+    DocumentWithChunks,
+    RebuildReport,
+    SearchResults,
+    VacuumReport,
+)
 from haiku_cli.databases.selection import Selection, configured
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import DatabaseError, InputError
 from haiku_cli.ingest import pipeline
 from haiku_cli.search.candidates import SearchType
 from haiku_cli.search.hits import SearchHit
-from haiku_cli.store import maintenance, reads
-from haiku_cli.store.database import Database, exists, open_database
+from haiku_cli.store import maintenance, reads, writes
+from haiku_cli.store.database import Database, exists
 from haiku_cli.store.location import Location
-from haiku_cli.store.records import ChunkRecord, DocumentRecord
-from haiku_cli.store.writes import delete_document
 
 
 async def _writable(ws: Workspace, location: Location) -> Database:
-    db = await ws.pool.open_one(location, writable=True, create_with=ws.embedder_spec())
-    db.check_embedder(ws.embedder_spec())
+    spec = await ws.resolve_embedder_spec()
+    db = await ws.pool.open_one(location, writable=True, create_with=spec)
+    db.check_embedder(spec)
     return db
 
 
@@ -39,7 +47,10 @@ async def add_text(
 ) -> pipeline.IngestReport:
     """`haiku add`: store a piece of text as a document."""
     db = await _writable(ws, location)
-    return await pipeline.add_text(db, ws.embedder, text, title=title, metadata=metadata)
+    try:
+        return await pipeline.add_text(db, ws.embedder, text, title=title, metadata=metadata)
+    finally:
+        ws.pool.forget(location)
 
 
 async def add_sources(
@@ -55,9 +66,12 @@ async def add_sources(
     if not sources:
         raise InputError("name at least one file, directory or URL to add")
     db = await _writable(ws, location)
-    return await pipeline.add_sources(
-        db, ws.embedder, sources, title=title, metadata=metadata, progress=progress
-    )
+    try:
+        return await pipeline.add_sources(
+            db, ws.embedder, sources, title=title, metadata=metadata, progress=progress
+        )
+    finally:
+        ws.pool.forget(location)
 
 
 async def search(
@@ -77,28 +91,71 @@ async def search(
         embed_query=ws.embed_query,
         embedder_spec=ws.embedder_spec,
         search_type=search_type,
-        limit=limit or ws.settings.search.limit,
+        limit=ws.settings.search.limit if limit is None else limit,
         document_filter=document_filter,
         vector_weight=ws.settings.search.vector_weight,
     )
 
 
-async def list_documents(
-    ws: Workspace, location: Location, *, document_filter: str | None, limit: int, offset: int = 0
-) -> list[DocumentRecord]:
-    """`haiku list`: documents, oldest first."""
-    db = await _readable(ws, location)
-    return await anyio.to_thread.run_sync(
-        lambda: reads.list_documents(db, where=document_filter, limit=limit, offset=offset)
+async def search_results(
+    ws: Workspace,
+    selection: Selection,
+    query: str,
+    *,
+    search_type: SearchType | Literal["auto"] = "hybrid",
+    limit: int | None = None,
+    document_filter: str | None = None,
+    query_id: str | None = None,
+) -> SearchResults:
+    """`haiku search`: like `search`, but a local database not written yet is skipped and named.
+
+    A set is searched as long as one of its databases exists; object storage is never guessed at, so a
+    missing remote database still fails with its name.
+    """
+    not_created = await anyio.to_thread.run_sync(lambda: _not_created(selection))
+    searched = [loc for loc in selection.locations if loc.name not in not_created]
+    if not searched:
+        searched, not_created = list(selection.locations), []  # nothing to search: let the open say why
+    hits = await search(
+        ws,
+        Selection(tuple(searched)),
+        query,
+        search_type=search_type,
+        limit=limit,
+        document_filter=document_filter,
+    )
+    return SearchResults(
+        query=query,
+        id=query_id,
+        databases=[loc.name for loc in searched],
+        not_created=not_created,
+        hits=hits,
     )
 
 
-class DocumentWithChunks(BaseModel):
-    """A document with its chunks, as `haiku get` shows it."""
+def _not_created(selection: Selection) -> list[str]:
+    return [loc.name for loc in selection.locations if loc.local_path is not None and not exists(loc)]
 
-    database: str
-    document: DocumentRecord
-    chunks: list[ChunkRecord]
+
+async def list_documents(
+    ws: Workspace, location: Location, *, document_filter: str | None = None, limit: int = 50, offset: int = 0
+) -> DocumentList:
+    """`haiku list`: one page of documents, oldest first, saying whether more exist after it."""
+    if limit < 1:
+        raise InputError("--limit must be at least 1")
+    if offset < 0:
+        raise InputError("--offset must be 0 or more")
+    db = await _readable(ws, location)
+    docs = await anyio.to_thread.run_sync(
+        lambda: reads.list_documents(db, where=document_filter, limit=limit + 1, offset=offset)
+    )
+    return DocumentList(
+        database=db.name,
+        offset=offset,
+        limit=limit,
+        truncated=len(docs) > limit,
+        documents=[d.summary() for d in docs[:limit]],
+    )
 
 
 async def get_document(ws: Workspace, location: Location, document_id: str) -> DocumentWithChunks:
@@ -111,14 +168,16 @@ async def get_document(ws: Workspace, location: Location, document_id: str) -> D
     return DocumentWithChunks(database=db.name, document=doc, chunks=chunks)
 
 
-async def delete(ws: Workspace, location: Location, document_id: str) -> DocumentRecord:
+async def delete_document(ws: Workspace, location: Location, document_id: str) -> DeletedDocument:
     """`haiku delete`: remove a document and its chunks together."""
     db = await ws.pool.open_one(location, writable=True)
     doc = await anyio.to_thread.run_sync(lambda: reads.get_document(db, document_id))
     if doc is None:
         raise InputError(f"no document with id {document_id} in database '{db.name}'")
-    await anyio.to_thread.run_sync(lambda: delete_document(db, document_id))
-    return doc
+    chunks = await anyio.to_thread.run_sync(lambda: len(reads.chunks_of(db, document_id)))
+    await anyio.to_thread.run_sync(lambda: writes.delete_document(db, document_id))
+    ws.pool.forget(location)
+    return DeletedDocument(database=db.name, document=doc.summary(), chunks=chunks)
 
 
 async def info(ws: Workspace, location: Location) -> maintenance.DatabaseInfo:
@@ -127,55 +186,52 @@ async def info(ws: Workspace, location: Location) -> maintenance.DatabaseInfo:
     return await anyio.to_thread.run_sync(lambda: maintenance.database_info(db))
 
 
-async def history(ws: Workspace, location: Location) -> list[maintenance.TableVersion]:
+async def history(ws: Workspace, location: Location) -> DatabaseHistory:
     """`haiku history`: table versions, newest first."""
     db = await _readable(ws, location)
-    return await anyio.to_thread.run_sync(lambda: maintenance.history(db))
+    versions = await anyio.to_thread.run_sync(lambda: maintenance.history(db))
+    return DatabaseHistory(database=db.name, versions=versions)
 
 
-async def vacuum(ws: Workspace, location: Location) -> tuple[int | None, int | None]:
+async def vacuum(ws: Workspace, location: Location) -> VacuumReport:
     """`haiku vacuum`: compact and drop old versions."""
     db = await ws.pool.open_one(location, writable=True)
-    return await anyio.to_thread.run_sync(lambda: maintenance.vacuum(db))
+    before, after = await anyio.to_thread.run_sync(lambda: maintenance.vacuum(db))
+    ws.pool.forget(location)
+    return VacuumReport(database=db.name, size_bytes_before=before, size_bytes_after=after)
 
 
-async def rebuild(ws: Workspace, location: Location, progress: pipeline.Progress | None = None) -> int:
+async def rebuild(
+    ws: Workspace, location: Location, progress: pipeline.Progress | None = None
+) -> RebuildReport:
     """`haiku rebuild`: re-chunk and re-embed everything with the configured embedder, all-or-nothing."""
     db = await ws.pool.open_one(location, writable=True)
     count = await pipeline.rebuild(db, ws.embedder, progress)
     ws.pool.forget(location)
-    return count
+    return RebuildReport(database=db.name, chunks=count, embedder=ws.embedder.name)
 
 
-class DatabaseOverview(BaseModel):
-    """One line of `haiku databases`."""
+async def overview(ws: Workspace) -> list[DatabaseOverview]:
+    """`haiku databases`: every configured database, opened through the pool concurrently.
 
-    name: str
-    kind: str
-    exists: bool
-    documents: int | None = None
-    chunks: int | None = None
-    embedder: str | None = None
-    location: str | None = None
-    error: str | None = None
-
-
-async def overview(ws: Workspace, *, show_locations: bool = False) -> list[DatabaseOverview]:
-    """`haiku databases`: every configured database, opened concurrently."""
+    Unlike a search, one database that cannot be read does not fail the whole list: its row says why.
+    """
     known = configured(ws.settings)
 
-    def describe(loc: Location) -> DatabaseOverview:
+    async def describe(loc: Location) -> DatabaseOverview:
         row = DatabaseOverview(
-            name=loc.name, kind=loc.kind, exists=False, location=loc.uri if show_locations else None
+            database=loc.name, kind=loc.kind, location=loc.uri, read_only=loc.read_only, exists=False
         )
         try:
-            if exists(loc):
-                db = open_database(loc)
+            if await anyio.to_thread.run_sync(exists, loc):
+                db = await ws.pool.open_one(loc)
                 row.exists = True
-                row.documents, row.chunks = reads.count_documents(db), reads.count_chunks(db)
+                row.documents, row.chunks = await in_threads(
+                    [partial(reads.count_documents, db), partial(reads.count_chunks, db)]
+                )
                 row.embedder = db.embedder.name
         except DatabaseError as exc:
             row.error = str(exc)
         return row
 
-    return await in_threads([partial(describe, loc) for loc in known.values()])
+    return await concurrently([partial(describe, loc) for loc in known.values()])

@@ -52,7 +52,7 @@ class DatabasePool:
         return db
 
     def forget(self, location: Location) -> None:
-        """Drop a cached handle (after a write that replaced tables, e.g. rebuild)."""
+        """Drop the cached handles after a write: a reader's handle would not see it."""
         for writable in (False, True):
             self._open.pop(_key(location, writable), None)
 

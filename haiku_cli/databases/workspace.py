@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,28 +22,39 @@ if TYPE_CHECKING:
 class Workspace:
     """Everything a command needs besides its arguments; one per process (or per host program)."""
 
-    def __init__(self, settings: Settings, config_file: Path | None = None) -> None:
+    def __init__(
+        self, settings: Settings, config_file: Path | None = None, *, embedder: Embedder | None = None
+    ) -> None:
+        """A workspace over `settings`; `embedder` replaces the configured one (tests, host programs)."""
         self.settings = settings
         self.config_file = config_file
         self.pool = DatabasePool()
+        self._embedder = embedder
 
     @classmethod
-    def load(cls, config: Path | None = None) -> Workspace:
+    def load(cls, config: Path | None = None, *, embedder: Embedder | None = None) -> Workspace:
         """Read the config (`--config` > `HAIKU_CONFIG` > user config dir) into a workspace."""
         settings, path = load_settings(config)
-        return cls(settings, path)
+        return cls(settings, path, embedder=embedder)
 
-    @cached_property
+    @property
     def embedder(self) -> Embedder:
-        """The configured embedder, loaded on first use (search by full text never loads it)."""
-        from haiku_cli.embed import load_embedder
+        """The embedder: the injected one, else the configured one loaded on first use."""
+        if self._embedder is None:
+            from haiku_cli.embed import load_embedder
 
-        cfg = self.settings.embedder
-        return load_embedder(cfg.model, base_url=cfg.base_url)
+            cfg = self.settings.embedder
+            self._embedder = load_embedder(cfg.model, base_url=cfg.base_url)
+        return self._embedder
 
     def embedder_spec(self) -> EmbedderSpec:
         """Name and dimension of the configured embedder, as stored in databases."""
         return EmbedderSpec(self.embedder.name, self.embedder.dimension)
+
+    async def resolve_embedder_spec(self) -> EmbedderSpec:
+        """`embedder_spec` without blocking the event loop: a remote model's dimension is probed async."""
+        dimension = await self.embedder.resolve_dimension()
+        return EmbedderSpec(self.embedder.name, dimension)
 
     async def embed_query(self, text: str) -> np.ndarray:
         """Embed a search query with the configured embedder."""

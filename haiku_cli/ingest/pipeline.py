@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio.to_thread
+from pydantic import BaseModel, Field
 
 from haiku_cli.errors import HaikuError, InputError
 from haiku_cli.ingest.chunking import Chunk, chunk_document
@@ -45,8 +46,7 @@ class _NoProgress:
         pass
 
 
-@dataclass
-class SourceOutcome:
+class SourceOutcome(BaseModel):
     """What happened to one source."""
 
     source: str
@@ -56,11 +56,11 @@ class SourceOutcome:
     error: str | None = None
 
 
-@dataclass
-class IngestReport:
-    """The outcome of every source of one add."""
+class IngestReport(BaseModel):
+    """The outcome of every source of one add, in the database it went to."""
 
-    outcomes: list[SourceOutcome] = field(default_factory=list)
+    database: str = ""
+    outcomes: list[SourceOutcome] = Field(default_factory=list)
 
     @property
     def failed(self) -> list[SourceOutcome]:
@@ -130,7 +130,7 @@ class Ingestor:
         self.db = db
         self.embedder = embedder
         self.progress = progress or _NoProgress()
-        self.report = IngestReport()
+        self.report = IngestReport(database=db.name)
         self._pending: list[_Pending] = []
 
     async def add(
@@ -147,28 +147,35 @@ class Ingestor:
             existing is not None
             and existing.content_hash == digest
             and (title is None or title == existing.title)
+            and (not metadata or metadata == existing.metadata)
         ):
-            self.report.outcomes.append(SourceOutcome(source, "unchanged", existing.id))
+            self.report.outcomes.append(
+                SourceOutcome(source=source, status="unchanged", document_id=existing.id)
+            )
             return
         chunks = await anyio.to_thread.run_sync(
             lambda: chunk_document(doc, self.embedder.count_tokens, max_tokens=self.embedder.max_tokens)
         )
         if not chunks:
-            self.report.outcomes.append(SourceOutcome(source, "failed", error=f"{source}: no text to index"))
+            self.report.outcomes.append(
+                SourceOutcome(source=source, status="failed", error=f"{source}: no text to index")
+            )
             return
         now = datetime.now(UTC)
         record = DocumentRecord(
             id=new_id(),
             uri=uri,
             title=title or doc.title,
-            metadata=metadata,
+            # Given --meta replaces what is stored; none keeps it.
+            metadata=metadata or (existing.metadata if existing is not None else {}),
             content=content,
             content_hash=digest,
             created_at=now,
             updated_at=now,
         )
         status: Status = "updated" if existing is not None else "added"
-        outcome = SourceOutcome(source, status, existing.id if existing else record.id, len(chunks))
+        document_id = existing.id if existing else record.id
+        outcome = SourceOutcome(source=source, status=status, document_id=document_id, chunks=len(chunks))
         self._pending.append(_Pending(outcome, record, chunks, existing))
         self.progress.add_total(len(chunks))
         if sum(len(p.chunks) for p in self._pending) >= BATCH_CHUNKS:
@@ -176,7 +183,7 @@ class Ingestor:
 
     def fail(self, source: str, error: str) -> None:
         """Record a source that could not be converted."""
-        self.report.outcomes.append(SourceOutcome(source, "failed", error=error))
+        self.report.outcomes.append(SourceOutcome(source=source, status="failed", error=error))
 
     async def flush(self) -> None:
         """Embed and write everything queued, in one all-or-nothing write."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from haiku_cli.store import schema
 from haiku_cli.store.database import Database
 from haiku_cli.store.indexes import index_states
 from haiku_cli.store.reads import count_chunks, count_documents
+from haiku_cli.store.records import UtcDatetime
 
 
 class TableVersion(BaseModel):
@@ -20,13 +21,13 @@ class TableVersion(BaseModel):
 
     table: str
     version: int
-    timestamp: datetime
+    timestamp: UtcDatetime
 
 
 class DatabaseInfo(BaseModel):
     """What `haiku info` reports."""
 
-    name: str
+    database: str
     kind: str
     documents: int
     chunks: int
@@ -42,7 +43,7 @@ def database_info(db: Database) -> DatabaseInfo:
     """Counts, size on disk, embedder, schema, table versions and index state."""
     path = db.location.local_path
     return DatabaseInfo(
-        name=db.name,
+        database=db.name,
         kind=db.location.kind,
         documents=count_documents(db),
         chunks=count_chunks(db),

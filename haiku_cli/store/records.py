@@ -2,27 +2,41 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 
-class DocumentRecord(BaseModel):
-    """A stored document (without its chunks)."""
+def _utc(value: datetime) -> datetime:
+    # A naive time is the local clock's (as some LanceDB version listings give it).
+    return value.astimezone(UTC)
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
+"""A timestamp held (and printed as ISO 8601) in UTC."""
+
+
+class DocumentSummary(BaseModel):
+    """A stored document's identity and metadata, without its content."""
 
     id: str
     uri: str | None = None
     title: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
-    content: str = ""
     content_hash: str = ""
-    created_at: datetime
-    updated_at: datetime
+    created_at: UtcDatetime
+    updated_at: UtcDatetime
 
-    def summary(self) -> dict[str, Any]:
-        """The JSON shape `list` prints: everything but the content."""
-        return self.model_dump(mode="json", exclude={"content"})
+
+class DocumentRecord(DocumentSummary):
+    """A stored document (without its chunks)."""
+
+    content: str = ""
+
+    def summary(self) -> DocumentSummary:
+        """The document without its content."""
+        return DocumentSummary.model_validate(self.model_dump(exclude={"content"}))
 
 
 class ChunkRecord(BaseModel):

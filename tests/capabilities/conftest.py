@@ -26,8 +26,7 @@ PAPERS = [
 def kb_template(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:
     """`notes` and `papers` built once per session with the real embedder; tests get copies."""
     root = tmp_path_factory.mktemp("kb")
-    ws = Workspace(Settings())
-    ws.__dict__["embedder"] = embedder  # the session's embedder, as the shared `workspace` fixture does
+    ws = Workspace(Settings(), embedder=embedder)
     for name, docs in (("notes", NOTES), ("papers", PAPERS)):
         fill(ws, Location(name, str(root / f"{name}.lancedb")), docs)
     return root

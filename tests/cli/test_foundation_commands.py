@@ -36,7 +36,8 @@ def test_add_src_then_search_human_and_json(cli, docs: Path) -> None:
         and "[default]" in found.stdout
     )
     as_json = json.loads(cli("search", "BM25 fusion", "--json").stdout)
-    top = as_json[0]
+    assert as_json["query"] == "BM25 fusion" and as_json["databases"] == ["default"]
+    top = as_json["hits"][0]
     for key in (
         "database",
         "document_id",
@@ -54,14 +55,14 @@ def test_add_src_then_search_human_and_json(cli, docs: Path) -> None:
 def test_readd_unchanged_is_noop_and_changed_replaces(cli, docs: Path) -> None:
     cli("add-src", str(docs))
     again = cli("add-src", str(docs), "--json")
-    assert {s["status"] for s in json.loads(again.stdout)["sources"]} == {"unchanged"}
+    assert {s["status"] for s in json.loads(again.stdout)["outcomes"]} == {"unchanged"}
     (docs / "search.txt").write_text("Hybrid search now uses a convex combination of scores.\n")
     changed = json.loads(cli("add-src", str(docs), "--json").stdout)
-    statuses = {Path(s["source"]).name: s["status"] for s in changed["sources"]}
+    statuses = {Path(s["source"]).name: s["status"] for s in changed["outcomes"]}
     assert statuses == {"config.md": "unchanged", "search.txt": "updated"}
     listed = json.loads(cli("list", "--json").stdout)
-    assert len(listed) == 2
-    hit = json.loads(cli("search", "convex combination", "--json", "-n", "1").stdout)[0]
+    assert len(listed["documents"]) == 2 and listed["truncated"] is False
+    hit = json.loads(cli("search", "convex combination", "--json", "-n", "1").stdout)["hits"][0]
     assert "convex" in hit["content"]
 
 
@@ -82,22 +83,23 @@ def test_partial_failure_adds_the_rest_and_exits_partial(cli, tmp_path: Path) ->
     assert result.exit_code == ExitCode.PARTIAL
     errors = [line for line in result.stderr.splitlines() if line.startswith("haiku:")]
     assert len(errors) == 5 and "Traceback" not in result.stderr
-    assert [d["title"] for d in json.loads(cli("list", "--json").stdout)] == ["Good"]
+    assert [d["title"] for d in json.loads(cli("list", "--json").stdout)["documents"]] == ["Good"]
 
 
 def test_add_text_with_title_and_meta_then_get_and_delete(cli) -> None:
     added = cli("add", "Lanterns burn kerosene.", "--title", "Lamps", "--meta", "year=1901", "--json")
     assert added.exit_code == 0
-    doc_id = json.loads(added.stdout)["sources"][0]["document_id"]
+    doc_id = json.loads(added.stdout)["outcomes"][0]["document_id"]
     got = json.loads(cli("get", doc_id, "--json").stdout)
+    assert got["database"] == "default" and [c["text"] for c in got["chunks"]] == ["Lanterns burn kerosene."]
     assert (
-        got["title"] == "Lamps"
-        and got["metadata"] == {"year": "1901"}
-        and got["content"] == "Lanterns burn kerosene."
+        got["document"]["title"] == "Lamps"
+        and got["document"]["metadata"] == {"year": "1901"}
+        and got["document"]["content"] == "Lanterns burn kerosene."
     )
     assert "Lanterns burn kerosene." in cli("get", doc_id).stdout
     filtered = json.loads(cli("list", "--filter", "metadata LIKE '%1901%'", "--json").stdout)
-    assert [d["id"] for d in filtered] == [doc_id]
+    assert [d["id"] for d in filtered["documents"]] == [doc_id]
     assert cli("delete", doc_id).exit_code == 0
     missing = cli("get", doc_id)
     assert missing.exit_code == ExitCode.INPUT and doc_id in missing.stderr
@@ -137,14 +139,14 @@ def test_info_history_vacuum_rebuild(cli, tmp_path: Path) -> None:
     cli("add", "First note about owls.", "--db", db)
     cli("add", "Second note about herons.", "--db", db)
     info = json.loads(cli("info", "--db", db, "--json").stdout)
-    assert info["name"] == "work" and info["documents"] == 2 and info["chunks"] == 2
+    assert info["database"] == "work" and info["documents"] == 2 and info["chunks"] == 2
     assert info["embedder"] == "haiku:all-minilm-l6-v2" and info["dimension"] == 384
     assert any(i["kind"] == "FTS" for i in info["indexes"])
-    assert json.loads(cli("history", "--db", db, "--json").stdout)
+    assert json.loads(cli("history", "--db", db, "--json").stdout)["versions"]
     assert cli("vacuum", "--db", db).exit_code == 0
     rebuilt = cli("rebuild", "--db", db)
     assert rebuilt.exit_code == 0 and "2 chunks" in rebuilt.stdout
-    hit = json.loads(cli("search", "herons", "--db", db, "--json", "-n", "1").stdout)[0]
+    hit = json.loads(cli("search", "herons", "--db", db, "--json", "-n", "1").stdout)["hits"][0]
     assert hit["database"] == "work" and "herons" in hit["content"]
 
 
@@ -159,7 +161,7 @@ def test_search_from_file_json_lines(cli, tmp_path: Path) -> None:
         ("q1", "night hunting birds"),
         ("2", "wading birds"),
     ]
-    assert "Owls" in lines[0]["results"][0]["content"] and "Herons" in lines[1]["results"][0]["content"]
+    assert "Owls" in lines[0]["hits"][0]["content"] and "Herons" in lines[1]["hits"][0]["content"]
 
 
 def test_config_path_show_and_databases(cli, write_config, tmp_path: Path) -> None:
@@ -171,12 +173,15 @@ def test_config_path_show_and_databases(cli, write_config, tmp_path: Path) -> No
     listed = json.loads(cli("databases", "--json").stdout)
     assert listed == [
         {
-            "name": "notes",
+            "database": "notes",
             "kind": "local",
+            "location": f"{tmp_path}/notes.lancedb",
+            "read_only": False,
             "exists": True,
             "documents": 1,
             "chunks": 1,
             "embedder": "haiku:all-minilm-l6-v2",
+            "error": None,
         }
     ]
     assert f"{tmp_path}/notes.lancedb" not in cli("databases").stdout
@@ -199,3 +204,34 @@ def test_nothing_readable_is_bad_input_not_partial(cli, tmp_path: Path) -> None:
     result = cli("add-src", str(tmp_path / "nope.md"))
     assert result.exit_code == ExitCode.INPUT
     assert "nope.md: no such file or directory" in result.stderr
+
+
+def test_a_configured_database_not_written_yet_is_skipped_and_named(cli, write_config, tmp_path) -> None:
+    write_config(f'[databases]\nnotes = "{tmp_path}/notes.lancedb"\npapers = "{tmp_path}/papers.lancedb"\n')
+    assert cli("add", "Owls hunt at night.", "-d", "notes").exit_code == 0
+    found = cli("search", "owls", "--json")
+    assert found.exit_code == 0
+    data = json.loads(found.stdout)
+    assert data["databases"] == ["notes"] and data["not_created"] == ["papers"]
+    assert [h["database"] for h in data["hits"]] == ["notes"]
+    assert "'papers' is not created yet" in found.stderr
+    assert not (tmp_path / "papers.lancedb").exists()
+    # Only missing ones left: the error names it, as before.
+    alone = cli("search", "owls", "-d", "papers")
+    assert alone.exit_code == ExitCode.DATABASE and "'papers' does not exist yet" in alone.stderr
+
+
+def test_list_pages_and_says_when_it_stopped(cli) -> None:
+    for text in ("one note", "two notes", "three notes"):
+        cli("add", text)
+    page = cli("list", "--limit", "2", "--json")
+    data = json.loads(page.stdout)
+    assert data["truncated"] is True and len(data["documents"]) == 2 and "--offset 2" in page.stderr
+    rest = json.loads(cli("list", "--limit", "2", "--offset", "2", "--json").stdout)
+    assert rest["truncated"] is False and len(rest["documents"]) == 1
+
+
+def test_delete_json_names_what_went(cli) -> None:
+    doc_id = json.loads(cli("add", "Short-lived.", "--json").stdout)["outcomes"][0]["document_id"]
+    gone = json.loads(cli("delete", doc_id, "--json").stdout)
+    assert gone["database"] == "default" and gone["document"]["id"] == doc_id and gone["chunks"] == 1

@@ -27,12 +27,12 @@ def test_create_add_search_and_fan_out_with_s3(cli, write_config, s3_server: str
     assert added.exit_code == 0, added.stderr
     info = json.loads(cli("info", "-d", "papers", "--json").stdout)
     assert info["kind"] == "object store" and info["documents"] == 1 and info["size_bytes"] is None
-    hits = json.loads(cli("search", "birds of prey hunting", "--json").stdout)
+    hits = json.loads(cli("search", "birds of prey hunting", "--json").stdout)["hits"]
     assert {h["database"] for h in hits} == {"notes", "papers"}
-    only = json.loads(cli("search", "falcons", "-d", "papers", "--json").stdout)
+    only = json.loads(cli("search", "falcons", "-d", "papers", "--json").stdout)["hits"]
     assert {h["database"] for h in only} == {"papers"}
     listed = json.loads(cli("databases", "--json").stdout)
-    assert [(d["name"], d["kind"], d["exists"]) for d in listed] == [
+    assert [(d["database"], d["kind"], d["exists"]) for d in listed] == [
         ("notes", "local", True),
         ("papers", "object store", True),
     ]

@@ -58,9 +58,7 @@ class Corpus:
 
     def workspace(self, **sandbox: Any) -> Workspace:
         """A workspace with the given sandbox limits, sharing the session's embedder."""
-        ws = Workspace(Settings(sandbox=SandboxSettings(**sandbox)))
-        ws.__dict__["embedder"] = self.embedder  # cached_property slot: reuse the loaded model
-        return ws
+        return Workspace(Settings(sandbox=SandboxSettings(**sandbox)), embedder=self.embedder)
 
     def selection(self, *names: str) -> Selection:
         """The named databases, in order."""
@@ -71,8 +69,7 @@ class Corpus:
 def corpus(tmp_path_factory: pytest.TempPathFactory, embedder) -> Corpus:
     """alpha (3 pets), beta (2 birds) and gamma (a copy of alpha)."""
     root: Path = tmp_path_factory.mktemp("corpus")
-    ws = Workspace(Settings())
-    ws.__dict__["embedder"] = embedder
+    ws = Workspace(Settings(), embedder=embedder)
     locations = {name: Location(name, str(root / f"{name}.lancedb")) for name in ("alpha", "beta")}
 
     async def build() -> dict[str, list[str]]:

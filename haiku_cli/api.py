@@ -1,0 +1,187 @@
+"""haiku's public library API: the one front door for the CLI and for host programs (MCP server, chat).
+
+Everything here is loaded lazily on first attribute access, so `import haiku_cli.api` costs nothing
+until a name is used. Names exported (stable):
+
+Workspace and selection
+    `Workspace` (settings, pool of open databases, embedder; `Workspace.load(config, embedder=...)`),
+    `Selection` (the databases a command covers; from `ws.select_many(...)` / `ws.select_one(...)`),
+    `Location` (one database: name, uri, storage options, read_only).
+
+Operations (async; each is what one `haiku` command calls)
+    `search(ws, selection, query, *, search_type, limit, document_filter, query_id) -> SearchResults`
+    `search_hits(ws, selection, query, ...) -> list[SearchHit]` (no skipping of databases not written yet)
+    `list_documents(ws, location, *, document_filter, limit, offset) -> DocumentList`
+    `get_document(ws, location, document_id) -> DocumentWithChunks`
+    `delete_document(ws, location, document_id) -> DeletedDocument`
+    `add_text(ws, location, text, *, title, metadata) -> IngestReport`
+    `add_sources(ws, location, sources, *, title, metadata, progress) -> IngestReport`
+    `info(ws, location) -> DatabaseInfo`, `history(ws, location) -> DatabaseHistory`,
+    `vacuum(ws, location) -> VacuumReport`, `rebuild(ws, location, progress) -> RebuildReport`,
+    `overview(ws) -> list[DatabaseOverview]` (every configured database),
+    `ask(ws, selection, question, *, model, document_filter) -> AskResult`,
+    `analyze(ws, selection, question, *, model, document_filter) -> AnalyzeResult`,
+    `parse_metadata(["k=v", ...]) -> dict`.
+
+Result types (pydantic; `model_dump(mode="json")` is the CLI's `--json`, see docs/json.md)
+    `SearchResults`, `SearchHit`, `DocumentList`, `DocumentSummary`, `DocumentRecord`, `ChunkRecord`,
+    `DocumentWithChunks`, `DeletedDocument`, `IngestReport`, `SourceOutcome`, `DatabaseInfo`,
+    `DatabaseHistory`, `TableVersion`, `VacuumReport`, `RebuildReport`, `DatabaseOverview`, `AskResult`,
+    `AnalyzeResult`, `Citation`, `Execution`.
+
+Errors (every failure meant for a user is a `HaikuError` with a one-line message and an `exit_code`)
+    `HaikuError`, `InputError`, `DatabaseError`, `ModelError`, `ExitCode`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from haiku_cli.agents.analyze import AnalyzeResult, analyze
+    from haiku_cli.agents.ask import ask
+    from haiku_cli.agents.question import AskResult
+    from haiku_cli.capabilities.citations import Citation
+    from haiku_cli.databases.operations import (
+        add_sources,
+        add_text,
+        delete_document,
+        get_document,
+        history,
+        info,
+        list_documents,
+        overview,
+        rebuild,
+        vacuum,
+    )
+    from haiku_cli.databases.operations import search as search_hits
+    from haiku_cli.databases.operations import search_results as search
+    from haiku_cli.databases.results import (
+        DatabaseHistory,
+        DatabaseOverview,
+        DeletedDocument,
+        DocumentList,
+        DocumentWithChunks,
+        RebuildReport,
+        SearchResults,
+        VacuumReport,
+    )
+    from haiku_cli.databases.selection import Selection
+    from haiku_cli.databases.workspace import Workspace
+    from haiku_cli.errors import DatabaseError, ExitCode, HaikuError, InputError, ModelError
+    from haiku_cli.ingest.pipeline import IngestReport, SourceOutcome, parse_metadata
+    from haiku_cli.sandbox.runner import Execution
+    from haiku_cli.search.hits import SearchHit
+    from haiku_cli.store.location import Location
+    from haiku_cli.store.maintenance import DatabaseInfo, TableVersion
+    from haiku_cli.store.records import ChunkRecord, DocumentRecord, DocumentSummary
+
+_OPERATIONS = "haiku_cli.databases.operations"
+_RESULTS = "haiku_cli.databases.results"
+
+# Exported name -> (module, attribute there).
+_EXPORTS: dict[str, tuple[str, str]] = {
+    "Workspace": ("haiku_cli.databases.workspace", "Workspace"),
+    "Selection": ("haiku_cli.databases.selection", "Selection"),
+    "Location": ("haiku_cli.store.location", "Location"),
+    "search": (_OPERATIONS, "search_results"),
+    "search_hits": (_OPERATIONS, "search"),
+    "list_documents": (_OPERATIONS, "list_documents"),
+    "get_document": (_OPERATIONS, "get_document"),
+    "delete_document": (_OPERATIONS, "delete_document"),
+    "add_text": (_OPERATIONS, "add_text"),
+    "add_sources": (_OPERATIONS, "add_sources"),
+    "info": (_OPERATIONS, "info"),
+    "history": (_OPERATIONS, "history"),
+    "vacuum": (_OPERATIONS, "vacuum"),
+    "rebuild": (_OPERATIONS, "rebuild"),
+    "overview": (_OPERATIONS, "overview"),
+    "ask": ("haiku_cli.agents.ask", "ask"),
+    "analyze": ("haiku_cli.agents.analyze", "analyze"),
+    "parse_metadata": ("haiku_cli.ingest.pipeline", "parse_metadata"),
+    "SearchResults": (_RESULTS, "SearchResults"),
+    "DocumentList": (_RESULTS, "DocumentList"),
+    "DocumentWithChunks": (_RESULTS, "DocumentWithChunks"),
+    "DeletedDocument": (_RESULTS, "DeletedDocument"),
+    "DatabaseHistory": (_RESULTS, "DatabaseHistory"),
+    "VacuumReport": (_RESULTS, "VacuumReport"),
+    "RebuildReport": (_RESULTS, "RebuildReport"),
+    "DatabaseOverview": (_RESULTS, "DatabaseOverview"),
+    "SearchHit": ("haiku_cli.search.hits", "SearchHit"),
+    "DocumentSummary": ("haiku_cli.store.records", "DocumentSummary"),
+    "DocumentRecord": ("haiku_cli.store.records", "DocumentRecord"),
+    "ChunkRecord": ("haiku_cli.store.records", "ChunkRecord"),
+    "IngestReport": ("haiku_cli.ingest.pipeline", "IngestReport"),
+    "SourceOutcome": ("haiku_cli.ingest.pipeline", "SourceOutcome"),
+    "DatabaseInfo": ("haiku_cli.store.maintenance", "DatabaseInfo"),
+    "TableVersion": ("haiku_cli.store.maintenance", "TableVersion"),
+    "AskResult": ("haiku_cli.agents.question", "AskResult"),
+    "AnalyzeResult": ("haiku_cli.agents.analyze", "AnalyzeResult"),
+    "Citation": ("haiku_cli.capabilities.citations", "Citation"),
+    "Execution": ("haiku_cli.sandbox.runner", "Execution"),
+    "HaikuError": ("haiku_cli.errors", "HaikuError"),
+    "InputError": ("haiku_cli.errors", "InputError"),
+    "DatabaseError": ("haiku_cli.errors", "DatabaseError"),
+    "ModelError": ("haiku_cli.errors", "ModelError"),
+    "ExitCode": ("haiku_cli.errors", "ExitCode"),
+}
+
+__all__ = [
+    "AnalyzeResult",
+    "AskResult",
+    "ChunkRecord",
+    "Citation",
+    "DatabaseError",
+    "DatabaseHistory",
+    "DatabaseInfo",
+    "DatabaseOverview",
+    "DeletedDocument",
+    "DocumentList",
+    "DocumentRecord",
+    "DocumentSummary",
+    "DocumentWithChunks",
+    "Execution",
+    "ExitCode",
+    "HaikuError",
+    "IngestReport",
+    "InputError",
+    "Location",
+    "ModelError",
+    "RebuildReport",
+    "SearchHit",
+    "SearchResults",
+    "Selection",
+    "SourceOutcome",
+    "TableVersion",
+    "VacuumReport",
+    "Workspace",
+    "add_sources",
+    "add_text",
+    "analyze",
+    "ask",
+    "delete_document",
+    "get_document",
+    "history",
+    "info",
+    "list_documents",
+    "overview",
+    "parse_metadata",
+    "rebuild",
+    "search",
+    "search_hits",
+    "vacuum",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        module, attribute = _EXPORTS[name]
+        value = getattr(importlib.import_module(module), attribute)
+        globals()[name] = value  # resolved once; later lookups skip this hook
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,86 @@
+"""What the operations return: pydantic models whose `model_dump()` is exactly the CLI's `--json`.
+
+Field names mean the same thing in every model: `database` is a database's label (its configured name,
+or the file stem of a `--db` path), `*_id` are full ids, timestamps are ISO 8601 in UTC.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from haiku_cli.search.hits import SearchHit
+from haiku_cli.store.maintenance import TableVersion
+from haiku_cli.store.records import ChunkRecord, DocumentRecord, DocumentSummary
+
+
+class SearchResults(BaseModel):
+    """One query's ranking over a selection, with the databases that were skipped because they are empty."""
+
+    query: str
+    id: str | None = None  # the query's id when it came from `search --from` (its JSON id or line number)
+    databases: list[str]  # the databases searched, in selection order
+    not_created: list[str] = Field(default_factory=list)  # configured local databases not written yet
+    hits: list[SearchHit] = Field(default_factory=list)
+
+
+class DocumentList(BaseModel):
+    """One page of `haiku list`: documents oldest first, and whether more exist after the page."""
+
+    database: str
+    offset: int
+    limit: int
+    truncated: bool  # more documents match than this page holds: ask again with a larger --offset
+    documents: list[DocumentSummary]
+
+
+class DocumentWithChunks(BaseModel):
+    """A document with its chunks, as `haiku get` shows it."""
+
+    database: str
+    document: DocumentRecord
+    chunks: list[ChunkRecord]
+
+
+class DeletedDocument(BaseModel):
+    """What `haiku delete` removed."""
+
+    database: str
+    document: DocumentSummary
+    chunks: int  # how many chunks went with it
+
+
+class DatabaseHistory(BaseModel):
+    """`haiku history`: every version of a database's tables, newest first."""
+
+    database: str
+    versions: list[TableVersion]
+
+
+class VacuumReport(BaseModel):
+    """`haiku vacuum`: size on disk before and after (None for object storage)."""
+
+    database: str
+    size_bytes_before: int | None
+    size_bytes_after: int | None
+
+
+class RebuildReport(BaseModel):
+    """`haiku rebuild`: how many chunks were written, with which embedder."""
+
+    database: str
+    chunks: int
+    embedder: str
+
+
+class DatabaseOverview(BaseModel):
+    """One row of `haiku databases`; `error` says why a database could not be read."""
+
+    database: str
+    kind: str
+    location: str
+    read_only: bool = False
+    exists: bool
+    documents: int | None = None
+    chunks: int | None = None
+    embedder: str | None = None
+    error: str | None = None
