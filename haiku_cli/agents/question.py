@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
 from pydantic_ai import Agent
+from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.models import Model
 from pydantic_ai.usage import RunUsage
 
@@ -14,7 +16,7 @@ from haiku_cli.capabilities.citations import Citation, number_markers
 from haiku_cli.capabilities.policy import CitationPolicy
 from haiku_cli.capabilities.retrieval import RetrievalCapability
 from haiku_cli.capabilities.scope import sources_of
-from haiku_cli.capabilities.state import HaikuDeps
+from haiku_cli.capabilities.state import EvidenceState, HaikuDeps
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError
@@ -31,14 +33,16 @@ class AskResult(BaseModel):
     violation: bool = False  # the model ended with evidence but neither cited nor declared
 
 
-def build_agent(evidence: RetrievalCapability, model: Model, instructions: str) -> Agent[HaikuDeps, str]:
-    """An agent answering one question per run from one evidence capability, under the citation policy."""
+def build_agent(
+    capabilities: Sequence[AbstractCapability[HaikuDeps]], model: Model, instructions: str
+) -> Agent[HaikuDeps, str]:
+    """An agent answering one question per run with the given capabilities, under the citation policy."""
     return Agent(
         model,
         deps_type=HaikuDeps,
         output_type=str,
         instructions=instructions,
-        capabilities=[evidence, CitationPolicy()],
+        capabilities=[*capabilities, CitationPolicy()],
         model_settings=REQUEST_SETTINGS,
         # The policy's one redirect spends an output retry; keep one more for an empty response.
         retries={"output": 2},
@@ -66,18 +70,22 @@ async def answer_question(
     scope = evidence.evidence(deps)
     scope.sources = sources_of(ws, selection)
     scope.document_filter = document_filter
-    agent = build_agent(evidence, chosen, instructions)
+    agent = build_agent([evidence], chosen, instructions)
     with model_errors(label, chosen.base_url):
         result = await agent.run(question, deps=deps)
-    state = evidence.evidence(deps)
-    citations = sorted(state.citations, key=lambda c: c.index)
+    return collect(result.output, [evidence.evidence(deps)], result.usage, deps)
+
+
+def collect(output: str, states: Sequence[EvidenceState], usage: RunUsage, deps: HaikuDeps) -> AskResult:
+    """The answer of a finished run, judged across every evidence state it used (each cites by number)."""
+    citations = sorted((c for s in states for c in s.citations), key=lambda c: c.index)
     return AskResult(
-        answer=number_markers(result.output, citations),
-        grounded=state.grounded,
+        answer=number_markers(output, citations),
+        grounded=any(s.grounded for s in states),
         citations=citations,
-        usage=usage_summary(result.usage),
+        usage=usage_summary(usage),
         state=deps.dump(),
-        violation=state.violation,
+        violation=any(s.violation for s in states),
     )
 
 

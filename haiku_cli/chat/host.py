@@ -1,0 +1,233 @@
+"""The chat's host loop, without any UI: one question is one agent run over a saved session.
+
+Each run works on a copy of the session's capability state. Only a run that finishes is saved, together
+with its messages, in one atomic write; a run that fails or is cancelled leaves the session (in memory and
+on disk) exactly as it was, so the next question simply continues the conversation.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import AsyncIterable, Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic_ai import RunContext
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.messages import AgentStreamEvent, PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
+from pydantic_ai.models import Model
+
+from haiku_cli.agents import ask as ask_agent
+from haiku_cli.agents.models import model_errors, model_name, resolve_model
+from haiku_cli.agents.question import AskResult, build_agent, collect
+from haiku_cli.capabilities.analysis import AnalysisCapability
+from haiku_cli.capabilities.evidence import EvidenceCapability
+from haiku_cli.capabilities.retrieval import RetrievalCapability
+from haiku_cli.capabilities.scope import selection_of, sources_of
+from haiku_cli.capabilities.state import HaikuDeps, Source
+from haiku_cli.chat.sessions import Session, SessionStore, Turn, check_name, new_name
+from haiku_cli.databases.selection import Selection
+from haiku_cli.databases.workspace import Workspace
+from haiku_cli.errors import InputError
+
+TextSink = Callable[[str], None]
+
+CONVERSATION = " This is a conversation: a question may refer to earlier questions and answers."
+ANALYSIS = (
+    " When a question needs counting, comparing or tabulating across many documents, compute the answer "
+    "with `execute_code` rather than guessing from a few search results."
+)
+
+
+def evidence_capabilities(ws: Workspace, *, analysis: bool) -> list[EvidenceCapability]:
+    """Retrieval, and with `analysis` the sandbox too: the model chooses per question."""
+    budget = ws.settings.model.search_budget
+    if analysis:
+        return [AnalysisCapability(ws, budget=budget)]
+    return [RetrievalCapability(ws, budget=budget)]
+
+
+def conversation_capabilities() -> list[AbstractCapability[HaikuDeps]]:
+    """What a multi-turn host adds to the evidence capabilities (single-shot `ask` does not)."""
+    return []
+
+
+class ChatHost:
+    """A conversation over one session: ask questions, clear it, read what was cited."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        session: Session,
+        model: Model,
+        *,
+        label: str,
+        analysis: bool = False,
+        store: SessionStore | None = None,
+    ) -> None:
+        self.ws = ws
+        self.session = session
+        self.store = store if store is not None else SessionStore()
+        self.model = model
+        self.label = label
+        self.generated_name = False
+        self.evidence = evidence_capabilities(ws, analysis=analysis)
+        instructions = ask_agent.INSTRUCTIONS + CONVERSATION + (ANALYSIS if analysis else "")
+        self.agent = build_agent([*self.evidence, *conversation_capabilities()], model, instructions)
+
+    @classmethod
+    async def open(
+        cls,
+        ws: Workspace,
+        selection: Selection | None = None,
+        *,
+        session: str | None = None,
+        model: str | Model | None = None,
+        document_filter: str | None = None,
+        analysis: bool = False,
+        rescope: bool = False,
+        store: SessionStore | None = None,
+    ) -> ChatHost:
+        """Start or resume a session; `selection` None keeps a resumed session's databases.
+
+        A resumed session asked to cover other databases (or another filter) is refused unless
+        `rescope`; a missing model or an unopenable database fails here, before any question.
+        """
+        store = store if store is not None else SessionStore()
+        chosen = resolve_model(ws.settings.model, model)
+        label = chosen.model_name if isinstance(model, Model) else model_name(ws.settings.model, model)
+        name = check_name(session) if session is not None else _unused_name(store)
+        if session is not None and store.exists(name):
+            saved = _rescoped(ws, store.load(name), selection, document_filter, rescope=rescope)
+        else:
+            scope = selection if selection is not None else ws.select_many()
+            saved = Session.start(name, sources_of(ws, scope), document_filter)
+        # Open the databases now: a missing one should fail before the first question, not during it.
+        await ws.pool.clients_covering(selection_of(ws, saved.sources))
+        if session is None:
+            saved = store.save(saved)  # claim the generated name, so a chat started alongside picks another
+        host = cls(ws, saved, chosen, label=label, analysis=analysis, store=store)
+        host.generated_name = session is None
+        return host
+
+    @property
+    def selection(self) -> Selection:
+        """The databases this conversation covers."""
+        return selection_of(self.ws, self.session.sources)
+
+    async def ask(self, question: str, on_text: TextSink | None = None) -> AskResult:
+        """Answer one question in the conversation; `on_text` receives the text streamed so far.
+
+        The session advances (and is saved) only when the answer is complete.
+        """
+        if not question.strip():
+            raise InputError("the question is empty")
+        deps = HaikuDeps.restore(copy.deepcopy(self.session.state))
+        for cap in self.evidence:
+            state = cap.evidence(deps)
+            state.sources = list(self.session.sources)
+            state.document_filter = self.session.document_filter
+        history = self.session.history()
+        with model_errors(self.label, self.model.base_url):
+            result = await self.agent.run(
+                question,
+                message_history=history or None,
+                deps=deps,
+                event_stream_handler=_streamer(on_text) if on_text is not None else None,
+            )
+        answered = collect(result.output, [cap.evidence(deps) for cap in self.evidence], result.usage, deps)
+        turn = Turn(
+            question=question,
+            answer=answered.answer,
+            grounded=answered.grounded,
+            citations=answered.citations,
+            asked_at=datetime.now(UTC),
+        )
+        self.session = self.store.save(self.session.answered(turn, result.all_messages(), answered.state))
+        return answered
+
+    def close(self) -> None:
+        """Leave the conversation: a session haiku named and nothing was asked in is not kept."""
+        if self.generated_name and not self.session.turns and self.store.exists(self.session.name):
+            self.store.delete(self.session.name)
+
+    def clear(self) -> None:
+        """Start a new conversation in the same session and scope (saved at once)."""
+        self.session = self.store.save(self.session.cleared())
+
+
+async def ask_in_session(
+    ws: Workspace,
+    selection: Selection | None,
+    question: str,
+    *,
+    session: str,
+    model: str | Model | None = None,
+    document_filter: str | None = None,
+    rescope: bool = False,
+    store: SessionStore | None = None,
+) -> AskResult:
+    """`ask` continuing (or starting) the named session: one question, saved when answered."""
+    host = await ChatHost.open(
+        ws,
+        selection,
+        session=session,
+        model=model,
+        document_filter=document_filter,
+        rescope=rescope,
+        store=store,
+    )
+    return await host.ask(question)
+
+
+def _unused_name(store: SessionStore) -> str:
+    base = new_name()
+    name, n = base, 1
+    while store.exists(name):
+        n += 1
+        name = f"{base}-{n}"
+    return name
+
+
+def _rescoped(
+    ws: Workspace,
+    saved: Session,
+    selection: Selection | None,
+    document_filter: str | None,
+    *,
+    rescope: bool,
+) -> Session:
+    if selection is None and document_filter is None:
+        return saved
+    sources = sources_of(ws, selection) if selection is not None else saved.sources
+    wanted_filter = document_filter if document_filter is not None else saved.document_filter
+    if saved.same_scope(sources, wanted_filter):
+        return saved
+    if rescope:
+        return saved.rescoped(sources, wanted_filter)
+    raise InputError(
+        f"session '{saved.name}' covers {_describe(saved.sources, saved.document_filter)}, "
+        f"not {_describe(sources, wanted_filter)}; resume it without --database/--db/--filter, "
+        "or add --rescope to change what it covers"
+    )
+
+
+def _describe(sources: Sequence[Source], document_filter: str | None) -> str:
+    names = ", ".join(s.name for s in sources)
+    return f"{names} (filter {document_filter!r})" if document_filter else names
+
+
+def _streamer(sink: TextSink) -> Callable[[RunContext[HaikuDeps], AsyncIterable[AgentStreamEvent]], Any]:
+    async def handler(ctx: RunContext[HaikuDeps], events: AsyncIterable[AgentStreamEvent]) -> None:
+        # Called once per model response: its text restarts, so a redirected answer is replaced.
+        text = ""
+        async for event in events:
+            if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+                text += event.part.content
+            elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+                text += event.delta.content_delta
+            else:
+                continue
+            sink(text)
+
+    return handler

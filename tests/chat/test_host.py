@@ -1,0 +1,228 @@
+"""The chat's host loop (no UI): scripted conversations over real databases and a real session store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
+
+from haiku_cli.agents.question import AskResult
+from haiku_cli.chat.host import ChatHost, ask_in_session
+from haiku_cli.chat.sessions import SessionStore
+from haiku_cli.databases.workspace import Workspace
+from haiku_cli.errors import InputError, ModelError
+from tests.capabilities.script import _CHUNK_ID, call, chunk_ids, returns, search, text
+from tests.chat.streaming import Hang, StreamScript
+
+
+def prompts(messages: list[ModelMessage]) -> list[str]:
+    """The user's questions in a request's history, oldest first."""
+    return [
+        p.content
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, UserPromptPart) and isinstance(p.content, str)
+    ]
+
+
+def open_host(ws: Workspace, script: StreamScript, **kwargs: Any) -> ChatHost:
+    kwargs.setdefault("session", "talk")
+    return anyio.run(lambda: ChatHost.open(ws, model=script.model, **kwargs))
+
+
+def ask(host: ChatHost, question: str, sink: Callable[[str], None] | None = None) -> AskResult:
+    return anyio.run(lambda: host.ask(question, sink))
+
+
+def cite_latest(messages: list[ModelMessage]) -> Any:
+    """Cite the top result of the latest search (earlier questions' results are in the history too)."""
+    return call(("cite", {"chunk_ids": _CHUNK_ID.findall(returns(messages, "search")[-1])[:1]}))
+
+
+def grounded(query: str, answer: str) -> list[Any]:
+    return [search(query), cite_latest, text(answer)]
+
+
+def test_three_questions_with_citations_stream_and_are_saved(kb: Workspace) -> None:
+    script = StreamScript(
+        *grounded("capital of France", "The capital is **Paris** [1]."),
+        *grounded("basil sun", "Basil wants six hours of sun [1]."),
+        *grounded("mitochondrion", "It makes ATP [1]."),
+    )
+    host = open_host(kb, script)
+    streamed: list[str] = []
+    answers = [
+        ask(host, q, streamed.append)
+        for q in ("What is the capital of France?", "And how much sun does basil need?", "What makes ATP?")
+    ]
+    assert [a.answer for a in answers] == [
+        "The capital is **Paris** [1].",
+        "Basil wants six hours of sun [1].",
+        "It makes ATP [1].",
+    ]
+    assert all(a.grounded and not a.violation for a in answers)
+    assert [(a.citations[0].database, a.citations[0].document_title) for a in answers] == [
+        ("notes", "France"),
+        ("notes", "Gardening"),
+        ("papers", "Cells"),
+    ]
+    # The text arrived in pieces, each a longer prefix of the answer.
+    assert "The capital" in streamed and "The capital is **Paris** [1]." in streamed
+    # Each question's first request carried the whole conversation before it.
+    first_requests = [script.seen[i] for i in (0, 3, 6)]
+    assert [len(prompts(r)) for r in first_requests] == [1, 2, 3]
+    # On disk: three turns with their citations, the messages and every capability's state.
+    saved = SessionStore().load("talk")
+    assert [t.question for t in saved.turns][-1] == "What makes ATP?"
+    assert [t.citations[0].document_title for t in saved.turns] == ["France", "Gardening", "Cells"]
+    assert prompts(saved.history()) == [t.question for t in saved.turns]
+    assert saved.state["citation_policy"]["history"] == ["grounded", "grounded"]
+    assert saved.state["citation_policy"]["outcome"] == "grounded"
+    assert saved.revision == 3
+
+
+def test_cancelled_answer_leaves_the_session_as_it_was_and_the_next_works(kb: Workspace) -> None:
+    script = StreamScript(
+        *grounded("capital of France", "Paris [1]."),
+        search("basil"),
+        Hang("Basil needs"),
+        *grounded("mitochondrion", "ATP [1]."),
+    )
+    host = open_host(kb, script)
+    ask(host, "Capital of France?")
+    path = SessionStore().path("talk")
+    before, session_before = path.read_bytes(), host.session
+
+    async def cancel_mid_answer() -> None:
+        async with anyio.create_task_group() as tg:
+
+            def sink(text: str) -> None:
+                if text.startswith("Basil needs"):
+                    tg.cancel_scope.cancel()  # what Ctrl-C does in the terminal
+
+            tg.start_soon(host.ask, "How much sun for basil?", sink)
+
+    anyio.run(cancel_mid_answer)
+    assert len(script.seen) == 5  # the slow answer was really under way
+    assert path.read_bytes() == before and host.session is session_before
+    follow_up = ask(host, "What makes ATP?")
+    assert follow_up.grounded and follow_up.citations[0].document_title == "Cells"
+    # The cancelled question is not part of the conversation the model sees.
+    assert prompts(script.seen[-3]) == ["Capital of France?", "What makes ATP?"]
+    assert [t.question for t in SessionStore().load("talk").turns] == [
+        "Capital of France?",
+        "What makes ATP?",
+    ]
+
+
+def test_failed_model_call_is_a_model_error_and_the_next_question_works(kb: Workspace) -> None:
+    def unavailable(messages: list[ModelMessage]) -> Any:
+        raise ModelHTTPError(503, "test", {"error": "overloaded"})
+
+    script = StreamScript(
+        *grounded("capital of France", "Paris [1]."),
+        unavailable,
+        *grounded("basil", "Six hours [1]."),
+    )
+    host = open_host(kb, script)
+    ask(host, "Capital of France?")
+    before = SessionStore().path("talk").read_bytes()
+    with pytest.raises(ModelError, match="HTTP 503"):
+        ask(host, "Basil?", lambda _: None)
+    assert SessionStore().path("talk").read_bytes() == before
+    assert ask(host, "Basil, then?").citations[0].document_title == "Gardening"
+    assert prompts(script.seen[-1]) == ["Capital of France?", "Basil, then?"]
+
+
+def test_resumed_session_keeps_citing_an_earlier_chunk_by_id(kb: Workspace, workspace) -> None:
+    first = StreamScript(*grounded("capital of France", "Paris [1]."))
+    ask(open_host(kb, first), "Capital of France?")
+    earlier = SessionStore().load("talk").turns[0].citations[0]
+
+    # A new process: a fresh workspace, the session read back from disk; the model cites without searching.
+    def cite_earlier(messages: list[ModelMessage]) -> Any:
+        return call(("cite", {"chunk_ids": [earlier.chunk_id]}))
+
+    second = StreamScript(cite_earlier, text("As said before, Paris [1]."))
+    resumed = open_host(workspace(), second)
+    answer = ask(resumed, "Remind me of the capital?")
+    assert answer.grounded
+    [citation] = answer.citations
+    assert (citation.chunk_id, citation.database, citation.index) == (earlier.chunk_id, "notes", 1)
+    assert earlier.chunk_id in chunk_ids(
+        second.seen[0]
+    )  # the earlier search results came back with the session
+    assert [t.question for t in SessionStore().load("talk").turns] == [
+        "Capital of France?",
+        "Remind me of the capital?",
+    ]
+
+
+def test_resuming_with_another_selection_is_refused_unless_rescoped(kb: Workspace) -> None:
+    script = StreamScript(*grounded("capital of France", "Paris [1]."), *grounded("cells", "ATP [1]."))
+    host = open_host(kb, script)
+    ask(host, "Capital of France?")
+    before = SessionStore().path("talk").read_bytes()
+    with pytest.raises(InputError, match=r"session 'talk' covers notes, papers, not papers; .*--rescope"):
+        open_host(kb, script, selection=kb.select_many(["papers"]))
+    with pytest.raises(InputError, match="filter"):
+        open_host(kb, script, document_filter="title = 'Cells'")
+    assert SessionStore().path("talk").read_bytes() == before
+    # No selection given: the session's own databases.
+    assert open_host(kb, script).selection.names == ["notes", "papers"]
+    # The same selection spelled out is not a change.
+    assert open_host(kb, script, selection=kb.select_many(["papers", "notes"])).session.revision == 1
+    rescoped = open_host(kb, script, selection=kb.select_many(["papers"]), rescope=True)
+    answer = ask(rescoped, "What makes ATP?")
+    assert {c.database for c in answer.citations} == {"papers"}
+    assert SessionStore().load("talk").sources[0].name == "papers"
+
+
+def test_unnamed_chats_get_distinct_saved_sessions(kb: Workspace) -> None:
+    script = StreamScript(*grounded("capital of France", "Paris [1]."), *grounded("cells", "ATP [1]."))
+    one, two = open_host(kb, script, session=None), open_host(kb, script, session=None)
+    ask(one, "Capital?")
+    ask(two, "ATP?")
+    names = [s.name for s in SessionStore().summaries()]
+    assert len(names) == 2 and all(n.startswith("chat-") for n in names)
+    # One left without a question is not kept; one with questions is.
+    unused = open_host(kb, script, session=None)
+    assert len(SessionStore().summaries()) == 3
+    unused.close()
+    one.close()
+    assert sorted(s.name for s in SessionStore().summaries()) == sorted(names)
+
+
+def test_no_model_configured_fails_at_start(kb: Workspace) -> None:
+    with pytest.raises(ModelError, match="no language model configured"):
+        anyio.run(lambda: ChatHost.open(kb, session="talk"))
+    assert not SessionStore().exists("talk")
+
+
+def test_ask_in_session_continues_the_named_session(kb: Workspace) -> None:
+    script = StreamScript(*grounded("capital of France", "Paris [1]."), *grounded("basil", "Sun [1]."))
+    first = anyio.run(lambda: ask_in_session(kb, None, "Capital?", session="notes-q", model=script.model))
+    second = anyio.run(lambda: ask_in_session(kb, None, "Basil?", session="notes-q", model=script.model))
+    assert first.grounded and second.grounded
+    assert prompts(script.seen[-1]) == ["Capital?", "Basil?"]
+
+
+def test_clear_starts_a_new_conversation(kb: Workspace) -> None:
+    script = StreamScript(*grounded("capital of France", "Paris [1]."), *grounded("cells", "ATP [1]."))
+    host = open_host(kb, script)
+    ask(host, "Capital?")
+    host.clear()
+    assert SessionStore().load("talk").turns == []
+    ask(host, "ATP?")
+    assert prompts(script.seen[-1]) == ["ATP?"]
+
+
+def test_session_files_stay_in_the_data_dir(kb: Workspace, isolated: Path) -> None:
+    ask(open_host(kb, StreamScript(*grounded("capital", "Paris [1]."))), "Capital?")
+    assert [p.name for p in (isolated / "data" / "sessions").iterdir()] == ["talk.json"]
