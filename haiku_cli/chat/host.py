@@ -156,6 +156,13 @@ class ChatHost:
         self.session = self.store.save(self.session.cleared())
 
 
+class SessionAnswer(AskResult):
+    """An answer given in a session: `ask`'s result plus the session and the databases it covers."""
+
+    session: str
+    databases: list[str]
+
+
 async def ask_in_session(
     ws: Workspace,
     selection: Selection | None,
@@ -166,7 +173,7 @@ async def ask_in_session(
     document_filter: str | None = None,
     rescope: bool = False,
     store: SessionStore | None = None,
-) -> AskResult:
+) -> SessionAnswer:
     """`ask` continuing (or starting) the named session: one question, saved when answered."""
     host = await ChatHost.open(
         ws,
@@ -177,7 +184,8 @@ async def ask_in_session(
         rescope=rescope,
         store=store,
     )
-    return await host.ask(question)
+    answered = await host.ask(question)
+    return SessionAnswer(**dict(answered), session=host.session.name, databases=host.selection.names)
 
 
 def _unused_name(store: SessionStore) -> str:

@@ -12,6 +12,7 @@ from haiku_cli.cli import (
     admin_commands,
     analyze_command,
     ask_command,
+    chat_command,
     config_commands,
     ingest_commands,
     search_command,
@@ -55,6 +56,7 @@ def _global(
 ingest_commands.register(app)
 search_command.register(app)
 ask_command.register(app)
+chat_command.register(app)
 analyze_command.register(app)
 admin_commands.register(app)
 config_commands.register(app)

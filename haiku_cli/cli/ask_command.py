@@ -10,7 +10,16 @@ from rich.markdown import Markdown
 from rich.text import Text
 
 from haiku_cli.cli import output, render
-from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Filter, Json, ModelName, workspace
+from haiku_cli.cli.options import (
+    DatabaseNames,
+    DatabasePaths,
+    Filter,
+    Json,
+    ModelName,
+    Rescope,
+    SessionName,
+    workspace,
+)
 from haiku_cli.cli.running import run
 
 if TYPE_CHECKING:
@@ -30,16 +39,33 @@ def ask(
     db: DatabasePaths = None,
     filter_: Filter = None,
     model: ModelName = None,
+    session: SessionName = None,
+    rescope: Rescope = False,
     json: Json = False,
 ) -> None:
-    """Answer a question from the selected databases (all configured ones by default), citing its sources."""
-    from haiku_cli.agents.ask import ask as ask_documents
+    """Answer a question from the selected databases (all configured ones by default), citing its sources.
 
+    With --session the question continues that saved conversation (as `haiku chat --session` does).
+    """
     ws = workspace(ctx)
-    selection = run(ws.select_many, database or [], db or [])
-    result = run(lambda: ask_documents(ws, selection, question, model=model, document_filter=filter_))
+    if session is not None:
+        from haiku_cli.chat.host import ask_in_session
+
+        chosen = run(ws.select_many, database, db) if database or db else None
+        result = run(
+            lambda: ask_in_session(
+                ws, chosen, question, session=session, model=model, document_filter=filter_, rescope=rescope
+            )
+        )
+        databases = result.databases
+    else:
+        from haiku_cli.agents.ask import ask as ask_documents
+
+        selection = run(ws.select_many, database or [], db or [])
+        result = run(lambda: ask_documents(ws, selection, question, model=model, document_filter=filter_))
+        databases = selection.names
     if json:
-        output.print_json(as_json(result, selection.names))
+        output.print_json(as_json(result, databases))
         return
     answer(result.answer)
     citations(result.citations, question)
@@ -74,13 +100,14 @@ def answer(text: str) -> None:
         output.out.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
-def citations(cited: Sequence[Citation], question: str) -> None:
+def citations(cited: Sequence[Citation], question: str, *, heading: bool = True) -> None:
     """The numbered citation list: title, uri, database, pages and the cited excerpt."""
     if not cited:
         return
     terms = render.query_terms(question)
-    output.out.print()
-    output.out.print("Citations", style="bold")
+    if heading:
+        output.out.print()
+        output.out.print("Citations", style="bold")
     for c in cited:
         head = Text(f"[{c.index}] ", style="bold")
         head.append(c.document_title or c.document_uri or c.document_id, style="cyan")

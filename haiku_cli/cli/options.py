@@ -29,6 +29,15 @@ Filter = Annotated[
     typer.Option("--filter", help="SQL condition over document fields: uri, title, metadata, created_at."),
 ]
 
+SessionName = Annotated[
+    str | None,
+    typer.Option("--session", "-s", help="Continue (or start) the named saved session.", metavar="NAME"),
+]
+Rescope = Annotated[
+    bool,
+    typer.Option("--rescope", help="Let a resumed session cover other databases (or another filter)."),
+]
+
 
 def workspace(ctx: typer.Context):
     """The workspace the app callback loaded (config read once per process)."""

@@ -1,9 +1,14 @@
-"""A tiny OpenAI-compatible chat-completions server on 127.0.0.1, scripted per request, for e2e tests."""
+"""A tiny OpenAI-compatible chat-completions server on 127.0.0.1, scripted per request, for e2e tests.
+
+Requests asking for a stream get the same reply as server-sent events.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,9 +38,31 @@ def tool_call(name: str, arguments: dict[str, Any], call_id: str = "call_1") -> 
     return completion({"content": None, "tool_calls": [call]}, "tool_calls")
 
 
-def answer(text: str) -> Reply:
-    """A final text answer."""
-    return completion({"content": text}, "stop")
+def answer(text: str, *, delay: float = 0.0) -> Reply:
+    """A final text answer; streamed, its words are sent `delay` seconds apart."""
+    status, reply = completion({"content": text}, "stop")
+    return status, {**reply, _DELAY: delay} if delay else reply
+
+
+_DELAY = "x-stub-delay"  # taken out of the reply before it is sent
+
+
+def stream_chunks(reply: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """A completion as the chunks of a streamed response: text word by word, tool calls whole, then usage."""
+    choice = reply["choices"][0]
+    message = choice["message"]
+    base = {k: reply[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    yield chunk({"role": "assistant", "content": ""})
+    for word in re.findall(r"\s*\S+", message.get("content") or ""):
+        yield chunk({"content": word})
+    for n, call in enumerate(message.get("tool_calls") or []):
+        yield chunk({"tool_calls": [{"index": n, **call}]})
+    yield chunk({}, choice["finish_reason"])
+    yield {**base, "choices": [], "usage": reply["usage"]}
 
 
 class StubServer:
@@ -45,6 +72,7 @@ class StubServer:
         self.responder = responder
         self.requests: list[dict[str, Any]] = []
         self.base_url = ""
+        self.abandoned = 0  # streamed responses the client hung up on
 
 
 @contextmanager
@@ -61,12 +89,32 @@ def serve(responder: Responder) -> Iterator[StubServer]:
                 status, reply = 404, {"error": {"message": f"no route {self.path}", "type": "not_found"}}
             else:
                 status, reply = stub.responder(body)
+            delay = reply.pop(_DELAY, 0.0)
+            if status == 200 and body.get("stream"):
+                self._stream(reply, delay)
+                return
             data = json.dumps(reply).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def _stream(self, reply: dict[str, Any], delay: float) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            try:
+                for chunk in stream_chunks(reply):
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                    if delay and chunk["choices"] and "content" in chunk["choices"][0]["delta"]:
+                        time.sleep(delay)
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                stub.abandoned += 1  # the client stopped listening (a cancelled answer)
 
         def log_message(self, format: str, *args: Any) -> None:
             return  # keep test output clean

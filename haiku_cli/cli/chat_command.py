@@ -1,0 +1,98 @@
+"""`haiku chat`: a conversation over the selected databases, saved as a session; list and delete them."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from haiku_cli.cli import output, render
+from haiku_cli.cli.options import (
+    DatabaseNames,
+    DatabasePaths,
+    Filter,
+    Json,
+    ModelName,
+    Rescope,
+    SessionName,
+    workspace,
+)
+from haiku_cli.cli.running import run
+from haiku_cli.errors import InputError
+
+
+def register(app: typer.Typer) -> None:
+    """Add the chat command to the app."""
+    app.command("chat")(chat)
+
+
+def chat(
+    ctx: typer.Context,
+    database: DatabaseNames = None,
+    db: DatabasePaths = None,
+    filter_: Filter = None,
+    model: ModelName = None,
+    session: SessionName = None,
+    analysis: Annotated[
+        bool, typer.Option("--analysis", help="Let the model also run Python over the documents.")
+    ] = False,
+    rescope: Rescope = False,
+    list_sessions: Annotated[
+        bool, typer.Option("--list-sessions", help="List saved sessions, most recent first.")
+    ] = False,
+    delete_session: Annotated[
+        str | None, typer.Option("--delete-session", help="Delete a saved session.", metavar="NAME")
+    ] = None,
+    json: Json = False,
+) -> None:
+    """Talk with your documents: answers streamed with citations, follow-ups, saved sessions.
+
+    In a terminal: a line editor with history (Esc Enter for a new line), /help for commands, Ctrl-C
+    cancels an answer, Ctrl-D exits. Otherwise one question per line from stdin, answered in turn.
+    """
+    from haiku_cli.chat.sessions import SessionStore
+
+    if list_sessions:
+        summaries = run(SessionStore().summaries)
+        if json:
+            output.print_json([s.model_dump(mode="json") for s in summaries])
+        else:
+            render.table(
+                ["name", "questions", "databases", "updated"],
+                [
+                    (s.name, s.questions, ", ".join(s.databases), s.updated_at.strftime("%Y-%m-%d %H:%M"))
+                    for s in summaries
+                ],
+            )
+        return
+    if json:
+        run(_refuse, "--json goes with --list-sessions; for JSON answers use haiku ask --session NAME --json")
+    if delete_session is not None:
+        run(SessionStore().delete, delete_session)
+        output.err.print(f"deleted session {delete_session}", markup=False, style="dim")
+        return
+
+    from haiku_cli.cli.chat_ui import converse
+
+    ws = workspace(ctx)
+    selection = run(ws.select_many, database, db) if database or db else None
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    code = run(
+        lambda: converse(
+            ws,
+            selection,
+            session=session,
+            model=model,
+            document_filter=filter_,
+            analysis=analysis,
+            rescope=rescope,
+            interactive=interactive,
+        )
+    )
+    if code:
+        raise typer.Exit(code)
+
+
+def _refuse(message: str) -> None:
+    raise InputError(message)

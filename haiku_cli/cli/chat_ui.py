@@ -1,0 +1,233 @@
+"""The terminal side of `haiku chat`: the line editor, streamed Markdown answers, slash commands, Ctrl-C.
+
+Without a terminal it reads one question per line and prints plain answers, so `haiku chat < file` works.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import anyio
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.text import Text
+
+from haiku_cli.cli import ask_command, output
+from haiku_cli.errors import ExitCode, HaikuError
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+    from haiku_cli.agents.question import AskResult
+    from haiku_cli.chat.host import ChatHost
+    from haiku_cli.databases.selection import Selection
+    from haiku_cli.databases.workspace import Workspace
+
+HELP = """\
+/help       this list
+/sources    the databases this conversation covers
+/citations  everything cited so far, by question
+/clear      start a new conversation (same session and databases)
+/exit       leave (or Ctrl-D)
+Esc Enter inserts a new line; Ctrl-C cancels an answer in progress."""
+
+PROMPT = "> "
+
+
+async def converse(
+    ws: Workspace,
+    selection: Selection | None,
+    *,
+    session: str | None,
+    model: str | Model | None,
+    document_filter: str | None,
+    analysis: bool,
+    rescope: bool,
+    interactive: bool,
+) -> int:
+    """Open the session and answer questions until the input ends; returns the exit code."""
+    from haiku_cli.chat.host import ChatHost
+
+    host = await ChatHost.open(
+        ws,
+        selection,
+        session=session,
+        model=model,
+        document_filter=document_filter,
+        analysis=analysis,
+        rescope=rescope,
+    )
+    try:
+        if interactive:
+            await _terminal(host)
+            return ExitCode.OK
+        return await _lines(host)
+    finally:
+        host.close()
+
+
+async def _terminal(host: ChatHost) -> None:
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory
+    from prompt_toolkit.key_binding import KeyBindings
+
+    from haiku_cli.chat.sessions import sessions_dir
+
+    keys = KeyBindings()
+
+    @keys.add("escape", "enter")
+    def _newline(event) -> None:  # type: ignore[no-untyped-def]
+        event.current_buffer.insert_text("\n")
+
+    sessions_dir().mkdir(parents=True, exist_ok=True)
+    prompt = PromptSession(history=FileHistory(str(sessions_dir() / "history")), key_bindings=keys)
+    _banner(host)
+    while True:
+        try:
+            line = await prompt.prompt_async(PROMPT)
+        except KeyboardInterrupt:
+            continue  # Ctrl-C at the prompt clears the line
+        except EOFError:
+            return
+        question = line.strip()
+        if not question:
+            continue
+        if question.startswith("/"):
+            if _command(host, question):
+                return
+            continue
+        await _answer_live(host, question)
+
+
+async def _lines(host: ChatHost) -> int:
+    code = ExitCode.OK
+    while True:
+        line = await anyio.to_thread.run_sync(sys.stdin.readline)
+        if not line:
+            return code
+        question = line.strip()
+        if not question:
+            continue
+        if question.startswith("/"):
+            if _command(host, question):
+                return code
+            continue
+        try:
+            result = await _cancellable(host, question, None)
+        except HaikuError as exc:
+            _error(exc)
+            code = exc.exit_code
+            continue
+        if result is None:
+            output.error("cancelled")
+            continue
+        output.out.print(result.answer, markup=False, highlight=False, soft_wrap=True)
+        ask_command.citations(result.citations, question)
+        ask_command.grounding_notice(result)
+        output.out.print()
+
+
+async def _answer_live(host: ChatHost, question: str) -> None:
+    with Live(console=output.out, refresh_per_second=12, vertical_overflow="visible") as live:
+
+        def show(text: str) -> None:
+            live.update(Markdown(text))
+
+        try:
+            result = await _cancellable(host, question, show)
+        except HaikuError as exc:
+            live.update(Text(""))
+            live.stop()
+            _error(exc)
+            return
+        if result is None:
+            live.stop()
+            output.err.print("(cancelled)", style="dim")
+            return
+        # The final answer replaces whatever was streamed (markers numbered, a redirected draft gone).
+        live.update(Markdown(result.answer))
+    ask_command.citations(result.citations, question)
+    ask_command.grounding_notice(result)
+    output.out.print()
+
+
+async def _cancellable(
+    host: ChatHost, question: str, on_text: Callable[[str], None] | None
+) -> AskResult | None:
+    """Answer, or return None if Ctrl-C arrived first (the session is then unchanged)."""
+    result: AskResult | None = None
+    failure: HaikuError | None = None
+    async with anyio.create_task_group() as tg:
+
+        async def watch_ctrl_c() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                async for _ in signals:
+                    tg.cancel_scope.cancel()
+                    return
+
+        tg.start_soon(watch_ctrl_c)
+        try:
+            result = await host.ask(question, on_text)
+        except HaikuError as exc:
+            failure = exc  # raised below, not from inside the group (which would wrap it in a group)
+        finally:
+            tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return result
+
+
+def _command(host: ChatHost, line: str) -> bool:
+    """Run a slash command; True means leave."""
+    name = line.split()[0].lower()
+    if name in ("/exit", "/quit"):
+        return True
+    if name == "/help":
+        output.out.print(HELP, markup=False, highlight=False)
+    elif name == "/sources":
+        for loc in host.selection.locations:
+            line_ = Text(loc.name, style="magenta")
+            line_.append(f"  {loc.uri}", style="dim")
+            output.out.print(line_, soft_wrap=True)
+        if host.session.document_filter:
+            output.out.print(f"filter: {host.session.document_filter}", markup=False, highlight=False)
+    elif name == "/citations":
+        cited = [(n, t) for n, t in enumerate(host.session.turns, start=1) if t.citations]
+        if not cited:
+            output.out.print("nothing cited yet", style="dim")
+        for n, turn in cited:
+            head = Text(f"Q{n}: ", style="bold")
+            head.append(turn.question)
+            output.out.print(head, soft_wrap=True)
+            ask_command.citations(turn.citations, turn.question, heading=False)
+            output.out.print()
+    elif name == "/clear":
+        try:
+            host.clear()
+        except HaikuError as exc:
+            _error(exc)
+        else:
+            output.err.print("new conversation", style="dim")
+    else:
+        output.error(f"unknown command {name}; /help lists the commands")
+    return False
+
+
+def _banner(host: ChatHost) -> None:
+    s = host.session
+    resumed = f", {len(s.turns)} earlier question{'s' if len(s.turns) != 1 else ''}" if s.turns else ""
+    output.err.print(
+        f"session {s.name}{resumed} · {', '.join(host.selection.names)} · {host.label} · "
+        "/help for commands, Ctrl-D to leave",
+        style="dim",
+        markup=False,
+        highlight=False,
+    )
+
+
+def _error(exc: HaikuError) -> None:
+    for line in str(exc).splitlines() or [type(exc).__name__]:
+        output.error(line)

@@ -1,0 +1,115 @@
+"""`haiku chat` without a terminal and `haiku ask --session`: the real CLI against the scripted server."""
+
+from __future__ import annotations
+
+import json
+
+from haiku_cli.chat.sessions import SessionStore
+from tests.capabilities.conftest import kb, kb_template
+from tests.cli.chat_script import conversation, question
+from tests.cli.openai_stub import answer
+from tests.cli.test_ask_command import openai_env
+
+__all__ = ["kb", "kb_template", "openai_env"]
+
+MODEL = ("--model", "openai-chat:test")
+
+
+def test_questions_from_stdin_are_answered_in_turn(kb, cli, openai_env) -> None:
+    stub = openai_env(conversation)
+    lines = "What is the capital of France?\n\nAnd how much sun does basil need?\n/sources\n"
+    result = cli("chat", *MODEL, "--session", "piped", input=lines)
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert "The capital of France is **Paris** [1]." in out  # plain: Markdown as written
+    assert "Basil needs at least six hours of sun [1]." in out
+    assert out.index("Paris") < out.index("Basil needs")
+    heads = [line for line in out.splitlines() if line.startswith("[1] ")]
+    assert len(heads) == 2 and "France" in heads[0] and "[notes]" in heads[0] and "Gardening" in heads[1]
+    assert "notes" in out.splitlines()[-2] and "papers" in out.splitlines()[-1]  # /sources
+    assert "\x1b[" not in out and result.stderr == ""
+    # The second question was asked with the first one's conversation.
+    last = stub.requests[-1]
+    assert [m["content"] for m in last["messages"] if m["role"] == "user"] == [
+        "What is the capital of France?",
+        "And how much sun does basil need?",
+    ]
+    assert [t.question for t in SessionStore().load("piped").turns] == [
+        "What is the capital of France?",
+        "And how much sun does basil need?",
+    ]
+
+
+def test_a_failed_question_is_one_line_and_the_next_is_answered(kb, cli, openai_env) -> None:
+    def flaky(body):
+        if "volcano" in question(body):
+            return 500, {"error": {"message": "the GPU caught fire", "type": "server_error"}}
+        return conversation(body)
+
+    openai_env(flaky)
+    result = cli("chat", *MODEL, "--session", "s", input="Which volcano?\nWhat makes ATP?\n")
+    assert "The mitochondrion produces ATP [1]." in result.stdout
+    assert result.stderr.count("\n") == 1 and "HTTP 500" in result.stderr and "Traceback" not in result.stderr
+    assert result.exit_code == 4  # the worst error of the run, after every line was answered
+    assert [t.question for t in SessionStore().load("s").turns] == ["What makes ATP?"]
+
+
+def test_missing_model_at_start_is_exit_4(kb, cli) -> None:
+    result = cli("chat", input="hello\n")
+    assert result.exit_code == 4
+    assert result.stderr.startswith("haiku: no language model configured")
+
+
+def test_ask_session_prints_what_ask_prints_and_continues(kb, cli, openai_env) -> None:
+    stub = openai_env(conversation)
+    plain = cli("ask", "What is the capital of France?", *MODEL)
+    first = cli("ask", "What is the capital of France?", *MODEL, "--session", "work")
+    assert first.exit_code == 0, first.stderr
+    assert first.stdout == plain.stdout and first.stderr == plain.stderr
+    second = cli("ask", "And basil?", *MODEL, "--session", "work", "--json")
+    data = json.loads(second.stdout)
+    assert set(data) == {"answer", "grounded", "violation", "databases", "citations", "usage"}
+    assert data["answer"] == "Basil needs at least six hours of sun [1]."
+    assert data["databases"] == ["notes", "papers"]
+    assert data["citations"][0]["document_title"] == "Gardening"
+    users = [m["content"] for m in stub.requests[-1]["messages"] if m["role"] == "user"]
+    assert users == ["What is the capital of France?", "And basil?"]
+
+
+def test_other_databases_on_resume_are_refused_unless_rescoped(kb, cli, openai_env) -> None:
+    openai_env(conversation)
+    assert cli("ask", "capital?", *MODEL, "--session", "w").exit_code == 0
+    refused = cli("ask", "atp?", *MODEL, "--session", "w", "-d", "papers")
+    assert refused.exit_code == 1
+    assert refused.stderr.strip() == (
+        "haiku: session 'w' covers notes, papers, not papers; resume it without --database/--db/--filter, "
+        "or add --rescope to change what it covers"
+    )
+    assert len(SessionStore().load("w").turns) == 1
+    moved = cli("ask", "atp?", *MODEL, "--session", "w", "-d", "papers", "--rescope", "--json")
+    assert json.loads(moved.stdout)["databases"] == ["papers"]
+
+
+def test_list_and_delete_sessions(kb, cli, openai_env) -> None:
+    openai_env(conversation)
+    cli("ask", "capital?", *MODEL, "--session", "first")
+    cli("ask", "basil?", *MODEL, "--session", "second", "-d", "notes")
+    listed = json.loads(cli("chat", "--list-sessions", "--json").stdout)
+    assert [(s["name"], s["questions"], s["databases"]) for s in listed] == [
+        ("second", 1, ["notes"]),
+        ("first", 1, ["notes", "papers"]),
+    ]
+    text = cli("chat", "--list-sessions").stdout
+    assert "second" in text and "first" in text
+    deleted = cli("chat", "--delete-session", "first")
+    assert deleted.exit_code == 0 and "deleted session first" in deleted.stderr
+    assert [s["name"] for s in json.loads(cli("chat", "--list-sessions", "--json").stdout)] == ["second"]
+    missing = cli("chat", "--delete-session", "first")
+    assert missing.exit_code == 1 and "no session named 'first'" in missing.stderr
+
+
+def test_slow_answer_is_not_streamed_when_piped(kb, cli, openai_env) -> None:
+    stub = openai_env(lambda body: answer("Plain."))
+    result = cli("chat", *MODEL, "--session", "p", input="hello\n")
+    assert result.stdout.splitlines()[0] == "Plain."
+    assert stub.requests[0].get("stream") is not True
