@@ -1,0 +1,95 @@
+"""`haiku chat` in a real pseudo-terminal against the scripted OpenAI-compatible server (streaming)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from haiku_cli.chat.sessions import SessionStore
+from tests.capabilities.conftest import kb, kb_template
+from tests.cli.chat_script import conversation
+from tests.cli.test_ask_command import openai_env
+
+__all__ = ["kb", "kb_template", "openai_env"]
+
+ROOT = Path(__file__).resolve().parents[2]
+PROMPT = "\x1b[?2004h"  # the line editor switches bracketed paste on each time it starts a prompt
+
+
+def spawn(*args: str) -> pexpect.spawn:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "TERM": "xterm",
+        "NO_COLOR": "1",
+        "PROMPT_TOOLKIT_NO_CPR": "1",  # the pty answers no cursor-position requests
+    }
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "haiku_cli", "chat", "--model", "openai-chat:test", *args],
+        env=env,
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(40, 120),
+    )
+    child.expect("/help for commands")
+    return child
+
+
+def ask(child: pexpect.spawn, question: str) -> None:
+    child.expect_exact(PROMPT)
+    child.send(question + "\r")
+
+
+@pytest.mark.slow
+def test_chat_in_a_terminal(kb, openai_env) -> None:
+    stub = openai_env(conversation)
+    child = spawn("--session", "tty")
+    try:
+        ask(child, "What is the capital of France?")
+        child.expect("Paris")
+        child.expect(r"\[1\].*France.*\[notes\]")
+        ask(child, "How much sun does basil need?")
+        child.expect("six hours")
+        child.expect(r"\[1\].*Gardening.*\[notes\]")
+        # A slow answer: its first words show while the server is still sending, then Ctrl-C.
+        ask(child, "Tell me a slow story")
+        child.expect("Once upon a time")
+        child.sendintr()
+        child.expect_exact("(cancelled)")
+        ask(child, "/citations")
+        child.expect(r"Q1: .*What is the capital of France\?")
+        child.expect(r"Q2: .*How much sun does basil need\?")
+        child.expect_exact(PROMPT)
+        assert "Q3" not in child.before
+        child.send("/exit\r")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    assert all(body.get("stream") is True for body in stub.requests)
+    assert [t.question for t in SessionStore().load("tty").turns] == [
+        "What is the capital of France?",
+        "How much sun does basil need?",
+    ]
+
+    resumed = spawn("--session", "tty")
+    try:
+        assert "2 earlier questions" in resumed.before
+        ask(resumed, "What makes ATP?")
+        resumed.expect("produces ATP")
+        resumed.expect(r"\[1\].*Cells.*\[papers\]")
+        resumed.expect_exact(PROMPT)
+        resumed.sendeof()
+        resumed.expect(pexpect.EOF)
+    finally:
+        resumed.close(force=True)
+    assert resumed.exitstatus == 0
+    # The resumed question was asked with the saved conversation, without the cancelled one.
+    users = [m["content"] for m in stub.requests[-1]["messages"] if m["role"] == "user"]
+    assert users == ["What is the capital of France?", "How much sun does basil need?", "What makes ATP?"]
+    assert len(SessionStore().load("tty").turns) == 3
