@@ -45,9 +45,11 @@ def workspace(ctx: typer.Context):
 
     obj = ctx.find_root().obj
     if obj is None or "workspace" not in obj:
+        from haiku_cli.cli import output
         from haiku_cli.cli.running import run
 
-        ws = run(Workspace.load, obj.get("config") if obj else None)
+        config = obj.get("config") if obj else None
+        ws = run(lambda: Workspace.load(config, on_write_wait=output.note))
         ctx.find_root().obj = {**(obj or {}), "workspace": ws}
         return ws
     return obj["workspace"]

@@ -46,6 +46,11 @@ def error(message: str) -> None:
     err.print(f"haiku: {message}", markup=False, style="red", soft_wrap=True)
 
 
+def note(message: str) -> None:
+    """A progress note on stderr (e.g. why a command is waiting), unstyled."""
+    err.print(f"haiku: {message}", markup=False, soft_wrap=True)
+
+
 class _Bar:
     def __init__(self, progress: Progress, description: str) -> None:
         self._progress = progress

@@ -38,12 +38,35 @@ def load_settings(explicit: Path | None = None) -> tuple[Settings, Path]:
             raise InputError(
                 f"database name {name!r} in {path} is not valid: use letters, digits, '_', '-' and '.'"
             )
+    settings = _storage_from_env(settings)
     model_env = os.environ.get("HAIKU_MODEL")
     if model_env:
         settings = settings.model_copy(
             update={"model": settings.model.model_copy(update={"name": model_env})}
         )
     return settings, path
+
+
+# Environment overrides of [storage], for one command or a script: HAIKU_WRITE_WAIT=0 haiku add ...
+_STORAGE_ENV = {"HAIKU_WRITE_WAIT": "write_wait_seconds", "HAIKU_STORAGE_TIMEOUT": "timeout_seconds"}
+
+
+def _storage_from_env(settings: Settings) -> Settings:
+    updates = {}
+    for env, key in _STORAGE_ENV.items():
+        raw = os.environ.get(env)
+        if raw is None or not raw.strip():
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            raise InputError(f"{env} must be a number of seconds, got {raw!r}") from None
+        if value < 0 or (key == "timeout_seconds" and value == 0):
+            raise InputError(f"{env} must be a positive number of seconds, got {raw!r}")
+        updates[key] = value
+    if not updates:
+        return settings
+    return settings.model_copy(update={"storage": settings.storage.model_copy(update=updates)})
 
 
 def _describe(exc: ValidationError, path: Path) -> str:

@@ -59,6 +59,15 @@ class SandboxSettings(_Strict):
     max_executions: int = Field(default=10, ge=1)
 
 
+class StorageSettings(_Strict):
+    """How long to wait on storage: another writer, and an object store's requests."""
+
+    # A second writer waits this long for the first to finish (0: fail at once, exit 3).
+    write_wait_seconds: float = Field(default=120.0, ge=0)
+    # Each object-store request (connect + answer); a stalled server fails the command instead of hanging.
+    timeout_seconds: float = Field(default=30.0, gt=0)
+
+
 class Settings(_Strict):
     """The whole configuration file."""
 
@@ -67,6 +76,7 @@ class Settings(_Strict):
     model: ModelSettings = Field(default_factory=ModelSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
 
     @field_validator("databases", mode="before")
     @classmethod

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any, Literal
 
@@ -29,6 +30,7 @@ from haiku_cli.search.hits import SearchHit
 from haiku_cli.store import maintenance, reads, writes
 from haiku_cli.store.database import Database, exists
 from haiku_cli.store.location import Location
+from haiku_cli.store.writer import exclusive
 
 
 async def _writable(ws: Workspace, location: Location) -> Database:
@@ -36,6 +38,18 @@ async def _writable(ws: Workspace, location: Location) -> Database:
     db = await ws.pool.open_one(location, writable=True, create_with=spec)
     db.check_embedder(spec)
     return db
+
+
+@asynccontextmanager
+async def _writing(db: Database) -> AsyncIterator[Database]:
+    """Hold the database's writer lock for a whole command; waiting for it happens off the event loop."""
+    held = exclusive(db)
+    await anyio.to_thread.run_sync(held.__enter__)
+    try:
+        yield db
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(lambda: held.__exit__(None, None, None))
 
 
 async def _readable(ws: Workspace, location: Location) -> Database:
@@ -48,7 +62,8 @@ async def add_text(
     """`haiku add`: store a piece of text as a document."""
     db = await _writable(ws, location)
     try:
-        return await pipeline.add_text(db, ws.embedder, text, title=title, metadata=metadata)
+        async with _writing(db):
+            return await pipeline.add_text(db, ws.embedder, text, title=title, metadata=metadata)
     finally:
         ws.pool.forget(location)
 
@@ -67,9 +82,10 @@ async def add_sources(
         raise InputError("name at least one file, directory or URL to add")
     db = await _writable(ws, location)
     try:
-        return await pipeline.add_sources(
-            db, ws.embedder, sources, title=title, metadata=metadata, progress=progress
-        )
+        async with _writing(db):
+            return await pipeline.add_sources(
+                db, ws.embedder, sources, title=title, metadata=metadata, progress=progress
+            )
     finally:
         ws.pool.forget(location)
 
@@ -171,11 +187,12 @@ async def get_document(ws: Workspace, location: Location, document_id: str) -> D
 async def delete_document(ws: Workspace, location: Location, document_id: str) -> DeletedDocument:
     """`haiku delete`: remove a document and its chunks together."""
     db = await ws.pool.open_one(location, writable=True)
-    doc = await anyio.to_thread.run_sync(lambda: reads.get_document(db, document_id))
-    if doc is None:
-        raise InputError(f"no document with id {document_id} in database '{db.name}'")
-    chunks = await anyio.to_thread.run_sync(lambda: len(reads.chunks_of(db, document_id)))
-    await anyio.to_thread.run_sync(lambda: writes.delete_document(db, document_id))
+    async with _writing(db):
+        doc = await anyio.to_thread.run_sync(lambda: reads.get_document(db, document_id))
+        if doc is None:
+            raise InputError(f"no document with id {document_id} in database '{db.name}'")
+        chunks = await anyio.to_thread.run_sync(lambda: len(reads.chunks_of(db, document_id)))
+        await anyio.to_thread.run_sync(lambda: writes.delete_document(db, document_id))
     ws.pool.forget(location)
     return DeletedDocument(database=db.name, document=doc.summary(), chunks=chunks)
 
@@ -196,7 +213,8 @@ async def history(ws: Workspace, location: Location) -> DatabaseHistory:
 async def vacuum(ws: Workspace, location: Location) -> VacuumReport:
     """`haiku vacuum`: compact and drop old versions."""
     db = await ws.pool.open_one(location, writable=True)
-    before, after = await anyio.to_thread.run_sync(lambda: maintenance.vacuum(db))
+    async with _writing(db):
+        before, after = await anyio.to_thread.run_sync(lambda: maintenance.vacuum(db))
     ws.pool.forget(location)
     return VacuumReport(database=db.name, size_bytes_before=before, size_bytes_after=after)
 
@@ -206,7 +224,8 @@ async def rebuild(
 ) -> RebuildReport:
     """`haiku rebuild`: re-chunk and re-embed everything with the configured embedder, all-or-nothing."""
     db = await ws.pool.open_one(location, writable=True)
-    count = await pipeline.rebuild(db, ws.embedder, progress)
+    async with _writing(db):
+        count = await pipeline.rebuild(db, ws.embedder, progress)
     ws.pool.forget(location)
     return RebuildReport(database=db.name, chunks=count, embedder=ws.embedder.name)
 

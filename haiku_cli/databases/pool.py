@@ -9,13 +9,15 @@ from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import DatabaseError
 from haiku_cli.store.database import Database, EmbedderSpec, open_database
 from haiku_cli.store.location import Location
+from haiku_cli.store.writer import WaitPolicy
 
 
 class DatabasePool:
     """Open databases by name, reused across the queries of one process."""
 
-    def __init__(self) -> None:
-        self._open: dict[tuple[str, str], Database] = {}
+    def __init__(self, write_policy: WaitPolicy | None = None) -> None:
+        self._open: dict[tuple[str, str, bool], Database] = {}
+        self.write_policy = write_policy
 
     async def clients_covering(
         self, selection: Selection, *, writable: bool = False, create_with: EmbedderSpec | None = None
@@ -37,6 +39,7 @@ class DatabasePool:
         errors = [str(r) for r in opened if isinstance(r, DatabaseError)]
         for loc, result in zip(missing, opened, strict=True):
             if isinstance(result, Database):
+                result.write_policy = self.write_policy
                 self._open[_key(loc, writable)] = result
         if errors:
             raise DatabaseError("\n".join(errors))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +14,7 @@ from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection, select_many, select_one
 from haiku_cli.store.database import EmbedderSpec
 from haiku_cli.store.location import Location
+from haiku_cli.store.writer import WaitPolicy
 
 if TYPE_CHECKING:
     from haiku_cli.embed import Embedder
@@ -23,19 +24,33 @@ class Workspace:
     """Everything a command needs besides its arguments; one per process (or per host program)."""
 
     def __init__(
-        self, settings: Settings, config_file: Path | None = None, *, embedder: Embedder | None = None
+        self,
+        settings: Settings,
+        config_file: Path | None = None,
+        *,
+        embedder: Embedder | None = None,
+        on_write_wait: Callable[[str], None] | None = None,
     ) -> None:
-        """A workspace over `settings`; `embedder` replaces the configured one (tests, host programs)."""
+        """A workspace over `settings`; `embedder` replaces the configured one (tests, host programs).
+
+        A second writer to a database waits for the first as configured, telling `on_write_wait` why.
+        """
         self.settings = settings
         self.config_file = config_file
-        self.pool = DatabasePool()
+        self.pool = DatabasePool(WaitPolicy(settings.storage.write_wait_seconds, on_write_wait))
         self._embedder = embedder
 
     @classmethod
-    def load(cls, config: Path | None = None, *, embedder: Embedder | None = None) -> Workspace:
+    def load(
+        cls,
+        config: Path | None = None,
+        *,
+        embedder: Embedder | None = None,
+        on_write_wait: Callable[[str], None] | None = None,
+    ) -> Workspace:
         """Read the config (`--config` > `HAIKU_CONFIG` > user config dir) into a workspace."""
         settings, path = load_settings(config)
-        return cls(settings, path, embedder=embedder)
+        return cls(settings, path, embedder=embedder, on_write_wait=on_write_wait)
 
     @property
     def embedder(self) -> Embedder:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,9 +35,11 @@ class Database:
         self.location = location
         self.conn = conn
         self.in_write = False  # inside atomic_write: nested writes join the outer one
+        self.writer_lock: Any = None  # the held writer lock (store.writer), re-entrant
+        self.write_policy: Any = None  # how long to wait for another writer (store.writer.WaitPolicy)
         self.documents = tables[schema.DOCUMENTS]
         self.meta_table = tables[schema.META]
-        self.meta = _read_meta(self.meta_table)
+        self.meta = read_meta(self.meta_table)
         chunks = tables.get(schema.CHUNKS)
         self.chunks = chunks if chunks is not None else conn.open_table(self.chunks_table_name)
 
@@ -118,7 +121,7 @@ def open_database(
                 f"database '{location.name}' does not exist yet; add documents to it first "
                 "(haiku add-src PATH)"
             )
-        return _create(location, create_with)
+        return _create_exclusively(location, create_with)
     try:
         conn = _connect(location)
         tables = {n: conn.open_table(n) for n in (schema.DOCUMENTS, schema.META)}
@@ -131,14 +134,28 @@ def open_database(
             f"supports ({schema.SCHEMA_VERSION}); upgrade haiku"
         )
     if PENDING_WRITE in db.meta:
-        # An earlier write died half-way: writers undo it, readers read the state before it.
-        from haiku_cli.store.transaction import read_snapshot, recover
+        # A write is under way, or died half-way: read the state before it. Only a writer holding the
+        # lock may undo it (store.writer.exclusive), since only then is its writer provably gone.
+        from haiku_cli.store.transaction import read_snapshot
 
-        if writable:
-            recover(db)
-        else:
-            read_snapshot(db)
+        read_snapshot(db)
     return db
+
+
+def _create_exclusively(location: Location, spec: EmbedderSpec) -> Database:
+    path = location.local_path
+    if path is None:
+        return _create(location, spec)
+    from haiku_cli.store.writer import WaitPolicy, acquire
+
+    # Two first writers must not both create the tables: the second waits, then opens what the first made.
+    lock = acquire(path, location.name, WaitPolicy())
+    try:
+        if exists(location):
+            return open_database(location)
+        return _create(location, spec)
+    finally:
+        lock.release()
 
 
 def _create(location: Location, spec: EmbedderSpec) -> Database:
@@ -182,13 +199,36 @@ def _table_names(conn: DBConnection) -> list[str]:
     return list(conn.list_tables().tables)
 
 
-def _read_meta(table: Table) -> dict[str, str]:
+def read_meta(table: Table) -> dict[str, str]:
+    """Every meta key and value of a database."""
     return {row["key"]: row["value"] for row in table.to_arrow().to_pylist()}
 
 
+# What storage failures look like deep in LanceDB's (Rust) messages, and how to say them to a user.
+_KNOWN_FAILURES = (
+    (("read-only file system", "os error 30"), "the file system is read-only"),
+    (("no space left", "os error 28", "disk quota"), "the disk is full"),
+    (("permission denied", "os error 13", "access denied", "accessdenied", "forbidden"), "permission denied"),
+    (("timed out", "timeout", "deadline"), "the storage did not answer in time"),
+    (("connection refused", "connect error", "error sending request", "dispatch failure"), "cannot connect"),
+)
+
+
 def _reason(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return text[:300]
+    text = str(exc).strip()
+    lowered = text.lower()
+    for needles, plain in _KNOWN_FAILURES:
+        if any(n in lowered for n in needles):
+            return plain
+    first = text.splitlines()[0] if text else type(exc).__name__
+    # LanceDB prefixes its messages with Rust source locations; they mean nothing to a user.
+    first = re.sub(r",?\s*[\w/.-]+\.rs:\d+:\d+", "", first)
+    return first[:300]
+
+
+def storage_failure(name: str, what: str, exc: BaseException) -> DatabaseError:
+    """One line for a storage call that failed: `database 'x' cannot be written: the disk is full`."""
+    return DatabaseError(f"database '{name}' {what}: {_reason(exc)}")
 
 
 def parse_json_object(text: str | None) -> dict[str, Any]:

@@ -14,6 +14,8 @@ from haiku_cli.store.database import Database
 from haiku_cli.store.indexes import index_states
 from haiku_cli.store.reads import count_chunks, count_documents
 from haiku_cli.store.records import UtcDatetime
+from haiku_cli.store.transaction import storage_errors
+from haiku_cli.store.writer import exclusive
 
 
 class TableVersion(BaseModel):
@@ -69,7 +71,7 @@ def vacuum(db: Database) -> tuple[int | None, int | None]:
     """Compact files and drop every old version; returns the size before and after (local only)."""
     path = db.location.local_path
     before = _dir_size(path) if path is not None else None
-    with warnings.catch_warnings():
+    with exclusive(db), warnings.catch_warnings(), storage_errors(db, "cannot be vacuumed"):
         # Dropping every old version is what vacuum is for; LanceDB warns about it to other callers.
         warnings.simplefilter("ignore", UserWarning)
         for table in (db.documents, db.chunks, db.meta_table):

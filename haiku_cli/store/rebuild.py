@@ -9,6 +9,8 @@ from haiku_cli.store import schema
 from haiku_cli.store.database import CHUNKS_TABLE, Database
 from haiku_cli.store.indexes import create_fts_index, refresh_indexes
 from haiku_cli.store.records import NewChunk
+from haiku_cli.store.transaction import storage_errors
+from haiku_cli.store.writer import exclusive
 from haiku_cli.store.writes import chunk_row
 
 _WRITE_BATCH = 5_000
@@ -18,6 +20,13 @@ def replace_chunks(
     db: Database, rows: Sequence[tuple[str, NewChunk]], embedder_name: str, dimension: int
 ) -> None:
     """Swap in a new chunks table (possibly of another embedder); until the switch, readers see the old."""
+    with exclusive(db), storage_errors(db, "cannot be rebuilt"):
+        _replace_chunks(db, rows, embedder_name, dimension)
+
+
+def _replace_chunks(
+    db: Database, rows: Sequence[tuple[str, NewChunk]], embedder_name: str, dimension: int
+) -> None:
     live = db.chunks_table_name
     for name in list(db.conn.list_tables().tables):
         if name.startswith(f"{schema.CHUNKS}_") and name != live:

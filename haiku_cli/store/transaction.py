@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
+from haiku_cli.errors import HaikuError
 from haiku_cli.store import schema
-from haiku_cli.store.database import PENDING_WRITE, Database
+from haiku_cli.store.database import PENDING_WRITE, Database, storage_failure
+from haiku_cli.store.writer import checkpoint, exclusive
 
 
 def _versions(db: Database) -> dict[str, int]:
@@ -27,19 +29,42 @@ def atomic_write(db: Database) -> Iterator[None]:
     if db.in_write:
         yield
         return
-    before = _versions(db)
-    # The journal is committed before any data: if the process dies after this, the next writer
-    # restores these versions, and readers in the meantime read them.
-    db.set_meta(PENDING_WRITE, json.dumps(before))
-    db.in_write = True
+    with exclusive(db):
+        before = _versions(db)
+        # The journal is committed before any data: if the process dies after this, the next writer
+        # restores these versions, and readers in the meantime read them.
+        with storage_errors(db, "cannot be written"):
+            db.set_meta(PENDING_WRITE, json.dumps(before))
+        checkpoint("journal-written")
+        db.in_write = True
+        try:
+            yield
+        except BaseException:
+            _undo(db, before)
+            raise
+        finally:
+            db.in_write = False
+        checkpoint("before-commit")
+        with storage_errors(db, "cannot be written"):
+            db.delete_meta(PENDING_WRITE)
+
+
+def _undo(db: Database, before: dict[str, int]) -> None:
+    # If undoing fails too (the store is gone), the journal stays: the next writer to take the lock
+    # undoes this write, and readers meanwhile read the versions it names. The first error is the news.
+    with suppress(Exception):
+        _restore(db, before)
+
+
+@contextmanager
+def storage_errors(db: Database, what: str) -> Iterator[None]:
+    """Turn a storage call's failure (LanceDB, OS) into one exit-3 line naming the database."""
     try:
         yield
-    except BaseException:
-        _restore(db, before)
+    except HaikuError:
         raise
-    finally:
-        db.in_write = False
-    db.delete_meta(PENDING_WRITE)
+    except Exception as exc:
+        raise storage_failure(db.name, what, exc) from exc
 
 
 def recover(db: Database) -> None:

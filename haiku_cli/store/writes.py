@@ -11,7 +11,8 @@ from haiku_cli.store.database import Database
 from haiku_cli.store.indexes import analyze, refresh_indexes
 from haiku_cli.store.reads import in_list, sql_string
 from haiku_cli.store.records import DocumentWrite, NewChunk
-from haiku_cli.store.transaction import atomic_write
+from haiku_cli.store.transaction import atomic_write, storage_errors
+from haiku_cli.store.writer import checkpoint, exclusive
 
 if TYPE_CHECKING:
     from lancedb.table import Table
@@ -54,19 +55,24 @@ def write_documents(db: Database, writes: Sequence[DocumentWrite]) -> None:
             }
         )
         chunk_rows.extend(chunk_row(db.chunks, doc.id, c) for c in w.chunks)
-    with atomic_write(db):
-        if replaced:
-            db.chunks.delete(in_list("document_id", replaced))
-            db.documents.delete(in_list("id", replaced))
-        db.documents.add(doc_rows)
-        if chunk_rows:
-            db.chunks.add(chunk_rows)
-    refresh_indexes(db.chunks)
+    with exclusive(db):
+        with atomic_write(db), storage_errors(db, "cannot be written"):
+            if replaced:
+                db.chunks.delete(in_list("document_id", replaced))
+                db.documents.delete(in_list("id", replaced))
+            db.documents.add(doc_rows)
+            if chunk_rows:
+                db.chunks.add(chunk_rows)
+            checkpoint("data-written")
+        with storage_errors(db, "cannot be indexed"):
+            refresh_indexes(db.chunks)
 
 
 def delete_document(db: Database, document_id: str) -> None:
     """Delete a document and its chunks together."""
-    with atomic_write(db):
-        db.chunks.delete(f"document_id = {sql_string(document_id)}")
-        db.documents.delete(f"id = {sql_string(document_id)}")
-    refresh_indexes(db.chunks)
+    with exclusive(db):
+        with atomic_write(db), storage_errors(db, "cannot be written"):
+            db.chunks.delete(f"document_id = {sql_string(document_id)}")
+            db.documents.delete(f"id = {sql_string(document_id)}")
+        with storage_errors(db, "cannot be indexed"):
+            refresh_indexes(db.chunks)

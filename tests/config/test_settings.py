@@ -60,3 +60,15 @@ def test_haiku_model_env_overrides_file(write_config, monkeypatch: pytest.Monkey
     monkeypatch.setenv("HAIKU_MODEL", "ollama:qwen3")
     settings, _ = load_settings()
     assert settings.model.name == "ollama:qwen3"
+
+
+def test_storage_waits_from_config_and_environment(write_config, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_config("[storage]\nwrite_wait_seconds = 5\n")
+    assert load_settings()[0].storage.write_wait_seconds == 5
+    monkeypatch.setenv("HAIKU_WRITE_WAIT", "0")
+    monkeypatch.setenv("HAIKU_STORAGE_TIMEOUT", "2.5")
+    storage = load_settings()[0].storage
+    assert (storage.write_wait_seconds, storage.timeout_seconds) == (0, 2.5)
+    monkeypatch.setenv("HAIKU_WRITE_WAIT", "soon")
+    with pytest.raises(InputError, match="HAIKU_WRITE_WAIT must be a number of seconds"):
+        load_settings()

@@ -1,0 +1,279 @@
+"""One writer at a time per database, with an owner record naming who holds it.
+
+Local databases use an advisory `flock` on a lock file inside the database directory: the kernel drops
+it when the holder dies, so a held lock always means a live writer, and a free lock with a journal
+left behind means the writer that wrote the journal is dead. Object stores have no locks; there a
+lease row in the meta table is taken by a conditional update and kept alive by a heartbeat, and a
+lease whose heartbeat is older than its time-to-live counts as abandoned (see docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from haiku_cli.errors import DatabaseError
+from haiku_cli.store.database import PENDING_WRITE, Database, read_meta, storage_failure
+
+LOCK_FILE = "haiku-writer.lock"
+LEASE_KEY = "writer_lease"
+# An object-store lease is renewed every third of this; a writer silent for this long is presumed dead.
+LEASE_TTL_SECONDS = 60.0
+DEFAULT_WAIT_SECONDS = 120.0
+_POLL_SECONDS = 0.2
+_NOTE_EVERY_SECONDS = 15.0
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who holds a database's writer lock."""
+
+    token: str
+    pid: int
+    host: str
+    command: str
+    started: float
+    heartbeat: float
+
+    def describe(self) -> str:
+        """`pid 123 on host (haiku add-src, since 02:51:03 UTC)`."""
+        since = datetime.fromtimestamp(self.started, UTC).strftime("%H:%M:%S UTC")
+        return f"pid {self.pid} on {self.host} ({self.command}, since {since})"
+
+    @classmethod
+    def me(cls) -> Owner:
+        """A fresh owner record for this process."""
+        now = time.time()
+        argv = [os.path.basename(sys.argv[0] or "python"), *sys.argv[1:2]]
+        return cls(uuid.uuid4().hex, os.getpid(), socket.gethostname(), " ".join(argv), now, now)
+
+    @classmethod
+    def parse(cls, text: str) -> Owner | None:
+        """Decode a stored owner record (None when absent or unreadable)."""
+        try:
+            return cls(**json.loads(text))
+        except (ValueError, TypeError):
+            return None
+
+
+@dataclass(frozen=True)
+class WaitPolicy:
+    """How long a second writer waits for the first, and where it says that it is waiting."""
+
+    seconds: float | None = DEFAULT_WAIT_SECONDS  # None: wait as long as it takes; 0: fail at once
+    notify: Callable[[str], None] | None = None
+
+
+class _Lock:
+    """A held writer lock; `release` gives it up."""
+
+    def release(self) -> None:
+        raise NotImplementedError
+
+
+class _FileLock(_Lock):
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def release(self) -> None:
+        import fcntl
+
+        os.ftruncate(self.fd, 0)
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
+def _try_file_lock(path: Path, owner: Owner, name: str) -> _Lock | Owner | None:
+    """Take the lock file, or return the owner holding it (None if the holder left no record yet)."""
+    import fcntl
+
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise storage_failure(name, "cannot be written", exc) from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        held = Owner.parse(os.pread(fd, 4096, 0).decode("utf-8", "replace"))
+        os.close(fd)
+        return held
+    data = json.dumps(asdict(owner)).encode()
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, data, 0)
+    return _FileLock(fd)
+
+
+class _Lease(_Lock):
+    """An object-store lease, renewed by a background heartbeat until released."""
+
+    def __init__(self, db: Database, owner: Owner) -> None:
+        self.db = db
+        self.owner = owner
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"lease-{db.name}", daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(LEASE_TTL_SECONDS / 3):
+            renewed = Owner(**{**asdict(self.owner), "heartbeat": time.time()})
+            try:
+                if _compare_and_set(self.db, self.owner, renewed):
+                    self.owner = renewed
+                else:
+                    self.lost = True
+                    return
+            except Exception:
+                continue  # a transient store error: the next beat tries again before the lease expires
+
+    def release(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        if not self.lost:
+            _compare_and_set(self.db, self.owner, None)
+
+
+def _lease_rows(db: Database) -> list[Owner | None]:
+    db.meta_table.checkout_latest()
+    rows = db.meta_table.search().where(f"key = '{LEASE_KEY}'").select(["value"]).to_arrow().to_pylist()
+    return [Owner.parse(r["value"]) for r in rows]
+
+
+def _compare_and_set(db: Database, expected: Owner | None, new: Owner | None) -> bool:
+    """Replace the lease `expected` by `new` (None: remove) only if it is still the current one."""
+    from haiku_cli.store.reads import sql_string
+
+    table = db.meta_table
+    if expected is None:
+        if new is None:
+            return True
+        table.merge_insert("key").when_not_matched_insert_all().execute(
+            [{"key": LEASE_KEY, "value": json.dumps(asdict(new))}]
+        )
+    else:
+        old = sql_string(json.dumps(asdict(expected)))
+        if new is None:
+            table.delete(f"key = '{LEASE_KEY}' AND value = {old}")
+        else:
+            merge = table.merge_insert("key").when_matched_update_all(where=f"target.value = {old}")
+            merge.execute([{"key": LEASE_KEY, "value": json.dumps(asdict(new))}])
+    rows = _lease_rows(db)
+    # Lance commits are serialised, so every writer reads the same first row: the earliest commit wins.
+    current = rows[0] if rows else None
+    return (current is None and new is None) or (current is not None and new is not None and current == new)
+
+
+def _try_lease(db: Database, owner: Owner) -> _Lock | Owner | None:
+    rows = _lease_rows(db)
+    current = rows[0] if rows else None
+    if current is not None and time.time() - current.heartbeat < LEASE_TTL_SECONDS:
+        return current
+    if _compare_and_set(db, current, owner):
+        return _Lease(db, owner)
+    rows = _lease_rows(db)
+    if owner in rows:
+        _compare_and_set(db, owner, None)  # lost the race: take back the row that came second
+    return rows[0] if rows else None
+
+
+def try_lock(db_or_path: Database | Path, owner: Owner, name: str) -> _Lock | Owner | None:
+    """One attempt at the writer lock: the held lock, or the other writer (None: unknown holder)."""
+    if isinstance(db_or_path, Path):
+        return _try_file_lock(db_or_path, owner, name)
+    path = db_or_path.location.local_path
+    if path is not None:
+        return _try_file_lock(path, owner, name)
+    try:
+        return _try_lease(db_or_path, owner)
+    except DatabaseError:
+        raise
+    except Exception as exc:
+        raise storage_failure(name, "cannot be locked for writing", exc) from exc
+
+
+def acquire(target: Database | Path, name: str, policy: WaitPolicy) -> _Lock:
+    """Take the writer lock, waiting as the policy says; exit-3 error naming the holder on timeout."""
+    owner = Owner.me()
+    start = time.monotonic()
+    last_note = None
+    while True:
+        got = try_lock(target, owner, name)
+        if isinstance(got, _Lock):
+            return got
+        holder = got.describe() if got is not None else "another haiku process"
+        waited = time.monotonic() - start
+        if policy.seconds is not None and waited >= policy.seconds:
+            hint = (
+                "wait for it to finish, or let writers wait longer "
+                "(HAIKU_WRITE_WAIT or [storage] write_wait_seconds)"
+            )
+            raise DatabaseError(f"database '{name}' is being written by {holder}; {hint}")
+        if policy.notify is not None and (last_note is None or waited - last_note >= _NOTE_EVERY_SECONDS):
+            policy.notify(f"waiting for database '{name}': it is being written by {holder}")
+            last_note = waited
+        time.sleep(_POLL_SECONDS)
+
+
+@contextmanager
+def exclusive(db: Database, policy: WaitPolicy | None = None) -> Iterator[None]:
+    """Hold the database's writer lock (re-entrant), with its tables at their latest versions.
+
+    Taking the lock is what makes it safe to undo a journal left behind: its writer is provably gone.
+    """
+    if db.writer_lock is not None:
+        yield
+        return
+    lock = acquire(db, db.name, policy or db.write_policy or WaitPolicy())
+    db.writer_lock = lock
+    try:
+        _catch_up(db)
+        if PENDING_WRITE in db.meta:
+            from haiku_cli.store.transaction import recover
+
+            recover(db)
+        yield
+    finally:
+        db.writer_lock = None
+        lock.release()
+
+
+def _catch_up(db: Database) -> None:
+    """Move an open handle to the latest committed state (another writer may have committed since)."""
+    try:
+        db.meta_table.checkout_latest()
+        db.meta = read_meta(db.meta_table)
+        db.documents.checkout_latest()
+        if db.chunks.name != db.chunks_table_name:
+            db.chunks = db.conn.open_table(db.chunks_table_name)  # a rebuild switched tables
+        else:
+            db.chunks.checkout_latest()
+    except Exception as exc:
+        raise storage_failure(db.name, "cannot be read", exc) from exc
+
+
+def checkpoint(point: str) -> None:
+    """A test hook: `HAIKU_TEST_PAUSE=point:DIR` stops here until DIR/point.go exists.
+
+    It lets tests interleave two writer processes deterministically; unset, it costs one lookup.
+    """
+    spec = os.environ.get("HAIKU_TEST_PAUSE")
+    if not spec:
+        return
+    name, _, folder = spec.partition(":")
+    if name != point:
+        return
+    where = Path(folder)
+    (where / f"{point}.{os.getpid()}.reached").touch()
+    while not (where / f"{point}.go").exists():
+        time.sleep(0.05)

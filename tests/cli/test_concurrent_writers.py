@@ -1,0 +1,43 @@
+"""Two `haiku` writer commands on one database: the second waits, or fails naming the first."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from haiku_cli.errors import ExitCode
+from tests.store.test_writer import _wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def test_second_add_fails_at_once_naming_the_first_when_told_not_to_wait(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "notes.lancedb"
+    assert cli("add", "Kestrels hover over fields.", "--db", str(db)).exit_code == 0
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    env = {**os.environ, "HAIKU_TEST_PAUSE": f"data-written:{gate}"}
+    first = subprocess.Popen(
+        [sys.executable, "-m", "haiku_cli", "add", "Owls hunt at night.", "--db", str(db)],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for(lambda: any(gate.glob("*.reached")), "the first add to pause")
+    monkeypatch.setenv("HAIKU_WRITE_WAIT", "0")
+    second = cli("add", "Swifts sleep on the wing.", "--db", str(db))
+    assert second.exit_code == ExitCode.DATABASE
+    assert second.stderr.startswith(f"haiku: database 'notes' is being written by pid {first.pid} on ")
+    assert len(second.stderr.splitlines()) == 1
+    (gate / "data-written.go").touch()
+    assert first.wait(60) == 0, first.stderr.read()
+    monkeypatch.delenv("HAIKU_WRITE_WAIT")
+    listed = json.loads(cli("list", "--db", str(db), "--json").stdout)
+    assert len(listed) == 2
