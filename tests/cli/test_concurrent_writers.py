@@ -40,4 +40,4 @@ def test_second_add_fails_at_once_naming_the_first_when_told_not_to_wait(
     assert first.wait(60) == 0, first.stderr.read()
     monkeypatch.delenv("HAIKU_WRITE_WAIT")
     listed = json.loads(cli("list", "--db", str(db), "--json").stdout)
-    assert len(listed) == 2
+    assert len(listed["documents"]) == 2
