@@ -15,6 +15,7 @@ from haiku_cli.cli import (
     chat_command,
     config_commands,
     ingest_commands,
+    mcp_command,
     search_command,
 )
 from haiku_cli.cli.running import set_debug
@@ -60,6 +61,7 @@ chat_command.register(app)
 analyze_command.register(app)
 admin_commands.register(app)
 config_commands.register(app)
+mcp_command.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,61 @@
+"""`haiku mcp`: serve the selected databases to agents and editors over the Model Context Protocol."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from haiku_cli.cli import output
+from haiku_cli.cli.options import DatabaseNames, DatabasePaths, ModelName, workspace
+from haiku_cli.cli.running import run
+
+
+def register(app: typer.Typer) -> None:
+    """Add the mcp command to the app."""
+    app.command("mcp")(mcp)
+
+
+def mcp(
+    ctx: typer.Context,
+    database: DatabaseNames = None,
+    db: DatabasePaths = None,
+    model: ModelName = None,
+    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
+    host: Annotated[
+        str,
+        typer.Option("--host", help="Address to listen on with --http (default 127.0.0.1: this machine)."),
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", help="Port to listen on with --http (0: any free one).")
+    ] = 8765,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option("--allow-host", help="Another host name clients may use to reach --http (repeatable)."),
+    ] = None,
+) -> None:
+    """Serve the selected databases (all configured ones by default) as an MCP server, read-only."""
+    from haiku_cli.mcp_server.server import require_sdk
+    from haiku_cli.mcp_server.tools import ServerScope
+    from haiku_cli.mcp_server.transport import is_loopback, serve
+
+    run(require_sdk)
+    ws = workspace(ctx)
+    selection = run(ws.select_many, database or [], db or [])
+    if http and not is_loopback(host):
+        output.error(
+            f"warning: listening on {host}: anyone who can reach this address can read "
+            f"{', '.join(selection.names)}"
+        )
+    scope = ServerScope(ws, selection, model)
+    run(
+        lambda: serve(
+            scope, http=http, host=host, port=port, allow_hosts=allow_host or [], announce=_announce
+        )
+    )
+
+
+def _announce(url: str) -> None:
+    # The URL alone on stdout, for scripts and client configs; the human note on stderr.
+    output.out.print(url, markup=False, highlight=False, soft_wrap=True)
+    output.err.print(f"haiku: MCP server listening at {url} (Ctrl-C to stop)", markup=False, soft_wrap=True)

@@ -1,0 +1,153 @@
+"""The MCP server: the tools of `ServerScope` registered with the official SDK; failures as tool errors."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Field, ValidationError
+
+from haiku_cli import __version__
+from haiku_cli.agents.analyze import AnalyzeResult
+from haiku_cli.agents.question import AskResult
+from haiku_cli.databases.operations import DocumentWithChunks
+from haiku_cli.errors import HaikuError, InputError
+from haiku_cli.mcp_server.tools import MAX_LIMIT, SEARCH_TYPES, DatabaseSummary, ServerScope
+from haiku_cli.search.hits import SearchHit
+from haiku_cli.store.records import DocumentRecord
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+MISSING_SDK = "haiku mcp needs the MCP SDK: install it with pip install 'haiku-cli[mcp]'"
+
+INSTRUCTIONS = (
+    "Search and read the user's local document databases. Every result names the database it came "
+    "from; cite it. The databases in scope are listed by list_databases; tools that take `databases` "
+    "can narrow to some of them, never reach others."
+)
+
+Databases = Annotated[
+    list[str] | None,
+    Field(description="Names of databases in scope to narrow to (default: all in scope)."),
+]
+
+
+# Annotations are evaluated by the SDK in this module's globals, so their parts live here.
+_ENUM = {"enum": list(SEARCH_TYPES)}
+_LIMIT = f"How many hits, 1 to {MAX_LIMIT} (default 10)."
+_PAGE = f"Page size, 1 to {MAX_LIMIT}."
+
+
+def require_sdk() -> None:
+    """Fail with one line naming the extra when the MCP SDK (version 2) is not installed."""
+    try:
+        import mcp.server.mcpserver  # noqa: F401
+    except ImportError as exc:
+        raise InputError(MISSING_SDK) from exc
+
+
+def build_server(scope: ServerScope) -> MCPServer:
+    """An MCP server whose tools reach exactly the databases of `scope`, and only read them."""
+    require_sdk()
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp_types import ToolAnnotations
+
+    class HaikuMCPServer(MCPServer):
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            # Every failure reaches the client as a tool error of one sentence; the server keeps running.
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                cause = exc.__cause__
+                if isinstance(cause, ValidationError):
+                    raise ToolError(_invalid_arguments(cause)) from cause
+                if isinstance(cause, HaikuError):
+                    raise ToolError(" ".join(str(cause).split("\n"))) from cause
+                if cause is not None and not isinstance(cause, ToolError):
+                    raise ToolError(
+                        f"internal error in haiku ({type(cause).__name__}); please report it"
+                    ) from cause
+                raise
+
+    server = HaikuMCPServer(
+        "haiku",
+        title="haiku",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",
+    )
+    reading = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+
+    @server.tool(annotations=reading)
+    async def list_databases() -> list[DatabaseSummary]:
+        """The databases this server can read: name, documents, chunks and embedder of each."""
+        return await scope.list_databases()
+
+    @server.tool(annotations=reading)
+    async def search(
+        query: Annotated[str, Field(description="What to look for.")],
+        databases: Databases = None,
+        type: Annotated[
+            str,
+            Field(description="hybrid (default), vector or fts.", json_schema_extra={"enum": SEARCH_TYPES}),
+        ] = "hybrid",
+        limit: Annotated[
+            int | None, Field(description=f"How many hits, 1 to {MAX_LIMIT} (default 10).")
+        ] = None,
+        filter: Annotated[
+            str | None,
+            Field(description="SQL condition over document fields: uri, title, metadata, created_at."),
+        ] = None,
+    ) -> list[SearchHit]:
+        """Search the databases in scope; one ranked list, each hit labelled with its database."""
+        return await scope.search(query, databases, type, limit, filter)
+
+    @server.tool(annotations=reading)
+    async def get_document(
+        database: Annotated[str, Field(description="The database holding the document.")],
+        document_id: Annotated[str, Field(description="The document's id, as search hits give it.")],
+    ) -> DocumentWithChunks:
+        """One document with all its chunks."""
+        return await scope.get_document(database, document_id)
+
+    @server.tool(annotations=reading)
+    async def list_documents(
+        database: Annotated[
+            str | None, Field(description="The database to list (optional when only one is in scope).")
+        ] = None,
+        limit: Annotated[int, Field(description=_PAGE)] = 50,
+        offset: Annotated[int, Field(description="How many documents to skip.")] = 0,
+    ) -> list[DocumentRecord]:
+        """A page of one database's documents, oldest first."""
+        return await scope.list_documents(database, limit, offset)
+
+    if scope.model_configured():
+        answering = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
+
+        @server.tool(annotations=answering)
+        async def ask(
+            question: Annotated[str, Field(description="The question to answer from the documents.")],
+            databases: Databases = None,
+        ) -> AskResult:
+            """Answer a question from the documents: the answer, whether it is grounded, and citations."""
+            return await scope.answer("ask", question, databases)
+
+        @server.tool(annotations=answering)
+        async def analyze(
+            question: Annotated[
+                str, Field(description="A question needing counting, comparing or aggregating documents.")
+            ],
+            databases: Databases = None,
+        ) -> AnalyzeResult:
+            """Answer by running model-written programs over the documents; with citations and programs."""
+            return await scope.answer("analyze", question, databases)  # type: ignore[return-value]
+
+    return server
+
+
+def _invalid_arguments(exc: ValidationError) -> str:
+    # The SDK reports pydantic's multi-line text; a client (or model) needs which argument and why.
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"]) or "arguments"
+    return f"invalid argument '{where}': {error['msg']}"

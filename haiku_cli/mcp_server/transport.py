@@ -1,0 +1,123 @@
+"""Serving the MCP server over stdio (what desktop and editor clients launch) or streamable HTTP."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from haiku_cli.errors import InputError
+from haiku_cli.mcp_server.server import build_server
+from haiku_cli.mcp_server.tools import ServerScope
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.transport_security import TransportSecuritySettings
+
+PATH = "/mcp"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+async def serve_stdio(server: MCPServer) -> None:
+    """Serve over stdin/stdout until the client closes the connection."""
+    await server.run_stdio_async()
+
+
+async def serve_http(
+    server: MCPServer,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    allow_hosts: Sequence[str] = (),
+    announce: Callable[[str], None] | None = None,
+) -> None:
+    """Serve streamable HTTP on host:port (port 0 picks a free one), announcing the URL once listening.
+
+    Requests whose Host or Origin header names another site are refused (DNS rebinding).
+    """
+    import uvicorn
+
+    sock = _listen(host, port)
+    port = sock.getsockname()[1]
+    url = f"http://{_bracketed(host)}:{port}{PATH}"
+    app = server.streamable_http_app(
+        streamable_http_path=PATH, transport_security=security_settings(host, allow_hosts), host=host
+    )
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    if announce is not None:
+        announce(url)
+    await uvicorn.Server(config).serve(sockets=[sock])
+
+
+def security_settings(host: str, allow_hosts: Sequence[str] = ()) -> TransportSecuritySettings:
+    """Host and Origin headers accepted: loopback names, the bound address and any allowed host names."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    names = list(LOOPBACK_NAMES)
+    for extra in (host, *allow_hosts):
+        name = _bracketed(extra)
+        if not _is_wildcard(extra) and name not in names:
+            names.append(name)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{name}:*" for name in names],
+        allowed_origins=[f"{scheme}://{name}:*" for name in names for scheme in ("http", "https")],
+    )
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    # Bound before serving, so a taken port is one clear line and port 0 can be announced as the real one.
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise InputError(f"cannot listen on '{host}': unknown host ({exc.strerror})") from exc
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise InputError(
+            f"cannot listen on {_bracketed(host)}:{port}: {exc.strerror or exc}; choose another --port"
+        ) from exc
+    sock.setblocking(False)
+    return sock
+
+
+def _bracketed(host: str) -> str:
+    host = host.strip("[]")
+    return f"[{host}]" if ":" in host else host
+
+
+def _is_wildcard(host: str) -> bool:
+    return host.strip("[]") in ("0.0.0.0", "::", "")
+
+
+async def serve(
+    scope: ServerScope,
+    *,
+    http: bool = False,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    allow_hosts: Sequence[str] = (),
+    announce: Callable[[str], None] | None = None,
+) -> None:
+    """`haiku mcp`: serve the scope's databases over stdio, or over streamable HTTP when `http`."""
+    server = build_server(scope)
+    if not http:
+        await serve_stdio(server)
+        return
+    await serve_http(server, host=host, port=port, allow_hosts=allow_hosts, announce=announce)

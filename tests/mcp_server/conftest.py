@@ -1,0 +1,89 @@
+"""Real databases for the MCP server tests: `alpha` and `beta` served, `gamma` configured but out of scope."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from haiku_cli.config.settings import Settings
+from haiku_cli.databases.workspace import Workspace
+from haiku_cli.mcp_server.tools import ServerScope
+from haiku_cli.store.location import Location
+from tests.conftest import fill
+
+CORPUS = {
+    "alpha": [
+        {
+            "text": "The moon's gravity raises two tidal bulges, so most coasts see two high tides a day.",
+            "title": "Tides",
+            "metadata": {"topic": "sea"},
+        },
+        {"text": "Ocean currents carry warm water from the tropics toward the poles.", "title": "Currents"},
+    ],
+    "beta": [
+        {
+            "text": "Tide pools are rocky hollows the retreating tide leaves full of sea water and life.",
+            "title": "Tide pools",
+            "metadata": {"topic": "sea"},
+        },
+        {
+            "text": "Volcanoes erupt molten rock, which is called lava once it reaches the surface.",
+            "title": "Volcanoes",
+        },
+    ],
+    # Configured, matching the same queries, but never in the served selection.
+    "gamma": [{"text": "Secret gamma notes on spring tides and neap tides.", "title": "Gamma tides"}],
+}
+SERVED = ("alpha", "beta")
+
+
+@pytest.fixture(scope="package")
+def corpus(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:
+    """Three real databases built once for the package, and a config naming all of them."""
+    root = tmp_path_factory.mktemp("mcp")
+    ws = Workspace(Settings())
+    ws.__dict__["embedder"] = embedder  # the session's embedder, as the shared `workspace` fixture does
+    lines = ["[databases]"]
+    for name, docs in CORPUS.items():
+        path = root / f"{name}.lancedb"
+        fill(ws, Location(name, str(path)), docs)
+        lines.append(f'{name} = "{path}"')
+    (root / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def scope(corpus: Path, embedder) -> Callable[..., ServerScope]:
+    """A server scope over the corpus: `alpha` and `beta` unless told otherwise."""
+
+    def make(names: tuple[str, ...] = SERVED, model: str | None = None) -> ServerScope:
+        ws = Workspace.load(corpus / "config.toml")
+        ws.__dict__["embedder"] = embedder
+        return ServerScope(ws, ws.select_many(list(names)), model)
+
+    return make
+
+
+def haiku_command() -> list[str]:
+    """The installed `haiku` next to this interpreter, else the module."""
+    exe = Path(sys.executable).with_name("haiku")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "haiku_cli"]
+
+
+def server_env(corpus: Path, **extra: str) -> dict[str, str]:
+    """The environment of a spawned server: the corpus config, and no model unless given."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HAIKU_", "OPENAI_"))}
+    env.update(HAIKU_CONFIG=str(corpus / "config.toml"), HAIKU_DATA_DIR=str(corpus / "data"), **extra)
+    return env
+
+
+def copy_database(corpus: Path, name: str, target: Path) -> Path:
+    """A private copy of one corpus database (for tests that must not touch the shared ones)."""
+    path = target / f"{name}.lancedb"
+    shutil.copytree(corpus / f"{name}.lancedb", path)
+    return path

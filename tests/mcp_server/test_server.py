@@ -1,0 +1,195 @@
+"""The MCP tools through the SDK's own client, in process: scope, narrowing, refusals and tool errors."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from haiku_cli.databases import operations
+from haiku_cli.databases.selection import Selection
+from haiku_cli.mcp_server.server import build_server
+from haiku_cli.mcp_server.tools import ServerScope
+from haiku_cli.store import maintenance
+from haiku_cli.store.database import open_database
+from haiku_cli.store.location import Location
+
+READ_TOOLS = {"list_databases", "search", "get_document", "list_documents"}
+
+
+@asynccontextmanager
+async def connected(scope: ServerScope) -> AsyncIterator[Client]:
+    async with Client(build_server(scope)) as client:
+        yield client
+
+
+def call(scope: ServerScope, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
+    """Call tools in order over one connection; results as the client received them."""
+
+    async def go() -> list[Any]:
+        async with connected(scope) as client:
+            return [await client.call_tool(name, args) for name, args in calls]
+
+    return anyio.run(go)
+
+
+def error_text(result: Any) -> str:
+    assert result.is_error, result.structured_content
+    (block,) = result.content
+    return block.text
+
+
+def hits(result: Any) -> list[dict[str, Any]]:
+    assert not result.is_error, result.content
+    return result.structured_content["result"]
+
+
+def test_tools_offered_are_the_read_tools_without_a_model(scope) -> None:
+    async def go() -> list[Any]:
+        async with connected(scope()) as client:
+            return (await client.list_tools()).tools
+
+    tools = anyio.run(go)
+    assert {t.name for t in tools} == READ_TOOLS
+    assert all(t.annotations.read_only_hint and not t.annotations.destructive_hint for t in tools)
+
+
+def test_ask_and_analyze_are_offered_when_a_model_is_configured(scope) -> None:
+    async def go() -> set[str]:
+        async with connected(scope(model="openai-chat:test")) as client:
+            return {t.name for t in (await client.list_tools()).tools}
+
+    assert anyio.run(go) == READ_TOOLS | {"ask", "analyze"}
+
+
+def test_search_covers_the_selection_and_labels_every_hit(scope) -> None:
+    served = scope()
+    (result,) = call(served, ("search", {"query": "tides", "type": "fts"}))
+    found = hits(result)
+    assert {h["database"] for h in found} == {"alpha", "beta"}  # gamma matches too, but is out of scope
+    # The same model `haiku search --json` prints.
+    direct = anyio.run(
+        lambda: operations.search(served.ws, served.selection, "tides", search_type="fts", limit=None)
+    )
+    assert found == [h.model_dump(mode="json") for h in direct]
+
+
+def test_databases_narrow_the_scope(scope) -> None:
+    (result,) = call(scope(), ("search", {"query": "tides", "databases": ["beta"], "type": "fts"}))
+    assert [h["document_title"] for h in hits(result)] == ["Tide pools"]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("search", {"query": "tides", "databases": ["gamma"]}),
+        ("search", {"query": "tides", "databases": ["alpha", "gamma"]}),
+        ("list_documents", {"database": "gamma"}),
+        ("get_document", {"database": "gamma", "document_id": "anything"}),
+    ],
+)
+def test_a_database_outside_the_scope_is_refused_with_the_names_in_scope(scope, tool, args) -> None:
+    (result,) = call(scope(), (tool, args))
+    assert error_text(result) == "unknown database 'gamma'; databases in scope: alpha, beta"
+
+
+def test_a_server_over_one_database_never_reaches_the_others(scope) -> None:
+    (result,) = call(scope(("gamma",)), ("search", {"query": "tides", "type": "fts"}))
+    assert {h["database"] for h in hits(result)} == {"gamma"}
+
+
+def test_list_databases_counts_each_database_in_scope(scope) -> None:
+    (result,) = call(scope(), ("list_databases", {}))
+    rows = result.structured_content["result"]
+    assert [(r["database"], r["documents"], r["chunks"], r["error"]) for r in rows] == [
+        ("alpha", 2, 2, None),
+        ("beta", 2, 2, None),
+    ]
+    assert rows[0]["embedder"] == "haiku:all-minilm-l6-v2"
+
+
+def test_list_then_get_a_document(scope) -> None:
+    served = scope()
+    listed, page, unnamed = call(
+        served,
+        ("list_documents", {"database": "alpha"}),
+        ("list_documents", {"database": "alpha", "limit": 1, "offset": 1}),
+        ("list_documents", {}),
+    )
+    docs = listed.structured_content["result"]
+    assert [d["title"] for d in docs] == ["Tides", "Currents"]
+    assert [d["title"] for d in page.structured_content["result"]] == ["Currents"]
+    assert error_text(unnamed) == "several databases are in scope; name one of: alpha, beta"
+    (got,) = call(served, ("get_document", {"database": "alpha", "document_id": docs[0]["id"]}))
+    document = got.structured_content
+    assert document["database"] == "alpha" and document["document"]["title"] == "Tides"
+    assert "tidal bulges" in document["chunks"][0]["text"]
+
+
+def test_list_documents_needs_no_name_with_one_database_in_scope(scope) -> None:
+    (result,) = call(scope(("beta",)), ("list_documents", {}))
+    assert [d["title"] for d in result.structured_content["result"]] == ["Tide pools", "Volcanoes"]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "message"),
+    [
+        ("search", {"query": "  "}, "the query is empty; give some words to search for"),
+        ("search", {"query": "x", "type": "fuzzy"}, "unknown search type 'fuzzy'; use hybrid, vector or fts"),
+        ("search", {"query": "x", "limit": 0}, "limit must be between 1 and 100"),
+        (
+            "search",
+            {"query": "x", "limit": "many"},
+            "invalid argument 'limit': Input should be a valid integer",
+        ),
+        ("search", {}, "invalid argument 'query': Field required"),
+        ("search", {"query": "x", "filter": "((("}, "invalid filter '((('"),
+        ("list_documents", {"database": "alpha", "offset": -1}, "offset must be 0 or more"),
+        (
+            "get_document",
+            {"database": "alpha", "document_id": "nope"},
+            "no document with id nope in database",
+        ),
+    ],
+)
+def test_bad_input_is_a_one_line_tool_error_and_the_server_carries_on(scope, tool, args, message) -> None:
+    bad, good = call(scope(), (tool, args), ("search", {"query": "lava", "type": "fts"}))
+    text = error_text(bad)
+    assert text.startswith(message) and "\n" not in text and "Traceback" not in text
+    assert hits(good)[0]["document_title"] == "Volcanoes"
+
+
+def test_a_database_that_fails_to_open_names_itself(scope, tmp_path: Path) -> None:
+    served = scope()
+    missing = Location("missing", str(tmp_path / "missing.lancedb"))
+    broken = ServerScope(served.ws, Selection((*served.selection.locations, missing)))
+    searched, listed = call(broken, ("search", {"query": "tides"}), ("list_databases", {}))
+    assert "'missing'" in error_text(searched)
+    rows = {r["database"]: r for r in listed.structured_content["result"]}
+    assert rows["alpha"]["documents"] == 2 and "'missing'" in rows["missing"]["error"]
+
+
+def test_no_tool_writes_to_a_database(scope, corpus: Path) -> None:
+    def versions() -> list[Any]:
+        return [
+            maintenance.history(open_database(Location(n, str(corpus / f"{n}.lancedb"))))
+            for n in ("alpha", "beta")
+        ]
+
+    before = versions()
+    served = scope()
+    (listed,) = call(served, ("list_documents", {"database": "beta"}))
+    doc_id = listed.structured_content["result"][0]["id"]
+    call(
+        served,
+        ("list_databases", {}),
+        ("search", {"query": "tides"}),
+        ("search", {"query": "tides", "type": "vector", "databases": ["alpha"]}),
+        ("get_document", {"database": "beta", "document_id": doc_id}),
+    )
+    assert versions() == before
