@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-import shutil
+import subprocess
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,7 @@ CORPUS = {
     "gamma": [{"text": "Secret gamma notes on spring tides and neap tides.", "title": "Gamma tides"}],
 }
 SERVED = ("alpha", "beta")
+START_TIMEOUT = 120  # seconds; a cold start imports lancedb and pydantic-ai on a shared machine
 
 
 @pytest.fixture(scope="package")
@@ -82,8 +84,30 @@ def server_env(corpus: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def copy_database(corpus: Path, name: str, target: Path) -> Path:
-    """A private copy of one corpus database (for tests that must not touch the shared ones)."""
-    path = target / f"{name}.lancedb"
-    shutil.copytree(corpus / f"{name}.lancedb", path)
-    return path
+@pytest.fixture(scope="package")
+def http_url(corpus: Path) -> Iterator[str]:
+    """`haiku mcp --http` on a free port of 127.0.0.1, serving alpha and beta; yields the URL it printed."""
+    log = corpus / "http-server.log"
+    proc = subprocess.Popen(
+        [*haiku_command(), "mcp", "--http", "--port", "0", "-d", "alpha", "-d", "beta"],
+        env=server_env(corpus),
+        stdout=subprocess.PIPE,
+        stderr=log.open("w"),
+        text=True,
+    )
+    first_line: list[str] = []
+    reader = threading.Thread(target=lambda: first_line.append(proc.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(START_TIMEOUT)
+    try:
+        url = first_line[0].strip() if first_line else ""
+        if not (url.startswith("http://127.0.0.1:") and url.endswith("/mcp")):
+            pytest.fail(f"no URL from haiku mcp --http: {url!r} {log.read_text()}")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)

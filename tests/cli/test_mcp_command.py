@@ -1,0 +1,34 @@
+"""`haiku mcp` start-up failures: each one line on stderr and a documented exit code."""
+
+from __future__ import annotations
+
+import socket
+import sys
+
+import pytest
+
+
+def test_missing_sdk_names_the_extra(cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mcp.server.mcpserver", None)  # what an install without the extra sees
+    result = cli("mcp")
+    assert result.exit_code == 1
+    assert (
+        result.stderr == "haiku: haiku mcp needs the MCP SDK: install it with pip install 'haiku-cli[mcp]'\n"
+    )
+
+
+def test_a_taken_port_is_one_line(cli) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = cli("mcp", "--http", "--port", str(port))
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"haiku: cannot listen on 127.0.0.1:{port}: ")
+    assert result.stderr.endswith("choose another --port\n") and result.stderr.count("\n") == 1
+
+
+def test_an_unknown_database_is_refused_before_serving(cli) -> None:
+    result = cli("mcp", "--database", "nope")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("haiku: unknown database 'nope'")

@@ -1,0 +1,94 @@
+"""The installed `haiku mcp` in a subprocess, reached by the SDK's own client over stdio and HTTP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from tests.mcp_server.conftest import START_TIMEOUT, haiku_command, server_env
+
+pytestmark = pytest.mark.slow
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+
+
+async def exercise(client: Client) -> dict[str, Any]:
+    """The calls a client makes in a first session: list tools, search, narrow, stray, list and get."""
+    tools = {t.name for t in (await client.list_tools()).tools}
+    both = await client.call_tool("search", {"query": "tides", "type": "fts"})
+    narrowed = await client.call_tool("search", {"query": "tides", "databases": ["alpha"]})
+    stray = await client.call_tool("search", {"query": "tides", "databases": ["gamma"]})
+    listed = await client.call_tool("list_documents", {"database": "beta"})
+    first = listed.structured_content["result"][0]
+    got = await client.call_tool("get_document", {"database": "beta", "document_id": first["id"]})
+    empty = await client.call_tool("search", {"query": ""})
+    return {
+        "tools": tools,
+        "both": {h["database"] for h in both.structured_content["result"]},
+        "narrowed": {h["database"] for h in narrowed.structured_content["result"]},
+        "stray": (stray.is_error, stray.content[0].text),
+        "got": got.structured_content["document"]["title"],
+        "empty": (empty.is_error, empty.content[0].text),
+    }
+
+
+def assert_first_session(seen: dict[str, Any]) -> None:
+    assert seen["tools"] == {"list_databases", "search", "get_document", "list_documents"}
+    assert seen["both"] == {"alpha", "beta"}
+    assert seen["narrowed"] == {"alpha"}
+    assert seen["stray"] == (True, "unknown database 'gamma'; databases in scope: alpha, beta")
+    assert seen["got"] == "Tide pools"
+    assert seen["empty"] == (True, "the query is empty; give some words to search for")
+
+
+def test_stdio(corpus: Path) -> None:
+    command, *args = haiku_command()
+    params = StdioServerParameters(
+        command=command, args=[*args, "mcp", "-d", "alpha", "-d", "beta"], env=server_env(corpus)
+    )
+
+    async def go() -> dict[str, Any]:
+        with anyio.fail_after(START_TIMEOUT):
+            async with Client(params) as client:
+                return await exercise(client)
+
+    assert_first_session(anyio.run(go))
+
+
+def test_streamable_http(http_url: str) -> None:
+    async def go() -> dict[str, Any]:
+        with anyio.fail_after(START_TIMEOUT):
+            async with Client(http_url) as client:
+                return await exercise(client)
+
+    assert_first_session(anyio.run(go))
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({}, 200),
+        ({"Origin": "http://localhost:6274"}, 200),  # a local page, e.g. an inspector on another port
+        ({"Origin": "http://evil.example"}, 403),
+        ({"Host": "evil.example:8765"}, 421),  # DNS rebinding: a foreign name resolving to 127.0.0.1
+    ],
+)
+def test_http_refuses_foreign_origin_and_host(http_url: str, headers: dict[str, str], status: int) -> None:
+    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers}
+    with httpx.stream("POST", http_url, json=INITIALIZE, headers=sent, timeout=30) as response:
+        assert response.status_code == status
