@@ -18,7 +18,7 @@ Operations (async; each is what one `haiku` command calls)
     `add_sources(ws, location, sources, *, title, metadata, progress) -> IngestReport`
     `info(ws, location) -> DatabaseInfo`, `history(ws, location) -> DatabaseHistory`,
     `vacuum(ws, location) -> VacuumReport`, `rebuild(ws, location, progress) -> RebuildReport`,
-    `overview(ws) -> list[DatabaseOverview]` (every configured database),
+    `overview(ws, selection=None) -> list[DatabaseOverview]` (every configured database, or a selection's),
     `ask(ws, selection, question, *, model, document_filter) -> AskResult`,
     `analyze(ws, selection, question, *, model, document_filter) -> AnalyzeResult`,
     `parse_metadata(["k=v", ...]) -> dict`.

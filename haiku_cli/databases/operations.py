@@ -230,12 +230,12 @@ async def rebuild(
     return RebuildReport(database=db.name, chunks=count, embedder=ws.embedder.name)
 
 
-async def overview(ws: Workspace) -> list[DatabaseOverview]:
-    """`haiku databases`: every configured database, opened through the pool concurrently.
+async def overview(ws: Workspace, selection: Selection | None = None) -> list[DatabaseOverview]:
+    """`haiku databases`: every configured database (or only the selection's), opened concurrently.
 
     Unlike a search, one database that cannot be read does not fail the whole list: its row says why.
     """
-    known = configured(ws.settings)
+    locations = configured(ws.settings).values() if selection is None else selection.locations
 
     async def describe(loc: Location) -> DatabaseOverview:
         row = DatabaseOverview(
@@ -253,4 +253,4 @@ async def overview(ws: Workspace) -> list[DatabaseOverview]:
             row.error = str(exc)
         return row
 
-    return await concurrently([partial(describe, loc) for loc in known.values()])
+    return await concurrently([partial(describe, loc) for loc in locations])

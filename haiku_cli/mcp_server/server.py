@@ -7,13 +7,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import Field, ValidationError
 
 from haiku_cli import __version__
-from haiku_cli.agents.analyze import AnalyzeResult
-from haiku_cli.agents.question import AskResult
-from haiku_cli.databases.operations import DocumentWithChunks
-from haiku_cli.errors import HaikuError, InputError
-from haiku_cli.mcp_server.tools import MAX_LIMIT, SEARCH_TYPES, DatabaseSummary, ServerScope
-from haiku_cli.search.hits import SearchHit
-from haiku_cli.store.records import DocumentRecord
+from haiku_cli.api import (
+    AnalyzeResult,
+    AskResult,
+    DatabaseOverview,
+    DocumentList,
+    DocumentWithChunks,
+    HaikuError,
+    InputError,
+    SearchResults,
+)
+from haiku_cli.mcp_server.tools import MAX_LIMIT, SEARCH_TYPES, ServerScope
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -80,8 +84,8 @@ def build_server(scope: ServerScope) -> MCPServer:
     reading = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 
     @server.tool(annotations=reading)
-    async def list_databases() -> list[DatabaseSummary]:
-        """The databases this server can read: name, documents, chunks and embedder of each."""
+    async def list_databases() -> list[DatabaseOverview]:
+        """The databases this server can read: name, whether it exists, documents, chunks and embedder."""
         return await scope.list_databases()
 
     @server.tool(annotations=reading)
@@ -99,7 +103,7 @@ def build_server(scope: ServerScope) -> MCPServer:
             str | None,
             Field(description="SQL condition over document fields: uri, title, metadata, created_at."),
         ] = None,
-    ) -> list[SearchHit]:
+    ) -> SearchResults:
         """Search the databases in scope; one ranked list, each hit labelled with its database."""
         return await scope.search(query, databases, type, limit, filter)
 
@@ -118,7 +122,7 @@ def build_server(scope: ServerScope) -> MCPServer:
         ] = None,
         limit: Annotated[int, Field(description=_PAGE)] = 50,
         offset: Annotated[int, Field(description="How many documents to skip.")] = 0,
-    ) -> list[DocumentRecord]:
+    ) -> DocumentList:
         """A page of one database's documents, oldest first."""
         return await scope.list_documents(database, limit, offset)
 

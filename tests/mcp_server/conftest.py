@@ -48,8 +48,7 @@ START_TIMEOUT = 120  # seconds; a cold start imports lancedb and pydantic-ai on 
 def corpus(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:
     """Three real databases built once for the package, and a config naming all of them."""
     root = tmp_path_factory.mktemp("mcp")
-    ws = Workspace(Settings())
-    ws.__dict__["embedder"] = embedder  # the session's embedder, as the shared `workspace` fixture does
+    ws = Workspace(Settings(), embedder=embedder)
     lines = ["[databases]"]
     for name, docs in CORPUS.items():
         path = root / f"{name}.lancedb"
@@ -64,8 +63,7 @@ def scope(corpus: Path, embedder) -> Callable[..., ServerScope]:
     """A server scope over the corpus: `alpha` and `beta` unless told otherwise."""
 
     def make(names: tuple[str, ...] = SERVED, model: str | None = None) -> ServerScope:
-        ws = Workspace.load(corpus / "config.toml")
-        ws.__dict__["embedder"] = embedder
+        ws = Workspace.load(corpus / "config.toml", embedder=embedder)
         return ServerScope(ws, ws.select_many(list(names)), model)
 
     return make

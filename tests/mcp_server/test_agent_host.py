@@ -30,7 +30,7 @@ def test_pydantic_ai_agent_searches_through_the_server(http_url: str) -> None:
         if not returned:
             assert {"search", "list_documents"} <= {t.name for t in info.function_tools}
             return ModelResponse(parts=[ToolCallPart("search", {"query": "tides", "type": "fts"})])
-        hits = returned[0].content
+        hits = returned[0].content["hits"]
         seen.extend(hits)
         cited = "; ".join(f"{h['document_title']} [{h['database']}]" for h in hits)
         return ModelResponse(parts=[TextPart(f"Sources: {cited}")])

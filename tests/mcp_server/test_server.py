@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -11,7 +12,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from haiku_cli.databases import operations
+from haiku_cli import api
 from haiku_cli.databases.selection import Selection
 from haiku_cli.mcp_server.server import build_server
 from haiku_cli.mcp_server.tools import ServerScope
@@ -46,7 +47,7 @@ def error_text(result: Any) -> str:
 
 def hits(result: Any) -> list[dict[str, Any]]:
     assert not result.is_error, result.content
-    return result.structured_content["result"]
+    return result.structured_content["hits"]
 
 
 def test_tools_offered_are_the_read_tools_without_a_model(scope) -> None:
@@ -70,13 +71,14 @@ def test_ask_and_analyze_are_offered_when_a_model_is_configured(scope) -> None:
 def test_search_covers_the_selection_and_labels_every_hit(scope) -> None:
     served = scope()
     (result,) = call(served, ("search", {"query": "tides", "type": "fts"}))
-    found = hits(result)
-    assert {h["database"] for h in found} == {"alpha", "beta"}  # gamma matches too, but is out of scope
+    assert {h["database"] for h in hits(result)} == {
+        "alpha",
+        "beta",
+    }  # gamma matches too, but is out of scope
+    assert result.structured_content["databases"] == ["alpha", "beta"]
     # The same model `haiku search --json` prints.
-    direct = anyio.run(
-        lambda: operations.search(served.ws, served.selection, "tides", search_type="fts", limit=None)
-    )
-    assert found == [h.model_dump(mode="json") for h in direct]
+    direct = anyio.run(lambda: api.search(served.ws, served.selection, "tides", search_type="fts"))
+    assert result.structured_content == direct.model_dump(mode="json")
 
 
 def test_databases_narrow_the_scope(scope) -> None:
@@ -106,9 +108,9 @@ def test_a_server_over_one_database_never_reaches_the_others(scope) -> None:
 def test_list_databases_counts_each_database_in_scope(scope) -> None:
     (result,) = call(scope(), ("list_databases", {}))
     rows = result.structured_content["result"]
-    assert [(r["database"], r["documents"], r["chunks"], r["error"]) for r in rows] == [
-        ("alpha", 2, 2, None),
-        ("beta", 2, 2, None),
+    assert [(r["database"], r["exists"], r["documents"], r["chunks"], r["error"]) for r in rows] == [
+        ("alpha", True, 2, 2, None),
+        ("beta", True, 2, 2, None),
     ]
     assert rows[0]["embedder"] == "haiku:all-minilm-l6-v2"
 
@@ -121,9 +123,10 @@ def test_list_then_get_a_document(scope) -> None:
         ("list_documents", {"database": "alpha", "limit": 1, "offset": 1}),
         ("list_documents", {}),
     )
-    docs = listed.structured_content["result"]
+    docs = listed.structured_content["documents"]
     assert [d["title"] for d in docs] == ["Tides", "Currents"]
-    assert [d["title"] for d in page.structured_content["result"]] == ["Currents"]
+    assert not listed.structured_content["truncated"]
+    assert [d["title"] for d in page.structured_content["documents"]] == ["Currents"]
     assert error_text(unnamed) == "several databases are in scope; name one of: alpha, beta"
     (got,) = call(served, ("get_document", {"database": "alpha", "document_id": docs[0]["id"]}))
     document = got.structured_content
@@ -133,7 +136,7 @@ def test_list_then_get_a_document(scope) -> None:
 
 def test_list_documents_needs_no_name_with_one_database_in_scope(scope) -> None:
     (result,) = call(scope(("beta",)), ("list_documents", {}))
-    assert [d["title"] for d in result.structured_content["result"]] == ["Tide pools", "Volcanoes"]
+    assert [d["title"] for d in result.structured_content["documents"]] == ["Tide pools", "Volcanoes"]
 
 
 @pytest.mark.parametrize(
@@ -164,14 +167,26 @@ def test_bad_input_is_a_one_line_tool_error_and_the_server_carries_on(scope, too
     assert hits(good)[0]["document_title"] == "Volcanoes"
 
 
-def test_a_database_that_fails_to_open_names_itself(scope, tmp_path: Path) -> None:
+def test_a_database_that_fails_to_open_names_itself(scope, corpus: Path, tmp_path: Path) -> None:
     served = scope()
-    missing = Location("missing", str(tmp_path / "missing.lancedb"))
-    broken = ServerScope(served.ws, Selection((*served.selection.locations, missing)))
-    searched, listed = call(broken, ("search", {"query": "tides"}), ("list_databases", {}))
-    assert "'missing'" in error_text(searched)
+    broken = tmp_path / "broken.lancedb"
+    shutil.copytree(corpus / "alpha.lancedb", broken)
+    shutil.rmtree(broken / "documents.lance")
+    locations = (*served.selection.locations, Location("broken", str(broken)))
+    searched, listed = call(
+        ServerScope(served.ws, Selection(locations)), ("search", {"query": "tides"}), ("list_databases", {})
+    )
+    assert error_text(searched).startswith("database 'broken' cannot be opened")
     rows = {r["database"]: r for r in listed.structured_content["result"]}
-    assert rows["alpha"]["documents"] == 2 and "'missing'" in rows["missing"]["error"]
+    assert rows["alpha"]["documents"] == 2 and rows["broken"]["error"].startswith("database 'broken'")
+
+
+def test_a_database_not_created_yet_is_skipped_and_named_as_by_the_cli(scope, tmp_path: Path) -> None:
+    served = scope()
+    locations = (*served.selection.locations, Location("later", str(tmp_path / "later.lancedb")))
+    (searched,) = call(ServerScope(served.ws, Selection(locations)), ("search", {"query": "tides"}))
+    assert searched.structured_content["not_created"] == ["later"]
+    assert {h["database"] for h in hits(searched)} == {"alpha", "beta"}
 
 
 def test_no_tool_writes_to_a_database(scope, corpus: Path) -> None:
@@ -184,7 +199,7 @@ def test_no_tool_writes_to_a_database(scope, corpus: Path) -> None:
     before = versions()
     served = scope()
     (listed,) = call(served, ("list_documents", {"database": "beta"}))
-    doc_id = listed.structured_content["result"][0]["id"]
+    doc_id = listed.structured_content["documents"][0]["id"]
     call(
         served,
         ("list_databases", {}),

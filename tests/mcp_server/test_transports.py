@@ -34,13 +34,13 @@ async def exercise(client: Client) -> dict[str, Any]:
     narrowed = await client.call_tool("search", {"query": "tides", "databases": ["alpha"]})
     stray = await client.call_tool("search", {"query": "tides", "databases": ["gamma"]})
     listed = await client.call_tool("list_documents", {"database": "beta"})
-    first = listed.structured_content["result"][0]
+    first = listed.structured_content["documents"][0]
     got = await client.call_tool("get_document", {"database": "beta", "document_id": first["id"]})
     empty = await client.call_tool("search", {"query": ""})
     return {
         "tools": tools,
-        "both": {h["database"] for h in both.structured_content["result"]},
-        "narrowed": {h["database"] for h in narrowed.structured_content["result"]},
+        "both": {h["database"] for h in both.structured_content["hits"]},
+        "narrowed": {h["database"] for h in narrowed.structured_content["hits"]},
         "stray": (stray.is_error, stray.content[0].text),
         "got": got.structured_content["document"]["title"],
         "empty": (empty.is_error, empty.content[0].text),
