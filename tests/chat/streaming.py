@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import anyio
-from pydantic_ai.messages import ModelMessage, TextPart, ToolCallPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 
 from tests.capabilities.script import Script, Step
@@ -25,13 +25,19 @@ class StreamScript(Script):
 
     def __init__(self, *steps: Step | Hang) -> None:
         super().__init__(*steps)  # type: ignore[arg-type]
+        self.info: list[AgentInfo] = []  # what each request offered (tools, instructions)
         self.model = FunctionModel(self._respond, stream_function=self._stream)
+
+    def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.info.append(info)
+        return super()._respond(messages, info)
 
     async def _stream(
         self, messages: list[ModelMessage], info: AgentInfo
     ) -> AsyncIterator[str | DeltaToolCalls]:
         step = self.steps[len(self.seen)] if len(self.seen) < len(self.steps) else None
         if isinstance(step, Hang):
+            self.info.append(info)
             self.seen.append(list(messages))
             yield step.text
             await anyio.sleep_forever()

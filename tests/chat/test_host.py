@@ -16,6 +16,7 @@ from haiku_cli.chat.host import ChatHost, ask_in_session
 from haiku_cli.chat.sessions import SessionStore
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError, ModelError
+from tests.capabilities.analysis_script import execute, last_output
 from tests.capabilities.script import _CHUNK_ID, call, chunk_ids, returns, search, text
 from tests.chat.streaming import Hang, StreamScript
 
@@ -226,3 +227,22 @@ def test_clear_starts_a_new_conversation(kb: Workspace) -> None:
 def test_session_files_stay_in_the_data_dir(kb: Workspace, isolated: Path) -> None:
     ask(open_host(kb, StreamScript(*grounded("capital", "Paris [1]."))), "Capital?")
     assert [p.name for p in (isolated / "data" / "sessions").iterdir()] == ["talk.json"]
+
+
+def test_analysis_chat_lets_the_model_compute_or_search(kb: Workspace) -> None:
+    program = "import json\nfor d in list_documents():\n    print(d['title'])"
+    script = StreamScript(
+        execute(program),
+        *grounded("capital of France", "There are four documents; France is one [1]."),
+        *grounded("cells", "The mitochondrion [1]."),
+    )
+    host = open_host(kb, script, analysis=True)
+    first = ask(host, "How many documents, and which is about France?")
+    assert "Cells" in last_output(script.seen[1])  # the program really ran over both databases
+    offered = {t.name for t in script.info[0].function_tools}
+    assert offered == {"search", "cite", "execute_code"}
+    assert first.grounded and first.citations[0].document_title == "France"
+    assert ask(host, "And what makes ATP?").citations[0].document_title == "Cells"
+    saved = SessionStore().load("talk")
+    [execution] = [e for state in saved.state.values() for e in state.get("executions", [])]
+    assert execution["code"] == program and execution["ok"] is True
