@@ -246,3 +246,14 @@ def test_analysis_chat_lets_the_model_compute_or_search(kb: Workspace) -> None:
     saved = SessionStore().load("talk")
     [execution] = [e for state in saved.state.values() for e in state.get("executions", [])]
     assert execution["code"] == program and execution["ok"] is True
+
+
+def test_a_streamed_draft_that_cites_nothing_is_sent_back_and_replaced(kb: Workspace) -> None:
+    script = StreamScript(search("capital of France"), text("Paris, I think."), cite_latest, text("Paris [1]."))
+    host = open_host(kb, script)
+    streamed: list[str] = []
+    answer = ask(host, "Capital of France?", streamed.append)
+    assert "Paris, I think." in streamed  # the host saw the draft while it streamed...
+    assert streamed[-1] == "Paris [1]."  # ...and then the answer that replaced it
+    assert answer.answer == "Paris [1]." and answer.grounded and not answer.violation
+    assert SessionStore().load("talk").state["citation_policy"]["outcome"] == "grounded"
