@@ -23,6 +23,12 @@ Operations (async; each is what one `haiku` command calls)
     `analyze(ws, selection, question, *, model, document_filter) -> AnalyzeResult`,
     `parse_metadata(["k=v", ...]) -> dict`.
 
+Conversations (saved sessions; what `haiku chat` and `ask --session` run)
+    `ChatHost` (`await ChatHost.open(ws, selection, session=NAME, model=...)`, then
+    `await host.ask(question, on_text)`; each finished answer is saved, a failed one leaves no trace),
+    `ask_in_session(ws, selection, question, *, session, model, document_filter, rescope) -> SessionAnswer`,
+    `SessionStore` (`summaries() -> SessionList`, `load`, `delete`), `Session`, `SessionSummary`.
+
 Result types (pydantic; `model_dump(mode="json")` is the CLI's `--json`, see docs/json.md)
     `SearchResults`, `SearchHit`, `DocumentList`, `DocumentSummary`, `DocumentRecord`, `ChunkRecord`,
     `DocumentWithChunks`, `DeletedDocument`, `IngestReport`, `SourceOutcome`, `DatabaseInfo`,
@@ -43,6 +49,8 @@ if TYPE_CHECKING:
     from haiku_cli.agents.ask import ask
     from haiku_cli.agents.question import AskResult
     from haiku_cli.capabilities.citations import Citation
+    from haiku_cli.chat.host import ChatHost, SessionAnswer, ask_in_session
+    from haiku_cli.chat.sessions import Session, SessionList, SessionStore, SessionSummary
     from haiku_cli.databases.operations import (
         add_sources,
         add_text,
@@ -100,6 +108,13 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "ask": ("haiku_cli.agents.ask", "ask"),
     "analyze": ("haiku_cli.agents.analyze", "analyze"),
     "parse_metadata": ("haiku_cli.ingest.pipeline", "parse_metadata"),
+    "ChatHost": ("haiku_cli.chat.host", "ChatHost"),
+    "ask_in_session": ("haiku_cli.chat.host", "ask_in_session"),
+    "SessionAnswer": ("haiku_cli.chat.host", "SessionAnswer"),
+    "SessionStore": ("haiku_cli.chat.sessions", "SessionStore"),
+    "Session": ("haiku_cli.chat.sessions", "Session"),
+    "SessionSummary": ("haiku_cli.chat.sessions", "SessionSummary"),
+    "SessionList": ("haiku_cli.chat.sessions", "SessionList"),
     "SearchResults": (_RESULTS, "SearchResults"),
     "DocumentList": (_RESULTS, "DocumentList"),
     "DocumentWithChunks": (_RESULTS, "DocumentWithChunks"),
@@ -130,6 +145,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
 __all__ = [
     "AnalyzeResult",
     "AskResult",
+    "ChatHost",
     "ChunkRecord",
     "Citation",
     "DatabaseError",
@@ -152,6 +168,11 @@ __all__ = [
     "SearchHit",
     "SearchResults",
     "Selection",
+    "Session",
+    "SessionAnswer",
+    "SessionList",
+    "SessionStore",
+    "SessionSummary",
     "SourceOutcome",
     "TableVersion",
     "VacuumReport",
@@ -160,6 +181,7 @@ __all__ = [
     "add_text",
     "analyze",
     "ask",
+    "ask_in_session",
     "delete_document",
     "get_document",
     "history",

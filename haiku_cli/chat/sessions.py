@@ -128,6 +128,12 @@ class SessionSummary(BaseModel):
     document_filter: str | None = None
 
 
+class SessionList(BaseModel):
+    """Every readable saved session, most recently used first (`haiku chat --list-sessions --json`)."""
+
+    sessions: list[SessionSummary] = Field(default_factory=list)
+
+
 class SessionStore:
     """Sessions as `NAME.json` files in one directory."""
 
@@ -199,11 +205,11 @@ class SessionStore:
         except FileNotFoundError:
             raise InputError(f"no session named '{name}'; see haiku chat --list-sessions") from None
 
-    def summaries(self) -> list[SessionSummary]:
+    def summaries(self) -> SessionList:
         """Every readable saved session, most recently used first (unreadable files are skipped)."""
         found: list[SessionSummary] = []
         if not self.root.is_dir():
-            return found
+            return SessionList()
         for path in self.root.glob("*.json"):
             if not _NAME.match(path.stem):
                 continue
@@ -221,7 +227,7 @@ class SessionStore:
                     document_filter=s.document_filter,
                 )
             )
-        return sorted(found, key=lambda s: s.updated_at, reverse=True)
+        return SessionList(sessions=sorted(found, key=lambda s: s.updated_at, reverse=True))
 
     def _revision(self, path: Path) -> int:
         try:

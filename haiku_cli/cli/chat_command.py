@@ -54,15 +54,15 @@ def chat(
     from haiku_cli.chat.sessions import SessionStore
 
     if list_sessions:
-        summaries = run(SessionStore().summaries)
+        listed = run(SessionStore().summaries)
         if json:
-            output.print_json([s.model_dump(mode="json") for s in summaries])
+            output.print_json(listed.model_dump(mode="json"))
         else:
             render.table(
                 ["name", "questions", "databases", "updated"],
                 [
                     (s.name, s.questions, ", ".join(s.databases), s.updated_at.strftime("%Y-%m-%d %H:%M"))
-                    for s in summaries
+                    for s in listed.sessions
                 ],
             )
         return

@@ -190,14 +190,14 @@ def test_unnamed_chats_get_distinct_saved_sessions(kb: Workspace) -> None:
     one, two = open_host(kb, script, session=None), open_host(kb, script, session=None)
     ask(one, "Capital?")
     ask(two, "ATP?")
-    names = [s.name for s in SessionStore().summaries()]
+    names = [s.name for s in SessionStore().summaries().sessions]
     assert len(names) == 2 and all(n.startswith("chat-") for n in names)
     # One left without a question is not kept; one with questions is.
     unused = open_host(kb, script, session=None)
-    assert len(SessionStore().summaries()) == 3
+    assert len(SessionStore().summaries().sessions) == 3
     unused.close()
     one.close()
-    assert sorted(s.name for s in SessionStore().summaries()) == sorted(names)
+    assert sorted(s.name for s in SessionStore().summaries().sessions) == sorted(names)
 
 
 def test_no_model_configured_fails_at_start(kb: Workspace) -> None:
@@ -249,7 +249,8 @@ def test_analysis_chat_lets_the_model_compute_or_search(kb: Workspace) -> None:
 
 
 def test_a_streamed_draft_that_cites_nothing_is_sent_back_and_replaced(kb: Workspace) -> None:
-    script = StreamScript(search("capital of France"), text("Paris, I think."), cite_latest, text("Paris [1]."))
+    draft = text("Paris, I think.")
+    script = StreamScript(search("capital of France"), draft, cite_latest, text("Paris [1]."))
     host = open_host(kb, script)
     streamed: list[str] = []
     answer = ask(host, "Capital of France?", streamed.append)

@@ -71,7 +71,7 @@ def test_list_newest_first_and_delete() -> None:
     store.save(answered(Session.start("old", [Source(name="notes")]), "q"))
     store.save(answered(answered(Session.start("new", [Source(name="a"), Source(name="b")]), "q"), "r"))
     (store.root / "broken.json").write_text("{not json", encoding="utf-8")
-    summaries = store.summaries()
+    summaries = store.summaries().sessions
     assert [(s.name, s.questions, s.databases) for s in summaries] == [
         ("new", 2, ["a", "b"]),
         ("old", 1, ["notes"]),

@@ -94,7 +94,7 @@ def test_list_and_delete_sessions(kb, cli, openai_env) -> None:
     openai_env(conversation)
     cli("ask", "capital?", *MODEL, "--session", "first")
     cli("ask", "basil?", *MODEL, "--session", "second", "-d", "notes")
-    listed = json.loads(cli("chat", "--list-sessions", "--json").stdout)
+    listed = json.loads(cli("chat", "--list-sessions", "--json").stdout)["sessions"]
     assert [(s["name"], s["questions"], s["databases"]) for s in listed] == [
         ("second", 1, ["notes"]),
         ("first", 1, ["notes", "papers"]),
@@ -103,7 +103,9 @@ def test_list_and_delete_sessions(kb, cli, openai_env) -> None:
     assert "second" in text and "first" in text
     deleted = cli("chat", "--delete-session", "first")
     assert deleted.exit_code == 0 and "deleted session first" in deleted.stderr
-    assert [s["name"] for s in json.loads(cli("chat", "--list-sessions", "--json").stdout)] == ["second"]
+    assert [s["name"] for s in json.loads(cli("chat", "--list-sessions", "--json").stdout)["sessions"]] == [
+        "second"
+    ]
     missing = cli("chat", "--delete-session", "first")
     assert missing.exit_code == 1 and "no session named 'first'" in missing.stderr
 
