@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.syntax import Syntax
 from rich.text import Text
 
 from haiku_cli.cli import ask_command, output
@@ -61,6 +60,8 @@ def as_json(result: AnalyzeResult, databases: Sequence[str]) -> dict[str, Any]:
 
 def executions(runs: Sequence[Execution]) -> None:
     """Each program with its output, before the answer."""
+    from rich.syntax import Syntax  # loads pygments: only when programs are shown
+
     for n, ran in enumerate(runs, start=1):
         status = Text(f"── program {n} ", style="bold")
         status.append("ok" if ran.ok else "failed", style="green" if ran.ok else "red")

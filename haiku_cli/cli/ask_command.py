@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markdown import Markdown
 from rich.text import Text
 
 from haiku_cli.cli import output, render
@@ -95,6 +94,9 @@ def as_json(result: AskResult, databases: Sequence[str]) -> dict[str, Any]:
 def answer(text: str) -> None:
     """The answer: rendered Markdown on a terminal, the text as written when piped."""
     if output.out.is_terminal:
+        # Imported here: Markdown rendering loads markdown-it, which other commands never need.
+        from rich.markdown import Markdown
+
         output.out.print(Markdown(text))
     else:
         output.out.print(text, markup=False, highlight=False, soft_wrap=True)

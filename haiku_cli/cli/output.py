@@ -9,7 +9,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -67,6 +69,8 @@ class _Bar:
 @contextmanager
 def progress_bar(description: str) -> Iterator[_Bar]:
     """A chunk-counting bar on stderr when it is a terminal; silent otherwise."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),

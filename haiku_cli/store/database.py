@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from haiku_cli.errors import DatabaseError
 from haiku_cli.store import schema
+from haiku_cli.store.lance_import import import_lancedb
 from haiku_cli.store.location import Location
 
 if TYPE_CHECKING:
@@ -187,8 +188,7 @@ def _create(location: Location, spec: EmbedderSpec) -> Database:
 
 def _connect(location: Location) -> DBConnection:
     quiet_lance_logs()
-    import lancedb
-
+    lancedb = import_lancedb()
     try:
         return lancedb.connect(location.connect_uri, storage_options=location.storage_options or None)
     except Exception as exc:

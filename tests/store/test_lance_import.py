@@ -1,0 +1,145 @@
+"""Importing LanceDB with its REST-namespace client deferred: what a fresh process loads, fallbacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from haiku_cli.store.lance_import import SWITCH, import_deferring
+
+REST_CLIENT_API = "lance_namespace_urllib3_client.api"
+
+# Runs the real CLI in a fresh interpreter and records which modules it had loaded when it exited.
+_RUN_CLI = """
+import atexit, json, sys
+out, args = sys.argv[1], sys.argv[2:]
+atexit.register(lambda: open(out, "w").write(json.dumps(sorted(sys.modules))))
+sys.argv = ["haiku", *args]
+from haiku_cli.cli.app import main
+main()
+"""
+
+
+def _haiku_in_fresh_process(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[str, set[str]]:
+    modules = tmp_path / "modules.json"
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_CLI, str(modules), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout, set(json.loads(modules.read_text()))
+
+
+def test_local_full_text_search_loads_no_embedder_agent_or_rest_client(cli, tmp_path: Path) -> None:
+    db = str(tmp_path / "notes.lancedb")
+    assert cli("add", "Kestrels hover over fields hunting voles.", "--db", db).exit_code == 0
+    out, loaded = _haiku_in_fresh_process(
+        tmp_path, "search", "--type", "fts", "kestrels", "--db", db, "--json"
+    )
+    assert [h["content"] for h in json.loads(out)] == ["Kestrels hover over fields hunting voles."]
+    assert "lancedb" in loaded
+    assert not {"onnxruntime", "tokenizers", "pydantic_ai", REST_CLIENT_API} & loaded
+    for command in (["list", "--json"], ["info", "--json"]):
+        out, loaded = _haiku_in_fresh_process(tmp_path, *command, "--db", db)
+        assert "Kestrels" in out or '"documents": 1' in out
+        assert not {"onnxruntime", "pydantic_ai", REST_CLIENT_API} & loaded
+
+
+def test_with_the_deferral_switched_off_search_still_works(cli, tmp_path: Path) -> None:
+    db = str(tmp_path / "notes.lancedb")
+    assert cli("add", "Kestrels hover over fields hunting voles.", "--db", db).exit_code == 0
+    out, loaded = _haiku_in_fresh_process(
+        tmp_path, "search", "--type", "fts", "kestrels", "--db", db, "--json", env={SWITCH: "plain"}
+    )
+    assert [h["content"] for h in json.loads(out)] == ["Kestrels hover over fields hunting voles."]
+    assert REST_CLIENT_API in loaded  # the ordinary, complete import happened
+
+
+def test_object_storage_database_works_with_the_deferral(
+    cli, write_config, s3_server: str, tmp_path: Path
+) -> None:
+    write_config(
+        f"""
+[databases.papers]
+uri = "s3://lab/deferral-{tmp_path.name}.lancedb"
+storage_options = {{ endpoint = "{s3_server}", allow_http = true, region = "us-east-1" }}
+"""
+    )
+    assert cli("add", "Peregrine falcons stoop at great speed onto prey.").exit_code == 0
+    out, loaded = _haiku_in_fresh_process(tmp_path, "search", "--type", "fts", "falcons", "--json")
+    assert [(h["database"], h["content"]) for h in json.loads(out)] == [
+        ("papers", "Peregrine falcons stoop at great speed onto prey.")
+    ]
+    assert REST_CLIENT_API not in loaded
+
+
+# Stand-ins for a LanceDB release and its client package, to show what happens when imports change.
+_CLIENT = {
+    "__init__.py": "RAN_INIT = True\nfrom {client}.models import Model\n",
+    "models.py": "class Model:\n    pass\n",
+}
+_RELEASES = {
+    "needs_models": "from {client}.models import Model\n",
+    "needs_package_name": "from {client} import RAN_INIT\nfrom {client}.models import Model\n",
+    "inspects_package_dict": "import {client}\nassert 'RAN_INIT' in vars({client})\n",
+}
+
+
+@pytest.fixture
+def packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Write the stand-in packages (names unique to the test); yields the client package's name."""
+    client = f"client_{tmp_path.name.replace('-', '_')}"
+    root = tmp_path / "site"
+    (root / client).mkdir(parents=True)
+    for name, text in _CLIENT.items():
+        (root / client / name).write_text(text.format(client=client))
+    for release, text in _RELEASES.items():
+        (root / f"{release}_{client}.py").write_text(text.format(client=client))
+    monkeypatch.syspath_prepend(str(root))
+    before = set(sys.modules)
+    yield client
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+
+
+def test_a_release_that_needs_only_the_models_leaves_the_package_init_unrun(packages: str) -> None:
+    import_deferring(f"needs_models_{packages}", [packages])
+    client = sys.modules[packages]
+    assert "RAN_INIT" not in vars(client) and f"{packages}.models" in sys.modules
+    assert client.RAN_INIT is True  # any later lookup on the package completes it
+    assert client.Model is sys.modules[f"{packages}.models"].Model
+
+
+def test_a_release_that_imports_a_name_from_the_package_gets_it(packages: str) -> None:
+    release = import_deferring(f"needs_package_name_{packages}", [packages])
+    assert release.RAN_INIT is True
+
+
+def test_a_release_the_deferral_breaks_is_imported_again_without_it(packages: str) -> None:
+    import_deferring(f"inspects_package_dict_{packages}", [packages])
+    assert vars(sys.modules[packages])["RAN_INIT"] is True
+
+
+def test_switched_off_the_package_is_imported_whole(packages: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SWITCH, "plain")
+    import_deferring(f"needs_models_{packages}", [packages])
+    assert vars(sys.modules[packages])["RAN_INIT"] is True
+
+
+def test_a_missing_package_is_not_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name = f"plain_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = import_deferring(name, ["no_such_package_anywhere"])
+    assert module.VALUE == 1 and "no_such_package_anywhere" not in sys.modules
