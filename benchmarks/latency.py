@@ -4,7 +4,8 @@
     chunks/s on the very same chunk texts;
 (b) per-query search latency (p50/p95) for fts, vector and hybrid over the judged CISI queries,
     in one process through the library, and through `haiku search --from FILE --json`;
-(c) wall time of `haiku --help` and of one `haiku search "..."` from process start to exit.
+(c) wall time from process start to exit of `haiku --help`, one `haiku search` (fts, hybrid), `haiku list`
+    and `haiku info`, as ratios to `python -c pass` and `python -c 'import lancedb'`.
 
     python benchmarks/latency.py [--data ../shared/data/cisi] [--work DIR] [--docs 500] [--json]
 """
@@ -35,6 +36,7 @@ from haiku_cli.store.location import Location
 
 TYPES = ("fts", "vector", "hybrid")
 COLD_QUERY = "the use of computers in libraries"
+COLD_DOCS = 50  # cold start is measured on one small local database
 
 
 def haiku_argv() -> list[str]:
@@ -43,11 +45,15 @@ def haiku_argv() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "haiku_cli"]
 
 
-def run_timed(args: list[str], config: Path) -> float:
+def run_timed(args: list[str], config: Path, env: dict[str, str] | None = None) -> float:
     """Wall seconds of one `haiku` process, start to exit; fails loudly on a non-zero exit."""
-    env = {**os.environ, "HAIKU_CONFIG": str(config)}
+    return run_process([*haiku_argv(), *args], {"HAIKU_CONFIG": str(config), **(env or {})})
+
+
+def run_process(argv: list[str], env: dict[str, str] | None = None) -> float:
+    """Wall seconds of one process, start to exit; fails loudly on a non-zero exit."""
     start = time.perf_counter()
-    subprocess.run([*haiku_argv(), *args], env=env, capture_output=True, text=True, check=True)
+    subprocess.run(argv, env={**os.environ, **(env or {})}, capture_output=True, text=True, check=True)
     return time.perf_counter() - start
 
 
@@ -57,9 +63,9 @@ def percentile(samples: list[float], p: float) -> float:
     return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
 
 
-def write_config(work: Path, names: list[str]) -> Path:
+def write_config(work: Path, names: list[str], file: str = "config.toml") -> Path:
     """A config naming local databases `work/NAME.lancedb`."""
-    config = work / "config.toml"
+    config = work / file
     config.write_text(
         "[databases]\n" + "".join(f'{n} = "{work / (n + ".lancedb")}"\n' for n in names), encoding="utf-8"
     )
@@ -119,14 +125,14 @@ def ingest_throughput(work: Path, corpus: dict[str, dict], n_docs: int, repeats:
     }
 
 
-def build_search_db(work: Path, corpus: dict[str, dict]) -> tuple[Path, float | None]:
-    """The whole corpus in database `cisi` (reused when present); seconds to build, None if reused."""
-    config = write_config(work, ["cisi"])
-    if (work / "cisi.lancedb").exists():
+def build_search_db(work: Path, corpus: dict[str, dict], name: str = "cisi") -> tuple[Path, float | None]:
+    """The corpus in database `name`, alone in config `name.toml` (reused when present); seconds to build."""
+    config = write_config(work, [name], f"{name}.toml")
+    if (work / f"{name}.lancedb").exists():
         return config, None
-    folder = work / "cisi-docs"
+    folder = work / f"{name}-docs"
     write_corpus_files(corpus, folder)
-    return config, run_timed(["add-src", str(folder), "-d", "cisi"], config)
+    return config, run_timed(["add-src", str(folder), "-d", name], config)
 
 
 async def library_latency(config: Path, queries: dict[str, str], passes: int) -> dict:
@@ -171,19 +177,39 @@ def cli_batch_latency(config: Path, qfile: Path, n_queries: int, repeats: int) -
     return out
 
 
+BASELINES = {
+    "python -c pass": [sys.executable, "-c", "pass"],
+    "python -c 'import lancedb'": [sys.executable, "-c", "import lancedb"],
+}
+# The REST-namespace client deferral switched off: the import every command paid before it.
+PLAIN_IMPORT = {"HAIKU_LANCE_IMPORT": "plain"}
+COLD_CASES: dict[str, tuple[list[str], dict[str, str]]] = {
+    "haiku --help": (["--help"], {}),
+    "haiku search --type fts QUERY": (["search", "--type", "fts", COLD_QUERY], {}),
+    "haiku search QUERY (hybrid)": (["search", COLD_QUERY], {}),
+    "haiku list": (["list", "--limit", "10"], {}),
+    "haiku info": (["info"], {}),
+    "haiku search --type fts QUERY, deferral off": (["search", "--type", "fts", COLD_QUERY], PLAIN_IMPORT),
+}
+
+
 def cold_start(config: Path, repeats: int) -> dict:
-    """Median wall time of `haiku --help` and of single searches, each a fresh process."""
-    cases = {
-        "haiku --help": ["--help"],
-        "haiku search QUERY (hybrid)": ["search", COLD_QUERY],
-        "haiku search --type fts QUERY": ["search", "--type", "fts", COLD_QUERY],
-    }
-    samples: dict[str, list[float]] = {k: [] for k in cases}
+    """Median wall of fresh processes (commands and baselines alternate), with ratios to the baselines."""
+    samples: dict[str, list[float]] = {k: [] for k in [*BASELINES, *COLD_CASES]}
     for _ in range(repeats):
-        for key, args in cases.items():
-            samples[key].append(run_timed(args, config))
+        for key, argv in BASELINES.items():
+            samples[key].append(run_process(argv))
+        for key, (args, env) in COLD_CASES.items():
+            samples[key].append(run_timed(args, config, env))
+    medians = {k: statistics.median(s) for k, s in samples.items()}
+    bare, lance = medians["python -c pass"], medians["python -c 'import lancedb'"]
     return {
-        k: {"median_s": round(statistics.median(s), 3), "samples_s": [round(x, 3) for x in s]}
+        k: {
+            "median_s": round(medians[k], 3),
+            "x_python": round(medians[k] / bare, 2),
+            "x_import_lancedb": round(medians[k] / lance, 2),
+            "samples_s": [round(x, 3) for x in s],
+        }
         for k, s in samples.items()
     }
 
@@ -228,7 +254,7 @@ def measure(args: argparse.Namespace, parts: set[str], work: Path) -> dict:
     if "ingest" in parts:
         result["ingest"] = ingest_throughput(work, corpus, args.docs, args.ingest_repeats)
         loads.append(os.getloadavg()[0])
-    if parts & {"search", "cold"}:
+    if "search" in parts:
         config, build_secs = build_search_db(work, corpus)
         result["search_database"] = {"documents": len(corpus), "build_seconds": build_secs}
     if "search" in parts:
@@ -239,7 +265,9 @@ def measure(args: argparse.Namespace, parts: set[str], work: Path) -> dict:
         result["cli_search_from"] = cli_batch_latency(config, qfile, len(queries), args.cli_repeats)
         loads.append(os.getloadavg()[0])
     if "cold" in parts:
-        result["cold_start"] = cold_start(config, args.cold_repeats)
+        small = {i: corpus[i] for i in sorted(corpus, key=int)[:COLD_DOCS]}
+        small_config, _ = build_search_db(work, small, "small")
+        result["cold_start"] = cold_start(small_config, args.cold_repeats)
         loads.append(os.getloadavg()[0])
     result["loadavg_1min_during"] = [round(x, 2) for x in loads]
     return result
@@ -270,9 +298,10 @@ def report(result: dict, args: argparse.Namespace) -> None:
         for t, s in result["cli_search_from"].items():
             print(f"      {t:8} wall {s['wall_s']:6.2f} s = {s['per_query_ms']:6.1f} ms/query")
     if cold := result.get("cold_start"):
-        print(f"(c) cold start, median of {args.cold_repeats}:")
+        print(f"(c) cold start, median of {args.cold_repeats} (x = ratio to the baseline's median):")
+        print(f"      {'':46} {'wall':>7} {'x pass':>7} {'x lancedb':>9}")
         for k, s in cold.items():
-            print(f"      {k:32} {s['median_s']:6.3f} s")
+            print(f"      {k:46} {s['median_s']:6.3f}s {s['x_python']:7.2f} {s['x_import_lancedb']:9.2f}")
     during = ", ".join(f"{x:.2f}" for x in result["loadavg_1min_during"])
     print(f"load average (1 min) during the run: {during} on {result['cpus']} CPUs")
 
