@@ -75,18 +75,20 @@ def deferral_enabled() -> bool:
 
 def import_deferring(module: str, packages: Sequence[str]) -> ModuleType:
     """Import `module` with `packages` registered un-executed first; plainly if that fails or is off."""
-    if module in sys.modules:
-        return sys.modules[module]
-    deferred = [name for name in packages if deferral_enabled() and _defer(name)]
-    try:
-        return importlib.import_module(module)
-    except Exception:
-        if not deferred:
-            raise
-        # A release this deferral does not suit: complete the deferred packages and import again.
-        for name in deferred:
-            initialise(sys.modules[name])
-        return importlib.import_module(module)
+    # One thread imports while the others wait here: a module seen in sys.modules may still be half-run.
+    with _lock:
+        if module in sys.modules:
+            return importlib.import_module(module)
+        deferred = [name for name in packages if deferral_enabled() and _defer(name)]
+        try:
+            return importlib.import_module(module)
+        except Exception:
+            if not deferred:
+                raise
+            # A release this deferral does not suit: complete the deferred packages and import again.
+            for name in deferred:
+                initialise(sys.modules[name])
+            return importlib.import_module(module)
 
 
 def import_lancedb() -> ModuleType:

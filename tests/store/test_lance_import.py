@@ -145,3 +145,14 @@ def test_a_missing_package_is_not_an_error(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.syspath_prepend(str(tmp_path))
     module = import_deferring(name, ["no_such_package_anywhere"])
     assert module.VALUE == 1 and "no_such_package_anywhere" not in sys.modules
+
+
+def test_threads_importing_at_once_all_get_the_whole_module() -> None:
+    code = """
+from concurrent.futures import ThreadPoolExecutor
+from haiku_cli.store.lance_import import import_lancedb
+with ThreadPoolExecutor(8) as pool:
+    print(all(pool.map(lambda _: callable(import_lancedb().connect), range(8))))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "True", done.stderr
