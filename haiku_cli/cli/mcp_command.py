@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -27,7 +28,7 @@ def mcp(
         typer.Option("--host", help="Address to listen on with --http (default 127.0.0.1: this machine)."),
     ] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option("--port", help="Port to listen on with --http (0: any free one).")
+        int, typer.Option("--port", min=0, max=65535, help="Port to listen on with --http (0: any free one).")
     ] = 8765,
     allow_host: Annotated[
         list[str] | None,
@@ -46,6 +47,14 @@ def mcp(
         output.error(
             f"warning: listening on {host}: anyone who can reach this address can read "
             f"{', '.join(selection.names)}"
+        )
+    if not http and sys.stdin.isatty():
+        # Run by hand, a stdio server just waits: say what it is waiting for.
+        output.err.print(
+            f"haiku: MCP server on stdio for {', '.join(selection.names)}; MCP clients launch this command "
+            "themselves (see docs/mcp.md). Ctrl-C to stop.",
+            markup=False,
+            soft_wrap=True,
         )
     scope = ServerScope(ws, selection, model)
     run(

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 from haiku_cli import api
 from haiku_cli.agents.models import model_name
 from haiku_cli.search.candidates import SearchType
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
 
 SEARCH_TYPES: tuple[SearchType, ...] = ("hybrid", "vector", "fts")
 MAX_LIMIT = 100
@@ -16,11 +19,14 @@ MAX_LIMIT = 100
 
 @dataclass
 class ServerScope:
-    """The workspace, the start-up selection (the server's whole world) and the model, if any."""
+    """The workspace, the start-up selection (the server's whole world) and the model, if any.
+
+    `model` is a model string or, for host programs and tests, a ready pydantic-ai `Model`.
+    """
 
     ws: api.Workspace
     selection: api.Selection
-    model: str | None = None
+    model: str | Model | None = None
 
     @property
     def names(self) -> list[str]:
@@ -28,7 +34,9 @@ class ServerScope:
         return self.selection.names
 
     def model_configured(self) -> bool:
-        """Whether `ask` and `analyze` can run: a model string was given or configured."""
+        """Whether `ask` and `analyze` can run: a model was given or configured."""
+        if self.model is not None and not isinstance(self.model, str):
+            return True
         try:
             model_name(self.ws.settings.model, self.model)
         except api.ModelError:

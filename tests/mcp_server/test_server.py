@@ -19,6 +19,8 @@ from haiku_cli.mcp_server.tools import ServerScope
 from haiku_cli.store import maintenance
 from haiku_cli.store.database import open_database
 from haiku_cli.store.location import Location
+from tests.capabilities.analysis_script import cite_printed, execute
+from tests.capabilities.script import Script, text
 
 READ_TOOLS = {"list_databases", "search", "get_document", "list_documents"}
 
@@ -208,3 +210,23 @@ def test_no_tool_writes_to_a_database(scope, corpus: Path) -> None:
         ("get_document", {"database": "beta", "document_id": doc_id}),
     )
     assert versions() == before
+
+
+LAVA = (
+    "import json\n"
+    "for d in list_documents():\n"
+    "    for line in open(d['path'] + 'chunks.jsonl'):\n"
+    "        c = json.loads(line)\n"
+    "        if 'lava' in c['text']:\n"
+    "            print(c['database'], c['id'])\n"
+)
+
+
+def test_analyze_runs_once_over_the_scope_with_labelled_citations(scope) -> None:
+    script = Script(execute(LAVA), cite_printed(1), text("Only the volcano notes mention lava [1]."))
+    (result,) = call(scope(model=script.model), ("analyze", {"question": "Which notes mention lava?"}))
+    analysed = result.structured_content
+    assert not result.is_error and analysed["grounded"] is True
+    assert analysed["executions"][0]["stdout"].startswith("beta ")
+    assert [(c["database"], c["document_title"]) for c in analysed["citations"]] == [("beta", "Volcanoes")]
+    assert analysed["state"] == {}
