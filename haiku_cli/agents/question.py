@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -15,7 +16,7 @@ from haiku_cli.agents.models import REQUEST_SETTINGS, model_errors, model_name, 
 from haiku_cli.capabilities.citations import Citation, number_markers
 from haiku_cli.capabilities.policy import CitationPolicy
 from haiku_cli.capabilities.retrieval import RetrievalCapability
-from haiku_cli.capabilities.scope import sources_of
+from haiku_cli.capabilities.scope import paths_of, sources_of
 from haiku_cli.capabilities.state import EvidenceState, HaikuDeps
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
@@ -67,6 +68,7 @@ async def answer_question(
     await ws.pool.clients_covering(selection)
     label = chosen.model_name if isinstance(model, Model) else model_name(ws.settings.model, model)
     deps = HaikuDeps()
+    evidence = replace(evidence, allowed_paths=paths_of(ws, selection))
     scope = evidence.evidence(deps)
     scope.sources = sources_of(ws, selection)
     scope.document_filter = document_filter

@@ -1,29 +1,56 @@
-"""pydantic-ai capabilities a host composes into its agent: retrieval (search, cite) and the citation policy.
+"""pydantic-ai capabilities a host composes into its agent: retrieval, analysis and the citation policy.
 
-State lives in `HaikuDeps.state`, one JSON-compatible model per capability key.
+State lives in `HaikuDeps.state`, one JSON-compatible model per capability key; a conversation carries it
+with its messages. How a host composes these (both evidence capabilities on one agent, carried state,
+question identity, what a streaming host sees) is in docs/capabilities.md.
 """
 
+from haiku_cli.capabilities.analysis import AnalysisCapability, AnalysisState, ExecutionRecord
 from haiku_cli.capabilities.citations import Citation
-from haiku_cli.capabilities.evidence import EvidenceCapability, evidence_states, record_citations
+from haiku_cli.capabilities.evidence import (
+    CarriedStateError,
+    EvidenceCapability,
+    evidence_states,
+    record_citations,
+    set_scope,
+)
 from haiku_cli.capabilities.policy import REDIRECT_TAG, CitationPolicy, PolicyState
 from haiku_cli.capabilities.retrieval import RetrievalCapability
-from haiku_cli.capabilities.scope import selection_of, sources_of
-from haiku_cli.capabilities.state import EvidenceRef, EvidenceState, HaikuDeps, SearchRecord, Source
+from haiku_cli.capabilities.scope import paths_of, selection_of, sources_of
+from haiku_cli.capabilities.state import (
+    EarlierCitation,
+    EvidenceRef,
+    EvidenceReturn,
+    EvidenceState,
+    HaikuDeps,
+    Question,
+    SearchRecord,
+    Source,
+)
 
 __all__ = [
     "REDIRECT_TAG",
+    "AnalysisCapability",
+    "AnalysisState",
+    "CarriedStateError",
     "Citation",
     "CitationPolicy",
+    "EarlierCitation",
     "EvidenceCapability",
     "EvidenceRef",
+    "EvidenceReturn",
     "EvidenceState",
+    "ExecutionRecord",
     "HaikuDeps",
     "PolicyState",
+    "Question",
     "RetrievalCapability",
     "SearchRecord",
     "Source",
     "evidence_states",
+    "paths_of",
     "record_citations",
     "selection_of",
+    "set_scope",
     "sources_of",
 ]

@@ -13,25 +13,22 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
-from pydantic import BaseModel, Field
+from pydantic import Field
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import WrapRunHandler
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai.toolsets import FunctionToolset
 
 from haiku_cli.capabilities.retrieval import RetrievalCapability
-from haiku_cli.capabilities.scope import selection_of
-from haiku_cli.capabilities.state import EvidenceRef, EvidenceState, HaikuDeps
+from haiku_cli.capabilities.state import EvidenceRef, EvidenceReturn, EvidenceState, HaikuDeps
 from haiku_cli.sandbox.corpus import open_corpus_sandbox
 from haiku_cli.sandbox.runner import Execution, Sandbox
 from haiku_cli.search.hits import SearchHit
 
 
-class ExecutionRecord(BaseModel):
+class ExecutionRecord(EvidenceReturn):
     """One program the model ran: which answer and run step it belonged to, and what came of it."""
 
-    answer: int
-    step: int
     code: str
     stdout: str
     stderr: str
@@ -40,6 +37,14 @@ class ExecutionRecord(BaseModel):
     def execution(self) -> Execution:
         """The record as the `{code, stdout, stderr, ok}` shape users see."""
         return Execution(code=self.code, stdout=self.stdout, stderr=self.stderr, ok=self.ok)
+
+    def receipt(self, question: str) -> str:
+        """A one-line stand-in for a program's output made for an earlier question."""
+        outcome = "ran" if self.ok else "failed"
+        return (
+            f"[A program for the earlier question {question!r} {outcome}; its output ({len(self.stdout)} "
+            "characters) was compacted. Run it again if you need it.]"
+        )
 
 
 class AnalysisState(EvidenceState):
@@ -51,10 +56,14 @@ class AnalysisState(EvidenceState):
         """The programs run for the current answer."""
         return [e for e in self.executions if e.answer == self.answer]
 
+    def evidence_returns(self) -> list[EvidenceReturn]:
+        """Searches and program runs: both showed the model evidence."""
+        return [*self.searches, *self.executions]
+
     @property
-    def has_evidence(self) -> bool:
+    def evidence_mark(self) -> int:
         """A program that ran over the documents is evidence too, even if no chunk was shown."""
-        return super().has_evidence or bool(self.current_executions())
+        return super().evidence_mark + len(self.current_executions())
 
 
 @dataclass(eq=False)
@@ -70,8 +79,12 @@ class AnalysisCapability(RetrievalCapability):
         """The live analysis state (the evidence fields plus executions)."""
         return deps.get(self.state_key, AnalysisState)
 
+    def evidence_tools(self, ctx: RunContext[HaikuDeps]) -> frozenset[str]:
+        """`execute_code`, and `search` when this capability serves it."""
+        return super().evidence_tools(ctx) | {"execute_code"}
+
     def get_toolset(self) -> FunctionToolset[HaikuDeps]:
-        """`search` and `cite` from retrieval, plus `execute_code`."""
+        """`search` and `cite` from retrieval (unless another capability serves them), plus `execute_code`."""
         toolset = super().get_toolset()
         toolset.add_function(self.execute_code, name="execute_code")
         return toolset
@@ -80,7 +93,7 @@ class AnalysisCapability(RetrievalCapability):
         """How to use the sandbox, naming the databases this question covers and the limits."""
 
         def instructions(ctx: RunContext[HaikuDeps]) -> str:
-            names = selection_of(self.workspace, self.evidence(ctx.deps).sources).names
+            names = self.selection(ctx.deps).names
             limits = self.workspace.settings.sandbox
             return analysis_instructions(
                 names,
@@ -120,7 +133,13 @@ class AnalysisCapability(RetrievalCapability):
         result = await sandbox.execute(code)
         state = self.evidence(ctx.deps)
         state.executions.append(
-            ExecutionRecord(answer=state.answer, step=ctx.run_step, **result.model_dump())
+            ExecutionRecord(
+                answer=state.answer,
+                step=ctx.run_step,
+                run_id=ctx.run_id,
+                tool_call_id=ctx.tool_call_id,
+                **result.model_dump(),
+            )
         )
         return result.for_model()
 
@@ -137,7 +156,7 @@ class AnalysisCapability(RetrievalCapability):
 
                 opened = open_corpus_sandbox(
                     self.workspace,
-                    selection_of(self.workspace, state.sources),
+                    self.selection(ctx.deps),
                     document_filter=state.document_filter,
                     on_hits=saw,
                 )

@@ -1,16 +1,39 @@
-"""The base of evidence-gathering capabilities, and what the citation policy and `cite` read across them."""
+"""The base of evidence-gathering capabilities: question identity, carried state, and what `cite` reads.
+
+A question begins in the first run that has no question in progress (`EvidenceState.in_progress`) and
+ends after the run that answers it. A run that pauses for deferred tools, or raises, leaves it in
+progress, so the next run resumes it with its budget, evidence and citations.
+"""
 
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.run import AgentRunResult
+from pydantic_ai.tools import DeferredToolRequests, ToolDefinition
 
 from haiku_cli.capabilities.citations import Citation
-from haiku_cli.capabilities.state import EvidenceState, HaikuDeps
+from haiku_cli.capabilities.state import EvidenceState, HaikuDeps, Source
 from haiku_cli.databases.resolve import ResolvedChunk
+from haiku_cli.errors import InputError
+
+QUESTION_CHARS = 300  # enough of a question to recognise it in a capsule heading
+
+
+class CarriedStateError(InputError):
+    """A host carried the message history of a conversation without the capability state that goes with it."""
 
 
 class EvidenceCapability(AbstractCapability[HaikuDeps]):
@@ -20,20 +43,125 @@ class EvidenceCapability(AbstractCapability[HaikuDeps]):
     def evidence(self, deps: HaikuDeps) -> EvidenceState:
         """This capability's live evidence state in `deps.state` (usable outside a run, e.g. by the host)."""
 
+    @abstractmethod
+    def evidence_tools(self, ctx: RunContext[HaikuDeps]) -> frozenset[str]:
+        """The tools this capability serves in this run whose returns show the model evidence."""
+
     async def before_run(self, ctx: RunContext[HaikuDeps]) -> None:
-        """Each run answers one question: start its budget, evidence and citations afresh."""
-        self.evidence(ctx.deps).begin_answer()
+        """Begin a new question, or resume the one in progress; refuse a history whose state was dropped."""
+        state = self.evidence(ctx.deps)
+        tools = self.evidence_tools(ctx)
+        unknown = _unknown_returns(ctx.messages, tools, set(state.tool_calls))
+        if unknown:
+            raise self._dropped(f"`{unknown}` results from earlier questions")
+        if state.in_progress is not None:
+            state.resume_question(ctx.run_id)
+        elif ctx.prompt is None and _owed(ctx.messages, tools):
+            raise self._dropped("a question still in progress")
+        else:
+            state.begin_question(ctx.run_id, question_text(ctx))
+
+    async def after_run(
+        self, ctx: RunContext[HaikuDeps], *, result: AgentRunResult[Any]
+    ) -> AgentRunResult[Any]:
+        """The question is answered unless the run only paused for deferred tool work."""
+        if not isinstance(result.output, DeferredToolRequests):
+            self.evidence(ctx.deps).finish_question()
+        return result
+
+    async def after_tool_execute(
+        self,
+        ctx: RunContext[HaikuDeps],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        result: Any,
+    ) -> Any:
+        """Remember each evidence return this capability made, so later runs can tell state was carried."""
+        if call.tool_name in self.evidence_tools(ctx):
+            self.evidence(ctx.deps).tool_calls.append(call.tool_call_id)
+        return result
+
+    def _dropped(self, what: str) -> CarriedStateError:
+        key = getattr(self, "state_key", type(self).__name__)
+        return CarriedStateError(
+            f"the message history holds {what}, but deps.state['{key}'] has no record of it: "
+            "carry deps.state (HaikuDeps.dump() and HaikuDeps.restore()) together with the messages"
+        )
+
+
+def question_text(ctx: RunContext[HaikuDeps]) -> str:
+    """The words of the question a run begins: its prompt, else the latest user prompt in the history."""
+    prompt: Any = ctx.prompt
+    if prompt is None:
+        prompt = next(
+            (
+                p.content
+                for m in reversed(ctx.messages)
+                if isinstance(m, ModelRequest)
+                for p in reversed(m.parts)
+                if isinstance(p, UserPromptPart)
+            ),
+            "",
+        )
+    if not isinstance(prompt, str):
+        prompt = " ".join(p for p in prompt if isinstance(p, str))
+    text = " ".join(prompt.split())
+    return text if len(text) <= QUESTION_CHARS else text[:QUESTION_CHARS] + "…"
+
+
+def _owed(messages: Sequence[ModelMessage], tools: frozenset[str]) -> bool:
+    """Whether the history ends mid-question in this capability's tools (calls awaiting or just answered)."""
+    if not messages:
+        return False
+    last = messages[-1]
+    if isinstance(last, ModelResponse):
+        return any(isinstance(p, ToolCallPart) and p.tool_name in tools for p in last.parts)
+    return any(isinstance(p, ToolReturnPart) and p.tool_name in tools for p in last.parts)
+
+
+def _unknown_returns(messages: Sequence[ModelMessage], tools: frozenset[str], known: set[str]) -> str | None:
+    """The name of a tool whose evidence return in the history this state never made, if any."""
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if (
+                    isinstance(part, ToolReturnPart)
+                    and part.tool_name in tools
+                    and part.outcome == "success"
+                    and part.tool_call_id not in known
+                ):
+                    return part.tool_name
+    return None
+
+
+def evidence_capabilities(ctx: RunContext[HaikuDeps]) -> list[EvidenceCapability]:
+    """The evidence capabilities registered for this run, in registration order."""
+    return [cap for cap in ctx.capabilities.values() if isinstance(cap, EvidenceCapability)]
 
 
 def evidence_states(ctx: RunContext[HaikuDeps]) -> list[EvidenceState]:
     """The evidence states of every evidence capability registered for this run (each state once)."""
     states: list[EvidenceState] = []
-    for cap in ctx.capabilities.values():
-        if isinstance(cap, EvidenceCapability):
-            state = cap.evidence(ctx.deps)
-            if all(state is not s for s in states):
-                states.append(state)
+    for cap in evidence_capabilities(ctx):
+        state = cap.evidence(ctx.deps)
+        if all(state is not s for s in states):
+            states.append(state)
     return states
+
+
+def set_scope(
+    deps: HaikuDeps,
+    capabilities: Iterable[EvidenceCapability],
+    sources: Sequence[Source],
+    document_filter: str | None = None,
+) -> None:
+    """Scope the question to `sources` (and a filter) in every given capability's state alike."""
+    for cap in capabilities:
+        state = cap.evidence(deps)
+        state.sources = list(sources)
+        state.document_filter = document_filter
 
 
 def record_citations(
@@ -41,8 +169,9 @@ def record_citations(
 ) -> list[Citation]:
     """Add resolved chunks to `state` as citations and return them, numbered across all evidence states.
 
-    A chunk already cited in this answer (by any evidence capability) keeps its number. Call this
-    without awaiting in between reading and writing: tools of one response run concurrently.
+    A chunk already cited in this answer (by any evidence capability) keeps its number. Citing only ever
+    adds: it never narrows what the answer cites. Call this without awaiting in between reading and
+    writing: tools of one response run concurrently.
     """
     states = evidence_states(ctx)
     if all(state is not s for s in states):
@@ -58,7 +187,4 @@ def record_citations(
             state.citations.append(citation)
             cited[(citation.database, citation.chunk_id)] = citation
         result.append(citation)
-    if result:
-        # The latest word wins: citing after `cite([])` means the model found support after all.
-        state.declared_ungrounded = False
     return result

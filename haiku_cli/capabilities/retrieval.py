@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pydantic_ai import RunContext
+from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 from haiku_cli.capabilities.citations import Citation, clean_ids, resolve_citations
@@ -14,6 +15,7 @@ from haiku_cli.capabilities.scope import selection_of
 from haiku_cli.capabilities.state import EvidenceRef, EvidenceState, HaikuDeps, SearchRecord
 from haiku_cli.databases import operations
 from haiku_cli.databases.resolve import Resolution, ResolvedChunk
+from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.search.hits import SearchHit
 
@@ -29,6 +31,9 @@ class RetrievalCapability(EvidenceCapability):
 
     The sources and filter travel in the state under `state_key`; the workspace supplies the pool and
     embedder. Searches the model emits in one response share a unit (up to `per_response` of them).
+    Databases named by path in the state are opened only if listed in `allowed_paths` (the state is data
+    from outside). When several of these capabilities share an agent (retrieval and analysis), the first
+    registered serves `search` and `cite` for all of them.
     """
 
     workspace: Workspace = field(repr=False)
@@ -36,23 +41,42 @@ class RetrievalCapability(EvidenceCapability):
     per_response: int = PER_RESPONSE
     limit: int = DEFAULT_HITS
     state_key: str = "retrieval"
+    allowed_paths: tuple[str, ...] = ()
 
     def evidence(self, deps: HaikuDeps) -> EvidenceState:
         """The live retrieval state (sources, filter, budget, evidence, citations)."""
         return deps.get(self.state_key, EvidenceState)
 
+    def selection(self, deps: HaikuDeps) -> Selection:
+        """The databases the question in `deps` is scoped to."""
+        return selection_of(self.workspace, self.evidence(deps).sources, allowed_paths=self.allowed_paths)
+
     def get_toolset(self) -> FunctionToolset[HaikuDeps]:
-        """The `search` and `cite` tools."""
+        """The `search` and `cite` tools, offered only by the first such capability on the agent."""
         toolset = FunctionToolset[HaikuDeps]()
-        toolset.add_function(self.search, name="search")
-        toolset.add_function(self.cite, name="cite")
+        toolset.add_function(self.search, name="search", prepare=self._if_serving)
+        toolset.add_function(self.cite, name="cite", prepare=self._if_serving)
         return toolset
+
+    def serves_search(self, ctx: RunContext[HaikuDeps]) -> bool:
+        """Whether this capability serves `search` and `cite` in this run (it is the first registered)."""
+        first = next((c for c in ctx.capabilities.values() if isinstance(c, RetrievalCapability)), None)
+        return first is None or first.state_key == self.state_key
+
+    def evidence_tools(self, ctx: RunContext[HaikuDeps]) -> frozenset[str]:
+        """`search`, when this capability serves it (a `cite` acknowledgement is never evidence)."""
+        return frozenset({"search"}) if self.serves_search(ctx) else frozenset()
+
+    async def _if_serving(
+        self, ctx: RunContext[HaikuDeps], tool_def: ToolDefinition
+    ) -> ToolDefinition | None:
+        return tool_def if self.serves_search(ctx) else None
 
     def get_instructions(self) -> Callable[[RunContext[HaikuDeps]], str]:
         """How to search and cite, naming the databases this question covers."""
 
         def instructions(ctx: RunContext[HaikuDeps]) -> str:
-            names = selection_of(self.workspace, self.evidence(ctx.deps).sources).names
+            names = self.selection(ctx.deps).names
             several = len(names) > 1
             labelled = " and names the database it came from" if several else ""
             return (
@@ -86,7 +110,7 @@ class RetrievalCapability(EvidenceCapability):
             )
         if spent == "response_full":
             return f"At most {self.per_response} searches per response; this one was not run."
-        selection = selection_of(self.workspace, state.sources)
+        selection = self.selection(ctx.deps)
         hits = await operations.search(
             self.workspace,
             selection,
@@ -97,7 +121,16 @@ class RetrievalCapability(EvidenceCapability):
         )
         refs = [EvidenceRef(database=h.database, chunk_id=h.chunk_id) for h in hits]
         state.saw(refs)
-        state.searches.append(SearchRecord(answer=state.answer, step=ctx.run_step, query=query, results=refs))
+        state.searches.append(
+            SearchRecord(
+                answer=state.answer,
+                step=ctx.run_step,
+                run_id=ctx.run_id,
+                tool_call_id=ctx.tool_call_id,
+                query=query,
+                results=refs,
+            )
+        )
         return format_hits(
             query, hits, show_database=len(selection.locations) > 1, units_left=state.units_left(self.budget)
         )
@@ -111,7 +144,14 @@ class RetrievalCapability(EvidenceCapability):
         """
         state = self.evidence(ctx.deps)
         if not chunk_ids:
-            state.declared_ungrounded = True
+            state.declare_ungrounded()
+            if state.citations:
+                # Declarations merge: `cite([])` never withdraws what this answer already cites.
+                marks = ", ".join(f"[{c.index}]" for c in state.citations)
+                return (
+                    f"Noted: nothing more is supported. The answer keeps its citations {marks}; "
+                    "say plainly which parts the documents do not support."
+                )
             return (
                 "Recorded: this answer is not grounded in the documents. "
                 "Say plainly that the documents do not say, and do not present outside knowledge as theirs."
@@ -119,9 +159,7 @@ class RetrievalCapability(EvidenceCapability):
         ids = clean_ids(chunk_ids)
         if not ids:
             return "No chunk ids given: pass ids from search results, or an empty list to declare no support."
-        resolution = await resolve_citations(
-            self.workspace.pool, selection_of(self.workspace, state.sources), ids
-        )
+        resolution = await resolve_citations(self.workspace.pool, self.selection(ctx.deps), ids)
         found = [resolution.found[i] for i in ids if i in resolution.found]
         citations = record_citations(ctx, state, found)
         return cite_report(citations, resolution)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from haiku_cli.capabilities.state import Source
 from haiku_cli.databases.selection import Selection, configured
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError
 from haiku_cli.store.location import Location
+
+
+def paths_of(ws: Workspace, selection: Selection) -> tuple[str, ...]:
+    """The selection's databases that are not configured by name: what a host must allow by path."""
+    return tuple(s.path for s in sources_of(ws, selection) if s.path is not None)
 
 
 def sources_of(ws: Workspace, selection: Selection) -> list[Source]:
@@ -24,14 +29,25 @@ def sources_of(ws: Workspace, selection: Selection) -> list[Source]:
     ]
 
 
-def selection_of(ws: Workspace, sources: Sequence[Source]) -> Selection:
-    """The selection the sources name; no sources means every configured database."""
+def selection_of(
+    ws: Workspace, sources: Sequence[Source], *, allowed_paths: Collection[str] = ()
+) -> Selection:
+    """The selection the sources name; no sources means every configured database.
+
+    Sources come from carried state, which is data from outside: a database named by path is opened only
+    if the host listed that path in `allowed_paths` (configured databases are always allowed).
+    """
     if not sources:
         return ws.select_many()
     known = configured(ws.settings)
     locations = []
     for src in sources:
         if src.path is not None:
+            if src.path not in allowed_paths:
+                raise InputError(
+                    f"database path '{src.path}' in the question's state is not one this host allows; "
+                    "pass it in allowed_paths, or name a configured database"
+                )
             locations.append(Location(src.name, src.path))
         elif src.name in known:
             locations.append(known[src.name])

@@ -61,13 +61,46 @@ class EvidenceRef(BaseModel):
     chunk_id: str
 
 
-class SearchRecord(BaseModel):
-    """One search a model made: which answer and run step it belonged to, and what it returned."""
+class Question(BaseModel):
+    """A question being answered: its number under this state, its words, and the runs that worked on it."""
+
+    number: int
+    text: str = ""
+    runs: list[str] = Field(default_factory=list)  # run ids, the one that began it first
+
+
+class EvidenceReturn(BaseModel):
+    """One tool return that showed the model evidence, identified so it can be found in the transcript."""
 
     answer: int
     step: int
+    run_id: str | None = None
+    tool_call_id: str | None = None
+
+    def receipt(self, question: str) -> str:
+        """What stands in for this return once its question is answered (see the compaction capability)."""
+        return f"[Evidence shown for the earlier question {question!r}; compacted.]"
+
+
+class SearchRecord(EvidenceReturn):
+    """One search a model made: which answer and run step it belonged to, and what it returned."""
+
     query: str
     results: list[EvidenceRef] = Field(default_factory=list)
+
+    def receipt(self, question: str) -> str:
+        """A one-line stand-in for the results of a search made for an earlier question."""
+        return (
+            f"[Search {self.query!r} for the earlier question {question!r} showed {len(self.results)} "
+            "results, since compacted; the chunks cited then are listed with the latest earlier results.]"
+        )
+
+
+class EarlierCitation(BaseModel):
+    """A citation an earlier answer made, kept so later questions can be held to it and shown it."""
+
+    answer: int
+    citation: Citation
 
 
 SpendOutcome = Literal["ok", "response_full", "exhausted"]
@@ -76,43 +109,65 @@ SpendOutcome = Literal["ok", "response_full", "exhausted"]
 class EvidenceState(BaseModel):
     """What an evidence-gathering capability knows about the current answer and the conversation.
 
-    `sources`, `document_filter`, `searches` and `prior_citations` span the conversation; the remaining
-    fields describe the current answer and are reset by `begin_answer` at the start of every run.
-    Capabilities that gather evidence another way (e.g. code execution) subclass this to add their own.
+    `sources`, `document_filter`, `searches`, `asked` and `earlier` span the conversation; the remaining
+    fields describe the current answer and start afresh when a new question begins. `in_progress` is the
+    authority on whether a run continues a question or begins one. Capabilities that gather evidence another
+    way (e.g. code execution) subclass this to add their own records.
     """
 
     sources: list[Source] = Field(default_factory=list)  # empty: every configured database
     document_filter: str | None = None
-    answer: int = 0  # answers begun under this state (one per agent run)
+    answer: int = 0  # questions begun under this state
+    in_progress: Question | None = None  # set while a question is being answered (or was interrupted)
+    asked: dict[int, str] = Field(default_factory=dict)  # question number -> its words
     searches: list[SearchRecord] = Field(default_factory=list)
-    prior_citations: int = 0  # citations made by earlier answers
-    units: dict[int, int] = Field(default_factory=dict)  # run step -> searches emitted in that response
+    tool_calls: list[str] = Field(default_factory=list)  # ids of every evidence return this state made
+    earlier: list[EarlierCitation] = Field(default_factory=list)  # citations of finished answers
+    units: dict[int, int] = Field(default_factory=dict)  # response -> searches emitted in it
+    step_offset: int = 0  # responses of earlier runs of this question, so a resumed run's steps are new
     evidence: list[EvidenceRef] = Field(default_factory=list)  # chunks shown to the model this answer
     citations: list[Citation] = Field(default_factory=list)
-    declared_ungrounded: bool = False  # the model called cite([]) (and cited nothing after)
+    declared_ungrounded: bool = False  # the model called cite([]) for this answer
+    declared_at: int = 0  # `evidence_mark` when it did: newer evidence makes the declaration stale
     violation: bool = False  # the answer ended with evidence but neither cited nor declared
 
-    def begin_answer(self) -> None:
-        """Start a new answer: its budget, evidence, citations and flags start empty."""
-        self.prior_citations += len(self.citations)
+    def begin_question(self, run_id: str | None, text: str = "") -> None:
+        """Start a new question: file the last answer's citations, then start budget and evidence afresh."""
+        self.earlier += [EarlierCitation(answer=self.answer, citation=c) for c in self.citations]
         self.answer += 1
+        self.asked[self.answer] = text
+        self.in_progress = Question(number=self.answer, text=text, runs=[run_id] if run_id else [])
         self.units = {}
+        self.step_offset = 0
         self.evidence = []
         self.citations = []
         self.declared_ungrounded = False
+        self.declared_at = 0
         self.violation = False
+
+    def resume_question(self, run_id: str | None) -> None:
+        """Continue the question in progress in another run (after a deferred-tool pause or an error)."""
+        if self.in_progress is not None and run_id and run_id not in self.in_progress.runs:
+            self.in_progress.runs.append(run_id)
+            # A new run counts its steps from 1 again; its responses must not share a unit with earlier ones.
+            self.step_offset = max(self.units, default=0)
+
+    def finish_question(self) -> None:
+        """The question is answered: the next run begins a new one."""
+        self.in_progress = None
 
     def spend_search(self, step: int, *, budget: int, per_response: int) -> SpendOutcome:
         """Charge one search made in run step `step`: a response's searches share one unit of the budget."""
-        used = self.units.get(step)
+        response = self.step_offset + step
+        used = self.units.get(response)
         if used is None:
             if len(self.units) >= budget:
                 return "exhausted"
-            self.units[step] = 1
+            self.units[response] = 1
             return "ok"
         if used >= per_response:
             return "response_full"
-        self.units[step] = used + 1
+        self.units[response] = used + 1
         return "ok"
 
     def units_left(self, budget: int) -> int:
@@ -127,17 +182,36 @@ class EvidenceState(BaseModel):
                 known.add((ref.database, ref.chunk_id))
                 self.evidence.append(ref)
 
+    def evidence_returns(self) -> list[EvidenceReturn]:
+        """Every tool return that showed the model evidence, across the conversation."""
+        return list(self.searches)
+
+    @property
+    def evidence_mark(self) -> int:
+        """How much evidence this answer has been shown; grows only with genuinely new evidence."""
+        return len(self.evidence)
+
+    def declare_ungrounded(self) -> None:
+        """The model said the documents do not support the answer (`cite([])`), as of the evidence so far."""
+        self.declared_ungrounded = True
+        self.declared_at = self.evidence_mark
+
+    @property
+    def prior_citations(self) -> int:
+        """Citations made by earlier answers."""
+        return len(self.earlier)
+
     @property
     def has_evidence(self) -> bool:
         """Evidence is in play: this answer was shown chunks, or earlier answers cited some."""
-        return bool(self.evidence) or self.prior_citations > 0
+        return self.evidence_mark > 0 or bool(self.earlier)
 
     @property
     def grounded(self) -> bool:
-        """This answer cited at least one chunk and was not declared ungrounded afterwards."""
-        return bool(self.citations) and not self.declared_ungrounded
+        """This answer cited at least one chunk; a citation is never withdrawn by a later `cite([])`."""
+        return bool(self.citations)
 
     @property
     def settled(self) -> bool:
-        """The model cited something or explicitly declared the answer ungrounded."""
-        return bool(self.citations) or self.declared_ungrounded
+        """The model cited something, or declared the answer ungrounded and was shown nothing new since."""
+        return bool(self.citations) or (self.declared_ungrounded and self.evidence_mark <= self.declared_at)

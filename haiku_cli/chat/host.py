@@ -39,12 +39,14 @@ ANALYSIS = (
 )
 
 
-def evidence_capabilities(ws: Workspace, *, analysis: bool) -> list[EvidenceCapability]:
+def evidence_capabilities(
+    ws: Workspace, *, analysis: bool, allowed_paths: tuple[str, ...] = ()
+) -> list[EvidenceCapability]:
     """Retrieval, and with `analysis` the sandbox too: the model chooses per question."""
     budget = ws.settings.model.search_budget
     if analysis:
-        return [AnalysisCapability(ws, budget=budget)]
-    return [RetrievalCapability(ws, budget=budget)]
+        return [AnalysisCapability(ws, budget=budget, allowed_paths=allowed_paths)]
+    return [RetrievalCapability(ws, budget=budget, allowed_paths=allowed_paths)]
 
 
 def conversation_capabilities() -> list[AbstractCapability[HaikuDeps]]:
@@ -71,7 +73,8 @@ class ChatHost:
         self.model = model
         self.label = label
         self.generated_name = False
-        self.evidence = evidence_capabilities(ws, analysis=analysis)
+        # The session's own databases given by path are the ones this host allows.
+        self.evidence = evidence_capabilities(ws, analysis=analysis, allowed_paths=_paths(session.sources))
         instructions = ask_agent.INSTRUCTIONS + CONVERSATION + (ANALYSIS if analysis else "")
         self.agent = build_agent([*self.evidence, *conversation_capabilities()], model, instructions)
 
@@ -103,7 +106,7 @@ class ChatHost:
             scope = selection if selection is not None else ws.select_many()
             saved = Session.start(name, sources_of(ws, scope), document_filter)
         # Open the databases now: a missing one should fail before the first question, not during it.
-        await ws.pool.clients_covering(selection_of(ws, saved.sources))
+        await ws.pool.clients_covering(selection_of(ws, saved.sources, allowed_paths=_paths(saved.sources)))
         if session is None:
             saved = store.save(saved)  # claim the generated name, so a chat started alongside picks another
         host = cls(ws, saved, chosen, label=label, analysis=analysis, store=store)
@@ -113,7 +116,7 @@ class ChatHost:
     @property
     def selection(self) -> Selection:
         """The databases this conversation covers."""
-        return selection_of(self.ws, self.session.sources)
+        return selection_of(self.ws, self.session.sources, allowed_paths=_paths(self.session.sources))
 
     async def ask(self, question: str, on_text: TextSink | None = None) -> AskResult:
         """Answer one question in the conversation; `on_text` receives the text streamed so far.
@@ -186,6 +189,10 @@ async def ask_in_session(
     )
     answered = await host.ask(question)
     return SessionAnswer(**dict(answered), session=host.session.name, databases=host.selection.names)
+
+
+def _paths(sources: Sequence[Source]) -> tuple[str, ...]:
+    return tuple(s.path for s in sources if s.path is not None)
 
 
 def _unused_name(store: SessionStore) -> str:

@@ -17,6 +17,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import ToolDefinition
 
 from haiku_cli.capabilities import CitationPolicy, HaikuDeps, RetrievalCapability, Source
 from haiku_cli.databases.workspace import Workspace
@@ -68,10 +69,12 @@ class Script:
     def __init__(self, *steps: Step) -> None:
         self.steps = list(steps)
         self.seen: list[list[ModelMessage]] = []
+        self.infos: list[AgentInfo] = []
         self.model = FunctionModel(self._respond)
 
     def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self.seen.append(list(messages))
+        self.infos.append(info)
         if len(self.seen) > len(self.steps):
             raise AssertionError(f"request {len(self.seen)} but the script has {len(self.steps)} steps")
         step = self.steps[len(self.seen) - 1]
@@ -81,6 +84,11 @@ class Script:
     def last(self) -> list[ModelMessage]:
         """The messages of the latest request."""
         return self.seen[-1]
+
+
+def agent_tools(script: Script, request: int = 0) -> list[ToolDefinition]:
+    """The function tools the model was offered in one request."""
+    return list(script.infos[request].function_tools)
 
 
 def run(

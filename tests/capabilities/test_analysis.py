@@ -7,7 +7,7 @@ import json
 from pydantic_ai import Agent
 from pydantic_ai.models.test import TestModel
 
-from haiku_cli.capabilities import CitationPolicy, EvidenceState, HaikuDeps, PolicyState
+from haiku_cli.capabilities import CitationPolicy, EvidenceState, HaikuDeps, PolicyState, RetrievalCapability
 from haiku_cli.capabilities.analysis import AnalysisCapability, AnalysisState
 from haiku_cli.config.settings import SandboxSettings
 from haiku_cli.databases.workspace import Workspace
@@ -18,7 +18,7 @@ from tests.capabilities.analysis_script import (
     last_output,
     run_analysis,
 )
-from tests.capabilities.script import Script, call, returns, text
+from tests.capabilities.script import Script, agent_tools, call, cite_first, returns, search, text
 
 COUNT_PROGRAM = (
     "docs = list_documents()\n"
@@ -188,3 +188,34 @@ def test_the_tools_offered_are_execute_code_search_and_cite(kb: Workspace) -> No
     params = model.last_model_request_parameters
     assert params is not None
     assert sorted(t.name for t in params.function_tools) == ["cite", "execute_code", "search"]
+
+
+def test_retrieval_and_analysis_share_search_and_cite_on_one_agent(kb: Workspace) -> None:
+    retrieval, analysis = RetrievalCapability(kb), AnalysisCapability(kb)
+    script = Script(
+        call(
+            ("search", {"query": "capital of France"}),
+            ("execute_code", {"code": "print(len(list_documents()))"}),
+        ),
+        cite_first(),
+        text("Paris [1], among 4 documents."),
+    )
+    deps = HaikuDeps()
+    agent = Agent(script.model, deps_type=HaikuDeps, capabilities=[retrieval, analysis, CitationPolicy()])
+    agent.run_sync("What is the capital, and how many documents are there?", deps=deps)
+    tools = sorted(t.name for t in agent_tools(script))
+    assert tools == ["cite", "execute_code", "search"]
+    searched, computed = retrieval.evidence(deps), analysis_state(deps)
+    assert [s.query for s in searched.searches] == ["capital of France"] and computed.searches == []
+    assert [e.stdout for e in computed.executions] == ["4\n"]
+    assert [c.index for c in searched.citations] == [1] and searched.grounded
+    assert deps.get("citation_policy", PolicyState).outcome == "grounded"
+
+
+def test_the_first_registered_evidence_capability_serves_search(kb: Workspace) -> None:
+    script = Script(search("capital of France"), cite_first(), text("Paris [1]."))
+    deps = HaikuDeps()
+    capabilities = [AnalysisCapability(kb), RetrievalCapability(kb), CitationPolicy()]
+    Agent(script.model, deps_type=HaikuDeps, capabilities=capabilities).run_sync("q", deps=deps)
+    assert len(analysis_state(deps).searches) == 1 and analysis_state(deps).grounded
+    assert deps.get("retrieval", EvidenceState).searches == []

@@ -13,6 +13,7 @@ from haiku_cli.capabilities import (
     REDIRECT_TAG,
     Citation,
     CitationPolicy,
+    EarlierCitation,
     EvidenceCapability,
     EvidenceRef,
     EvidenceState,
@@ -137,6 +138,9 @@ class Notebook(EvidenceCapability):
     def evidence(self, deps: HaikuDeps) -> EvidenceState:
         return deps.get(self.state_key, EvidenceState)
 
+    def evidence_tools(self, ctx: RunContext[HaikuDeps]) -> frozenset[str]:
+        return frozenset()
+
     async def before_run(self, ctx: RunContext[HaikuDeps]) -> None:
         await super().before_run(ctx)
         if self.seed:
@@ -175,13 +179,23 @@ def _retry() -> RetryInfo:
 
 
 def _state(
-    *, evidence: bool = False, cited: bool = False, declared: bool = False, prior: int = 0
+    *,
+    evidence: bool = False,
+    cited: bool = False,
+    declared: bool = False,
+    prior: int = 0,
+    later: bool = False,
 ) -> EvidenceState:
-    state = EvidenceState(prior_citations=prior, declared_ungrounded=declared)
+    citation = Citation(index=1, database="d", document_id="x", chunk_id="c", content="t")
+    state = EvidenceState(earlier=[EarlierCitation(answer=1, citation=citation)] * prior)
     if evidence:
         state.saw([EvidenceRef(database="d", chunk_id="c")])
+    if declared:
+        state.declare_ungrounded()
+    if later:  # evidence newer than the declaration
+        state.saw([EvidenceRef(database="d", chunk_id="newer")])
     if cited:
-        state.citations.append(Citation(index=1, database="d", document_id="x", chunk_id="c", content="t"))
+        state.citations.append(citation)
     return state
 
 
@@ -190,7 +204,8 @@ def _state(
     [
         ([_state(evidence=True, cited=True)], False, "grounded"),
         ([_state(evidence=True, declared=True)], False, "ungrounded"),
-        ([_state(evidence=True, cited=True, declared=True)], False, "ungrounded"),
+        ([_state(evidence=True, cited=True, declared=True)], False, "grounded"),
+        ([_state(evidence=True, declared=True, later=True)], False, "redirect"),
         ([_state()], False, "no_evidence"),
         ([], False, "no_evidence"),
         ([_state(evidence=True)], False, "redirect"),

@@ -15,6 +15,7 @@ from haiku_cli.capabilities import (
     HaikuDeps,
     PolicyState,
     Source,
+    paths_of,
     selection_of,
     sources_of,
 )
@@ -76,20 +77,23 @@ def test_budget_units_are_per_response() -> None:
     assert state.units_left(2) == 0
 
 
-def test_begin_answer_resets_the_answer_and_keeps_the_conversation() -> None:
+def test_a_new_question_resets_the_answer_and_keeps_the_conversation() -> None:
     state = EvidenceState(sources=[Source(name="notes")], document_filter="f")
-    state.begin_answer()
+    state.begin_question("run-1", "first?")
     state.spend_search(1, budget=5, per_response=3)
     state.saw([EvidenceRef(database="notes", chunk_id="c")])
     state.citations.append(_citation(1, "c"))
     state.declared_ungrounded = True
     state.violation = True
-    state.begin_answer()
+    state.begin_question("run-2", "second?")
     assert state.answer == 2 and state.prior_citations == 1
+    assert state.earlier[0].answer == 1 and state.earlier[0].citation.chunk_id == "c"
     assert state.units == {} and state.evidence == [] and state.citations == []
     assert not state.declared_ungrounded and not state.violation
     assert state.sources == [Source(name="notes")] and state.document_filter == "f"
     assert state.has_evidence  # the earlier citation keeps evidence in play
+    assert state.in_progress is not None and state.in_progress.runs == ["run-2"]
+    assert state.asked == {1: "first?", 2: "second?"}
 
 
 def test_saw_records_each_chunk_once() -> None:
@@ -116,7 +120,17 @@ def test_sources_name_configured_databases_and_keep_paths_for_others(tmp_path: P
     by_path = ws.select_many(paths=[tmp_path / "other.lancedb"])
     assert sources_of(ws, ws.select_many()) == [Source(name="notes")]
     assert sources_of(ws, by_path) == [Source(name="other", path=str(tmp_path / "other.lancedb"))]
-    assert selection_of(ws, sources_of(ws, by_path)) == by_path
+    assert selection_of(ws, sources_of(ws, by_path), allowed_paths=paths_of(ws, by_path)) == by_path
     assert selection_of(ws, []) == ws.select_many()
     with pytest.raises(InputError, match="unknown database 'gone'"):
         selection_of(ws, [Source(name="gone")])
+
+
+def test_a_carried_source_path_the_host_did_not_allow_is_never_opened(tmp_path: Path) -> None:
+    settings = Settings.model_validate({"databases": {"notes": str(tmp_path / "notes.lancedb")}})
+    ws = Workspace(settings)
+    planted = [Source(name="notes", path=str(tmp_path / "elsewhere.lancedb"))]
+    with pytest.raises(InputError, match="not one this host allows"):
+        selection_of(ws, planted)
+    assert not (tmp_path / "elsewhere.lancedb").exists()
+    assert selection_of(ws, planted, allowed_paths=[str(tmp_path / "elsewhere.lancedb")]).names == ["notes"]
