@@ -14,7 +14,7 @@ from pydantic_ai.usage import RunUsage
 
 from haiku_cli.agents.models import REQUEST_SETTINGS, model_errors, model_name, resolve_model
 from haiku_cli.capabilities.citations import Citation, number_markers
-from haiku_cli.capabilities.policy import CitationPolicy
+from haiku_cli.capabilities.policy import CitationPolicy, StreamedRedirect
 from haiku_cli.capabilities.retrieval import RetrievalCapability
 from haiku_cli.capabilities.scope import paths_of, sources_of
 from haiku_cli.capabilities.state import EvidenceState, HaikuDeps
@@ -35,7 +35,11 @@ class AskResult(BaseModel):
 
 
 def build_agent(
-    capabilities: Sequence[AbstractCapability[HaikuDeps]], model: Model, instructions: str
+    capabilities: Sequence[AbstractCapability[HaikuDeps]],
+    model: Model,
+    instructions: str,
+    *,
+    streamed_redirect: StreamedRedirect = "before",
 ) -> Agent[HaikuDeps, str]:
     """An agent answering one question per run with the given capabilities, under the citation policy."""
     return Agent(
@@ -43,7 +47,7 @@ def build_agent(
         deps_type=HaikuDeps,
         output_type=str,
         instructions=instructions,
-        capabilities=[*capabilities, CitationPolicy()],
+        capabilities=[*capabilities, CitationPolicy(streamed_redirect=streamed_redirect)],
         model_settings=REQUEST_SETTINGS,
         # The policy's one redirect spends an output retry; keep one more for an empty response.
         retries={"output": 2},

@@ -49,6 +49,7 @@ STREAM_REDIRECT_MESSAGE = (
 )
 
 Outcome = Literal["grounded", "ungrounded", "no_evidence", "violation"]
+StreamedRedirect = Literal["before", "after"]
 Decision = Outcome | Literal["redirect"]
 
 
@@ -113,6 +114,10 @@ class CitationPolicy(AbstractCapability[HaikuDeps]):
     # A default id makes a second instance merge into the first: an agent has one policy.
     id: str | None = "citation_policy"
     state_key: str = "citation_policy"
+    # "before": streamed requests get the redirect ahead of the answer (works under `run_stream`, which
+    # cannot retry). "after": a host driving streamed runs with `run()`/`run_stream_events()`/`iter()`,
+    # where output retries work, gets the usual redirect and replaces the streamed draft itself.
+    streamed_redirect: StreamedRedirect = "before"
 
     def state(self, deps: HaikuDeps) -> PolicyState:
         """The live policy state in `deps.state`."""
@@ -147,7 +152,9 @@ class CitationPolicy(AbstractCapability[HaikuDeps]):
         Only once this question has been shown evidence: a follow-up that has not searched yet is judged
         like any answer (redirected after the fact where the run can retry, else recorded).
         """
-        if not request_context.streaming or self._decide(ctx) != "redirect":
+        if self.streamed_redirect != "before" or not request_context.streaming:
+            return request_context
+        if self._decide(ctx) != "redirect":
             return request_context
         if not any(s.evidence_mark for s in evidence_states(ctx)):
             return request_context

@@ -76,7 +76,10 @@ class ChatHost:
         # The session's own databases given by path are the ones this host allows.
         self.evidence = evidence_capabilities(ws, analysis=analysis, allowed_paths=_paths(session.sources))
         instructions = ask_agent.INSTRUCTIONS + CONVERSATION + (ANALYSIS if analysis else "")
-        self.agent = build_agent([*self.evidence, *conversation_capabilities()], model, instructions)
+        # `run()` with an event handler can retry, and the stream handler replaces a redirected draft.
+        self.agent = build_agent(
+            [*self.evidence, *conversation_capabilities()], model, instructions, streamed_redirect="after"
+        )
 
     @classmethod
     async def open(

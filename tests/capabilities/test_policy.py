@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import anyio
 import pytest
-from pydantic_ai import Agent, RunContext
-from pydantic_ai.messages import ModelRequest, RetryFeedbackPart, RetryInfo, UserPromptPart
+from pydantic import BaseModel
+from pydantic_ai import Agent, RunContext, capture_run_messages
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryFeedbackPart,
+    RetryInfo,
+    SystemPromptPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 
 from haiku_cli.capabilities import (
     REDIRECT_TAG,
@@ -23,7 +35,9 @@ from haiku_cli.capabilities import (
 )
 from haiku_cli.capabilities.policy import decide, redirect_sent
 from haiku_cli.databases.workspace import Workspace
-from tests.capabilities.script import Script, call, cite_first, run, search, text
+from tests.capabilities.script import Script, call, cite_first, returns, run, search, text
+from tests.capabilities.test_questions import server_dies
+from tests.chat.streaming import StreamScript
 
 
 def policy_state(deps: HaikuDeps) -> PolicyState:
@@ -216,3 +230,125 @@ def _state(
 )
 def test_decide(states: list[EvidenceState], redirected: bool, expected: str) -> None:
     assert decide(states, redirected=redirected) == expected
+
+
+class Answer(BaseModel):
+    answer: str
+
+
+def final(answer: str) -> ModelResponse:
+    return call(("final_result", {"answer": answer}))
+
+
+def tagged(messages: Sequence[ModelMessage]) -> int:
+    """How many of our redirects a stored history holds, in whatever part carried them."""
+    return sum(
+        1
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, ToolReturnPart | RetryFeedbackPart | SystemPromptPart)
+        and REDIRECT_TAG in str(p.content)
+    )
+
+
+def test_structured_output_is_redirected_once(kb: Workspace) -> None:
+    script = Script(search("capital of France"), final("Paris."), final("Paris!"), final("Paris!!"))
+    deps = HaikuDeps()
+    agent = Agent(
+        script.model,
+        deps_type=HaikuDeps,
+        output_type=Answer,
+        capabilities=[RetrievalCapability(kb), CitationPolicy()],
+        retries={"output": 3},
+    )
+    result = agent.run_sync("What is the capital of France?", deps=deps)
+    assert result.output == Answer(answer="Paris!")
+    assert tagged(result.all_messages()) == 1 and len(script.seen) == 3
+    assert policy_state(deps).outcome == "violation" and retrieval_state(deps).violation
+
+
+def test_declaring_ungrounded_after_a_citation_keeps_the_answer_grounded(kb: Workspace) -> None:
+    script = Script(
+        search("capital of France"), cite_first(), call(("cite", {"chunk_ids": []})), text("Paris [1].")
+    )
+    _, deps = run(kb, script)
+    state = retrieval_state(deps)
+    assert state.grounded and [c.index for c in state.citations] == [1]
+    assert policy_state(deps).outcome == "grounded"
+    assert "keeps its citations [1]" in returns(script.last, "cite")[-1]
+
+
+def test_newer_evidence_after_an_ungrounded_declaration_needs_a_fresh_one(kb: Workspace) -> None:
+    declare = call(("cite", {"chunk_ids": []}))
+    script = Script(
+        search("basil sun"), declare, search("capital of France"), text("No."), declare, text("No.")
+    )
+    deps = HaikuDeps()
+    capabilities = [RetrievalCapability(kb, limit=1), CitationPolicy()]  # one new chunk per search
+    Agent(script.model, deps_type=HaikuDeps, capabilities=capabilities).run_sync("q", deps=deps)
+    assert redirects_seen(script) == 1
+    assert policy_state(deps).outcome == "ungrounded" and not retrieval_state(deps).violation
+
+
+def test_an_ending_no_per_response_hook_saw_is_judged_after_the_run(kb: Workspace) -> None:
+    # The output is judged before the search in the same response runs: evidence arrives after the answer.
+    script = Script(call(("final_result", {"answer": "Paris."}), ("search", {"query": "capital of France"})))
+    deps = HaikuDeps()
+    agent = Agent(
+        script.model,
+        deps_type=HaikuDeps,
+        output_type=Answer,
+        end_strategy="exhaustive",
+        capabilities=[RetrievalCapability(kb), CitationPolicy()],
+    )
+    agent.run_sync("q", deps=deps)
+    assert retrieval_state(deps).evidence
+    assert policy_state(deps).outcome == "violation" and retrieval_state(deps).violation
+    # The next question files it once.
+    run(kb, Script(text("Hello.")), deps=deps)
+    assert policy_state(deps).history == ["violation"]
+
+
+def test_a_redirect_sent_before_an_interruption_is_not_sent_again_on_resumption(kb: Workspace) -> None:
+    deps = HaikuDeps()
+    first = Script(search("capital of France"), text("Paris."), server_dies)
+    agent = Agent(first.model, deps_type=HaikuDeps, capabilities=[RetrievalCapability(kb), CitationPolicy()])
+    with capture_run_messages() as interrupted, pytest.raises(RuntimeError):
+        agent.run_sync("Capital?", deps=deps)
+    assert tagged(interrupted) == 1
+    second = Script(text("Paris, again."), text("Paris, once more."))
+    agent = Agent(second.model, deps_type=HaikuDeps, capabilities=[RetrievalCapability(kb), CitationPolicy()])
+    result = agent.run_sync(deps=deps, message_history=interrupted)
+    assert result.output == "Paris, again." and tagged(result.all_messages()) == 1
+    assert policy_state(deps).outcome == "violation"
+
+
+def test_a_streamed_run_gets_the_redirect_before_it_answers(kb: Workspace) -> None:
+    script = StreamScript(search("capital of France"), cite_first(), text("Paris [1]."))
+    deps = HaikuDeps()
+    agent = Agent(script.model, deps_type=HaikuDeps, capabilities=[RetrievalCapability(kb), CitationPolicy()])
+
+    async def go() -> tuple[str, list[ModelMessage]]:
+        async with agent.run_stream("Capital?", deps=deps) as stream:
+            return await stream.get_output(), stream.all_messages()
+
+    output, messages = anyio.run(go)
+    assert output == "Paris [1]."
+    # The request after the evidence carried the redirect and could not be answered with text.
+    assert [i.allow_text_output for i in script.info] == [True, False, True]
+    assert REDIRECT_TAG in str(script.seen[1][-1]) and tagged(messages) == 1
+    assert policy_state(deps).outcome == "grounded"
+
+
+def test_a_streamed_answer_that_ignores_the_redirect_is_recorded_once(kb: Workspace) -> None:
+    script = StreamScript(search("capital of France"), text("Paris."))
+    deps = HaikuDeps()
+    agent = Agent(script.model, deps_type=HaikuDeps, capabilities=[RetrievalCapability(kb), CitationPolicy()])
+
+    async def go() -> str:
+        async with agent.run_stream("Capital?", deps=deps) as stream:
+            return await stream.get_output()
+
+    assert anyio.run(go) == "Paris."
+    assert policy_state(deps).outcome == "violation" and retrieval_state(deps).violation

@@ -12,7 +12,6 @@ from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
 
 from haiku_cli.agents.question import AskResult
-from haiku_cli.capabilities.policy import REDIRECT_TAG
 from haiku_cli.chat.host import ChatHost, ask_in_session
 from haiku_cli.chat.sessions import SessionStore
 from haiku_cli.databases.workspace import Workspace
@@ -29,7 +28,7 @@ def prompts(messages: list[ModelMessage]) -> list[str]:
         for m in messages
         if isinstance(m, ModelRequest)
         for p in m.parts
-        if isinstance(p, UserPromptPart) and isinstance(p.content, str) and REDIRECT_TAG not in p.content
+        if isinstance(p, UserPromptPart) and isinstance(p.content, str)
     ]
 
 
