@@ -19,6 +19,7 @@ Operations (async; each is what one `haiku` command calls)
     `info(ws, location) -> DatabaseInfo`, `history(ws, location) -> DatabaseHistory`,
     `vacuum(ws, location) -> VacuumReport`, `rebuild(ws, location, progress) -> RebuildReport`,
     `overview(ws, selection=None) -> list[DatabaseOverview]` (every configured database, or a selection's),
+    `show_config(ws) -> ResolvedConfig` (sync: the config file, data dir and settings in effect),
     `ask(ws, selection, question, *, model, document_filter) -> AskResult`,
     `analyze(ws, selection, question, *, model, document_filter) -> AnalyzeResult`,
     `parse_metadata(["k=v", ...]) -> dict`.
@@ -33,7 +34,7 @@ Result types (pydantic; `model_dump(mode="json")` is the CLI's `--json`, see doc
     `SearchResults`, `SearchHit`, `DocumentList`, `DocumentSummary`, `DocumentRecord`, `ChunkRecord`,
     `DocumentWithChunks`, `DeletedDocument`, `IngestReport`, `SourceOutcome`, `DatabaseInfo`,
     `DatabaseHistory`, `TableVersion`, `VacuumReport`, `RebuildReport`, `DatabaseOverview`, `AskResult`,
-    `AnalyzeResult`, `Citation`, `Execution`.
+    `AnalyzeResult`, `Citation`, `Execution`, `ResolvedConfig`.
 
 Errors (every failure meant for a user is a `HaikuError` with a one-line message and an `exit_code`)
     `HaikuError`, `InputError`, `DatabaseError`, `ModelError`, `ExitCode`.
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from haiku_cli.capabilities.citations import Citation
     from haiku_cli.chat.host import ChatHost, SessionAnswer, ask_in_session
     from haiku_cli.chat.sessions import Session, SessionList, SessionStore, SessionSummary
+    from haiku_cli.config.resolved import ResolvedConfig
     from haiku_cli.databases.operations import (
         add_sources,
         add_text,
@@ -61,6 +63,7 @@ if TYPE_CHECKING:
         list_documents,
         overview,
         rebuild,
+        show_config,
         vacuum,
     )
     from haiku_cli.databases.operations import search as search_hits
@@ -105,6 +108,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "vacuum": (_OPERATIONS, "vacuum"),
     "rebuild": (_OPERATIONS, "rebuild"),
     "overview": (_OPERATIONS, "overview"),
+    "show_config": (_OPERATIONS, "show_config"),
+    "ResolvedConfig": ("haiku_cli.config.resolved", "ResolvedConfig"),
     "ask": ("haiku_cli.agents.ask", "ask"),
     "analyze": ("haiku_cli.agents.analyze", "analyze"),
     "parse_metadata": ("haiku_cli.ingest.pipeline", "parse_metadata"),
@@ -165,6 +170,7 @@ __all__ = [
     "Location",
     "ModelError",
     "RebuildReport",
+    "ResolvedConfig",
     "SearchHit",
     "SearchResults",
     "Selection",
@@ -192,6 +198,7 @@ __all__ = [
     "rebuild",
     "search",
     "search_hits",
+    "show_config",
     "vacuum",
 ]
 

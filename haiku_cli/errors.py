@@ -15,6 +15,7 @@ class ExitCode(IntEnum):
     MODEL = 4  # the embedder or the language model failed or is not configured
     PARTIAL = 5  # a batch finished but some of its items failed (e.g. add-src)
     INTERNAL = 70  # a bug in haiku: rerun with --debug and report the traceback
+    OUTPUT = 74  # the output cannot be written (disk full, a closed terminal)
     INTERRUPTED = 130  # Ctrl-C
 
 

@@ -28,6 +28,7 @@ class AskResult(BaseModel):
 
     answer: str
     grounded: bool
+    databases: list[str] = Field(default_factory=list)  # the databases the question covered
     citations: list[Citation] = Field(default_factory=list)
     usage: dict[str, int] = Field(default_factory=dict)
     state: dict[str, Any] = Field(default_factory=dict)
@@ -79,7 +80,8 @@ async def answer_question(
     agent = build_agent([evidence], chosen, instructions)
     with model_errors(label, chosen.base_url):
         result = await agent.run(question, deps=deps)
-    return collect(result.output, [evidence.evidence(deps)], result.usage, deps)
+    answered = collect(result.output, [evidence.evidence(deps)], result.usage, deps)
+    return answered.model_copy(update={"databases": selection.names})
 
 
 def collect(output: str, states: Sequence[EvidenceState], usage: RunUsage, deps: HaikuDeps) -> AskResult:

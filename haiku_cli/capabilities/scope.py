@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from haiku_cli.capabilities.state import Source
-from haiku_cli.databases.selection import Selection, configured
+from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError
 from haiku_cli.store.location import Location
@@ -22,9 +22,8 @@ def sources_of(ws: Workspace, selection: Selection) -> list[Source]:
     Only names go into state for configured databases, so storage options (which may hold secrets) are
     re-read from the settings rather than persisted with the conversation.
     """
-    known = configured(ws.settings)
     return [
-        Source(name=loc.name) if known.get(loc.name) == loc else Source(name=loc.name, path=loc.uri)
+        Source(name=loc.name) if ws.locations.get(loc.name) == loc else Source(name=loc.name, path=loc.uri)
         for loc in selection.locations
     ]
 
@@ -39,18 +38,15 @@ def selection_of(
     """
     if not sources:
         return ws.select_many()
-    known = configured(ws.settings)
     locations = []
     for src in sources:
-        if src.path is not None:
-            if src.path not in allowed_paths:
-                raise InputError(
-                    f"database path '{src.path}' in the question's state is not one this host allows; "
-                    "pass it in allowed_paths, or name a configured database"
-                )
+        if src.path is None:
+            locations.append(ws.lookup(src.name))
+        elif src.path in allowed_paths:
             locations.append(Location(src.name, src.path))
-        elif src.name in known:
-            locations.append(known[src.name])
         else:
-            raise InputError(f"unknown database '{src.name}'; configured databases: {', '.join(known)}")
+            raise InputError(
+                f"database path '{src.path}' in the question's state is not one this host allows; "
+                "pass it in allowed_paths, or name a configured database"
+            )
     return Selection(tuple(locations))

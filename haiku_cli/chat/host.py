@@ -163,10 +163,9 @@ class ChatHost:
 
 
 class SessionAnswer(AskResult):
-    """An answer given in a session: `ask`'s result plus the session and the databases it covers."""
+    """An answer given in a session: `ask`'s result (whose `databases` are the session's) plus the session."""
 
     session: str
-    databases: list[str]
 
 
 async def ask_in_session(
@@ -191,7 +190,7 @@ async def ask_in_session(
         store=store,
     )
     answered = await host.ask(question)
-    return SessionAnswer(**dict(answered), session=host.session.name, databases=host.selection.names)
+    return SessionAnswer(**{**dict(answered), "databases": host.selection.names}, session=host.session.name)
 
 
 def _paths(sources: Sequence[Source]) -> tuple[str, ...]:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from haiku_cli.cli import output, render
 from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Filter, Json, workspace
-from haiku_cli.cli.running import run
+from haiku_cli.cli.running import boundary, run
 
-DocumentId = Annotated[str, typer.Argument(help="The document's id (see `haiku list`).")]
+if TYPE_CHECKING:
+    from haiku_cli.api import Location, Workspace
+
+DocumentId = Annotated[str, typer.Argument(help="The document's id (see `haiku list`).", metavar="ID")]
 
 
 def register(app: typer.Typer) -> None:
@@ -24,24 +28,26 @@ def register(app: typer.Typer) -> None:
         ("rebuild", rebuild),
         ("history", history),
     ):
-        app.command(name)(fn)
+        app.command(name)(boundary(fn))
 
 
-def _one(ctx: typer.Context, database: list[str] | None, db: list | None):
+def _one(ctx: typer.Context, database: list[str] | None, db: list[Path] | None) -> tuple[Workspace, Location]:
     ws = workspace(ctx)
-    return ws, run(ws.select_one, database or [], db or [])
+    return ws, ws.select_one(database or [], db or [])
 
 
 def list_(
     ctx: typer.Context,
     filter_: Filter = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many documents.", min=1)] = 50,
-    offset: Annotated[int, typer.Option("--offset", help="Skip this many documents first.", min=0)] = 0,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", help="At most this many documents.", metavar="N")
+    ] = 50,
+    offset: Annotated[int, typer.Option("--offset", help="Skip this many documents first.", metavar="N")] = 0,
     database: DatabaseNames = None,
     db: DatabasePaths = None,
     json: Json = False,
 ) -> None:
-    """List documents, oldest first (a page of 50 unless --limit says otherwise)."""
+    """List documents, oldest first, a page at a time (50 unless --limit says otherwise)."""
     from haiku_cli import api
 
     ws, loc = _one(ctx, database, db)
@@ -74,24 +80,10 @@ def get(
 
     ws, loc = _one(ctx, database, db)
     found = run(lambda: api.get_document(ws, loc, document_id))
-    doc = found.document
     if json:
         output.print_model(found)
-        return
-    output.out.print(f"{doc.title or '(untitled)'}", style="bold", markup=False)
-    for label, value in (
-        ("id", doc.id),
-        ("uri", doc.uri),
-        ("database", found.database),
-        ("metadata", doc.metadata or None),
-        ("created", doc.created_at),
-        ("updated", doc.updated_at),
-        ("chunks", len(found.chunks)),
-    ):
-        if value is not None:
-            output.out.print(f"{label:>9}: {value}", markup=False, style="dim")
-    output.out.print()
-    output.out.print(doc.content.replace("\f", "\n\n"), markup=False)
+    else:
+        render.document(found)
 
 
 def delete(
@@ -125,27 +117,8 @@ def info(
     facts = run(lambda: api.info(ws, loc))
     if json:
         output.print_model(facts)
-        return
-    rows = [
-        ("database", facts.database),
-        ("kind", facts.kind),
-        ("documents", facts.documents),
-        ("chunks", facts.chunks),
-        ("size", render.size(facts.size_bytes)),
-        ("embedder", f"{facts.embedder} ({facts.dimension} dims)"),
-        ("schema", facts.schema_version),
-        ("versions", ", ".join(f"{k} v{v}" for k, v in facts.versions.items())),
-    ]
-    for idx in facts.indexes:
-        rows.append(
-            (
-                f"index {idx['name']}",
-                f"{idx['kind']}: {idx['indexed_rows']} rows, {idx['unindexed_rows']} pending",
-            )
-        )
-    if not facts.indexes:
-        rows.append(("indexes", "none (exact search)"))
-    render.table(["", ""], rows)
+    else:
+        render.database_info(facts)
 
 
 def vacuum(

@@ -18,13 +18,13 @@ from haiku_cli.cli.options import (
     SessionName,
     workspace,
 )
-from haiku_cli.cli.running import run
+from haiku_cli.cli.running import boundary, run
 from haiku_cli.errors import InputError
 
 
 def register(app: typer.Typer) -> None:
     """Add the chat command to the app."""
-    app.command("chat")(chat)
+    app.command("chat")(boundary(chat))
 
 
 def chat(
@@ -56,7 +56,7 @@ def chat(
     if list_sessions:
         listed = run(SessionStore().summaries)
         if json:
-            output.print_json(listed.model_dump(mode="json"))
+            output.print_model(listed)
         else:
             render.table(
                 ["name", "questions", "databases", "updated"],
@@ -67,7 +67,9 @@ def chat(
             )
         return
     if json:
-        run(_refuse, "--json goes with --list-sessions; for JSON answers use haiku ask --session NAME --json")
+        raise InputError(
+            "--json goes with --list-sessions; for JSON answers use haiku ask --session NAME --json"
+        )
     if delete_session is not None:
         run(SessionStore().delete, delete_session)
         output.err.print(f"deleted session {delete_session}", markup=False, style="dim")
@@ -76,7 +78,7 @@ def chat(
     from haiku_cli.cli.chat_ui import converse
 
     ws = workspace(ctx)
-    selection = run(ws.select_many, database, db) if database or db else None
+    selection = ws.select_many(database or [], db or []) if database or db else None
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     code = run(
         lambda: converse(
@@ -92,7 +94,3 @@ def chat(
     )
     if code:
         raise typer.Exit(code)
-
-
-def _refuse(message: str) -> None:
-    raise InputError(message)

@@ -15,7 +15,8 @@ from rich.live import Live
 from rich.markdown import Markdown
 from rich.text import Text
 
-from haiku_cli.cli import ask_command, output
+from haiku_cli.cli import output, render
+from haiku_cli.cli.running import fail
 from haiku_cli.errors import ExitCode, HaikuError
 
 if TYPE_CHECKING:
@@ -125,8 +126,8 @@ async def _lines(host: ChatHost) -> int:
             output.error("cancelled")
             continue
         output.out.print(result.answer, markup=False, highlight=False, soft_wrap=True)
-        ask_command.citations(result.citations, question)
-        ask_command.grounding_notice(result)
+        render.citations(result.citations, question)
+        render.grounding_notice(result)
         output.out.print()
 
 
@@ -149,8 +150,8 @@ async def _answer_live(host: ChatHost, question: str) -> None:
             return
         # The final answer replaces whatever was streamed (markers numbered, a redirected draft gone).
         live.update(Markdown(result.answer))
-    ask_command.citations(result.citations, question)
-    ask_command.grounding_notice(result)
+    render.citations(result.citations, question)
+    render.grounding_notice(result)
     output.out.print()
 
 
@@ -202,7 +203,7 @@ def _command(host: ChatHost, line: str) -> bool:
             head = Text(f"Q{n}: ", style="bold")
             head.append(turn.question)
             output.out.print(head, soft_wrap=True)
-            ask_command.citations(turn.citations, turn.question, heading=False)
+            render.citations(turn.citations, turn.question, heading=False)
             output.out.print()
     elif name == "/clear":
         try:
@@ -229,5 +230,4 @@ def _banner(host: ChatHost) -> None:
 
 
 def _error(exc: HaikuError) -> None:
-    for line in str(exc).splitlines() or [type(exc).__name__]:
-        output.error(line)
+    fail(exc)  # the same one-line report as the command boundary, and the conversation goes on

@@ -3,30 +3,63 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from haiku_cli.databases.workspace import Workspace
+
+
+def _database_names(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion: the configured database names (nothing when the config cannot be read)."""
+    from haiku_cli.config.loader import load_settings
+    from haiku_cli.databases.selection import configured
+    from haiku_cli.errors import HaikuError
+
+    config = (ctx.find_root().params or {}).get("config")
+    try:
+        settings, _ = load_settings(config)
+    except HaikuError:
+        return []
+    return [name for name in configured(settings) if name.startswith(incomplete)]
+
 
 DatabaseNames = Annotated[
     list[str] | None,
     typer.Option(
-        "--database", "-d", help="A configured database by name (repeatable where sets are allowed)."
+        "--database",
+        "-d",
+        help="A configured database by name (repeatable where sets are allowed).",
+        metavar="NAME",
+        autocompletion=_database_names,
     ),
 ]
 DatabasePaths = Annotated[
     list[Path] | None,
-    typer.Option("--db", help="A database by path; it is named after its file stem."),
+    typer.Option("--db", help="A database by path; it is named after its folder's stem.", metavar="PATH"),
 ]
 ModelName = Annotated[
     str | None,
     typer.Option(
-        "--model", "-m", help="Model string, e.g. openai:gpt-4o or openai-chat:NAME (default: config)."
+        "--model",
+        "-m",
+        help="Model string, e.g. openai:gpt-4o or openai-chat:NAME (default: config).",
+        metavar="MODEL",
     ),
 ]
-Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text (shapes: docs/json.md).")]
 Filter = Annotated[
     str | None,
-    typer.Option("--filter", help="SQL condition over document fields: uri, title, metadata, created_at."),
+    typer.Option(
+        "--filter",
+        help="SQL condition over document fields: uri, title, metadata, created_at.",
+        metavar="SQL",
+    ),
+]
+Limit = Annotated[
+    int | None,
+    typer.Option("--limit", "-n", help="How many results (default: [search] limit, 10).", metavar="N"),
 ]
 
 SessionName = Annotated[
@@ -39,17 +72,15 @@ Rescope = Annotated[
 ]
 
 
-def workspace(ctx: typer.Context):
+def workspace(ctx: typer.Context) -> Workspace:
     """The workspace the app callback loaded (config read once per process)."""
     from haiku_cli.databases.workspace import Workspace
 
-    obj = ctx.find_root().obj
-    if obj is None or "workspace" not in obj:
+    root = ctx.find_root()
+    obj = root.obj or {}
+    if "workspace" not in obj:
         from haiku_cli.cli import output
-        from haiku_cli.cli.running import run
 
-        config = obj.get("config") if obj else None
-        ws = run(lambda: Workspace.load(config, on_write_wait=output.note))
-        ctx.find_root().obj = {**(obj or {}), "workspace": ws}
-        return ws
-    return obj["workspace"]
+        ws = Workspace.load(obj.get("config"), on_write_wait=output.note)
+        root.obj = {**obj, "workspace": ws}
+    return root.obj["workspace"]

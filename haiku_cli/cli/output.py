@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from collections.abc import Iterator, Sequence
@@ -16,11 +17,18 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+
 # rich honours NO_COLOR and drops styling when the stream is not a terminal.
 # On a terminal rich wraps at word boundaries; a pipe gets every line (and table row) whole.
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich would exit with 1 here; the command's error boundary treats a closed pipe as success.
+        raise BrokenPipeError(errno.EPIPE, "the reader closed the pipe")
+
+
 _piped = not sys.stdout.isatty()
-out = Console(highlight=False, soft_wrap=_piped, width=100_000 if _piped else None)
-err = Console(stderr=True, highlight=False)
+out = _Console(highlight=False, soft_wrap=_piped, width=100_000 if _piped else None)
+err = _Console(stderr=True, highlight=False)
 
 
 def print_json(data: Any) -> None:
@@ -29,12 +37,12 @@ def print_json(data: Any) -> None:
     sys.stdout.flush()
 
 
-def print_model(model: BaseModel | Sequence[BaseModel]) -> None:
+def print_model(model: BaseModel | Sequence[BaseModel], *, exclude: set[str] | None = None) -> None:
     """A library result as JSON: exactly its `model_dump(mode="json")` (a list of them for a sequence)."""
     if hasattr(model, "model_dump"):  # pydantic itself is not imported just to check
-        print_json(model.model_dump(mode="json"))
+        print_json(model.model_dump(mode="json", exclude=exclude))
     else:
-        print_json([m.model_dump(mode="json") for m in model])
+        print_json([m.model_dump(mode="json", exclude=exclude) for m in model])
 
 
 def print_json_line(data: Any) -> None:

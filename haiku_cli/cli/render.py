@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -12,7 +13,17 @@ from rich.text import Text
 from haiku_cli.cli import output
 
 if TYPE_CHECKING:
-    from haiku_cli.search.hits import SearchHit
+    from haiku_cli.api import (
+        AskResult,
+        Citation,
+        DatabaseInfo,
+        DatabaseOverview,
+        DocumentWithChunks,
+        Execution,
+        IngestReport,
+        ResolvedConfig,
+        SearchHit,
+    )
 
 _WORD = re.compile(r"\w{3,}", re.UNICODE)
 _STOP = frozenset(
@@ -39,7 +50,7 @@ _STOP = frozenset(
 )
 
 
-def query_terms(query: str) -> list[str]:
+def highlight_terms(query: str) -> list[str]:
     """Words of a query worth highlighting in an excerpt."""
     return [w for w in _WORD.findall(query.lower()) if w not in _STOP]
 
@@ -61,7 +72,7 @@ def search_hits(query: str, hits: Sequence[SearchHit], *, show_database: bool = 
     if not hits:
         output.out.print("no results", style="dim")
         return
-    terms = query_terms(query)
+    terms = highlight_terms(query)
     for hit in hits:
         head = Text()
         head.append(f"{hit.rank:>2}. ", style="bold")
@@ -103,3 +114,172 @@ def size(n: int | None) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{n} B"
+
+
+def document(found: DocumentWithChunks) -> None:
+    """`haiku get`: the title, the facts about the document, then its content."""
+    doc = found.document
+    output.out.print(f"{doc.title or '(untitled)'}", style="bold", markup=False)
+    for label, value in (
+        ("id", doc.id),
+        ("uri", doc.uri),
+        ("database", found.database),
+        ("metadata", doc.metadata or None),
+        ("created", doc.created_at),
+        ("updated", doc.updated_at),
+        ("chunks", len(found.chunks)),
+    ):
+        if value is not None:
+            output.out.print(f"{label:>9}: {value}", markup=False, style="dim")
+    output.out.print()
+    output.out.print(doc.content.replace("\f", "\n\n"), markup=False)
+
+
+def database_info(facts: DatabaseInfo) -> None:
+    """`haiku info` as a two-column table."""
+    rows: list[tuple[str, object]] = [
+        ("database", facts.database),
+        ("kind", facts.kind),
+        ("documents", facts.documents),
+        ("chunks", facts.chunks),
+        ("size", size(facts.size_bytes)),
+        ("embedder", f"{facts.embedder} ({facts.dimension} dims)"),
+        ("schema", facts.schema_version),
+        ("versions", ", ".join(f"{k} v{v}" for k, v in facts.versions.items())),
+    ]
+    for idx in facts.indexes:
+        rows.append(
+            (
+                f"index {idx['name']}",
+                f"{idx['kind']}: {idx['indexed_rows']} rows, {idx['unindexed_rows']} pending",
+            )
+        )
+    if not facts.indexes:
+        rows.append(("indexes", "none (exact search)"))
+    table(["", ""], rows)
+
+
+def databases(rows: Sequence[DatabaseOverview], *, show_locations: bool) -> None:
+    """`haiku databases`: one row per configured database; errors follow on stderr."""
+    columns = ["name", "kind", "exists", "documents", "chunks", "embedder"]
+    if show_locations:
+        columns.append("location")
+    cells = []
+    for r in rows:
+        exists = "yes" if r.exists else ("error" if r.error else "no")
+        row: list[object] = [r.database, r.kind, exists, r.documents, r.chunks, r.embedder]
+        if show_locations:
+            row.append(r.location)
+        cells.append(row)
+    table(columns, cells)
+    for r in rows:
+        if r.error:
+            output.error(r.error)
+
+
+def ingest_report(report: IngestReport) -> None:
+    """What happened to each source (failures on stderr), then a one-line summary on stderr."""
+    for o in report.outcomes:
+        if o.status == "failed":
+            output.error(o.error or o.source)
+        else:
+            detail = f" ({o.chunks} chunks)" if o.chunks else ""
+            output.out.print(f"{o.status:9} {o.source} → {o.document_id}{detail}", markup=False)
+            if o.note:
+                output.err.print(f"note: {o.note}", markup=False, style="yellow")
+    counts = {s: sum(1 for o in report.outcomes if o.status == s) for s in ("added", "updated", "unchanged")}
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    if report.failed:
+        summary += (", " if summary else "") + f"{len(report.failed)} failed"
+    output.err.print(f"{report.database}: {summary or 'nothing to add'}", markup=False, style="dim")
+
+
+def answer(text: str) -> None:
+    """The answer: rendered Markdown on a terminal, the text as written when piped."""
+    if output.out.is_terminal:
+        from rich.markdown import Markdown
+
+        output.out.print(Markdown(text))
+    else:
+        output.out.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def citations(cited: Sequence[Citation], question: str, *, heading: bool = True) -> None:
+    """The numbered citation list: title, uri, database, pages and the cited excerpt."""
+    if not cited:
+        return
+    terms = highlight_terms(question)
+    if heading:
+        output.out.print()
+        output.out.print("Citations", style="bold")
+    for c in cited:
+        head = Text(f"[{c.index}] ", style="bold")
+        head.append(c.document_title or c.document_uri or c.document_id, style="cyan")
+        if c.document_title and c.document_uri:
+            head.append(f"  {c.document_uri}", style="dim")
+        head.append(f"  [{c.database}]", style="magenta")
+        if c.pages:
+            head.append(f"  p. {', '.join(str(p) for p in c.pages)}", style="dim")
+        output.out.print(head, soft_wrap=True)
+        text = Text("    " + excerpt(c.content, terms))
+        text.highlight_words(terms, style="bold yellow", case_sensitive=False)
+        output.out.print(text, soft_wrap=True)
+
+
+def grounding_notice(result: AskResult) -> None:
+    """Say on stderr when an answer is not grounded, or broke the citation policy."""
+    if result.violation:
+        output.error("warning: the model neither cited its sources nor said the answer is ungrounded")
+    elif not result.grounded:
+        output.err.print("(not grounded in the documents)", style="dim")
+
+
+def executions(runs: Sequence[Execution]) -> None:
+    """Each program `analyze` ran, with its output, before the answer."""
+    from rich.syntax import Syntax
+
+    for n, ran in enumerate(runs, start=1):
+        status = Text(f"── program {n} ", style="bold")
+        status.append("ok" if ran.ok else "failed", style="green" if ran.ok else "red")
+        output.out.print(status)
+        output.out.print(Syntax(ran.code, "python", theme="ansi_dark", background_color="default"))
+        for text, style in ((ran.stdout, ""), (ran.stderr, "red")):
+            if text:
+                output.out.print(Text(text.rstrip("\n"), style=style), soft_wrap=True)
+        output.out.print()
+
+
+def config(shown: ResolvedConfig) -> None:
+    """`haiku config show`: the settings as TOML that loads as a config file, sources as comments."""
+    exists = "" if shown.config_exists else " (not there yet: defaults apply)"
+    output.out.print(f"# config file: {shown.config_file}{exists}", markup=False, style="dim")
+    output.out.print(f"# data dir:    {shown.data_dir}", markup=False, style="dim")
+    data = shown.settings.model_dump(mode="json")
+    if not data["databases"]:
+        where = f"{shown.data_dir}/default.lancedb"
+        output.out.print(f"\n# no databases configured: the default one is at {where}", markup=False)
+    for section, values in data.items():
+        if not values:
+            continue
+        output.out.print(f"\n[{section}]", style="bold", markup=False)
+        for key, value in values.items():
+            line = f"{_toml_key(key)} = {_toml(value)}" if value is not None else f"# {key} is not set"
+            output.out.print(line, markup=False)
+
+
+def _toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
+
+
+def _toml(value: object) -> str:
+    """A value in TOML syntax (strings quoted, tables inline, unset keys left out)."""
+    if isinstance(value, dict):
+        items = [f"{_toml_key(k)} = {_toml(v)}" for k, v in value.items() if v is not None]
+        return "{ " + ", ".join(items) + " }" if items else "{}"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)

@@ -1,18 +1,24 @@
-"""Running a command's library call: async bridging, and errors turned into one line and an exit code."""
+"""The error boundary every command runs inside, and the bridge from a command to async library calls."""
 
 from __future__ import annotations
 
+import errno
+import functools
 import inspect
+import os
+import sys
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import anyio
+import click
 import typer
 
 from haiku_cli.cli import output
 from haiku_cli.errors import ExitCode, HaikuError
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 _debug = False
 
@@ -28,27 +34,64 @@ async def _await(awaitable: Awaitable[T]) -> T:
 
 
 def run(fn: Callable[..., Awaitable[T] | T], *args: Any) -> T:
-    """Call a library function (async or not); map its failures to one line on stderr and an exit code."""
-    try:
-        result = fn(*args)
-        if inspect.isawaitable(result):
-            return anyio.run(_await, result)
-        return result  # type: ignore[return-value]
-    except HaikuError as exc:
-        if _debug:
+    """Call a library function, async or not, and return its result (errors go to the boundary)."""
+    result = fn(*args)
+    if inspect.isawaitable(result):
+        return anyio.run(_await, result)
+    return result  # type: ignore[return-value]
+
+
+def boundary(command: Callable[P, None]) -> Callable[P, None]:
+    """Wrap a whole command once: every failure becomes one line on stderr and a documented exit code.
+
+    Everything inside counts: reading stdin, the library calls, rendering and writing the output.
+    """
+
+    @functools.wraps(command)
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            command(*args, **kwargs)
+            sys.stdout.flush()  # a full disk or a closed pipe shows here, not at interpreter exit
+        except (typer.Exit, click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit):
             raise
+        except BaseException as exc:
+            if _debug and not isinstance(exc, BrokenPipeError | KeyboardInterrupt):
+                raise
+            raise typer.Exit(int(fail(exc))) from None
+
+    return wrapped
+
+
+def fail(exc: BaseException) -> ExitCode:
+    """Say what went wrong in one line on stderr (several for several databases); return the exit code."""
+    if isinstance(exc, BrokenPipeError) or (isinstance(exc, OSError) and exc.errno == errno.EPIPE):
+        # The reader stopped reading (`| head`): that is how pipelines end, not an error.
+        _silence_stdout()
+        return ExitCode.OK
+    if isinstance(exc, HaikuError):
         for line in str(exc).splitlines() or [type(exc).__name__]:
             output.error(line)
-        raise typer.Exit(int(exc.exit_code)) from None
-    except KeyboardInterrupt:
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
         output.error("interrupted")
-        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
-    except Exception as exc:
-        if _debug:
-            raise
-        output.error(f"internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
-        output.error("rerun with --debug for the traceback, and please report it")
-        raise typer.Exit(int(ExitCode.INTERNAL)) from None
+        return ExitCode.INTERRUPTED
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EBADF):
+        _silence_stdout()
+        output.error(f"cannot write the output: {exc.strerror or exc}")
+        return ExitCode.OUTPUT
+    output.error(f"internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+    output.error("rerun with --debug for the traceback, and please report it")
+    return ExitCode.INTERNAL
+
+
+def _silence_stdout() -> None:
+    # Output still buffered would fail again when Python flushes at exit; send it nowhere instead.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (tests capture output in memory): nothing to silence
 
 
 def exit_with(code: ExitCode) -> None:

@@ -39,6 +39,7 @@ def load_settings(explicit: Path | None = None) -> tuple[Settings, Path]:
                 f"database name {name!r} in {path} is not valid: use letters, digits, '_', '-' and '.'"
             )
     settings = _storage_from_env(settings)
+    settings = _relative_to(settings, path.parent)
     model_env = os.environ.get("HAIKU_MODEL")
     if model_env:
         settings = settings.model_copy(
@@ -67,6 +68,16 @@ def _storage_from_env(settings: Settings) -> Settings:
     if not updates:
         return settings
     return settings.model_copy(update={"storage": settings.storage.model_copy(update=updates)})
+
+
+def _relative_to(settings: Settings, folder: Path) -> Settings:
+    """Relative database paths mean the config file's folder, wherever haiku is run from."""
+    databases = {}
+    for name, db in settings.databases.items():
+        if "://" not in db.uri and not Path(db.uri).expanduser().is_absolute():
+            db = db.model_copy(update={"uri": str((folder / db.uri).resolve())})
+        databases[name] = db
+    return settings.model_copy(update={"databases": databases})
 
 
 def _describe(exc: ValidationError, path: Path) -> str:

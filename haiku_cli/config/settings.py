@@ -19,6 +19,13 @@ class DatabaseSettings(_Strict):
     storage_options: dict[str, str] = Field(default_factory=dict)
     read_only: bool = False
 
+    @field_validator("uri")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a database needs a path or URI; it is empty")
+        return value
+
     @field_validator("storage_options", mode="before")
     @classmethod
     def _stringify(cls, value: Any) -> Any:

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio.to_thread
 
+from haiku_cli.config.resolved import ResolvedConfig, resolved_config
 from haiku_cli.databases import fanout
 from haiku_cli.databases.concurrency import concurrently, in_threads
 from haiku_cli.databases.results import (
@@ -21,7 +23,7 @@ from haiku_cli.databases.results import (
     SearchResults,
     VacuumReport,
 )
-from haiku_cli.databases.selection import Selection, configured
+from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import DatabaseError, InputError
 from haiku_cli.ingest import pipeline
@@ -60,6 +62,8 @@ async def add_text(
     ws: Workspace, location: Location, text: str, *, title: str | None, metadata: dict[str, Any]
 ) -> pipeline.IngestReport:
     """`haiku add`: store a piece of text as a document."""
+    if not text.strip():
+        raise InputError("the text to add is empty")  # checked before the database is created
     db = await _writable(ws, location)
     try:
         async with _writing(db):
@@ -78,8 +82,12 @@ async def add_sources(
     progress: pipeline.Progress | None = None,
 ) -> pipeline.IngestReport:
     """`haiku add-src`: add files, directories and URLs; the report says which failed."""
+    # Checked before the database is opened, so that bad input never creates an empty one.
     if not sources:
         raise InputError("name at least one file, directory or URL to add")
+    missing = [s for s in sources if not pipeline.is_url(s) and not Path(s).expanduser().exists()]
+    if len(missing) == len(sources):
+        raise InputError("\n".join(f"{s}: no such file or directory" for s in missing))
     db = await _writable(ws, location)
     try:
         async with _writing(db):
@@ -230,12 +238,17 @@ async def rebuild(
     return RebuildReport(database=db.name, chunks=count, embedder=ws.embedder.name)
 
 
+def show_config(ws: Workspace) -> ResolvedConfig:
+    """`haiku config show`: the config file, the data dir and the settings in effect."""
+    return resolved_config(ws.settings, ws.config_file)
+
+
 async def overview(ws: Workspace, selection: Selection | None = None) -> list[DatabaseOverview]:
     """`haiku databases`: every configured database (or only the selection's), opened concurrently.
 
     Unlike a search, one database that cannot be read does not fail the whole list: its row says why.
     """
-    locations = configured(ws.settings).values() if selection is None else selection.locations
+    locations = ws.locations.values() if selection is None else selection.locations
 
     async def describe(loc: Location) -> DatabaseOverview:
         row = DatabaseOverview(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,33 +43,56 @@ def configured(settings: Settings) -> dict[str, Location]:
     }
 
 
-def select_many(settings: Settings, names: Sequence[str] = (), paths: Sequence[Path] = ()) -> Selection:
-    """The set for search, ask and analyze: all configured databases unless narrowed."""
+def select_many(
+    known: Mapping[str, Location], names: Sequence[str] = (), paths: Sequence[Path] = ()
+) -> Selection:
+    """The set for search, ask and analyze: all configured databases (`known`) unless narrowed."""
     _not_both(names, paths)
     if paths:
         return _from_paths(paths)
-    known = configured(settings)
     if not names:
-        return Selection(tuple(known.values()))
-    return Selection(tuple(_lookup(known, n) for n in dict.fromkeys(names)))
+        return Selection(tuple(_usable(loc) for loc in known.values()))
+    return Selection(tuple(lookup(known, n) for n in dict.fromkeys(names)))
 
 
-def select_one(settings: Settings, names: Sequence[str] = (), paths: Sequence[Path] = ()) -> Location:
+def select_one(
+    known: Mapping[str, Location], names: Sequence[str] = (), paths: Sequence[Path] = ()
+) -> Location:
     """Exactly one database for every other command; refuse rather than guess."""
     _not_both(names, paths)
     chosen = list(dict.fromkeys(names)) or list(dict.fromkeys(paths))
     if len(chosen) > 1:
         raise InputError("this command works on one database; give a single --database NAME or --db PATH")
     if paths:
-        return Location.from_path(paths[0])
-    known = configured(settings)
+        return from_path(paths[0])
     if names:
-        return _lookup(known, names[0])
+        return lookup(known, names[0])
     if len(known) == 1:
-        return next(iter(known.values()))
+        return _usable(next(iter(known.values())))
     raise InputError(
         f"several databases are configured ({', '.join(known)}); choose one with --database NAME or --db PATH"
     )
+
+
+def lookup(known: Mapping[str, Location], name: str) -> Location:
+    """A configured database by name, or an error listing the configured names."""
+    if name in known:
+        return _usable(known[name])
+    raise InputError(f"unknown database '{name}'; configured databases: {', '.join(known)}")
+
+
+def from_path(path: Path) -> Location:
+    """A database given by path (`--db`), named after its folder's stem."""
+    if str(path) in ("", "."):
+        raise InputError("--db needs the path of a database folder, e.g. --db ~/notes.lancedb")
+    return _usable(Location.from_path(path))
+
+
+def _usable(loc: Location) -> Location:
+    path = loc.local_path
+    if path is not None and path.is_file():
+        raise InputError(f"database '{loc.name}' at {path} is a file, not a database folder")
+    return loc
 
 
 def _not_both(names: Sequence[str], paths: Sequence[Path]) -> None:
@@ -77,16 +100,10 @@ def _not_both(names: Sequence[str], paths: Sequence[Path]) -> None:
         raise InputError("give databases either by name (--database) or by path (--db), not both")
 
 
-def _lookup(known: dict[str, Location], name: str) -> Location:
-    if name in known:
-        return known[name]
-    raise InputError(f"unknown database '{name}'; configured databases: {', '.join(known)}")
-
-
 def _from_paths(paths: Sequence[Path]) -> Selection:
     locations: dict[str, Location] = {}
     for path in paths:
-        loc = Location.from_path(path)
+        loc = from_path(path)
         other = locations.get(loc.name)
         if other is not None and other.uri != loc.uri:
             raise InputError(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,7 +12,7 @@ import numpy as np
 from haiku_cli.config.loader import load_settings
 from haiku_cli.config.settings import Settings
 from haiku_cli.databases.pool import DatabasePool
-from haiku_cli.databases.selection import Selection, select_many, select_one
+from haiku_cli.databases.selection import Selection, configured, lookup, select_many, select_one
 from haiku_cli.store.database import EmbedderSpec
 from haiku_cli.store.location import Location
 from haiku_cli.store.writer import WaitPolicy
@@ -75,10 +76,19 @@ class Workspace:
         """Embed a search query with the configured embedder."""
         return await self.embedder.embed_query(text)
 
+    @cached_property
+    def locations(self) -> dict[str, Location]:
+        """The configured databases by name (the one `default` database when none are configured)."""
+        return configured(self.settings)
+
     def select_many(self, names: Sequence[str] = (), paths: Sequence[Path] = ()) -> Selection:
         """The set for search, ask and analyze."""
-        return select_many(self.settings, names, paths)
+        return select_many(self.locations, names, paths)
 
     def select_one(self, names: Sequence[str] = (), paths: Sequence[Path] = ()) -> Location:
         """The single database of every other command."""
-        return select_one(self.settings, names, paths)
+        return select_one(self.locations, names, paths)
+
+    def lookup(self, name: str) -> Location:
+        """A configured database by name, or an error listing the configured ones."""
+        return lookup(self.locations, name)

@@ -26,6 +26,7 @@ class ConvertedDocument:
     uri: str
     title: str | None
     segments: list[Segment]
+    notes: tuple[str, ...] = ()  # what a user should know about how it was read (e.g. its encoding)
 
     @property
     def text(self) -> str:

@@ -54,6 +54,7 @@ class SourceOutcome(BaseModel):
     document_id: str | None = None
     chunks: int = 0
     error: str | None = None
+    note: str | None = None  # read, but with something worth knowing (e.g. not UTF-8)
 
 
 class IngestReport(BaseModel):
@@ -138,6 +139,7 @@ class Ingestor:
     ) -> None:
         """Queue one converted document (a no-op when its content is unchanged)."""
         content = stored_content(doc)
+        note = "; ".join(doc.notes) or None
         digest = content_hash(content)
         uri = doc.uri or None
         existing = await anyio.to_thread.run_sync(
@@ -150,7 +152,7 @@ class Ingestor:
             and (not metadata or metadata == existing.metadata)
         ):
             self.report.outcomes.append(
-                SourceOutcome(source=source, status="unchanged", document_id=existing.id)
+                SourceOutcome(source=source, status="unchanged", document_id=existing.id, note=note)
             )
             return
         chunks = await anyio.to_thread.run_sync(
@@ -175,7 +177,9 @@ class Ingestor:
         )
         status: Status = "updated" if existing is not None else "added"
         document_id = existing.id if existing else record.id
-        outcome = SourceOutcome(source=source, status=status, document_id=document_id, chunks=len(chunks))
+        outcome = SourceOutcome(
+            source=source, status=status, document_id=document_id, chunks=len(chunks), note=note
+        )
         self._pending.append(_Pending(outcome, record, chunks, existing))
         self.progress.add_total(len(chunks))
         if sum(len(p.chunks) for p in self._pending) >= BATCH_CHUNKS:

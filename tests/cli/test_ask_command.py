@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from haiku_cli.cli import ask_command, output
+from haiku_cli.cli import output, render
 from tests.capabilities.conftest import kb, kb_template
 from tests.cli.openai_stub import Responder, StubServer, answer, serve, tool_call
 
@@ -189,7 +189,7 @@ def test_installed_cli_in_a_subprocess(kb, openai_env, tmp_path: Path) -> None:
 def test_markdown_is_rendered_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     buffer = io.StringIO()
     monkeypatch.setattr(output, "out", Console(file=buffer, force_terminal=True, width=80, color_system=None))
-    ask_command.answer("The capital is **Paris** [1].\n\n- first\n- second")
+    render.answer("The capital is **Paris** [1].\n\n- first\n- second")
     shown = buffer.getvalue()
     assert "Paris" in shown and "**" not in shown
     assert "• first" in shown

@@ -82,8 +82,13 @@ def test_partial_failure_adds_the_rest_and_exits_partial(cli, tmp_path: Path) ->
     )
     assert result.exit_code == ExitCode.PARTIAL
     errors = [line for line in result.stderr.splitlines() if line.startswith("haiku:")]
-    assert len(errors) == 5 and "Traceback" not in result.stderr
-    assert [d["title"] for d in json.loads(cli("list", "--json").stdout)["documents"]] == ["Good"]
+    assert len(errors) == 4 and "Traceback" not in result.stderr
+    # A Latin-1 file is read, and the user is told how.
+    assert f"note: {latin}: not UTF-8; read as Latin-1" in result.stderr
+    listed = json.loads(cli("list", "--json").stdout)["documents"]
+    assert [d["title"] for d in listed] == ["Good", "latin"]
+    content = json.loads(cli("get", listed[1]["id"], "--json").stdout)["document"]["content"]
+    assert content == "café crème"
 
 
 def test_add_text_with_title_and_meta_then_get_and_delete(cli) -> None:
@@ -168,7 +173,8 @@ def test_config_path_show_and_databases(cli, write_config, tmp_path: Path) -> No
     path = write_config(f'[databases]\nnotes = "{tmp_path}/notes.lancedb"\n')
     assert cli("config", "path").stdout.strip() == str(path)
     shown = json.loads(cli("config", "show", "--json").stdout)
-    assert shown["databases"]["notes"]["uri"] == f"{tmp_path}/notes.lancedb"
+    assert shown["settings"]["databases"]["notes"]["uri"] == f"{tmp_path}/notes.lancedb"
+    assert shown["config_file"] == str(path) and shown["config_exists"] is True
     cli("add", "hello there")
     listed = json.loads(cli("databases", "--json").stdout)
     assert listed == [
@@ -235,3 +241,55 @@ def test_delete_json_names_what_went(cli) -> None:
     doc_id = json.loads(cli("add", "Short-lived.", "--json").stdout)["outcomes"][0]["document_id"]
     gone = json.loads(cli("delete", doc_id, "--json").stdout)
     assert gone["database"] == "default" and gone["document"]["id"] == doc_id and gone["chunks"] == 1
+
+
+def test_config_show_prints_toml_that_loads_back(cli, write_config, tmp_path: Path) -> None:
+    write_config(
+        "[databases]\n"
+        'notes = "rel/notes.lancedb"\n'
+        'papers = { uri = "s3://lab/p.lancedb", read_only = true, '
+        'storage_options = { region = "eu-west-1", aws_secret_access_key = "s3cr3t" } }\n'
+        '[model]\nname = "openai:gpt-4o"\n[search]\nlimit = 7\n'
+    )
+    shown = cli("config", "show")
+    assert shown.exit_code == 0 and "s3cr3t" not in shown.stdout
+    again = tmp_path / "again" / "config.toml"
+    again.parent.mkdir()
+    again.write_text(shown.stdout)
+    from haiku_cli.config import load_settings
+
+    original, _ = load_settings(tmp_path / "config.toml")
+    reloaded, _ = load_settings(again)
+    # Relative paths were resolved against the first file's folder, so the copy means the same databases.
+    assert original.databases["notes"].uri == str(tmp_path / "rel" / "notes.lancedb")
+    assert reloaded.databases["notes"] == original.databases["notes"]
+    assert reloaded.databases["papers"].storage_options == {
+        "region": "eu-west-1",
+        "aws_secret_access_key": "<hidden>",
+    }
+    assert reloaded.model == original.model and reloaded.search.limit == 7
+
+
+def test_relative_database_paths_mean_the_config_folder(cli, write_config, tmp_path, monkeypatch) -> None:
+    write_config('[databases]\nnotes = "notes.lancedb"\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert cli("add", "Relative paths resolve next to the config.").exit_code == 0
+    assert (tmp_path / "notes.lancedb").is_dir() and not (elsewhere / "notes.lancedb").exists()
+
+
+def test_an_empty_database_path_is_refused(cli, write_config, tmp_path: Path) -> None:
+    empty = cli("add", "x", "--db", "")
+    assert empty.exit_code == ExitCode.INPUT and "--db" in empty.stderr
+    write_config('[databases]\nnotes = ""\n')
+    configured = cli("search", "x")
+    assert configured.exit_code == ExitCode.INPUT and "databases.notes.uri" in configured.stderr
+
+
+def test_a_database_path_that_is_a_file_says_so(cli, tmp_path: Path) -> None:
+    plain = tmp_path / "notes.txt"
+    plain.write_text("not a database")
+    result = cli("add", "x", "--db", str(plain))
+    assert result.exit_code == ExitCode.INPUT and "is a file, not a database folder" in result.stderr
+    assert plain.read_text() == "not a database"

@@ -64,11 +64,19 @@ def test_binary_file(tmp_path: Path) -> None:
         convert_file(path)
 
 
-def test_invalid_utf8(tmp_path: Path) -> None:
-    path = tmp_path / "latin1.txt"
-    path.write_bytes("caf\u00e9 cr\u00e8me".encode("latin-1"))
-    with pytest.raises(ConversionError, match=r"latin1\.txt: not UTF-8 text"):
-        convert_file(path)
+def test_latin1_file_is_read_with_a_note(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.md"
+    path.write_bytes("# Caf\u00e9\n\ncr\u00e8me br\u00fbl\u00e9e \u2013 \u20ac5".encode("cp1252"))
+    doc = convert_file(path)
+    assert doc.title == "Caf\u00e9" and "cr\u00e8me br\u00fbl\u00e9e \u2013 \u20ac5" in doc.text
+    assert doc.notes == (f"{path}: not UTF-8; read as Latin-1 (Windows-1252)",)
+
+
+def test_declared_charset_that_does_not_fit_is_refused() -> None:
+    with pytest.raises(ConversionError, match="not UTF-8 text"):
+        convert_bytes(
+            "caf\u00e9".encode("latin-1"), uri="https://x.test/a", content_type="text/plain; charset=utf-8"
+        )
 
 
 def test_utf16_with_bom(tmp_path: Path) -> None:

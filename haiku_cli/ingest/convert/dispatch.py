@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path, PurePath, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
@@ -99,10 +100,14 @@ def _convert(
         from haiku_cli.ingest.convert.html import convert_html
 
         doc = convert_html(data, label=label, uri=uri, fallback_title=fallback_title, charset=charset)
-    elif kind == "markdown":
-        doc = convert_markdown(decode_text(data, label, charset), uri=uri, fallback_title=fallback_title)
     else:
-        doc = convert_plain(decode_text(data, label, charset), uri=uri, title=fallback_title)
+        notes: list[str] = []
+        text = decode_text(data, label, charset, notes)
+        if kind == "markdown":
+            doc = convert_markdown(text, uri=uri, fallback_title=fallback_title)
+        else:
+            doc = convert_plain(text, uri=uri, title=fallback_title)
+        doc = replace(doc, notes=tuple(notes))
     if not doc.text.strip():
         raise ConversionError(f"{label} is empty")
     return doc

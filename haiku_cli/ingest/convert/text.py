@@ -22,8 +22,12 @@ def looks_binary(data: bytes) -> bool:
     return controls / len(head) > 0.05
 
 
-def decode_text(data: bytes, label: str, charset: str | None = None) -> str:
-    """Decode `data` as text (UTF-8 unless a charset or BOM says otherwise), with newlines normalized."""
+def decode_text(data: bytes, label: str, charset: str | None = None, notes: list[str] | None = None) -> str:
+    """Decode `data` as text (UTF-8 unless a charset or BOM says otherwise), with newlines normalized.
+
+    Undeclared text that is not UTF-8 is read as Windows-1252/Latin-1, the usual older encoding, and
+    a note saying so is appended to `notes`.
+    """
     # UTF-16 has NULs all over, so its BOM has to be honoured before the binary sniff.
     for bom, encoding in ((codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be")):
         if data.startswith(bom):
@@ -32,7 +36,22 @@ def decode_text(data: bytes, label: str, charset: str | None = None) -> str:
         data, charset = data[len(codecs.BOM_UTF8) :], "utf-8"
     if looks_binary(data):
         raise ConversionError(f"{label}: binary data, not text")
-    return _decode(data, _known_encoding(charset) or "utf-8", label)
+    declared = _known_encoding(charset)
+    if declared is None and notes is not None:
+        try:
+            return normalize_newlines(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            notes.append(f"{label}: not UTF-8; read as Latin-1 (Windows-1252)")
+            return normalize_newlines(_latin(data))
+    return _decode(data, declared or "utf-8", label)
+
+
+def _latin(data: bytes) -> str:
+    # cp1252 is what "Latin-1" files usually are; its five undefined bytes fall back to ISO-8859-1.
+    try:
+        return data.decode("cp1252")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
 
 
 def _known_encoding(charset: str | None) -> str | None:

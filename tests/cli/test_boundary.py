@@ -1,0 +1,130 @@
+"""The error boundary around every command: pipes, full disks, undecodable input, bad limits."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from haiku_cli.errors import ExitCode
+
+
+def _haiku() -> list[str]:
+    exe = shutil.which("haiku")
+    return [exe] if exe else [sys.executable, "-m", "haiku_cli"]
+
+
+@pytest.fixture
+def owls(make_db) -> Path:
+    loc, _ = make_db("owls", [f"Owl number {i} hunts voles at night." for i in range(30)])
+    return Path(loc.uri)
+
+
+@pytest.mark.slow
+def test_a_reader_that_stops_early_is_not_an_error(owls: Path) -> None:
+    # The read end is closed before haiku writes: the write fails with EPIPE, as under `| head -n1`.
+    proc = subprocess.Popen(
+        [*_haiku(), "search", "owl", "--type", "fts", "--db", str(owls), "-n", "30"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=os.environ.copy(),
+    )
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0
+    assert stderr == ""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_full_disk_for_the_output_is_one_line(owls: Path) -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [*_haiku(), "list", "--db", str(owls), "--json"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=os.environ.copy(),
+            timeout=120,
+        )
+    assert done.returncode == ExitCode.OUTPUT
+    assert done.stderr.startswith("haiku: cannot write the output: No space left on device")
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_stdin_that_is_not_utf8_is_bad_input(cli, isolated: Path) -> None:
+    result = cli("add", "-", input="caf\xe9".encode("latin-1"))
+    assert result.exit_code == ExitCode.INPUT
+    assert result.stderr.startswith("haiku: standard input is not UTF-8 text")
+    assert result.stderr.count("\n") == 1
+    assert not (isolated / "data" / "default.lancedb").exists()
+
+
+def test_stdin_text_is_added(cli) -> None:
+    added = cli("add", "-", "--json", input="Piped in from another program.\n")
+    assert added.exit_code == 0
+    assert json.loads(added.stdout)["outcomes"][0]["status"] == "added"
+
+
+def test_blank_text_is_refused_before_a_database_is_created(cli, isolated: Path) -> None:
+    result = cli("add", "   ")
+    assert result.exit_code == ExitCode.INPUT and "the text to add is empty" in result.stderr
+    assert not (isolated / "data" / "default.lancedb").exists()
+
+
+def test_missing_sources_are_refused_before_a_database_is_created(cli, isolated: Path) -> None:
+    result = cli("add-src", str(isolated / "nope.md"), str(isolated / "gone.txt"))
+    assert result.exit_code == ExitCode.INPUT
+    assert result.stderr.count("no such file or directory") == 2
+    assert not (isolated / "data" / "default.lancedb").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("search", "owl", "--limit", "0"),
+        ("search", "owl", "-n", "-3"),
+        ("list", "--limit", "0"),
+        ("list", "--offset", "-1"),
+    ],
+)
+def test_bad_limits_are_bad_input_everywhere(cli, owls: Path, args: tuple[str, ...]) -> None:
+    result = cli(*args, "--db", str(owls))
+    assert result.exit_code == ExitCode.INPUT
+    assert result.stderr.startswith("haiku: --") and result.stderr.count("\n") == 1
+
+
+def test_search_from_stdin(cli, owls: Path) -> None:
+    queries = '{"id": "a", "query": "voles"}\nnight hunting\n'
+    result = cli("search", "--from", "-", "--db", str(owls), "--json", "-n", "1", input=queries)
+    assert result.exit_code == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(row["id"], row["query"], row["databases"]) for row in lines] == [
+        ("a", "voles", ["owls"]),
+        ("2", "night hunting", ["owls"]),
+    ]
+    assert all(len(row["hits"]) == 1 for row in lines)
+
+
+def test_a_missing_query_file_is_one_line(cli, tmp_path: Path) -> None:
+    result = cli("search", "--from", str(tmp_path / "none.txt"))
+    assert result.exit_code == ExitCode.INPUT
+    assert "cannot read queries from" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_an_unexpected_failure_is_an_internal_error_without_traceback(cli, owls: Path, monkeypatch) -> None:
+    from haiku_cli import api
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("something inside broke")
+
+    monkeypatch.setattr(api, "info", broken)
+    result = cli("info", "--db", str(owls))
+    assert result.exit_code == ExitCode.INTERNAL
+    assert "internal error: RuntimeError: something inside broke" in result.stderr
+    assert "Traceback" not in result.stderr
