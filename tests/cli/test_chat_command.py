@@ -68,7 +68,9 @@ def test_ask_session_prints_what_ask_prints_and_continues(kb, cli, openai_env) -
     assert first.stdout == plain.stdout and first.stderr == plain.stderr
     second = cli("ask", "And basil?", *MODEL, "--session", "work", "--json")
     data = json.loads(second.stdout)
-    assert set(data) == {"answer", "grounded", "violation", "databases", "citations", "usage"}
+    # ask's JSON, plus the session it continued (the library's SessionAnswer).
+    assert set(data) == {"answer", "grounded", "violation", "databases", "citations", "usage", "session"}
+    assert data["session"] == "work"
     assert data["answer"] == "Basil needs at least six hours of sun [1]."
     assert data["databases"] == ["notes", "papers"]
     assert data["citations"][0]["document_title"] == "Gardening"
