@@ -9,12 +9,12 @@ import typer
 
 from haiku_cli.cli import output
 from haiku_cli.cli.options import DatabaseNames, DatabasePaths, ModelName, workspace
-from haiku_cli.cli.running import run
+from haiku_cli.cli.running import boundary, run
 
 
 def register(app: typer.Typer) -> None:
     """Add the mcp command to the app."""
-    app.command("mcp")(mcp)
+    app.command("mcp")(boundary(mcp))
 
 
 def mcp(
@@ -25,14 +25,29 @@ def mcp(
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
     host: Annotated[
         str,
-        typer.Option("--host", help="Address to listen on with --http (default 127.0.0.1: this machine)."),
+        typer.Option(
+            "--host",
+            help="Address to listen on with --http (default 127.0.0.1: this machine).",
+            metavar="HOST",
+        ),
     ] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option("--port", min=0, max=65535, help="Port to listen on with --http (0: any free one).")
+        int,
+        typer.Option(
+            "--port",
+            min=0,
+            max=65535,
+            help="Port to listen on with --http (0: any free one).",
+            metavar="PORT",
+        ),
     ] = 8765,
     allow_host: Annotated[
         list[str] | None,
-        typer.Option("--allow-host", help="Another host name clients may use to reach --http (repeatable)."),
+        typer.Option(
+            "--allow-host",
+            help="Another host name clients may use to reach --http (repeatable).",
+            metavar="HOST",
+        ),
     ] = None,
 ) -> None:
     """Serve the selected databases (all configured ones by default) as an MCP server, read-only."""
@@ -40,9 +55,9 @@ def mcp(
     from haiku_cli.mcp_server.tools import ServerScope
     from haiku_cli.mcp_server.transport import is_loopback, serve
 
-    run(require_sdk)
+    require_sdk()
     ws = workspace(ctx)
-    selection = run(ws.select_many, database or [], db or [])
+    selection = ws.select_many(database or [], db or [])
     if http and not is_loopback(host):
         output.error(
             f"warning: listening on {host}: anyone who can reach this address can read "
