@@ -21,7 +21,7 @@ from haiku_cli.agents import ask as ask_agent
 from haiku_cli.agents.models import model_errors, model_name, resolve_model
 from haiku_cli.agents.question import AskResult, build_agent, collect
 from haiku_cli.capabilities.analysis import AnalysisCapability
-from haiku_cli.capabilities.evidence import EvidenceCapability
+from haiku_cli.capabilities.evidence import EvidenceCapability, set_scope
 from haiku_cli.capabilities.retrieval import RetrievalCapability
 from haiku_cli.capabilities.scope import selection_of, sources_of
 from haiku_cli.capabilities.state import HaikuDeps, Source
@@ -44,9 +44,12 @@ def evidence_capabilities(
 ) -> list[EvidenceCapability]:
     """Retrieval, and with `analysis` the sandbox too: the model chooses per question."""
     budget = ws.settings.model.search_budget
+    # Retrieval first, so it serves `search` and `cite` (and keeps their records) with or without analysis:
+    # a session can then be resumed with or without --analysis.
+    found: list[EvidenceCapability] = [RetrievalCapability(ws, budget=budget, allowed_paths=allowed_paths)]
     if analysis:
-        return [AnalysisCapability(ws, budget=budget, allowed_paths=allowed_paths)]
-    return [RetrievalCapability(ws, budget=budget, allowed_paths=allowed_paths)]
+        found.append(AnalysisCapability(ws, budget=budget, allowed_paths=allowed_paths))
+    return found
 
 
 def conversation_capabilities() -> list[AbstractCapability[HaikuDeps]]:
@@ -129,10 +132,7 @@ class ChatHost:
         if not question.strip():
             raise InputError("the question is empty")
         deps = HaikuDeps.restore(copy.deepcopy(self.session.state))
-        for cap in self.evidence:
-            state = cap.evidence(deps)
-            state.sources = list(self.session.sources)
-            state.document_filter = self.session.document_filter
+        set_scope(deps, self.evidence, self.session.sources, self.session.document_filter)
         history = self.session.history()
         with model_errors(self.label, self.model.base_url):
             result = await self.agent.run(

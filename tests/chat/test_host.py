@@ -258,3 +258,20 @@ def test_a_streamed_draft_that_cites_nothing_is_sent_back_and_replaced(kb: Works
     assert streamed[-1] == "Paris [1]."  # ...and then the answer that replaced it
     assert answer.answer == "Paris [1]." and answer.grounded and not answer.violation
     assert SessionStore().load("talk").state["citation_policy"]["outcome"] == "grounded"
+
+
+def test_a_session_resumes_with_or_without_analysis(kb: Workspace) -> None:
+    program = "print(len(list_documents()))"
+    script = StreamScript(
+        *grounded("capital of France", "Paris [1]."),
+        execute(program),
+        *grounded("cells", "Four documents; ATP [1]."),
+        *grounded("basil", "Six hours [1]."),
+    )
+    assert ask(open_host(kb, script), "Capital?").grounded
+    computed = ask(open_host(kb, script, analysis=True), "How many documents, and what makes ATP?")
+    assert computed.grounded and computed.citations[0].document_title == "Cells"
+    assert last_output(script.seen[4]).endswith("stdout:\n4")
+    plain = ask(open_host(kb, script), "Basil?")
+    assert plain.grounded and plain.citations[0].document_title == "Gardening"
+    assert prompts(script.seen[-1]) == ["Capital?", "How many documents, and what makes ATP?", "Basil?"]
