@@ -7,6 +7,7 @@ question identity, what a streaming host sees) is in docs/capabilities.md.
 
 from haiku_cli.capabilities.analysis import AnalysisCapability, AnalysisState, ExecutionRecord
 from haiku_cli.capabilities.citations import Citation
+from haiku_cli.capabilities.compaction import EvidenceCompaction
 from haiku_cli.capabilities.evidence import (
     CarriedStateError,
     EvidenceCapability,
@@ -37,6 +38,7 @@ __all__ = [
     "CitationPolicy",
     "EarlierCitation",
     "EvidenceCapability",
+    "EvidenceCompaction",
     "EvidenceRef",
     "EvidenceReturn",
     "EvidenceState",

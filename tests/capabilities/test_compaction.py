@@ -1,0 +1,166 @@
+"""Evidence compaction: receipts for earlier questions' evidence, one capsule, history untouched."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import pytest
+from pydantic_ai import Agent, capture_run_messages
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolReturnPart
+
+from haiku_cli.capabilities import (
+    AnalysisCapability,
+    CitationPolicy,
+    EvidenceCompaction,
+    EvidenceState,
+    HaikuDeps,
+    RetrievalCapability,
+)
+from haiku_cli.capabilities.compaction import CAPSULE_HEADING
+from haiku_cli.databases.workspace import Workspace
+from tests.capabilities.analysis_script import execute
+from tests.capabilities.script import Script, Step, call, search, text
+from tests.capabilities.test_questions import server_dies
+
+
+class Conversation:
+    """One agent, its deps and history, asked question after question."""
+
+    def __init__(self, ws: Workspace, *steps: Step, compaction: bool = True, analysis: bool = False) -> None:
+        self.script = Script(*steps)
+        capabilities = [RetrievalCapability(ws, limit=2), CitationPolicy()]
+        if analysis:
+            capabilities.insert(1, AnalysisCapability(ws))
+        if compaction:
+            capabilities.append(EvidenceCompaction())
+        self.agent = Agent(self.script.model, deps_type=HaikuDeps, capabilities=capabilities)
+        self.deps = HaikuDeps()
+        self.history: list[ModelMessage] = []
+
+    def ask(self, question: str | None) -> str:
+        result = self.agent.run_sync(question, deps=self.deps, message_history=self.history)
+        self.history = result.all_messages()
+        return result.output
+
+
+def tool_returns(messages: Sequence[ModelMessage], tool: str | None = None) -> list[str]:
+    return [
+        p.model_response_str()
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, ToolReturnPart) and (tool is None or p.tool_name == tool)
+    ]
+
+
+def cite_latest(messages: list[ModelMessage]) -> ModelResponse:
+    """Cite the first chunk of the latest search results."""
+    latest = tool_returns(messages, "search")[-1]
+    return call(("cite", {"chunk_ids": re.findall(r"^\[([0-9a-f-]{36})\]", latest, re.MULTILINE)[:1]}))
+
+
+def grounded(query: str, answer: str) -> list[Step]:
+    return [search(query), cite_latest, text(answer)]
+
+
+def capsules(messages: Sequence[ModelMessage]) -> list[str]:
+    return [r for r in tool_returns(messages) if CAPSULE_HEADING in r]
+
+
+def test_three_questions_leave_receipts_and_exactly_one_capsule(kb: Workspace) -> None:
+    chat = Conversation(
+        kb,
+        *grounded("capital of France", "Paris [1]."),
+        *grounded("basil sun", "Sun [1]."),
+        search("cells energy"),
+        text("ATP."),
+        text("ATP, as the documents say."),
+    )
+    chat.ask("What is the capital of France?")
+    chat.ask("What does basil need?")
+    chat.ask("What makes ATP?")
+    first_of_q3, second_of_q3 = chat.script.seen[6], chat.script.seen[7]
+    searches = tool_returns(first_of_q3, "search")
+    assert len(searches) == 2 and all(s.startswith("[Search ") for s in searches)
+    assert "'capital of France' for the earlier question 'What is the capital of France?'" in searches[0]
+    [capsule] = capsules(first_of_q3)
+    assert capsule == searches[1]  # the newest earlier evidence return carries it
+    # Grouped by question, newest first; each chunk once, with its id and database.
+    assert capsule.index("'What does basil need?'") < capsule.index("'What is the capital of France?'")
+    assert "database: notes; Gardening" in capsule and "database: notes; France" in capsule
+    cited = {c.citation.chunk_id for c in chat.deps.get("retrieval", EvidenceState).earlier}
+    assert {i for i in cited if f"[{i}]" in capsule} == cited
+    # `cite` acknowledgements are not evidence: they pass untouched.
+    assert all(r.startswith("Cited [1]") for r in tool_returns(first_of_q3, "cite"))
+    # Within the question in progress, its own search results stay whole.
+    assert tool_returns(second_of_q3, "search")[-1].startswith("Results for 'cells energy'")
+    # The stored history keeps everything.
+    assert not capsules(chat.history)
+    assert sum(r.startswith("Results for") for r in tool_returns(chat.history, "search")) == 3
+
+
+def test_a_chunk_cited_twice_is_shown_once_under_the_later_question(kb: Workspace) -> None:
+    chat = Conversation(
+        kb,
+        *grounded("capital of France", "Paris [1]."),
+        *grounded("capital of France Paris", "Paris again [1]."),
+        text("Bye."),
+        text("Bye."),
+    )
+    chat.ask("Capital?")
+    chat.ask("Capital, really?")
+    chat.ask("Thanks")
+    [capsule] = capsules(chat.script.seen[6])
+    [chunk] = {c.citation.chunk_id for c in chat.deps.get("retrieval", EvidenceState).earlier}
+    assert capsule.count(f"[{chunk}]") == 1
+    assert "'Capital, really?'" in capsule and "'Capital?'" not in capsule
+
+
+def test_two_evidence_returns_in_one_request_carry_one_capsule(kb: Workspace) -> None:
+    chat = Conversation(
+        kb, search("capital of France", "basil sun"), cite_latest, text("ok [1]"), text("hi"), text("hi")
+    )
+    chat.ask("Two things?")
+    chat.ask("And?")
+    first_of_q2 = chat.script.seen[3]
+    searches = tool_returns(first_of_q2, "search")
+    assert len(searches) == 2 and all(s.startswith("[Search ") for s in searches)
+    assert [CAPSULE_HEADING in s for s in searches] == [False, True]  # the later part of the request
+
+
+def test_a_resumed_question_compacts_what_lies_below_it(kb: Workspace) -> None:
+    chat = Conversation(kb, *grounded("capital of France", "Paris [1]."), search("basil sun"), server_dies)
+    chat.ask("Capital?")
+    with capture_run_messages() as interrupted, pytest.raises(RuntimeError):
+        chat.ask("Basil?")
+    chat.history = interrupted
+    chat.script.steps += [cite_latest, text("Sun [1].")]
+    chat.ask(None)  # resume
+    resumed = chat.script.seen[5]
+    searches = tool_returns(resumed, "search")
+    assert searches[0].startswith("[Search 'capital of France'") and CAPSULE_HEADING in searches[0]
+    assert searches[1].startswith("Results for 'basil sun'")  # the question in progress keeps its evidence
+
+
+def test_analysis_output_of_earlier_questions_is_compacted(kb: Workspace) -> None:
+    declare = call(("cite", {"chunk_ids": []}))
+    chat = Conversation(
+        kb, execute("print('x' * 500)"), declare, text("x."), text("hi"), text("hi"), analysis=True
+    )
+    chat.ask("Print x?")
+    chat.ask("Hello?")
+    [receipt] = tool_returns(chat.script.seen[3], "execute_code")
+    assert (
+        receipt.startswith("[A program for the earlier question 'Print x?' ran") and "x" * 500 not in receipt
+    )
+
+
+def test_without_compaction_the_request_carries_the_transcript_untouched(kb: Workspace) -> None:
+    steps = [*grounded("capital of France", "Paris [1]."), *grounded("basil sun", "Sun [1].")]
+    chat = Conversation(kb, *steps, compaction=False)
+    chat.ask("Capital?")
+    stored = tool_returns(chat.history)
+    chat.ask("Basil?")
+    assert tool_returns(chat.script.seen[3]) == stored
+    assert re.search(r"Results for 'capital of France'", tool_returns(chat.script.seen[3])[0])
