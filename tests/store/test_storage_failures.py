@@ -1,0 +1,87 @@
+"""Storage that fails under haiku: a read-only mount and a full disk end in one exit-3 line, and the
+database stays as it was. Real file systems in a private mount namespace (`unshare`), no mocks."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def _in_namespace(setup: str, *commands: list[str]) -> list[subprocess.CompletedProcess]:
+    """Run haiku commands after `setup` (mount commands) in a private mount namespace."""
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare is not installed: cannot make a private read-only or tiny file system")
+    probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"user/mount namespaces are not available here: {probe.stderr.decode().strip()}")
+    runs = [shlex.join([sys.executable, "-m", "haiku_cli", *cmd]) for cmd in commands]
+    # Each command's stdout and stderr end with a separator line; stderr also carries its exit code.
+    script = f"set -e\n{setup}\nset +e\n" + "\n".join(
+        f"{run}; echo \"rc=$?\" >&2; echo '---' >&2; echo '---'" for run in runs
+    )
+    proc = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.stderr.count("rc=") == len(commands), proc.stderr
+    done = []
+    for out, err in zip(
+        proc.stdout.split("---\n"), proc.stderr.split("---\n")[: len(commands)], strict=False
+    ):
+        body, _, code = err.rpartition("rc=")
+        done.append(subprocess.CompletedProcess([], int(code.strip()), out, body))
+    return done
+
+
+def _add(cli, db: Path, text: str) -> None:
+    result = cli("add", text, "--db", str(db))
+    assert result.exit_code == 0, result.stderr
+
+
+def test_read_only_file_system_is_one_line_and_reads_still_work(cli, tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    db = folder / "notes.lancedb"
+    _add(cli, db, "Kestrels hover over fields hunting voles.")
+    add, search, vacuum = _in_namespace(
+        f"mount --bind {folder} {folder} && mount -o remount,ro,bind {folder}",
+        ["add", "Owls hunt at night.", "--db", str(db)],
+        ["search", "kestrel", "--db", str(db), "--type", "fts", "--json"],
+        ["vacuum", "--db", str(db)],
+    )
+    for failed in (add, vacuum):
+        assert failed.returncode == 3
+        assert (
+            failed.stderr.strip() == "haiku: database 'notes' cannot be written: the file system is read-only"
+        )
+    assert search.returncode == 0 and "Kestrels" in search.stdout
+
+
+def test_full_disk_is_one_line_and_leaves_the_database_as_it_was(cli, tmp_path: Path) -> None:
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    staging = tmp_path / "staging" / "notes.lancedb"
+    _add(cli, staging, "Kestrels hover over fields hunting voles.")
+    big = tmp_path / "big.txt"
+    big.write_text(" ".join(f"word{i} falcon{i % 977} heron{i % 313}" for i in range(6_000)))
+    db = folder / "notes.lancedb"
+    # A tiny file system holding the database, then filled up to the last few kilobytes.
+    fill = (
+        f"avail=$(df -k --output=avail {folder} | tail -1); "
+        f"head -c $(( (avail - 8) * 1024 )) /dev/zero > {folder}/filler"
+    )
+    add, info, after = _in_namespace(
+        f"mount -t tmpfs -o size=1m tmpfs {folder} && cp -r {staging} {folder}/ && {fill}",
+        ["add-src", str(big), "--db", str(db)],
+        ["info", "--db", str(db), "--json"],
+        ["add", "Owls hunt at night.", "--db", str(db)],
+    )
+    assert add.returncode == 3, add.stderr
+    assert add.stderr.strip() == "haiku: database 'notes' cannot be written: the disk is full"
+    assert (json.loads(info.stdout)["documents"], json.loads(info.stdout)["chunks"]) == (1, 1)
+    assert after.returncode == 3  # still full, but still one line
+    assert after.stderr.strip() == "haiku: database 'notes' cannot be written: the disk is full"
