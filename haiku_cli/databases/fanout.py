@@ -82,13 +82,17 @@ async def search(
     per_db = await in_threads(
         [
             partial(
-                find_candidates,
-                db,
-                query=query,
-                query_vector=query_vector,
-                search_type=search_type,
-                k=k,
-                document_filter=document_filter,
+                pool.bounded,
+                db.location,
+                partial(
+                    find_candidates,
+                    db,
+                    query=query,
+                    query_vector=query_vector,
+                    search_type=search_type,
+                    k=k,
+                    document_filter=document_filter,
+                ),
             )
             for db in dbs
         ]

@@ -2,22 +2,42 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
+from typing import TypeVar
 
-from haiku_cli.databases.concurrency import in_threads
+from haiku_cli.databases.concurrency import in_threads, with_deadline
 from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import DatabaseError
-from haiku_cli.store.database import Database, EmbedderSpec, open_database
+from haiku_cli.store.database import Database, EmbedderSpec, load_driver, open_database
 from haiku_cli.store.location import Location
 from haiku_cli.store.writer import WaitPolicy
+
+T = TypeVar("T")
 
 
 class DatabasePool:
     """Open databases by name, reused across the queries of one process."""
 
-    def __init__(self, write_policy: WaitPolicy | None = None) -> None:
+    def __init__(self, write_policy: WaitPolicy | None = None, timeout_seconds: float | None = None) -> None:
         self._open: dict[tuple[str, str, bool], Database] = {}
         self.write_policy = write_policy
+        self.timeout_seconds = timeout_seconds  # the most a read of a networked database may take
+
+    def bounded(self, location: Location, call: Callable[[], T]) -> T:
+        """Run a blocking read of a networked database within the timeout, else fail naming it."""
+        if self.timeout_seconds is None or not location.can_stall:
+            return call()
+        seconds = self.timeout_seconds
+        load_driver()  # the import is local work: it must not count against the store's time
+
+        def stalled() -> DatabaseError:
+            return DatabaseError(
+                f"database '{location.name}' did not answer within {seconds:g} s; "
+                "check the store, or raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT)"
+            )
+
+        return with_deadline(call, seconds, stalled)
 
     async def clients_covering(
         self, selection: Selection, *, writable: bool = False, create_with: EmbedderSpec | None = None
@@ -31,7 +51,9 @@ class DatabasePool:
 
         def open_or_error(loc: Location) -> Database | DatabaseError:
             try:
-                return open_database(loc, create_with=create_with, writable=writable)
+                if writable:  # opening to write may create it: never abandoned half-way
+                    return open_database(loc, create_with=create_with, writable=True)
+                return self.bounded(loc, partial(open_database, loc))
             except DatabaseError as exc:
                 return exc  # collected, so that every unopenable database is named at once
 

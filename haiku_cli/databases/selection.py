@@ -38,7 +38,9 @@ def configured(settings: Settings) -> dict[str, Location]:
     if not settings.databases:
         return {DEFAULT_NAME: Location(DEFAULT_NAME, str(data_dir() / f"{DEFAULT_NAME}.lancedb"))}
     return {
-        name: Location(name, db.uri, dict(db.storage_options), db.read_only)
+        name: Location(name, db.uri, dict(db.storage_options), db.read_only).with_timeout(
+            settings.storage.timeout_seconds
+        )
         for name, db in settings.databases.items()
     }
 

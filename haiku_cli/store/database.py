@@ -186,6 +186,12 @@ def _create(location: Location, spec: EmbedderSpec) -> Database:
     return Database(location, conn, tables)
 
 
+def load_driver() -> None:
+    """Import LanceDB now (seconds on a cold start), e.g. before a storage deadline starts counting."""
+    quiet_lance_logs()
+    import_lancedb()
+
+
 def _connect(location: Location) -> DBConnection:
     quiet_lance_logs()
     lancedb = import_lancedb()

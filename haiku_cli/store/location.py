@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -44,6 +44,26 @@ class Location:
         """The URI handed to LanceDB."""
         path = self.local_path
         return str(path) if path is not None else self.uri
+
+    @property
+    def can_stall(self) -> bool:
+        """Whether reaching the database goes over a network that may stop answering."""
+        return self.kind in ("object store", "remote")
+
+    def with_timeout(self, seconds: float) -> Location:
+        """This location with object-store request timeouts and a bounded retry budget.
+
+        Options the user set in `storage_options` win; local databases are unchanged.
+        """
+        if self.kind != "object store":
+            return self
+        defaults = {
+            "timeout": f"{seconds:g}s",
+            "connect_timeout": f"{min(seconds, 10.0):g}s",
+            "client_max_retries": "2",
+            "client_retry_timeout": f"{max(1, round(seconds))}",
+        }
+        return replace(self, storage_options={**defaults, **self.storage_options})
 
     @classmethod
     def from_path(cls, path: Path) -> Location:

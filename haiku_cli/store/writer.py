@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -141,7 +141,10 @@ class _Lease(_Lock):
         self._stop.set()
         self._thread.join()
         if not self.lost:
-            _compare_and_set(self.db, self.owner, None)
+            # If the store cannot be reached to give the lease back, it lapses after its time-to-live;
+            # the command's own error (if any) is the one worth reporting.
+            with suppress(Exception):
+                _compare_and_set(self.db, self.owner, None)
 
 
 def _lease_rows(db: Database) -> list[Owner | None]:

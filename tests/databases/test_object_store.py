@@ -55,3 +55,61 @@ storage_options = {{ endpoint = "http://127.0.0.1:9", allow_http = true, region 
     assert result.exit_code == ExitCode.DATABASE
     assert "database 'remote'" in result.stderr and "Traceback" not in result.stderr
     assert result.stdout == ""
+
+
+def test_stalled_object_store_in_a_set_is_named_within_the_timeout(
+    cli, write_config, s3_server: str, tmp_path: Path, monkeypatch
+) -> None:
+    from tests.support.stall_proxy import StallingProxy
+
+    with StallingProxy(int(s3_server.rsplit(":", 1)[1])) as proxy:
+        _config(write_config, proxy.endpoint, tmp_path)
+        monkeypatch.setenv("HAIKU_STORAGE_TIMEOUT", "3")
+        assert cli("add", "Kestrels hover over fields hunting voles.", "-d", "notes").exit_code == 0
+        assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
+        proxy.stall()
+        result = cli("search", "falcons", "--type", "fts")
+        assert result.exit_code == ExitCode.DATABASE
+        assert result.stderr.strip() == (
+            "haiku: database 'papers' did not answer within 3 s; "
+            "check the store, or raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT)"
+        )
+        proxy.resume()
+        assert cli("search", "falcons", "--type", "fts").exit_code == 0
+
+
+def test_object_store_failing_mid_write_is_one_line_and_undone(
+    cli, write_config, s3_server: str, tmp_path: Path, monkeypatch
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.store.test_writer import _wait_for
+    from tests.support.stall_proxy import StallingProxy
+
+    with StallingProxy(int(s3_server.rsplit(":", 1)[1])) as proxy:
+        _config(write_config, proxy.endpoint, tmp_path)
+        assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
+        gate = tmp_path / "gate"
+        gate.mkdir()
+        env = {**os.environ, "HAIKU_TEST_PAUSE": f"data-written:{gate}", "HAIKU_STORAGE_TIMEOUT": "1"}
+        writer = subprocess.Popen(
+            [sys.executable, "-m", "haiku_cli", "add", "Owls hunt at night.", "-d", "papers"],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        _wait_for(lambda: any(gate.glob("*.reached")), "the writer to pause after writing its data")
+        proxy.stall()  # the store stops answering before the write is committed
+        (gate / "data-written.go").touch()
+        _, stderr = writer.communicate(timeout=300)
+        assert writer.returncode == ExitCode.DATABASE, stderr
+        assert stderr.startswith("haiku: database 'papers' cannot be ") and len(stderr.splitlines()) == 1
+        proxy.resume()
+        # Readers see the state before the failed write. (The next writer undoes it once the failed
+        # writer's lease lapses: the same recovery as tests/store/test_writer.py, after a minute.)
+        listed = json.loads(cli("list", "-d", "papers", "--json").stdout)["documents"]
+        assert [d["title"] for d in listed] == ["Peregrine falcons stoop onto prey."]
+        info = json.loads(cli("info", "-d", "papers", "--json").stdout)
+        assert (info["documents"], info["chunks"]) == (1, 1)
