@@ -16,6 +16,7 @@ from haiku_cli.errors import HaikuError, InputError
 from haiku_cli.ingest.chunking import Chunk, chunk_document
 from haiku_cli.ingest.document import ConvertedDocument, Segment
 from haiku_cli.store.database import Database
+from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import find_by_hash, find_by_uri
 from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk
 from haiku_cli.store.transaction import atomic_write
@@ -227,6 +228,7 @@ async def add_text(
     with atomic_write(db):
         await ingestor.add(convert_text(text, title=title), source="<text>", title=title, metadata=metadata)
         await ingestor.flush()
+    await anyio.to_thread.run_sync(after_write, db)
     return ingestor.report
 
 
@@ -279,6 +281,7 @@ async def add_sources(
                     raise  # a model or database failure stops the add, and undoes it
                 ingestor.fail(label, str(exc))
         await ingestor.flush()
+    await anyio.to_thread.run_sync(after_write, db)
     return ingestor.report
 
 

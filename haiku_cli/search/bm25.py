@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 from haiku_cli.search.candidates import Candidate
 from haiku_cli.store.database import Database
-from haiku_cli.store.indexes import analyze
+from haiku_cli.store.indexes import analyze_many
+from haiku_cli.store.maintenance import corpus_totals
 
 K1 = 1.2
 B = 0.75
@@ -62,33 +63,51 @@ class QueryTerms:
 
 def query_terms(db: Database, query: str) -> QueryTerms:
     """Analyze the query with the database's full-text analyzer."""
+    words = list(dict.fromkeys(_WORD.findall(query)))
+    analyzed, *per_word = analyze_many(db.chunks, [query, *words])
     lookup: dict[str, str] = {}
-    for word in dict.fromkeys(_WORD.findall(query)):
-        analyzed = analyze(db.chunks, word)
-        if len(analyzed) == 1:
-            lookup.setdefault(analyzed[0], word)
-    return QueryTerms(analyze(db.chunks, query), lookup)
+    for word, terms in zip(words, per_word, strict=True):
+        if len(terms) == 1:
+            lookup.setdefault(terms[0], word)
+    return QueryTerms(analyzed, lookup)
+
+
+# Statistics of a table version never change, so they are kept for the life of the process (a host
+# serving many queries counts each once); keyed by location, table and version, a write misses them.
+_CACHE_LIMIT = 100_000
+_corpus: dict[tuple[str, str, int], TermStats] = {}
+_frequency: dict[tuple[str, str, int, str], int] = {}
+
+
+def _version_key(db: Database) -> tuple[str, str, int]:
+    return (db.location.uri, db.chunks_table_name, db.chunks.version)
 
 
 def corpus_size(db: Database) -> TermStats:
     """One database's chunk count and total length in terms (no term frequencies yet)."""
-    chunks = db.chunks.count_rows()
-    lengths = db.chunks.search().select(["search_tokens"]).limit(max(chunks, 1)).to_arrow()
-    return TermStats(chunks, int(sum(v for v in lengths.column("search_tokens").to_pylist() if v)))
+    key = _version_key(db)
+    if key not in _corpus:
+        if len(_corpus) >= _CACHE_LIMIT:
+            _corpus.clear()
+        _corpus[key] = TermStats(*corpus_totals(db))
+    return _corpus[key]
 
 
 def term_frequency(db: Database, query: QueryTerms, term: str) -> TermStats:
-    """How many of one database's chunks hold `term` (one full-text lookup)."""
-    # Look a term up by a word that analyzes to it: re-analyzing a stem need not give the stem.
-    word = query.lookup.get(term, term)
-    found = db.chunks.search(word, query_type="fts", fts_columns="search_text").select(["id", "_score"])
-    return TermStats(
-        frequency=Counter({term: found.limit(max(db.chunks.count_rows(), 1)).to_arrow().num_rows})
-    )
+    """How many of one database's chunks hold `term` (one full-text lookup per table version)."""
+    key = (*_version_key(db), term)
+    if key not in _frequency:
+        # Look a term up by a word that analyzes to it: re-analyzing a stem need not give the stem.
+        word = query.lookup.get(term, term)
+        found = db.chunks.search(word, query_type="fts", fts_columns="search_text").select(["_score"])
+        if len(_frequency) >= _CACHE_LIMIT:
+            _frequency.clear()
+        _frequency[key] = found.limit(max(db.chunks.count_rows(), 1)).to_arrow().num_rows
+    return TermStats(frequency=Counter({term: _frequency[key]}))
 
 
 def rescore(db: Database, candidates: Sequence[Candidate], query: Sequence[str], stats: TermStats) -> None:
     """Replace each full-text candidate's BM25 with its score under the combined statistics."""
-    for cand in candidates:
-        if cand.bm25 is not None:
-            cand.bm25 = stats.score(query, analyze(db.chunks, cand.search_text))
+    ranked = [c for c in candidates if c.bm25 is not None]
+    for cand, terms in zip(ranked, analyze_many(db.chunks, [c.search_text for c in ranked]), strict=True):
+        cand.bm25 = stats.score(query, terms)

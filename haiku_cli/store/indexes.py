@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,12 @@ if TYPE_CHECKING:
 VECTOR_INDEX_MIN_ROWS = 25_000
 FTS_INDEX = "text_idx"
 VECTOR_INDEX = "vector_idx"
+# Each write after the ANN index exists adds a delta segment that every query then searches too;
+# past this many the index is rebuilt as one (at 110k chunks, 171 segments made vector search 2x slower).
+MAX_VECTOR_SEGMENTS = 8
+# Columns filtered by exact id or uri (get_documents, find_by_uri during ingest, chunks of a document).
+CHUNK_KEYS = ("id", "document_id")
+DOCUMENT_KEYS = ("id", "uri")
 
 
 @dataclass(frozen=True)
@@ -26,6 +33,7 @@ class IndexState:
     kind: str
     indexed_rows: int
     unindexed_rows: int
+    segments: int = 1
 
 
 def create_fts_index(chunks: Table) -> None:
@@ -49,22 +57,69 @@ def analyze(chunks: Table, text: str) -> list[str]:
     return [token.text for token in chunks.tokenize(text, index_name=FTS_INDEX)]
 
 
-def refresh_indexes(chunks: Table) -> None:
-    """Fold newly written rows into the indexes; add a vector index once the table is large enough."""
-    from lancedb.index import IvfHnswSq
+# Analyzing costs about a millisecond per call whatever the length, so many texts go in one call,
+# joined by a word no text holds and the analyzer keeps as it is.
+_SEPARATOR = "zzhaikutextbreakzz"
 
+
+def analyze_many(chunks: Table, texts: Sequence[str]) -> list[list[str]]:
+    """`analyze` of each text, in one call to the analyzer."""
+    if len(texts) < 2 or any(_SEPARATOR in t.lower() for t in texts):
+        return [analyze(chunks, t) for t in texts]
+    out: list[list[str]] = [[]]
+    for term in analyze(chunks, f" {_SEPARATOR} ".join(texts)):
+        if term == _SEPARATOR:
+            out.append([])
+        else:
+            out[-1].append(term)
+    return out if len(out) == len(texts) else [analyze(chunks, t) for t in texts]
+
+
+def refresh_indexes(chunks: Table, *, merge_all: bool = False) -> None:
+    """Fold newly written rows into the indexes, add missing ones, and merge piled-up delta segments.
+
+    With `merge_all` every index is rebuilt as one segment whatever its count (what `vacuum` does).
+    """
     rows = chunks.count_rows()
-    names = {i.name for i in chunks.list_indices()}
     if rows == 0:
         return
-    if FTS_INDEX not in names:
+    if FTS_INDEX not in {i.name for i in chunks.list_indices()}:
         create_fts_index(chunks)
-    elif any(s.unindexed_rows for s in index_states(chunks) if s.name == FTS_INDEX):
-        chunks.optimize()
-    if VECTOR_INDEX not in names and rows >= VECTOR_INDEX_MIN_ROWS:
-        chunks.create_index(
-            vector_column_name="vector", config=IvfHnswSq(distance_type="cosine"), name=VECTOR_INDEX
-        )
+    states = refresh_keys(chunks, CHUNK_KEYS)
+    vector = states.get(VECTOR_INDEX)
+    if vector is None and rows >= VECTOR_INDEX_MIN_ROWS:
+        create_vector_index(chunks)
+    elif vector is not None and vector.segments > (1 if merge_all else MAX_VECTOR_SEGMENTS):
+        # Every query searches every segment; rebuilt as one, query cost is flat again.
+        create_vector_index(chunks)
+
+
+def create_vector_index(chunks: Table) -> None:
+    """Build (or rebuild, as one segment) the ANN index over every row."""
+    from lancedb.index import IvfHnswSq
+
+    # The column goes first: with a config given, lancedb takes the first argument as the column.
+    chunks.create_index("vector", config=IvfHnswSq(distance_type="cosine"), name=VECTOR_INDEX, replace=True)
+
+
+def refresh_keys(table: Table, keys: Sequence[str]) -> dict[str, IndexState]:
+    """Add B-tree indexes on the key columns if missing and fold new rows into every index of the table.
+
+    Returns the indexes' state afterwards. Folding adds each index a delta segment over the new rows
+    (the full-text and scalar indexes merge theirs; the vector index is merged by `refresh_indexes`).
+    """
+    states = {s.name: s for s in index_states(table)}
+    missing = [k for k in keys if f"{k}_idx" not in states]
+    if missing:
+        from lancedb.index import BTree
+
+        for key in missing:
+            table.create_index(key, config=BTree(), name=f"{key}_idx")
+    if any(s.unindexed_rows for s in states.values()):
+        table.optimize()
+    if missing or any(s.unindexed_rows for s in states.values()):
+        states = {s.name: s for s in index_states(table)}
+    return states
 
 
 def has_vector_index(db: Database) -> bool:
@@ -83,6 +138,7 @@ def index_states(chunks: Table) -> list[IndexState]:
                 kind=str(idx.index_type),
                 indexed_rows=stats.num_indexed_rows if stats else 0,
                 unindexed_rows=stats.num_unindexed_rows if stats else 0,
+                segments=(stats.num_indices or 1) if stats else 0,
             )
         )
     return states

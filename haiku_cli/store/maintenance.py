@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+import json
 import warnings
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import pyarrow.compute as pc
 from pydantic import BaseModel
 
 from haiku_cli.store import schema
-from haiku_cli.store.database import Database
-from haiku_cli.store.indexes import index_states
+from haiku_cli.store.database import PENDING_WRITE, Database
+from haiku_cli.store.indexes import DOCUMENT_KEYS, index_states, refresh_indexes, refresh_keys
 from haiku_cli.store.reads import count_chunks, count_documents
 from haiku_cli.store.records import UtcDatetime
 from haiku_cli.store.transaction import storage_errors
 from haiku_cli.store.writer import exclusive
+
+if TYPE_CHECKING:
+    from lancedb.table import Table
+
+# A version is removed automatically once it has been superseded for this long: a reader that opened
+# it (or the snapshot before an unfinished write) within that time can still finish reading it.
+KEEP_SUPERSEDED = timedelta(hours=1)
+CORPUS_TOTALS = "corpus_totals"
 
 
 class TableVersion(BaseModel):
@@ -67,11 +77,71 @@ def history(db: Database) -> list[TableVersion]:
     return sorted(out, key=lambda v: (v.timestamp, v.table), reverse=True)
 
 
+def after_write(db: Database) -> None:
+    """Bring the indexes up to date after a finished write, and drop versions nothing can need any more.
+
+    Inside an all-or-nothing write this waits for the outermost write to finish: one refresh per
+    command, not one per batch, so a large add leaves one new index segment, not hundreds.
+    """
+    if db.in_write:
+        return
+    with exclusive(db), storage_errors(db, "cannot be indexed"):
+        refresh_indexes(db.chunks)
+        refresh_keys(db.documents, DOCUMENT_KEYS)
+        cleanup_superseded(db)
+        _store_corpus_totals(db)
+
+
+def corpus_totals(db: Database) -> tuple[int, int]:
+    """Chunk count and total length in index terms (for BM25); kept in meta by each write, else counted."""
+    stored = json.loads(db.meta.get(CORPUS_TOTALS) or "{}")
+    if stored.get("table") == db.chunks_table_name and stored.get("version") == db.chunks.version:
+        return int(stored["chunks"]), int(stored["tokens"])
+    return _count_totals(db)
+
+
+def _count_totals(db: Database) -> tuple[int, int]:
+    chunks = db.chunks.count_rows()
+    lengths = db.chunks.search().select(["search_tokens"]).limit(max(chunks, 1)).to_arrow()
+    return chunks, int(pc.sum(lengths.column("search_tokens")).as_py() or 0)
+
+
+def _store_corpus_totals(db: Database) -> None:
+    # Keyed by table and version: a later write, or its undoing, makes it stale, never wrong.
+    chunks, tokens = _count_totals(db)
+    totals = {"table": db.chunks_table_name, "version": db.chunks.version, "chunks": chunks, "tokens": tokens}
+    db.set_meta(CORPUS_TOTALS, json.dumps(totals))
+
+
+def cleanup_superseded(db: Database, keep: timedelta = KEEP_SUPERSEDED) -> None:
+    """Remove the files of versions superseded longer than `keep` ago (never while a write is pending)."""
+    if PENDING_WRITE in db.meta:
+        return  # undoing that write needs the versions its journal names
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        for table in (db.documents, db.chunks, db.meta_table):
+            older_than = _superseded_cutoff(table, keep)
+            if older_than is not None:
+                table.optimize(cleanup_older_than=older_than)  # also compacts small files
+
+
+def _superseded_cutoff(table: Table, keep: timedelta) -> timedelta | None:
+    # Versions are stamped when written, so a version's end of life is its successor's stamp: cut at
+    # the newest successor stamp older than `keep`, which removes exactly the versions before it.
+    stamps = sorted(v["timestamp"] for v in table.list_versions())
+    now = datetime.now(tz=stamps[-1].tzinfo) if stamps else datetime.now()
+    expired = [t for t in stamps[1:] if now - t >= keep]
+    # A margin: the clock moves on before the cleanup runs, and the version cut at must stay.
+    return now - expired[-1] + timedelta(milliseconds=100) if expired else None
+
+
 def vacuum(db: Database) -> tuple[int | None, int | None]:
-    """Compact files and drop every old version; returns the size before and after (local only)."""
+    """Merge index segments, compact files and drop every old version; returns size before and after."""
     path = db.location.local_path
     before = _dir_size(path) if path is not None else None
     with exclusive(db), warnings.catch_warnings(), storage_errors(db, "cannot be vacuumed"):
+        refresh_indexes(db.chunks, merge_all=True)
+        refresh_keys(db.documents, DOCUMENT_KEYS)
         # Dropping every old version is what vacuum is for; LanceDB warns about it to other callers.
         warnings.simplefilter("ignore", UserWarning)
         for table in (db.documents, db.chunks, db.meta_table):

@@ -8,10 +8,11 @@ from collections.abc import Sequence
 from haiku_cli.store import schema
 from haiku_cli.store.database import CHUNKS_TABLE, Database
 from haiku_cli.store.indexes import create_fts_index, refresh_indexes
+from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.records import NewChunk
 from haiku_cli.store.transaction import storage_errors
 from haiku_cli.store.writer import exclusive
-from haiku_cli.store.writes import chunk_row
+from haiku_cli.store.writes import make_chunk_rows
 
 _WRITE_BATCH = 5_000
 
@@ -35,7 +36,7 @@ def _replace_chunks(
     table = db.conn.create_table(new_name, schema=schema.chunks_schema(dimension))
     create_fts_index(table)
     for start in range(0, len(rows), _WRITE_BATCH):
-        table.add([chunk_row(table, doc_id, c) for doc_id, c in rows[start : start + _WRITE_BATCH]])
+        table.add(make_chunk_rows(table, rows[start : start + _WRITE_BATCH]))
     refresh_indexes(table)
     # The single commit that makes the rebuild visible: table, embedder and dimension change together.
     db.set_meta_many(
@@ -43,3 +44,4 @@ def _replace_chunks(
     )
     db.chunks = table
     db.conn.drop_table(live)
+    after_write(db)

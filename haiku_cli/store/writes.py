@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from haiku_cli.store.database import Database
-from haiku_cli.store.indexes import analyze, refresh_indexes
+from haiku_cli.store.indexes import analyze_many
+from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import in_list, sql_string
 from haiku_cli.store.records import DocumentWrite, NewChunk
 from haiku_cli.store.transaction import atomic_write, storage_errors
@@ -23,12 +24,16 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
-def chunk_row(chunks: Table, document_id: str, chunk: NewChunk) -> dict:
-    """The row for a new chunk of table `chunks`: a fresh id, and its search text's length in index terms."""
-    row = {"id": new_id(), "document_id": document_id, **chunk.model_dump()}
-    row["search_text"] = chunk.search_text or chunk.text
-    row["search_tokens"] = len(analyze(chunks, row["search_text"]))
-    return row
+def make_chunk_rows(chunks: Table, new: Sequence[tuple[str, NewChunk]]) -> list[dict]:
+    """Rows for new (document id, chunk) pairs of table `chunks`: fresh ids, search lengths in terms."""
+    rows = []
+    for document_id, chunk in new:
+        row = {"id": new_id(), "document_id": document_id, **chunk.model_dump()}
+        row["search_text"] = chunk.search_text or chunk.text
+        rows.append(row)
+    for row, terms in zip(rows, analyze_many(chunks, [r["search_text"] for r in rows]), strict=True):
+        row["search_tokens"] = len(terms)
+    return rows
 
 
 def write_documents(db: Database, writes: Sequence[DocumentWrite]) -> None:
@@ -37,7 +42,7 @@ def write_documents(db: Database, writes: Sequence[DocumentWrite]) -> None:
         return
     replaced = [w.replaces.id for w in writes if w.replaces is not None]
     doc_rows = []
-    chunk_rows = []
+    new_chunks: list[tuple[str, NewChunk]] = []
     for w in writes:
         doc = w.document
         if w.replaces is not None:
@@ -54,7 +59,8 @@ def write_documents(db: Database, writes: Sequence[DocumentWrite]) -> None:
                 "updated_at": doc.updated_at,
             }
         )
-        chunk_rows.extend(chunk_row(db.chunks, doc.id, c) for c in w.chunks)
+        new_chunks.extend((doc.id, c) for c in w.chunks)
+    chunk_rows = make_chunk_rows(db.chunks, new_chunks)
     with exclusive(db):
         with atomic_write(db), storage_errors(db, "cannot be written"):
             if replaced:
@@ -64,8 +70,7 @@ def write_documents(db: Database, writes: Sequence[DocumentWrite]) -> None:
             if chunk_rows:
                 db.chunks.add(chunk_rows)
             checkpoint("data-written")
-        with storage_errors(db, "cannot be indexed"):
-            refresh_indexes(db.chunks)
+        after_write(db)
 
 
 def delete_document(db: Database, document_id: str) -> None:
@@ -74,5 +79,4 @@ def delete_document(db: Database, document_id: str) -> None:
         with atomic_write(db), storage_errors(db, "cannot be written"):
             db.chunks.delete(f"document_id = {sql_string(document_id)}")
             db.documents.delete(f"id = {sql_string(document_id)}")
-        with storage_errors(db, "cannot be indexed"):
-            refresh_indexes(db.chunks)
+        after_write(db)

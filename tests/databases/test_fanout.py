@@ -161,3 +161,27 @@ def test_a_corpus_split_across_databases_ranks_as_in_one(make_db, workspace, kin
     assert [h.content for h in split] == [h.content for h in single]
     assert [h.score for h in split] == pytest.approx([h.score for h in single], rel=1e-4)
     assert {h.database for h in split} == {"part0", "part1", "part2"}
+
+
+def test_split_ranking_follows_a_write_after_statistics_were_cached(make_db, workspace) -> None:
+    whole, _ = make_db("whole", CORPUS)
+    parts = [make_db(f"part{i}", CORPUS[i::3])[0] for i in range(3)]
+    ws = workspace()
+    query = "retrieval of relevant documents by index terms"
+    before = _search(ws, Selection(tuple(parts)), query, search_type="fts", limit=9)
+    # New chunks holding the query's terms change their frequencies and the average length.
+    extra = [
+        {"title": "More", "text": "Retrieval of documents by index terms, index terms and more index terms."}
+    ]
+    for location in (whole, parts[1]):
+        anyio.run(
+            lambda loc=location: operations.add_text(ws, loc, extra[0]["text"], title="More", metadata={})
+        )
+    ws = workspace()  # a fresh pool opens the new versions; the statistics cache is process-wide
+    single = _search(ws, Selection((whole,)), query, search_type="fts", limit=10)
+    split = _search(ws, Selection(tuple(parts)), query, search_type="fts", limit=10)
+    assert len(split) == 10
+    assert [h.content for h in split] == [h.content for h in single]
+    assert [h.score for h in split] == pytest.approx([h.score for h in single], rel=1e-4)
+    unchanged = [h for h in split if h.content != extra[0]["text"]]
+    assert [h.score for h in unchanged] != [h.score for h in before]  # rescored under the new statistics
