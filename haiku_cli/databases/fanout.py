@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -98,21 +98,42 @@ async def search(
         ]
     )
     if search_type != "vector" and len(dbs) > 1:
-        await _rescore_full_text(dbs, per_db, query)
+        await _rescore_full_text(dbs, per_db, query, k, filtered=bool(document_filter))
     pooled = [c for found in per_db for c in found]
     ranked = fuse(pooled, search_type=search_type, vector_weight=vector_weight)[:limit]
     return await _hydrate(dbs, ranked)
 
 
-async def _rescore_full_text(dbs: list[Database], per_db: list[list[Candidate]], query: str) -> None:
+async def _rescore_full_text(
+    dbs: list[Database], per_db: list[list[Candidate]], query: str, k: int, filtered: bool
+) -> None:
     """Put every database's BM25 on the scale of the whole set (see haiku_cli.search.bm25)."""
-    (terms,) = await in_threads([partial(bm25.query_terms, dbs[0], query)])
-    # Every lookup of every database at once: on a far-away store this costs one round, not one per term.
-    lookups = [partial(bm25.corpus_size, db) for db in dbs]
-    lookups += [partial(bm25.term_frequency, db, terms, t) for db in dbs for t in dict.fromkeys(terms.terms)]
-    combined = sum(await in_threads(lookups), bm25.TermStats())
-    pairs = zip(dbs, per_db, strict=True)
-    await in_threads([partial(bm25.rescore, db, found, terms.terms, combined) for db, found in pairs])
+    n = len(dbs)
+    # Analyzing the query and the candidates and reading each corpus' totals: one round of threads.
+    first: list[Any] = await in_threads(
+        [
+            partial(bm25.query_terms, dbs[0], query),
+            *(partial(bm25.corpus_size, db) for db in dbs),
+            *(partial(bm25.analyzed_candidates, db, found) for db, found in zip(dbs, per_db, strict=True)),
+        ]
+    )
+    terms: bm25.QueryTerms = first[0]
+    sizes: list[bm25.TermStats] = first[1 : n + 1]
+    analyzed: list[list[tuple[Candidate, list[str]]]] = first[n + 1 :]
+    combined = sum(sizes, bm25.TermStats())
+    lookups = []
+    for db, size, pairs in zip(dbs, sizes, analyzed, strict=True):
+        # Fewer full-text hits than asked for means every chunk matching a term is among them.
+        exhaustive = not filtered and len(pairs) < k
+        known = bm25.frequencies_from_scores(size, terms.terms, pairs, exhaustive)
+        combined.frequency.update(known)
+        lookups += [
+            partial(bm25.term_frequency, db, terms, t) for t in dict.fromkeys(terms.terms) if t not in known
+        ]
+    # What the scores do not settle is looked up, every database at once (one round on a far-away store).
+    combined = sum(await in_threads(lookups), combined)
+    for pairs in analyzed:
+        bm25.rescore(pairs, terms.terms, combined)
 
 
 async def _hydrate(dbs: list[Database], ranked: list[tuple[Candidate, float]]) -> list[SearchHit]:

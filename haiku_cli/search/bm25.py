@@ -15,6 +15,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from haiku_cli.search.candidates import Candidate
 from haiku_cli.store.database import Database
 from haiku_cli.store.indexes import analyze_many
@@ -106,8 +108,48 @@ def term_frequency(db: Database, query: QueryTerms, term: str) -> TermStats:
     return TermStats(frequency=Counter({term: _frequency[key]}))
 
 
-def rescore(db: Database, candidates: Sequence[Candidate], query: Sequence[str], stats: TermStats) -> None:
-    """Replace each full-text candidate's BM25 with its score under the combined statistics."""
+def analyzed_candidates(db: Database, candidates: Sequence[Candidate]) -> list[tuple[Candidate, list[str]]]:
+    """One database's full-text candidates with the terms of their search text (one analyzer call)."""
     ranked = [c for c in candidates if c.bm25 is not None]
-    for cand, terms in zip(ranked, analyze_many(db.chunks, [c.search_text for c in ranked]), strict=True):
+    return list(zip(ranked, analyze_many(db.chunks, [c.search_text for c in ranked]), strict=True))
+
+
+def frequencies_from_scores(
+    size: TermStats, query: Sequence[str], analyzed: Sequence[tuple[Candidate, list[str]]], exhaustive: bool
+) -> dict[str, int]:
+    """The chunk frequencies of query terms that one database's own BM25 scores of its candidates imply.
+
+    Each candidate's score is a sum over the query terms of idf x a known term weight, so the scores of
+    enough candidates determine every idf, and each idf one chunk frequency: no lookup in the corpus.
+    A term no candidate holds has frequency 0 when `exhaustive` (every match is a candidate), else it is
+    left out. Frequencies are returned only if they reproduce every score; the caller looks up the rest.
+    """
+    counts = Counter(query)
+    present = [t for t in counts if any(t in terms for _, terms in analyzed)]
+    found = {} if not exhaustive else {t: 0 for t in counts if t not in present}
+    if not present or not size.chunks:
+        return found
+    avg = size.tokens / size.chunks
+    weights = np.zeros((len(analyzed), len(present)))
+    for row, (_, terms) in enumerate(analyzed):
+        tf = Counter(terms)
+        norm = K1 * (1 - B + B * len(terms) / avg)
+        for col, term in enumerate(present):
+            if tf[term]:
+                weights[row, col] = counts[term] * tf[term] * (K1 + 1) / (tf[term] + norm)
+    scores = np.array([c.bm25 for c, _ in analyzed], dtype=np.float64)
+    idf, _, rank, _ = np.linalg.lstsq(weights, scores, rcond=None)
+    if rank < len(present):
+        return found  # fewer independent candidates than terms: many frequencies fit, so look them up
+    # idf = ln((N + 1) / (n + 0.5)), so n follows from each idf; it must be a whole count >= 1.
+    n = np.clip(np.rint((size.chunks + 1) / np.exp(np.clip(idf, -50, 50)) - 0.5), 1, size.chunks)
+    exact_idf = np.log((size.chunks + 1) / (n + 0.5))
+    if not np.allclose(weights @ exact_idf, scores, rtol=1e-5, atol=1e-6):
+        return found  # not determined (too few or too alike candidates): looked up instead
+    return found | {t: int(v) for t, v in zip(present, n, strict=True)}
+
+
+def rescore(analyzed: Sequence[tuple[Candidate, list[str]]], query: Sequence[str], stats: TermStats) -> None:
+    """Replace each full-text candidate's BM25 with its score under the combined statistics."""
+    for cand, terms in analyzed:
         cand.bm25 = stats.score(query, terms)

@@ -1,0 +1,79 @@
+"""Set-wide BM25: chunk frequencies read off a database's own scores equal counted ones."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from haiku_cli.search import bm25
+from haiku_cli.search.candidates import find_candidates
+from haiku_cli.store import DocumentRecord, DocumentWrite, EmbedderSpec, Location, NewChunk, open_database
+from haiku_cli.store.database import Database
+from haiku_cli.store.writes import new_id, write_documents
+
+WORDS = [
+    "river",
+    "delta",
+    "sediment",
+    "flood",
+    "basin",
+    "estuary",
+    "tide",
+    "channel",
+    "levee",
+    "marsh",
+    "silt",
+    "bank",
+    "current",
+]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Database:
+    rng = np.random.default_rng(3)
+    db = open_database(Location("t", str(tmp_path / "t.lancedb")), create_with=EmbedderSpec("t:e", 4))
+    writes = []
+    for d in range(60):
+        now = datetime.now(UTC)
+        text = " ".join(rng.choice(WORDS, size=int(rng.integers(4, 14))))
+        doc = DocumentRecord(
+            id=new_id(),
+            uri=None,
+            title=f"d{d}",
+            content=text,
+            content_hash=str(d),
+            created_at=now,
+            updated_at=now,
+        )
+        writes.append(DocumentWrite(document=doc, chunks=[NewChunk(order=0, text=text, vector=[1, 0, 0, 0])]))
+    write_documents(db, writes)
+    return db
+
+
+def _counted(db: Database, query: bm25.QueryTerms) -> dict[str, int]:
+    return {t: bm25.term_frequency(db, query, t).frequency[t] for t in dict.fromkeys(query.terms)}
+
+
+@pytest.mark.parametrize(
+    "query", ["flood basin silt", "tidal estuary channels and levees", "marsh marsh zebra"]
+)
+def test_frequencies_read_off_the_scores_equal_counted_ones(db: Database, query: str) -> None:
+    terms = bm25.query_terms(db, query)
+    found = find_candidates(db, query=query, query_vector=None, search_type="fts", k=100)
+    pairs = bm25.analyzed_candidates(db, found)
+    derived = bm25.frequencies_from_scores(bm25.corpus_size(db), terms.terms, pairs, exhaustive=True)
+    assert derived == _counted(db, terms)  # every term settled, without a lookup
+
+
+def test_too_few_candidates_settle_nothing_wrongly(db: Database) -> None:
+    query = "flood basin silt marsh tide"
+    terms = bm25.query_terms(db, query)
+    found = find_candidates(db, query=query, query_vector=None, search_type="fts", k=3)
+    pairs = bm25.analyzed_candidates(db, found)
+    derived = bm25.frequencies_from_scores(bm25.corpus_size(db), terms.terms, pairs, exhaustive=False)
+    counted = _counted(db, terms)
+    assert all(derived[t] == counted[t] for t in derived)  # what is settled is right; the rest is looked up
+    assert len(derived) < len(counted)
