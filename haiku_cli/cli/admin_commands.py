@@ -9,7 +9,7 @@ import typer
 
 from haiku_cli.cli import output, render
 from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Filter, Json, workspace
-from haiku_cli.cli.running import boundary, run
+from haiku_cli.cli.running import add_command, run
 
 if TYPE_CHECKING:
     from haiku_cli.api import Location, Workspace
@@ -28,7 +28,7 @@ def register(app: typer.Typer) -> None:
         ("rebuild", rebuild),
         ("history", history),
     ):
-        app.command(name)(boundary(fn))
+        add_command(app, name, fn)
 
 
 def _one(ctx: typer.Context, database: list[str] | None, db: list[Path] | None) -> tuple[Workspace, Location]:

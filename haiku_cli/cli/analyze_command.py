@@ -8,12 +8,12 @@ import typer
 
 from haiku_cli.cli import output, render
 from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Filter, Json, ModelName, workspace
-from haiku_cli.cli.running import boundary, run
+from haiku_cli.cli.running import add_command, run
 
 
 def register(app: typer.Typer) -> None:
     """Add the analyze command to the app."""
-    app.command("analyze")(boundary(analyze))
+    add_command(app, "analyze", analyze)
 
 
 def analyze(

@@ -17,7 +17,7 @@ from haiku_cli.cli.options import (
     SessionName,
     workspace,
 )
-from haiku_cli.cli.running import boundary, run
+from haiku_cli.cli.running import add_command, run
 
 Question = Annotated[
     str, typer.Argument(help="The question to answer from your documents.", metavar="QUESTION")
@@ -26,7 +26,7 @@ Question = Annotated[
 
 def register(app: typer.Typer) -> None:
     """Add the ask command to the app."""
-    app.command("ask")(boundary(ask))
+    add_command(app, "ask", ask)
 
 
 def ask(

@@ -18,13 +18,13 @@ from haiku_cli.cli.options import (
     SessionName,
     workspace,
 )
-from haiku_cli.cli.running import boundary, run
+from haiku_cli.cli.running import add_command, run
 from haiku_cli.errors import InputError
 
 
 def register(app: typer.Typer) -> None:
     """Add the chat command to the app."""
-    app.command("chat")(boundary(chat))
+    add_command(app, "chat", chat)
 
 
 def chat(

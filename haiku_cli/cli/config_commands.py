@@ -8,7 +8,7 @@ import typer
 
 from haiku_cli.cli import output, render
 from haiku_cli.cli.options import Json, workspace
-from haiku_cli.cli.running import boundary, run
+from haiku_cli.cli.running import add_command, run
 
 
 def register(app: typer.Typer) -> None:
@@ -16,10 +16,10 @@ def register(app: typer.Typer) -> None:
     config_app = typer.Typer(
         help="Where the configuration is read from and what it resolves to.", no_args_is_help=True
     )
-    config_app.command("path")(boundary(path))
-    config_app.command("show")(boundary(show))
+    add_command(config_app, "path", path)
+    add_command(config_app, "show", show)
     app.add_typer(config_app, name="config")
-    app.command("databases")(boundary(databases))
+    add_command(app, "databases", databases)
 
 
 def path(ctx: typer.Context) -> None:

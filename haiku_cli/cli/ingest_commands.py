@@ -8,7 +8,7 @@ import typer
 
 from haiku_cli.cli import output, render
 from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Json, workspace
-from haiku_cli.cli.running import boundary, exit_with, run
+from haiku_cli.cli.running import add_command, exit_with, run
 from haiku_cli.cli.stdin import read_text
 from haiku_cli.errors import ExitCode
 
@@ -26,8 +26,8 @@ Meta = Annotated[
 
 def register(app: typer.Typer) -> None:
     """Add the ingest commands to the app."""
-    app.command("add")(boundary(add))
-    app.command("add-src")(boundary(add_src))
+    add_command(app, "add", add)
+    add_command(app, "add-src", add_src)
 
 
 def add(
@@ -55,7 +55,7 @@ def add_src(
     ctx: typer.Context,
     sources: Annotated[
         list[str],
-        typer.Argument(help="Files, directories (recursive) and http(s) URLs.", metavar="SOURCE..."),
+        typer.Argument(help="Files, directories (recursive) and http(s) URLs.", metavar="SOURCE"),
     ],
     title: Title = None,
     meta: Meta = None,

@@ -9,12 +9,12 @@ import typer
 
 from haiku_cli.cli import output
 from haiku_cli.cli.options import DatabaseNames, DatabasePaths, ModelName, workspace
-from haiku_cli.cli.running import boundary, run
+from haiku_cli.cli.running import add_command, run
 
 
 def register(app: typer.Typer) -> None:
     """Add the mcp command to the app."""
-    app.command("mcp")(boundary(mcp))
+    add_command(app, "mcp", mcp)
 
 
 def mcp(

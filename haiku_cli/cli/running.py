@@ -13,6 +13,7 @@ from typing import Any, ParamSpec, TypeVar
 import anyio
 import click
 import typer
+from typer.core import TyperArgument, TyperCommand
 
 from haiku_cli.cli import output
 from haiku_cli.errors import ExitCode, HaikuError
@@ -60,6 +61,25 @@ def boundary(command: Callable[P, None]) -> Callable[P, None]:
             raise typer.Exit(int(fail(exc))) from None
 
     return wrapped
+
+
+class _Command(TyperCommand):
+    """A command whose help names arguments by their metavar alone (typer would add `<list[str]>`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if isinstance(param, TyperArgument) and param.metavar:
+                param.display_type_rich = _no_type  # type: ignore[method-assign]
+
+
+def _no_type(ctx: click.Context) -> None:
+    return None
+
+
+def add_command(app: typer.Typer, name: str, command: Callable[..., None]) -> None:
+    """Register `command` as `haiku NAME`, wrapped once in the error boundary."""
+    app.command(name, cls=_Command)(boundary(command))
 
 
 def fail(exc: BaseException) -> ExitCode:

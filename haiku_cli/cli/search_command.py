@@ -9,7 +9,7 @@ import typer
 
 from haiku_cli.cli import output, render
 from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Filter, Json, Limit, workspace
-from haiku_cli.cli.running import boundary, run
+from haiku_cli.cli.running import add_command, run
 from haiku_cli.cli.stdin import read_text
 from haiku_cli.errors import InputError
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def register(app: typer.Typer) -> None:
     """Add the search command to the app."""
-    app.command("search")(boundary(search))
+    add_command(app, "search", search)
 
 
 def search(

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from haiku_cli.api import AskResult
 from haiku_cli.cli import output, render
 from tests.capabilities.conftest import kb, kb_template
 from tests.cli.openai_stub import Responder, StubServer, answer, serve, tool_call
@@ -74,6 +75,7 @@ def test_ask_json_through_a_real_openai_compatible_server(kb, cli, openai_env) -
     result = cli("ask", QUESTION, "--model", "openai-chat:test", "--json")
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
+    assert set(data) == set(AskResult.model_fields) - {"state"}  # the library's model, minus its state
     assert data["answer"] == "The capital of France is **Paris** [1]."
     assert data["grounded"] is True and data["violation"] is False
     assert data["databases"] == ["notes", "papers"]

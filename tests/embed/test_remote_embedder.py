@@ -33,14 +33,17 @@ def test_unreachable_server_raises_model_error(closed_port_url: str) -> None:
         asyncio.run(embedder.embed_documents(["some text"]))
     message = str(info.value)
     assert "\n" not in message
-    assert "cannot reach embedding model ollama:nomic-embed-text" in message
+    assert message.startswith("cannot reach the embedding model server at ")
+    assert "for 'ollama:nomic-embed-text'" in message
     assert closed_port_url in message
     assert info.value.exit_code == ExitCode.MODEL
 
 
 def test_dimension_probe_of_unreachable_server_raises_model_error(closed_port_url: str) -> None:
     embedder = load_embedder("openai:text-embedding-3-small", base_url=closed_port_url)
-    with pytest.raises(ModelError, match="cannot reach embedding model openai:text-embedding-3-small"):
+    with pytest.raises(
+        ModelError, match="cannot reach the embedding model server .* for 'openai:text-embedding-3-small'"
+    ):
         _ = embedder.dimension
     with pytest.raises(ModelError, match="cannot reach"):
         asyncio.run(embedder.embed_query("a query"))
@@ -58,7 +61,7 @@ def test_remote_count_tokens_uses_bundled_tokenizer(closed_port_url: str) -> Non
         ("nosuchprovider:model", "'nosuchprovider' is not a known embedding provider"),
         ("no-colon", "must look like provider:model"),
         ("haiku:other-model", "unknown bundled embedding model 'haiku:other-model'"),
-        ("openai:text-embedding-3-small", "needs the OPENAI_API_KEY environment variable"),
+        ("openai:text-embedding-3-small", "set the OPENAI_API_KEY environment variable"),
     ],
 )
 def test_bad_model_strings(spec: str, expected: str, monkeypatch: pytest.MonkeyPatch) -> None:

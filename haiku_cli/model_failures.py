@@ -1,0 +1,81 @@
+"""The one translator of model-library failures (pydantic-ai and the provider SDKs under it) into one line.
+
+Language models and embedding models fail the same ways (no key, server down, rejected, unknown model), so
+both are described by the same rules; only the noun differs.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from haiku_cli.errors import HaikuError, ModelError
+
+Kind = Literal["model", "embedding model"]
+
+
+def describe_model_failure(
+    exc: BaseException, label: str, base_url: str | None = None, *, kind: Kind = "model"
+) -> HaikuError | None:
+    """A one-line `ModelError` for a failure of model `label`, or None if `exc` is not a model failure.
+
+    None leaves other exceptions (bugs in haiku itself) to surface as internal errors, not as the model's.
+    """
+    if isinstance(exc, HaikuError):
+        return exc
+    from pydantic_ai.exceptions import (
+        ModelAPIError,
+        ModelAuthenticationError,
+        ModelConnectionError,
+        ModelHTTPError,
+        ModelNotFoundError,
+        ModelTimeoutError,
+        UnexpectedModelBehavior,
+        UsageLimitExceeded,
+        UserError,
+    )
+
+    where = f" at {base_url}" if base_url else ""
+    if isinstance(exc, UserError | ImportError):
+        return ModelError(f"cannot use {kind} '{label}': {_configuration_hint(exc)}")
+    if isinstance(exc, ModelTimeoutError):
+        return ModelError(f"the {kind} server{where} timed out for '{label}'")
+    if isinstance(exc, ModelConnectionError):
+        return ModelError(f"cannot reach the {kind} server{where} for '{label}': {first_sentence(exc)}")
+    if isinstance(exc, ModelAuthenticationError | ModelNotFoundError | ModelHTTPError):
+        return ModelError(_rejected(exc, label, kind))
+    if isinstance(exc, ModelAPIError):
+        return ModelError(f"{kind} '{label}' failed: {first_sentence(exc)}")
+    if isinstance(exc, UnexpectedModelBehavior | UsageLimitExceeded):
+        return ModelError(f"{kind} '{label}' did not produce a usable answer: {first_sentence(exc)}")
+    return None
+
+
+def _rejected(exc: Exception, label: str, kind: Kind) -> str:
+    from pydantic_ai.exceptions import ModelAuthenticationError, ModelHTTPError, ModelNotFoundError
+
+    status = exc.status_code if isinstance(exc, ModelHTTPError) else None
+    code = f" (HTTP {status})" if status is not None else ""
+    # Servers categorise inconsistently: trust the class when pydantic-ai set one, else the status.
+    if isinstance(exc, ModelAuthenticationError) or status in (401, 403):
+        return f"the {kind} server rejected the credentials for '{label}'{code}; check the API key variable"
+    if isinstance(exc, ModelNotFoundError) or status == 404:
+        return f"the {kind} server does not know {kind} '{label}'{code}"
+    return f"the {kind} server answered{code or ' with an error'} for '{label}': {first_sentence(exc)}"
+
+
+def _configuration_hint(exc: BaseException) -> str:
+    # "Set the `X` environment variable or pass it via `SomeProvider(...)`" speaks to programmers;
+    # a CLI user can only set the variable.
+    missing = re.search(r"`([A-Z][A-Z0-9_]*)` environment variable", str(exc))
+    if missing:
+        return f"set the {missing.group(1)} environment variable"
+    return first_sentence(exc)
+
+
+def first_sentence(exc: BaseException) -> str:
+    """The first sentence of an error message on one line: provider messages run on, with links."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    match = re.match(r"(.+?[.!?])(\s|$)", text)
+    sentence = match.group(1) if match else text
+    return sentence[:300]
