@@ -42,7 +42,7 @@ def test_unreachable_server_raises_model_error(closed_port_url: str) -> None:
 def test_dimension_probe_of_unreachable_server_raises_model_error(closed_port_url: str) -> None:
     embedder = load_embedder("openai:text-embedding-3-small", base_url=closed_port_url)
     with pytest.raises(
-        ModelError, match="cannot reach the embedding model server .* for 'openai:text-embedding-3-small'"
+        ModelError, match=r"cannot reach the embedding model server .* for 'openai:text-embedding-3-small'"
     ):
         _ = embedder.dimension
     with pytest.raises(ModelError, match="cannot reach"):
