@@ -44,7 +44,7 @@ def check_embedders(dbs: list[Database], search_type: SearchType, configured: Em
             db.check_embedder(configured)
 
 
-async def search(
+async def search_set(
     pool: DatabasePool,
     selection: Selection,
     query: str,

@@ -108,7 +108,7 @@ async def search(
     document_filter: str | None = None,
 ) -> list[SearchHit]:
     """`haiku search`: one fused, labelled ranking over the selection."""
-    return await fanout.search(
+    return await fanout.search_set(
         ws.pool,
         selection,
         query,

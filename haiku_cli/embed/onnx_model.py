@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 from pydantic_ai.embeddings import EmbeddingModel, EmbeddingResult, EmbeddingSettings
 from pydantic_ai.embeddings.result import EmbedInputType
 from pydantic_ai.exceptions import UserError
@@ -56,12 +55,6 @@ class LocalOnnxEmbeddingModel(EmbeddingModel):
     def load(self) -> None:
         """Load the ONNX session and tokenizer now instead of on the first embed call."""
         load_runtime(self._threads)
-
-    def embed_array(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed synchronously (blocking) into a float32 array [len(texts), 384] in input order."""
-        if not texts:
-            return np.empty((0, _bundle.BUNDLED_DIMENSION), dtype=np.float32)
-        return encode_sorted(load_runtime(self._threads), texts, self._batch_size, self._batch_tokens)[0]
 
     async def embed(
         self,

@@ -52,7 +52,7 @@ def create_fts_index(chunks: Table) -> None:
         )
 
 
-def analyze(chunks: Table, text: str) -> list[str]:
+def fts_tokens(chunks: Table, text: str) -> list[str]:
     """The terms the full-text index makes of `text` (lower-cased, stemmed, stop words dropped)."""
     return [token.text for token in chunks.tokenize(text, index_name=FTS_INDEX)]
 
@@ -65,14 +65,14 @@ _SEPARATOR = "zzhaikutextbreakzz"
 def analyze_many(chunks: Table, texts: Sequence[str]) -> list[list[str]]:
     """`analyze` of each text, in one call to the analyzer."""
     if len(texts) < 2 or any(_SEPARATOR in t.lower() for t in texts):
-        return [analyze(chunks, t) for t in texts]
+        return [fts_tokens(chunks, t) for t in texts]
     out: list[list[str]] = [[]]
-    for term in analyze(chunks, f" {_SEPARATOR} ".join(texts)):
+    for term in fts_tokens(chunks, f" {_SEPARATOR} ".join(texts)):
         if term == _SEPARATOR:
             out.append([])
         else:
             out[-1].append(term)
-    return out if len(out) == len(texts) else [analyze(chunks, t) for t in texts]
+    return out if len(out) == len(texts) else [fts_tokens(chunks, t) for t in texts]
 
 
 def refresh_indexes(chunks: Table, *, merge_all: bool = False) -> None:
