@@ -63,7 +63,7 @@ _SEPARATOR = "zzhaikutextbreakzz"
 
 
 def analyze_many(chunks: Table, texts: Sequence[str]) -> list[list[str]]:
-    """`analyze` of each text, in one call to the analyzer."""
+    """`fts_tokens` of each text, in one call to the analyzer."""
     if len(texts) < 2 or any(_SEPARATOR in t.lower() for t in texts):
         return [fts_tokens(chunks, t) for t in texts]
     out: list[list[str]] = [[]]
