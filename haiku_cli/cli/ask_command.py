@@ -48,11 +48,9 @@ def ask(
 
     ws = workspace(ctx)
     if session is not None:
-        from haiku_cli.chat.host import ask_in_session
-
         chosen = ws.select_many(database or [], db or []) if database or db else None
         result = run(
-            lambda: ask_in_session(
+            lambda: api.ask_in_session(
                 ws, chosen, question, session=session, model=model, document_filter=filter_, rescope=rescope
             )
         )

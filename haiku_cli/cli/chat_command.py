@@ -51,7 +51,7 @@ def chat(
     In a terminal: a line editor with history (Esc Enter for a new line), /help for commands, Ctrl-C
     cancels an answer, Ctrl-D exits. Otherwise one question per line from stdin, answered in turn.
     """
-    from haiku_cli.chat.sessions import SessionStore
+    from haiku_cli.api import SessionStore
 
     if list_sessions:
         listed = run(SessionStore().summaries)

@@ -22,10 +22,7 @@ from haiku_cli.errors import ExitCode, HaikuError
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
-    from haiku_cli.agents.question import AskResult
-    from haiku_cli.chat.host import ChatHost
-    from haiku_cli.databases.selection import Selection
-    from haiku_cli.databases.workspace import Workspace
+    from haiku_cli.api import AskResult, ChatHost, Selection, Workspace
 
 HELP = """\
 /help       this list
@@ -50,7 +47,7 @@ async def converse(
     interactive: bool,
 ) -> int:
     """Open the session and answer questions until the input ends; returns the exit code."""
-    from haiku_cli.chat.host import ChatHost
+    from haiku_cli.api import ChatHost
 
     host = await ChatHost.open(
         ws,

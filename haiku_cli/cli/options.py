@@ -8,21 +8,20 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from haiku_cli.databases.workspace import Workspace
+    from haiku_cli.api import Workspace
 
 
 def _database_names(ctx: typer.Context, incomplete: str) -> list[str]:
     """Shell completion: the configured database names (nothing when the config cannot be read)."""
-    from haiku_cli.config.loader import load_settings
-    from haiku_cli.databases.selection import configured
+    from haiku_cli.api import Workspace
     from haiku_cli.errors import HaikuError
 
     config = (ctx.find_root().params or {}).get("config")
     try:
-        settings, _ = load_settings(config)
+        known = Workspace.load(config).locations
     except HaikuError:
         return []
-    return [name for name in configured(settings) if name.startswith(incomplete)]
+    return [name for name in known if name.startswith(incomplete)]
 
 
 DatabaseNames = Annotated[
@@ -74,7 +73,7 @@ Rescope = Annotated[
 
 def workspace(ctx: typer.Context) -> Workspace:
     """The workspace the app callback loaded (config read once per process)."""
-    from haiku_cli.databases.workspace import Workspace
+    from haiku_cli.api import Workspace
 
     root = ctx.find_root()
     obj = root.obj or {}

@@ -293,3 +293,35 @@ def test_a_database_path_that_is_a_file_says_so(cli, tmp_path: Path) -> None:
     result = cli("add", "x", "--db", str(plain))
     assert result.exit_code == ExitCode.INPUT and "is a file, not a database folder" in result.stderr
     assert plain.read_text() == "not a database"
+
+
+def test_readding_with_other_meta_or_title_updates_them(cli, tmp_path: Path) -> None:
+    note = tmp_path / "note.md"
+    note.write_text("# Tides\n\nThe moon raises two bulges.\n")
+    first = json.loads(cli("add-src", str(note), "--meta", "topic=sea", "--json").stdout)["outcomes"][0]
+    same = json.loads(cli("add-src", str(note), "--meta", "topic=sea", "--json").stdout)["outcomes"][0]
+    assert same["status"] == "unchanged"
+    retagged = json.loads(cli("add-src", str(note), "--meta", "topic=moon", "--json").stdout)
+    assert retagged["outcomes"][0]["status"] == "updated"
+    assert retagged["outcomes"][0]["document_id"] == first["document_id"]
+    doc = json.loads(cli("get", first["document_id"], "--json").stdout)["document"]
+    assert doc["metadata"] == {"topic": "moon"}
+    # No --meta keeps what is stored; another --title is an update too.
+    assert json.loads(cli("add-src", str(note), "--json").stdout)["outcomes"][0]["status"] == "unchanged"
+    retitled = json.loads(cli("add-src", str(note), "--title", "Moon", "--json").stdout)["outcomes"][0]
+    assert retitled["status"] == "updated"
+    doc = json.loads(cli("get", first["document_id"], "--json").stdout)["document"]
+    assert (doc["title"], doc["metadata"]) == ("Moon", {"topic": "moon"})
+
+
+def test_database_names_complete_from_the_config(write_config, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from haiku_cli.cli.app import app
+
+    write_config(
+        f'[databases]\nnotes = "{tmp_path}/n.lancedb"\nnews = "{tmp_path}/w.lancedb"\npapers = "x"\n'
+    )
+    env = {"_HAIKU_COMPLETE": "complete_bash", "COMP_WORDS": "haiku search -d n", "COMP_CWORD": "3"}
+    result = CliRunner().invoke(app, [], env=env, prog_name="haiku")
+    assert sorted(result.stdout.split()) == ["news", "notes"]
