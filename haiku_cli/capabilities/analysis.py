@@ -19,6 +19,7 @@ from pydantic_ai.capabilities import WrapRunHandler
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai.toolsets import FunctionToolset
 
+from haiku_cli.capabilities.evidence import return_ids
 from haiku_cli.capabilities.retrieval import RetrievalCapability
 from haiku_cli.capabilities.state import EvidenceRef, EvidenceReturn, EvidenceState, HaikuDeps
 from haiku_cli.sandbox.corpus import open_corpus_sandbox
@@ -132,15 +133,7 @@ class AnalysisCapability(RetrievalCapability):
         sandbox = await self._sandbox_for(ctx)
         result = await sandbox.execute(code)
         state = self.evidence(ctx.deps)
-        state.executions.append(
-            ExecutionRecord(
-                answer=state.answer,
-                step=ctx.run_step,
-                run_id=ctx.run_id,
-                tool_call_id=ctx.tool_call_id,
-                **result.model_dump(),
-            )
-        )
+        state.executions.append(ExecutionRecord(**return_ids(ctx, state), **result.model_dump()))
         return result.for_model()
 
     async def _sandbox_for(self, ctx: RunContext[HaikuDeps]) -> Sandbox:

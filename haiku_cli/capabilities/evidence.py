@@ -91,6 +91,16 @@ class EvidenceCapability(AbstractCapability[HaikuDeps]):
         )
 
 
+def return_ids(ctx: RunContext[HaikuDeps], state: EvidenceState) -> dict[str, Any]:
+    """The fields that identify an evidence return made by the tool now running (see `EvidenceReturn`)."""
+    return {
+        "answer": state.answer,
+        "step": ctx.run_step,
+        "run_id": ctx.run_id,
+        "tool_call_id": ctx.tool_call_id,
+    }
+
+
 def question_text(ctx: RunContext[HaikuDeps]) -> str:
     """The words of the question a run begins: its prompt, else the latest user prompt in the history."""
     prompt: Any = ctx.prompt

@@ -10,7 +10,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 from haiku_cli.capabilities.citations import Citation, clean_ids, resolve_citations
-from haiku_cli.capabilities.evidence import EvidenceCapability, record_citations
+from haiku_cli.capabilities.evidence import EvidenceCapability, record_citations, return_ids
 from haiku_cli.capabilities.scope import selection_of
 from haiku_cli.capabilities.state import EvidenceRef, EvidenceState, HaikuDeps, SearchRecord
 from haiku_cli.databases import operations
@@ -121,16 +121,7 @@ class RetrievalCapability(EvidenceCapability):
         )
         refs = [EvidenceRef(database=h.database, chunk_id=h.chunk_id) for h in hits]
         state.saw(refs)
-        state.searches.append(
-            SearchRecord(
-                answer=state.answer,
-                step=ctx.run_step,
-                run_id=ctx.run_id,
-                tool_call_id=ctx.tool_call_id,
-                query=query,
-                results=refs,
-            )
-        )
+        state.searches.append(SearchRecord(**return_ids(ctx, state), query=query, results=refs))
         return format_hits(
             query, hits, show_database=len(selection.locations) > 1, units_left=state.units_left(self.budget)
         )

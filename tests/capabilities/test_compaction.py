@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 from pydantic_ai import Agent, capture_run_messages
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolReturnPart
+from pydantic_ai.messages import ModelMessage, ModelResponse
 
 from haiku_cli.capabilities import (
     AnalysisCapability,
@@ -20,7 +20,7 @@ from haiku_cli.capabilities import (
 from haiku_cli.capabilities.compaction import CAPSULE_HEADING
 from haiku_cli.databases.workspace import Workspace
 from tests.capabilities.analysis_script import execute
-from tests.capabilities.script import Script, Step, call, search, text
+from tests.capabilities.script import Script, Step, call, returns, search, text
 from tests.capabilities.test_questions import server_dies
 
 
@@ -44,19 +44,9 @@ class Conversation:
         return result.output
 
 
-def tool_returns(messages: Sequence[ModelMessage], tool: str | None = None) -> list[str]:
-    return [
-        p.model_response_str()
-        for m in messages
-        if isinstance(m, ModelRequest)
-        for p in m.parts
-        if isinstance(p, ToolReturnPart) and (tool is None or p.tool_name == tool)
-    ]
-
-
 def cite_latest(messages: list[ModelMessage]) -> ModelResponse:
     """Cite the first chunk of the latest search results."""
-    latest = tool_returns(messages, "search")[-1]
+    latest = returns(messages, "search")[-1]
     return call(("cite", {"chunk_ids": re.findall(r"^\[([0-9a-f-]{36})\]", latest, re.MULTILINE)[:1]}))
 
 
@@ -65,7 +55,7 @@ def grounded(query: str, answer: str) -> list[Step]:
 
 
 def capsules(messages: Sequence[ModelMessage]) -> list[str]:
-    return [r for r in tool_returns(messages) if CAPSULE_HEADING in r]
+    return [r for r in returns(messages) if CAPSULE_HEADING in r]
 
 
 def test_three_questions_leave_receipts_and_exactly_one_capsule(kb: Workspace) -> None:
@@ -81,7 +71,7 @@ def test_three_questions_leave_receipts_and_exactly_one_capsule(kb: Workspace) -
     chat.ask("What does basil need?")
     chat.ask("What makes ATP?")
     first_of_q3, second_of_q3 = chat.script.seen[6], chat.script.seen[7]
-    searches = tool_returns(first_of_q3, "search")
+    searches = returns(first_of_q3, "search")
     assert len(searches) == 2 and all(s.startswith("[Search ") for s in searches)
     assert "'capital of France' for the earlier question 'What is the capital of France?'" in searches[0]
     [capsule] = capsules(first_of_q3)
@@ -92,12 +82,12 @@ def test_three_questions_leave_receipts_and_exactly_one_capsule(kb: Workspace) -
     cited = {c.citation.chunk_id for c in chat.deps.get("retrieval", EvidenceState).earlier}
     assert {i for i in cited if f"[{i}]" in capsule} == cited
     # `cite` acknowledgements are not evidence: they pass untouched.
-    assert all(r.startswith("Cited [1]") for r in tool_returns(first_of_q3, "cite"))
+    assert all(r.startswith("Cited [1]") for r in returns(first_of_q3, "cite"))
     # Within the question in progress, its own search results stay whole.
-    assert tool_returns(second_of_q3, "search")[-1].startswith("Results for 'cells energy'")
+    assert returns(second_of_q3, "search")[-1].startswith("Results for 'cells energy'")
     # The stored history keeps everything.
     assert not capsules(chat.history)
-    assert sum(r.startswith("Results for") for r in tool_returns(chat.history, "search")) == 3
+    assert sum(r.startswith("Results for") for r in returns(chat.history, "search")) == 3
 
 
 def test_a_chunk_cited_twice_is_shown_once_under_the_later_question(kb: Workspace) -> None:
@@ -124,7 +114,7 @@ def test_two_evidence_returns_in_one_request_carry_one_capsule(kb: Workspace) ->
     chat.ask("Two things?")
     chat.ask("And?")
     first_of_q2 = chat.script.seen[3]
-    searches = tool_returns(first_of_q2, "search")
+    searches = returns(first_of_q2, "search")
     assert len(searches) == 2 and all(s.startswith("[Search ") for s in searches)
     assert [CAPSULE_HEADING in s for s in searches] == [False, True]  # the later part of the request
 
@@ -138,7 +128,7 @@ def test_a_resumed_question_compacts_what_lies_below_it(kb: Workspace) -> None:
     chat.script.steps += [cite_latest, text("Sun [1].")]
     chat.ask(None)  # resume
     resumed = chat.script.seen[5]
-    searches = tool_returns(resumed, "search")
+    searches = returns(resumed, "search")
     assert searches[0].startswith("[Search 'capital of France'") and CAPSULE_HEADING in searches[0]
     assert searches[1].startswith("Results for 'basil sun'")  # the question in progress keeps its evidence
 
@@ -150,7 +140,7 @@ def test_analysis_output_of_earlier_questions_is_compacted(kb: Workspace) -> Non
     )
     chat.ask("Print x?")
     chat.ask("Hello?")
-    [receipt] = tool_returns(chat.script.seen[3], "execute_code")
+    [receipt] = returns(chat.script.seen[3], "execute_code")
     assert (
         receipt.startswith("[A program for the earlier question 'Print x?' ran") and "x" * 500 not in receipt
     )
@@ -160,7 +150,7 @@ def test_without_compaction_the_request_carries_the_transcript_untouched(kb: Wor
     steps = [*grounded("capital of France", "Paris [1]."), *grounded("basil sun", "Sun [1].")]
     chat = Conversation(kb, *steps, compaction=False)
     chat.ask("Capital?")
-    stored = tool_returns(chat.history)
+    stored = returns(chat.history)
     chat.ask("Basil?")
-    assert tool_returns(chat.script.seen[3]) == stored
-    assert re.search(r"Results for 'capital of France'", tool_returns(chat.script.seen[3])[0])
+    assert returns(chat.script.seen[3]) == stored
+    assert re.search(r"Results for 'capital of France'", returns(chat.script.seen[3])[0])
