@@ -75,6 +75,22 @@ class Conversationalist:
         self.question = ""
         self.per_question: list[list[str]] = []  # each question's requests, as visible text
 
+    def begin(self, question: str) -> None:
+        """Script the next question; its requests are recorded from now on."""
+        self.question = question
+        self.per_question.append([])
+
+    def sizes(self, embedder: object) -> dict[str, int]:
+        """The latest question's request count and the size of its first and of its largest request."""
+        sent = self.per_question[-1]
+        largest = max(sent, key=len)
+        return {
+            "requests": len(sent),
+            "first_chars": len(sent[0]),
+            "largest_chars": len(largest),
+            "largest_tokens": tokens(embedder, largest),
+        }
+
     def respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self.per_question[-1].append(visible_text(messages, info.instructions))
         last = messages[-1]
@@ -103,27 +119,17 @@ def converse(ws: Workspace, questions: Sequence[str], *, compaction: bool) -> li
     agent = Agent(FunctionModel(model.respond), deps_type=HaikuDeps, capabilities=capabilities)
     deps = HaikuDeps()
     history: list[ModelMessage] = []
-    tokenizer = ws.embedder
     rows = []
     for q in questions:
-        model.question = q
-        model.per_question.append([])
+        model.begin(q)
         result = agent.run_sync(q, deps=deps, message_history=history)
         history = result.all_messages()
-        sent = model.per_question[-1]
-        largest = max(sent, key=len)
-        rows.append(
-            {
-                "requests": len(sent),
-                "first_chars": len(sent[0]),
-                "largest_chars": len(largest),
-                "largest_tokens": _tokens(tokenizer, largest),
-            }
-        )
+        rows.append(model.sizes(ws.embedder))
     return rows
 
 
-def _tokens(embedder: object, text: str) -> int:
+def tokens(embedder: object, text: str) -> int:
+    """`text` in the embedder's tokens (a proxy for an LLM's); characters / 4 without a tokenizer."""
     count = getattr(embedder, "count_tokens", None)
     return int(count(text)) if callable(count) else len(text) // 4  # a remote embedder: a rough guess
 

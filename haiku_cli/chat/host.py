@@ -21,6 +21,7 @@ from haiku_cli.agents import ask as ask_agent
 from haiku_cli.agents.models import model_errors, model_name, resolve_model
 from haiku_cli.agents.question import AskResult, build_agent, collect
 from haiku_cli.capabilities.analysis import AnalysisCapability
+from haiku_cli.capabilities.compaction import EvidenceCompaction
 from haiku_cli.capabilities.evidence import EvidenceCapability, set_scope
 from haiku_cli.capabilities.retrieval import RetrievalCapability
 from haiku_cli.capabilities.scope import selection_of, sources_of
@@ -54,7 +55,7 @@ def evidence_capabilities(
 
 def conversation_capabilities() -> list[AbstractCapability[HaikuDeps]]:
     """What a multi-turn host adds to the evidence capabilities (single-shot `ask` does not)."""
-    return []
+    return [EvidenceCompaction()]
 
 
 class ChatHost:
@@ -69,6 +70,7 @@ class ChatHost:
         label: str,
         analysis: bool = False,
         store: SessionStore | None = None,
+        compaction: bool = True,
     ) -> None:
         self.ws = ws
         self.session = session
@@ -80,9 +82,9 @@ class ChatHost:
         self.evidence = evidence_capabilities(ws, analysis=analysis, allowed_paths=_paths(session.sources))
         instructions = ask_agent.INSTRUCTIONS + CONVERSATION + (ANALYSIS if analysis else "")
         # `run()` with an event handler can retry, and the stream handler replaces a redirected draft.
-        self.agent = build_agent(
-            [*self.evidence, *conversation_capabilities()], model, instructions, streamed_redirect="after"
-        )
+        # `compaction=False` exists to measure what compaction saves (benchmarks/chat_requests.py).
+        added = conversation_capabilities() if compaction else []
+        self.agent = build_agent([*self.evidence, *added], model, instructions, streamed_redirect="after")
 
     @classmethod
     async def open(
@@ -96,6 +98,7 @@ class ChatHost:
         analysis: bool = False,
         rescope: bool = False,
         store: SessionStore | None = None,
+        compaction: bool = True,
     ) -> ChatHost:
         """Start or resume a session; `selection` None keeps a resumed session's databases.
 
@@ -115,7 +118,7 @@ class ChatHost:
         await ws.pool.clients_covering(selection_of(ws, saved.sources, allowed_paths=_paths(saved.sources)))
         if session is None:
             saved = store.save(saved)  # claim the generated name, so a chat started alongside picks another
-        host = cls(ws, saved, chosen, label=label, analysis=analysis, store=store)
+        host = cls(ws, saved, chosen, label=label, analysis=analysis, store=store, compaction=compaction)
         host.generated_name = session is None
         return host
 

@@ -12,6 +12,7 @@ from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
 
 from haiku_cli.agents.question import AskResult
+from haiku_cli.capabilities.compaction import CAPSULE_HEADING
 from haiku_cli.chat.host import ChatHost, ask_in_session
 from haiku_cli.chat.sessions import SessionStore
 from haiku_cli.databases.workspace import Workspace
@@ -275,3 +276,23 @@ def test_a_session_resumes_with_or_without_analysis(kb: Workspace) -> None:
     plain = ask(open_host(kb, script), "Basil?")
     assert plain.grounded and plain.citations[0].document_title == "Gardening"
     assert prompts(script.seen[-1]) == ["Capital?", "How many documents, and what makes ATP?", "Basil?"]
+
+
+def test_the_chat_sends_earlier_evidence_compacted_and_saves_it_whole(kb: Workspace) -> None:
+    script = StreamScript(
+        *grounded("capital of France", "Paris [1]."),
+        *grounded("basil sun", "Six hours [1]."),
+        *grounded("mitochondrion", "ATP [1]."),
+    )
+    host = open_host(kb, script)
+    for q in ("Capital?", "Basil?", "ATP?"):
+        ask(host, q)
+    third = script.seen[6]  # the first request of the third question
+    sent = returns(third, "search")
+    assert len(sent) == 2 and all(r.startswith("[Search ") for r in sent)  # receipts, not results
+    assert sum(CAPSULE_HEADING in r for r in sent) == 1
+    capsule = next(r for r in sent if CAPSULE_HEADING in r)
+    assert "river Seine" in capsule and "six hours of sun" in capsule  # the cited chunks, still citable
+    # The saved conversation keeps every search result whole.
+    saved = returns(SessionStore().load("talk").history(), "search")
+    assert len(saved) == 3 and all(r.startswith("Results for") for r in saved)
