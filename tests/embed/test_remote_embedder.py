@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
 
 from haiku_cli.embed import load_embedder
 from haiku_cli.errors import ExitCode, ModelError
+from tests.support.hash_embedder import serve_embeddings
 
 
 @pytest.fixture
@@ -90,40 +87,11 @@ def test_dimension_probe_inside_running_event_loop(closed_port_url: str) -> None
 def embedding_server() -> Iterator[str]:
     """A tiny OpenAI-compatible /v1/embeddings server on localhost; vectors derive from text length."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
-            rows = []
-            for i, text in enumerate(texts):
-                vector = np.array([len(text), 1.0, 2.0], dtype=np.float32)  # deliberately not unit length
-                if body.get("encoding_format") == "base64":
-                    encoded: object = base64.b64encode(vector.tobytes()).decode()
-                else:
-                    encoded = vector.tolist()
-                rows.append({"object": "embedding", "index": i, "embedding": encoded})
-            payload = {
-                "object": "list",
-                "data": rows,
-                "model": body["model"],
-                "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)},
-            }
-            data = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def embed(texts: list[str]) -> np.ndarray:
+        return np.array([[len(t), 1.0, 2.0] for t in texts])  # deliberately not unit length
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve_embeddings(embed) as url:
+        yield url.removesuffix("/v1")
 
 
 def test_remote_success_path(embedding_server: str) -> None:

@@ -13,7 +13,7 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -41,7 +41,7 @@ def _hash(word: str) -> int:
     return int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
 
 
-def _handler(dimension: int) -> type[BaseHTTPRequestHandler]:
+def _handler(embed: Callable[[list[str]], np.ndarray]) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive: one connection serves a whole ingest
         disable_nagle_algorithm = True  # else each response waits ~40 ms for a delayed ACK
@@ -49,7 +49,7 @@ def _handler(dimension: int) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             texts = [body["input"]] if isinstance(body["input"], str) else list(body["input"])
-            vectors = hash_vectors(texts, dimension)
+            vectors = np.asarray(embed(texts), dtype=np.float32)
             as_base64 = body.get("encoding_format") == "base64"
             rows = [
                 {
@@ -77,7 +77,14 @@ def _handler(dimension: int) -> type[BaseHTTPRequestHandler]:
 @contextmanager
 def serve_hash_embedder(dimension: int = 64) -> Iterator[str]:
     """Run the server on a free local port; yields its base URL (for `[embedder] base_url`)."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(dimension))
+    with serve_embeddings(lambda texts: hash_vectors(texts, dimension)) as url:
+        yield url
+
+
+@contextmanager
+def serve_embeddings(embed: Callable[[list[str]], np.ndarray]) -> Iterator[str]:
+    """An OpenAI-compatible /v1/embeddings server on 127.0.0.1 answering with `embed(texts)`."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(embed))
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
