@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from haiku_cli.store import EmbedderSpec, Location, open_database
-from haiku_cli.store.indexes import analyze, analyze_many
+from haiku_cli.store.indexes import analyze_many, fts_tokens
 
 
 def test_many_texts_analyzed_in_one_call_match_one_by_one(tmp_path: Path) -> None:
@@ -17,7 +17,7 @@ def test_many_texts_analyzed_in_one_call_match_one_by_one(tmp_path: Path) -> Non
         "Zzhaikutextbreakzz is not a separator when a text holds it",
         "Café naïve résumé, ÜBER-fast!",
     ]
-    expected = [analyze(db.chunks, t) for t in texts]
+    expected = [fts_tokens(db.chunks, t) for t in texts]
     assert expected[0] and expected[2] == []
     assert analyze_many(db.chunks, texts) == expected
     assert analyze_many(db.chunks, [t for t in texts if "zzhaiku" not in t.lower()]) == [
