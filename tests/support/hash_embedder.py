@@ -27,8 +27,8 @@ def hash_vectors(texts: list[str], dimension: int) -> np.ndarray:
     out = np.zeros((len(texts), dimension), dtype=np.float32)
     for row, text in enumerate(texts):
         for word in _WORD.findall(text.lower()):
-            h = _hash(word)
-            out[row, h % dimension] += 1.0 if (h >> 63) & 1 else -1.0
+            slot, sign = word_slot(word, dimension)
+            out[row, slot] += sign
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     out /= np.maximum(norms, 1e-12)
     out[norms[:, 0] == 0, 0] = 1.0  # a text without words still gets a valid vector
@@ -36,9 +36,11 @@ def hash_vectors(texts: list[str], dimension: int) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=1 << 20)
-def _hash(word: str) -> int:
+def word_slot(word: str, dimension: int) -> tuple[int, float]:
+    """The slot a (lower-cased) word adds to and the sign it adds with."""
     # Not crc32: it is linear, so words differing in a digit or two land on related slots.
-    return int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+    h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+    return h % dimension, 1.0 if (h >> 63) & 1 else -1.0
 
 
 def _handler(embed: Callable[[list[str]], np.ndarray]) -> type[BaseHTTPRequestHandler]:
