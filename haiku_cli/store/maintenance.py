@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 # A version is removed automatically once it has been superseded for this long: a reader that opened
 # it (or the snapshot before an unfinished write) within that time can still finish reading it.
 KEEP_SUPERSEDED = timedelta(hours=1)
+# But a burst of writes (a script adding notes one by one) would pile up an hour of versions, each with
+# its own copy of the rewritten indexes: past this many versions of a table the oldest go as soon as
+# they have been superseded for READER_GRACE, longer than any one search or write takes.
+MAX_VERSIONS = 20
+READER_GRACE = timedelta(minutes=2)
 CORPUS_TOTALS = "corpus_totals"
 
 
@@ -114,7 +119,8 @@ def _store_corpus_totals(db: Database) -> None:
 
 
 def cleanup_superseded(db: Database, keep: timedelta = KEEP_SUPERSEDED) -> None:
-    """Remove the files of versions superseded longer than `keep` ago (never while a write is pending)."""
+    """Remove the files of versions superseded longer than `keep` ago, or, past `MAX_VERSIONS`, longer
+    than `READER_GRACE` ago (never while a write is pending: undoing it needs the versions before it)."""
     if PENDING_WRITE in db.meta:
         return  # undoing that write needs the versions its journal names
     with warnings.catch_warnings():
@@ -127,12 +133,17 @@ def cleanup_superseded(db: Database, keep: timedelta = KEEP_SUPERSEDED) -> None:
 
 def _superseded_cutoff(table: Table, keep: timedelta) -> timedelta | None:
     # Versions are stamped when written, so a version's end of life is its successor's stamp: cut at
-    # the newest successor stamp older than `keep`, which removes exactly the versions before it.
+    # the newest successor stamp old enough, which removes exactly the versions before it.
     stamps = sorted(v["timestamp"] for v in table.list_versions())
     now = datetime.now(tz=stamps[-1].tzinfo) if stamps else datetime.now()
-    expired = [t for t in stamps[1:] if now - t >= keep]
+    successors = stamps[1:]
+    expired = [t for t in successors if now - t >= keep]
+    excess = len(stamps) - MAX_VERSIONS
+    if excess > 0:
+        grace = min(keep, READER_GRACE)
+        expired += [t for t in successors[:excess] if now - t >= grace]
     # A margin: the clock moves on before the cleanup runs, and the version cut at must stay.
-    return now - expired[-1] + timedelta(milliseconds=100) if expired else None
+    return now - max(expired) + timedelta(milliseconds=100) if expired else None
 
 
 def vacuum(db: Database) -> tuple[int | None, int | None]:
