@@ -39,6 +39,7 @@ from haiku_cli.store import (  # noqa: E402
     EmbedderSpec,
     Location,
     NewChunk,
+    indexes,
     open_database,
     schema,
 )
@@ -281,7 +282,7 @@ def _pct(values: list[float], p: float) -> float:
     return round(float(np.percentile(values, p)) * 1000, 2)
 
 
-def run_size(corpus: Corpus, chunks: int, work: Path) -> dict:
+def run_size(corpus: Corpus, chunks: int, work: Path, queries_n: int = QUERIES) -> dict:
     docs = chunks // CHUNKS_PER_DOC
     work = work / str(chunks)
     shutil.rmtree(work, ignore_errors=True)
@@ -297,7 +298,7 @@ def run_size(corpus: Corpus, chunks: int, work: Path) -> dict:
     states = index_states(open_database(Location("one", str(one))).chunks)
     out["indexes"] = {s.name: {"rows": s.indexed_rows, "segments": s.segments} for s in states}
     rng = np.random.default_rng(chunks)
-    queries = [corpus.query(rng, docs) for _ in range(QUERIES)]
+    queries = [corpus.query(rng, docs) for _ in range(queries_n)]
     single = [Location("one", str(one))]
     split = [Location(p.stem, str(p)) for p in parts]
     for kind in ("fts", "vector", "hybrid"):
@@ -310,7 +311,7 @@ def run_size(corpus: Corpus, chunks: int, work: Path) -> dict:
             "split4_p95_ms": _pct(t4, 95),
             "fanout_over_single_p50": round(statistics.median(t4) / statistics.median(t1), 2),
         }
-        if kind == "vector":
+        if kind == "vector" and indexes.VECTOR_INDEX in out["indexes"]:
             exact = _exact_top10(one, queries)
             recall = [len(set(a) & set(e)) / max(len(e), 1) for a, e in zip(r1, exact, strict=True)]
             out["vector"]["recall_at_10"] = round(float(np.mean(recall)), 4)
@@ -330,10 +331,18 @@ def main() -> None:
     parser.add_argument(
         "--store-write-docs", type=int, default=300, help="documents for the store's own write path rate"
     )
+    parser.add_argument("--queries", type=int, default=QUERIES, help="queries per search type")
+    parser.add_argument(
+        "--no-ann",
+        action="store_true",
+        help="no vector index whatever the size: vector search scans every row (its build is the slow part)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     corpus = Corpus()
-    report: dict = {"sizes": []}
+    report: dict = {"sizes": [], "ann": not args.no_ann}
+    if args.no_ann:
+        indexes.VECTOR_INDEX_MIN_ROWS = sys.maxsize
     if args.add_src_docs:
         rate = add_src_rate(corpus, args.work, args.add_src_docs)
         report["add_src_chunks_per_s"] = round(rate, 1)
@@ -346,7 +355,7 @@ def main() -> None:
         if not args.json:
             print(f"store write path (write_documents): {rate:.0f} chunks/s", flush=True)
     for size in (int(s) for s in args.sizes.split(",")):
-        result = run_size(corpus, size, args.work)
+        result = run_size(corpus, size, args.work, args.queries)
         report["sizes"].append(result)
         if not args.json:
             print(json.dumps(result, indent=1), flush=True)
