@@ -10,6 +10,7 @@ Workspace and selection
 
 Operations (async; each is what one `haiku` command calls)
     `search(ws, selection, query, *, search_type, limit, document_filter, query_id) -> SearchResults`
+    (`search_type`: a `SearchType`, "hybrid", "vector" or "fts")
     `search_hits(ws, selection, query, ...) -> list[SearchHit]` (no skipping of databases not written yet)
     `list_documents(ws, location, *, document_filter, limit, offset) -> DocumentList`
     `get_document(ws, location, document_id) -> DocumentWithChunks`
@@ -83,6 +84,7 @@ if TYPE_CHECKING:
     from haiku_cli.errors import DatabaseError, ExitCode, HaikuError, InputError, ModelError
     from haiku_cli.ingest.pipeline import IngestReport, SourceOutcome, parse_metadata
     from haiku_cli.sandbox.runner import Execution
+    from haiku_cli.search.candidates import SearchType
     from haiku_cli.search.hits import SearchHit
     from haiku_cli.store.location import Location
     from haiku_cli.store.maintenance import DatabaseInfo, TableVersion
@@ -129,6 +131,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "RebuildReport": (_RESULTS, "RebuildReport"),
     "DatabaseOverview": (_RESULTS, "DatabaseOverview"),
     "SearchHit": ("haiku_cli.search.hits", "SearchHit"),
+    "SearchType": ("haiku_cli.search.candidates", "SearchType"),
     "DocumentSummary": ("haiku_cli.store.records", "DocumentSummary"),
     "DocumentRecord": ("haiku_cli.store.records", "DocumentRecord"),
     "ChunkRecord": ("haiku_cli.store.records", "ChunkRecord"),
@@ -173,6 +176,7 @@ __all__ = [
     "ResolvedConfig",
     "SearchHit",
     "SearchResults",
+    "SearchType",
     "Selection",
     "Session",
     "SessionAnswer",

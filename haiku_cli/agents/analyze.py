@@ -42,4 +42,4 @@ async def analyze(
     )
     state = analysis.evidence(HaikuDeps.restore(answered.state))
     executions = [record.execution() for record in state.current_executions()]
-    return AnalyzeResult(**answered.model_dump(), executions=executions)
+    return AnalyzeResult(**dict(answered), executions=executions)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+import anyio.to_thread
 from pydantic import BaseModel, Field
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import AbstractCapability
@@ -18,7 +19,7 @@ from haiku_cli.capabilities.policy import CitationPolicy, StreamedRedirect
 from haiku_cli.capabilities.retrieval import RetrievalCapability
 from haiku_cli.capabilities.scope import paths_of, sources_of
 from haiku_cli.capabilities.state import EvidenceState, HaikuDeps
-from haiku_cli.databases.selection import Selection
+from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError
 
@@ -29,9 +30,11 @@ class AskResult(BaseModel):
     answer: str
     grounded: bool
     databases: list[str] = Field(default_factory=list)  # the databases the question covered
+    not_created: list[str] = Field(default_factory=list)  # local databases skipped: nothing added yet
     citations: list[Citation] = Field(default_factory=list)
     usage: dict[str, int] = Field(default_factory=dict)
-    state: dict[str, Any] = Field(default_factory=dict)
+    # For resuming in Python (`HaikuDeps.restore`); left out of `model_dump`, so of the JSON.
+    state: dict[str, Any] = Field(default_factory=dict, exclude=True)
     violation: bool = False  # the model ended with evidence but neither cited nor declared
 
 
@@ -57,7 +60,7 @@ def build_agent(
 
 async def answer_question(
     ws: Workspace,
-    selection: Selection,
+    requested: Selection,
     question: str,
     evidence: RetrievalCapability,
     instructions: str,
@@ -65,11 +68,12 @@ async def answer_question(
     model: str | Model | None = None,
     document_filter: str | None = None,
 ) -> AskResult:
-    """Run one question scoped to `selection` and collect the answer, citations and state."""
+    """Run one question over `requested` (skipping local databases not written yet); collect the result."""
     if not question.strip():
         raise InputError("the question is empty")
     chosen = resolve_model(ws.settings.model, model)
     # Open the databases first: a missing one should fail before any tokens are spent.
+    selection, not_created = await anyio.to_thread.run_sync(lambda: searchable(requested))
     await ws.pool.clients_covering(selection)
     label = chosen.model_name if isinstance(model, Model) else model_name(ws.settings.model, model)
     deps = HaikuDeps()
@@ -81,7 +85,7 @@ async def answer_question(
     with model_errors(label, chosen.base_url):
         result = await agent.run(question, deps=deps)
     answered = collect(result.output, [evidence.evidence(deps)], result.usage, deps)
-    return answered.model_copy(update={"databases": selection.names})
+    return answered.model_copy(update={"databases": selection.names, "not_created": not_created})
 
 
 def collect(output: str, states: Sequence[EvidenceState], usage: RunUsage, deps: HaikuDeps) -> AskResult:

@@ -37,9 +37,9 @@ def analyze(
     ws = workspace(ctx)
     selection = ws.select_many(database or [], db or [])
     result = run(lambda: api.analyze(ws, selection, question, model=model, document_filter=filter_))
+    render.not_created(result.not_created)
     if json:
-        # The capabilities' state is for resuming in Python; it is not part of the JSON.
-        output.print_model(result, exclude={"state"})
+        output.print_model(result)
         return
     if show_code:
         render.executions(result.executions)

@@ -57,9 +57,9 @@ def ask(
     else:
         selection = ws.select_many(database or [], db or [])
         result = run(lambda: api.ask(ws, selection, question, model=model, document_filter=filter_))
+    render.not_created(result.not_created)
     if json:
-        # The capabilities' state is for resuming in Python; it is not part of the JSON.
-        output.print_model(result, exclude={"state"})
+        output.print_model(result)
         return
     render.answer(result.answer)
     render.citations(result.citations, question)

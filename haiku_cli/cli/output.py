@@ -12,10 +12,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 if TYPE_CHECKING:
-    from rich.progress import Progress
-
-if TYPE_CHECKING:
     from pydantic import BaseModel
+    from rich.progress import Progress
 
 
 # rich honours NO_COLOR and drops styling when the stream is not a terminal.
@@ -37,12 +35,12 @@ def print_json(data: Any) -> None:
     sys.stdout.flush()
 
 
-def print_model(model: BaseModel | Sequence[BaseModel], *, exclude: set[str] | None = None) -> None:
+def print_model(model: BaseModel | Sequence[BaseModel]) -> None:
     """A library result as JSON: exactly its `model_dump(mode="json")` (a list of them for a sequence)."""
     if hasattr(model, "model_dump"):  # pydantic itself is not imported just to check
-        print_json(model.model_dump(mode="json", exclude=exclude))
+        print_json(model.model_dump(mode="json"))
     else:
-        print_json([m.model_dump(mode="json", exclude=exclude) for m in model])
+        print_json([m.model_dump(mode="json") for m in model])
 
 
 def print_json_line(data: Any) -> None:

@@ -226,6 +226,16 @@ def citations(cited: Sequence[Citation], question: str, *, heading: bool = True)
         output.out.print(text, soft_wrap=True)
 
 
+def not_created(names: Sequence[str]) -> None:
+    """Name on stderr each database of the set that was skipped because nothing was added to it yet."""
+    for name in names:
+        output.err.print(
+            f"(database '{name}' is not created yet: nothing added to it; searched the others)",
+            style="dim",
+            markup=False,
+        )
+
+
 def grounding_notice(result: AskResult) -> None:
     """Say on stderr when an answer is not grounded, or broke the citation policy."""
     if result.violation:

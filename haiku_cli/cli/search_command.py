@@ -14,8 +14,7 @@ from haiku_cli.cli.stdin import read_text
 from haiku_cli.errors import InputError
 
 if TYPE_CHECKING:
-    from haiku_cli.api import SearchResults
-    from haiku_cli.search.candidates import SearchType
+    from haiku_cli.api import SearchType
 
 
 def register(app: typer.Typer) -> None:
@@ -63,7 +62,7 @@ def search(
             found = await api.search(
                 ws, selection, text, search_type=kind, limit=limit, document_filter=filter_, query_id=qid
             )
-            _not_created_notice(found)
+            render.not_created(found.not_created)
             if from_file is None:
                 if json:
                     output.print_model(found)
@@ -83,15 +82,6 @@ def _search_type(value: str) -> SearchType:
     if value not in ("hybrid", "vector", "fts"):
         raise InputError(f"unknown --type {value!r}; use hybrid, vector or fts")
     return value  # type: ignore[return-value]
-
-
-def _not_created_notice(found: SearchResults) -> None:
-    for name in found.not_created:
-        output.err.print(
-            f"(database '{name}' is not created yet: nothing added to it; searched the others)",
-            style="dim",
-            markup=False,
-        )
 
 
 def read_queries(source: str) -> list[tuple[str, str]]:

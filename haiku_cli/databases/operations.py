@@ -23,7 +23,7 @@ from haiku_cli.databases.results import (
     SearchResults,
     VacuumReport,
 )
-from haiku_cli.databases.selection import Selection
+from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import DatabaseError, InputError
 from haiku_cli.ingest import pipeline
@@ -136,13 +136,10 @@ async def search_results(
     A set is searched as long as one of its databases exists; object storage is never guessed at, so a
     missing remote database still fails with its name.
     """
-    not_created = await anyio.to_thread.run_sync(lambda: _not_created(selection))
-    searched = [loc for loc in selection.locations if loc.name not in not_created]
-    if not searched:
-        searched, not_created = list(selection.locations), []  # nothing to search: let the open say why
+    searched, not_created = await anyio.to_thread.run_sync(lambda: searchable(selection))
     hits = await search(
         ws,
-        Selection(tuple(searched)),
+        searched,
         query,
         search_type=search_type,
         limit=limit,
@@ -151,14 +148,10 @@ async def search_results(
     return SearchResults(
         query=query,
         id=query_id,
-        databases=[loc.name for loc in searched],
+        databases=searched.names,
         not_created=not_created,
         hits=hits,
     )
-
-
-def _not_created(selection: Selection) -> list[str]:
-    return [loc.name for loc in selection.locations if loc.local_path is not None and not exists(loc)]
 
 
 async def list_documents(

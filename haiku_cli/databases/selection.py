@@ -9,6 +9,7 @@ from pathlib import Path
 from haiku_cli.config.paths import data_dir
 from haiku_cli.config.settings import Settings
 from haiku_cli.errors import InputError
+from haiku_cli.store.database import exists
 from haiku_cli.store.location import Location
 
 DEFAULT_NAME = "default"
@@ -74,6 +75,20 @@ def select_one(
     raise InputError(
         f"several databases are configured ({', '.join(known)}); choose one with --database NAME or --db PATH"
     )
+
+
+def searchable(selection: Selection) -> tuple[Selection, list[str]]:
+    """The part of a set that search, ask and analyze cover now, and the local databases left out of it.
+
+    A local database nothing was added to yet is skipped (and named) rather than failing the whole set;
+    object storage is never guessed at. When nothing is written, the whole set is kept so that opening it
+    says why.
+    """
+    unwritten = [loc.name for loc in selection.locations if loc.local_path is not None and not exists(loc)]
+    written = tuple(loc for loc in selection.locations if loc.name not in unwritten)
+    if not written:
+        return selection, []
+    return Selection(written), unwritten
 
 
 def lookup(known: Mapping[str, Location], name: str) -> Location:

@@ -110,9 +110,8 @@ class ServerScope:
         """One question, one run (no conversation, no compaction); the answer with labelled citations."""
         selection = self.narrow(databases)
         run = api.ask if kind == "ask" else api.analyze
-        result = await run(self.ws, selection, question, model=self.model)
-        # The capabilities' state is for resuming a conversation, which a single-shot tool never does.
-        return result.model_copy(update={"state": {}})
+        # The result's `state` (for resuming in Python) is excluded from its dump, so clients never see it.
+        return await run(self.ws, selection, question, model=self.model)
 
 
 def _check_limit(limit: int | None) -> None:

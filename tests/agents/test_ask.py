@@ -38,6 +38,21 @@ def test_grounded_answer_with_citations_usage_and_state(kb: Workspace) -> None:
         {"name": "papers", "path": None},
     ]
     assert state["citation_policy"]["outcome"] == "grounded"
+    # The state is for Python callers only: every dump (the CLI's and MCP's JSON) leaves it out.
+    assert "state" not in result.model_dump() and "state" not in result.model_dump(mode="json")
+
+
+def test_a_configured_database_not_written_yet_is_skipped_and_named(
+    kb: Workspace, write_config, workspace, tmp_path
+) -> None:
+    known = "".join(f'{name} = "{loc.uri}"\n' for name, loc in kb.locations.items())
+    write_config(f'[databases]\n{known}later = "{tmp_path}/later.lancedb"\n')
+    script = Script(search("capital of France"), cite_first(), text("The capital is Paris [1]."))
+    result = ask_sync(workspace(), "What is the capital of France?", script)
+    assert result.grounded and result.citations[0].database == "notes"
+    assert result.databases == ["notes", "papers"] and result.not_created == ["later"]
+    assert [s["name"] for s in result.state["retrieval"]["sources"]] == ["notes", "papers"]
+    assert not (tmp_path / "later.lancedb").exists()
 
 
 def test_chunk_id_markers_in_the_answer_become_numbers(kb: Workspace) -> None:

@@ -136,3 +136,20 @@ def test_analyze_an_unknown_database_is_an_input_error(cli, configured) -> None:
     result = cli("analyze", "How many?", "--database", "nope")
     assert result.exit_code == 1
     assert "unknown database 'nope'" in result.stderr
+
+
+def test_a_database_not_written_yet_is_skipped_and_named(cli, configured, write_config, isolated) -> None:
+    configured(
+        execute("print(len(list_documents()))"),
+        tool_call("cite", {"chunk_ids": []}, "call_cite"),
+        answer("There are 3 documents."),
+    )
+    config = (isolated / "config.toml").read_text(encoding="utf-8")
+    write_config(config.replace("[model]", f'later = "{isolated}/later.lancedb"\n[model]'))
+    result = cli("analyze", "How many documents?", "--json")
+
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["databases"] == ["shops", "garden"] and data["not_created"] == ["later"]
+    assert data["executions"][0]["stdout"] == "3\n"
+    assert "'later' is not created yet" in result.stderr

@@ -93,7 +93,7 @@ def test_ask_through_mcp_against_an_openai_compatible_server(corpus: Path) -> No
     assert [(c["index"], c["database"], c["document_title"]) for c in result["citations"]] == [
         (1, "beta", "Tide pools")
     ]
-    assert result["state"] == {}  # single-shot: nothing carried for a later turn
+    assert "state" not in result  # single-shot: nothing carried for a later turn
     assert refused.is_error and refused.content[0].text == (
         "the model server rejected the credentials for 'openai-chat:test' (HTTP 401); "
         "check the API key variable"
