@@ -73,3 +73,77 @@ def test_relative_imports_are_not_used() -> None:
         if isinstance(node, ast.ImportFrom) and node.level > 0
     ]
     assert relative == []
+
+
+# What cli/ may import besides itself: the front door, the errors and where config lives. `haiku mcp`
+# starts the MCP server, a sibling front end that is itself built on the api.
+CLI_MAY_IMPORT = ("haiku_cli.api", "haiku_cli.errors", "haiku_cli.config.paths", "haiku_cli.mcp_server")
+
+
+def _module_of(path: Path) -> str:
+    return ".".join(("haiku_cli", *path.relative_to(PACKAGE).with_suffix("").parts))
+
+
+def test_the_cli_reaches_the_library_only_through_the_api() -> None:
+    def allowed(name: str) -> bool:
+        # `from haiku_cli import api` / `__version__` names the package itself.
+        return name == "haiku_cli" or name.startswith("haiku_cli.cli") or name.startswith(CLI_MAY_IMPORT)
+
+    stray = [
+        f"{path.relative_to(PACKAGE)} imports {name}"
+        for path, folder, name in _imports()
+        if folder == "cli" and not allowed(name)
+    ]
+    assert stray == []
+
+
+def test_no_command_module_is_imported_as_a_library() -> None:
+    # Only the app registers commands; shared pieces live in render, options, output, running.
+    commands = [
+        f"{path.relative_to(PACKAGE)} imports {name}"
+        for path, _folder, name in _imports()
+        if name.removeprefix("haiku_cli.cli.").endswith(("_command", "_commands")) and path.name != "app.py"
+    ]
+    assert commands == []
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """The haiku_cli modules a file imports at run time, inside functions too (not for type checking)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for inner in ast.walk(node)
+    }
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("haiku_cli"):
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("haiku_cli"))
+    return found
+
+
+def test_no_folder_has_an_import_circle() -> None:
+    # A lazy import inside a function still makes a circle: it only hides it from the interpreter.
+    modules = {_module_of(path): path for path in PACKAGE.rglob("*.py") if path.name != "__init__.py"}
+    graph = {
+        module: {name for name in _runtime_imports(path) if name in modules and name != module}
+        for module, path in modules.items()
+    }
+    circles = []
+
+    def visit(module: str, trail: list[str]) -> None:
+        for target in graph[module]:
+            if target == trail[0]:
+                circles.append(" -> ".join([*trail, target]))
+            elif target not in trail and _folder(target) == _folder(trail[0]):
+                visit(target, [*trail, target])
+
+    for module in graph:
+        visit(module, [module])
+    assert circles == []

@@ -20,16 +20,11 @@ from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from haiku_cli.capabilities.citations import Citation
 from haiku_cli.capabilities.state import Source
-from haiku_cli.config.paths import data_dir
+from haiku_cli.config.paths import sessions_dir
 from haiku_cli.errors import InputError
 
 FORMAT = 1
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-
-
-def sessions_dir() -> Path:
-    """Where sessions live: `sessions/` in haiku's data dir (`HAIKU_DATA_DIR` or the user data dir)."""
-    return data_dir() / "sessions"
 
 
 def check_name(name: str) -> str:

@@ -72,7 +72,7 @@ async def _terminal(host: ChatHost) -> None:
     from prompt_toolkit.history import FileHistory
     from prompt_toolkit.key_binding import KeyBindings
 
-    from haiku_cli.chat.sessions import sessions_dir
+    from haiku_cli.config.paths import sessions_dir
 
     keys = KeyBindings()
 

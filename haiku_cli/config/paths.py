@@ -26,3 +26,8 @@ def data_dir() -> Path:
     if env:
         return Path(env).expanduser()
     return Path(platformdirs.user_data_dir(APP_NAME))
+
+
+def sessions_dir() -> Path:
+    """Where chat sessions and the line editor's history live: `sessions/` in the data dir."""
+    return data_dir() / "sessions"

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from haiku_cli.store.database import Database
+from haiku_cli.store.handle import Database
 
 if TYPE_CHECKING:
     from lancedb.table import Table

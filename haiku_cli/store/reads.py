@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from haiku_cli.errors import InputError
-from haiku_cli.store.database import Database, parse_json_object
+from haiku_cli.store.handle import Database, parse_json_object
 from haiku_cli.store.records import ChunkRecord, DocumentRecord
 
 _DOC_COLUMNS = ["id", "uri", "title", "metadata", "content_hash", "created_at", "updated_at"]

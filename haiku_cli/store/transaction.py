@@ -7,17 +7,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
 from haiku_cli.errors import HaikuError
-from haiku_cli.store import schema
-from haiku_cli.store.database import PENDING_WRITE, Database, storage_failure
+from haiku_cli.store.handle import PENDING_WRITE, Database, storage_failure
+from haiku_cli.store.journal import restore, table_versions
 from haiku_cli.store.writer import checkpoint, exclusive
-
-
-def _versions(db: Database) -> dict[str, int]:
-    return {schema.DOCUMENTS: db.documents.version, schema.CHUNKS: db.chunks.version}
-
-
-def _tables(db: Database):
-    return {schema.DOCUMENTS: db.documents, schema.CHUNKS: db.chunks}
 
 
 @contextmanager
@@ -30,7 +22,7 @@ def atomic_write(db: Database) -> Iterator[None]:
         yield
         return
     with exclusive(db):
-        before = _versions(db)
+        before = table_versions(db)
         # The journal is committed before any data: if the process dies after this, the next writer
         # restores these versions, and readers in the meantime read them.
         with storage_errors(db, "cannot be written"):
@@ -53,7 +45,7 @@ def _undo(db: Database, before: dict[str, int]) -> None:
     # If undoing fails too (the store is gone), the journal stays: the next writer to take the lock
     # undoes this write, and readers meanwhile read the versions it names. The first error is the news.
     with suppress(Exception):
-        _restore(db, before)
+        restore(db, before)
 
 
 @contextmanager
@@ -65,24 +57,3 @@ def storage_errors(db: Database, what: str) -> Iterator[None]:
         raise
     except Exception as exc:
         raise storage_failure(db.name, what, exc) from exc
-
-
-def recover(db: Database) -> None:
-    """Undo a write that died half-way (called when a writer opens the database)."""
-    before = json.loads(db.meta[PENDING_WRITE])
-    _restore(db, before)
-
-
-def read_snapshot(db: Database) -> None:
-    """Point a reader at the table versions from before an unfinished write."""
-    before = json.loads(db.meta[PENDING_WRITE])
-    for name, table in _tables(db).items():
-        if table.version != before[name]:
-            table.checkout(before[name])
-
-
-def _restore(db: Database, before: dict[str, int]) -> None:
-    for name, table in _tables(db).items():
-        if table.version != before[name]:
-            table.restore(before[name])
-    db.delete_meta(PENDING_WRITE)

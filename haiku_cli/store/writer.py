@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from haiku_cli.errors import DatabaseError
-from haiku_cli.store.database import PENDING_WRITE, Database, read_meta, storage_failure
+from haiku_cli.store.handle import PENDING_WRITE, Database, read_meta, storage_failure
 
 LOCK_FILE = "haiku-writer.lock"
 LEASE_KEY = "writer_lease"
@@ -242,7 +242,7 @@ def exclusive(db: Database, policy: WaitPolicy | None = None) -> Iterator[None]:
     try:
         _catch_up(db)
         if PENDING_WRITE in db.meta:
-            from haiku_cli.store.transaction import recover
+            from haiku_cli.store.journal import recover
 
             recover(db)
         yield

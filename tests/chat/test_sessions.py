@@ -9,7 +9,8 @@ import pytest
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
 from haiku_cli.capabilities.state import Source
-from haiku_cli.chat.sessions import Session, SessionStore, Turn, sessions_dir
+from haiku_cli.chat.sessions import Session, SessionStore, Turn
+from haiku_cli.config.paths import sessions_dir
 from haiku_cli.errors import InputError
 
 

@@ -1,0 +1,43 @@
+"""The journal of an unfinished write: the table versions from before it, read back or restored.
+
+`transaction` writes the journal; the writer lock undoes one left by a dead writer, and readers read the
+state it names.
+"""
+
+from __future__ import annotations
+
+import json
+
+from haiku_cli.store import schema
+from haiku_cli.store.handle import PENDING_WRITE, Database
+
+
+def table_versions(db: Database) -> dict[str, int]:
+    """The versions of the tables a write changes, as the journal records them."""
+    return {schema.DOCUMENTS: db.documents.version, schema.CHUNKS: db.chunks.version}
+
+
+def _tables(db: Database):
+    return {schema.DOCUMENTS: db.documents, schema.CHUNKS: db.chunks}
+
+
+def recover(db: Database) -> None:
+    """Undo a write that died half-way (called when a writer opens the database)."""
+    before = json.loads(db.meta[PENDING_WRITE])
+    restore(db, before)
+
+
+def read_snapshot(db: Database) -> None:
+    """Point a reader at the table versions from before an unfinished write."""
+    before = json.loads(db.meta[PENDING_WRITE])
+    for name, table in _tables(db).items():
+        if table.version != before[name]:
+            table.checkout(before[name])
+
+
+def restore(db: Database, before: dict[str, int]) -> None:
+    """Put the tables back at the journal's versions and drop the journal."""
+    for name, table in _tables(db).items():
+        if table.version != before[name]:
+            table.restore(before[name])
+    db.delete_meta(PENDING_WRITE)
