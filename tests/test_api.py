@@ -10,6 +10,10 @@ import anyio
 import pytest
 
 from haiku_cli import api
+from haiku_cli.embed import Embedder, load_embedder
+from tests.embed.test_remote_embedder import embedding_server
+
+__all__ = ["embedding_server"]  # fixture: an OpenAI-compatible embeddings server on 127.0.0.1
 
 
 def test_importing_the_api_loads_nothing_heavy() -> None:
@@ -34,6 +38,31 @@ def test_an_injected_embedder_is_used_and_nothing_else_is_loaded(embedder) -> No
     ws = api.Workspace.load(embedder=embedder)
     assert ws.embedder is embedder
     assert anyio.run(ws.resolve_embedder_spec) == ws.embedder_spec()
+
+
+class _AsyncOnly(Embedder):
+    """A remote embedder whose dimension must be resolved without blocking the event loop."""
+
+    @property
+    def dimension(self) -> int:
+        raise AssertionError("the dimension was asked for synchronously inside the event loop")
+
+
+def test_a_remote_dimension_is_resolved_asynchronously(embedding_server: str, tmp_path: Path) -> None:
+    remote = load_embedder("ollama:fake-embed", base_url=embedding_server).model
+    ws = api.Workspace.load(embedder=_AsyncOnly(remote, name="ollama:fake-embed"))
+    loc = ws.select_one(paths=[tmp_path / "remote.lancedb"])
+
+    async def go() -> list[list[str]]:
+        await api.add_text(ws, loc, "Owls hunt at night.", title=None, metadata={})
+        found = []
+        for kind in ("hybrid", "vector", "auto"):
+            hits = await api.search_hits(ws, api.Selection((loc,)), "owls", search_type=kind)
+            found.append([h.content for h in hits])
+        await api.rebuild(ws, loc, None)
+        return found
+
+    assert anyio.run(go) == [["Owls hunt at night."]] * 3
 
 
 def test_add_list_page_get_and_delete_through_the_api(embedder, tmp_path: Path) -> None:

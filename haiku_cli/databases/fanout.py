@@ -50,7 +50,7 @@ async def search_set(
     query: str,
     *,
     embed_query: QueryEmbedder | None,
-    embedder_spec: Callable[[], EmbedderSpec] | None = None,
+    embedder_spec: Callable[[], Awaitable[EmbedderSpec]] | None = None,
     search_type: SearchType | Literal["auto"] = "hybrid",
     limit: int = 10,
     document_filter: str | None = None,
@@ -74,7 +74,7 @@ async def search_set(
         # For agents, which cannot choose: hybrid, or full text alone across embedders.
         search_type = "hybrid" if len({db.embedder for db in dbs}) == 1 else "fts"
     if search_type != "fts":
-        check_embedders(dbs, search_type, embedder_spec() if embedder_spec else None)
+        check_embedders(dbs, search_type, await embedder_spec() if embedder_spec else None)
         if query_vector is None:
             assert embed_query is not None
             query_vector = await embed_query(query)

@@ -113,7 +113,7 @@ async def search(
         selection,
         query,
         embed_query=ws.embed_query,
-        embedder_spec=ws.embedder_spec,
+        embedder_spec=ws.resolve_embedder_spec,
         search_type=search_type,
         limit=ws.settings.search.limit if limit is None else limit,
         document_filter=document_filter,

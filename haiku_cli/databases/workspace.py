@@ -66,11 +66,11 @@ class Workspace:
         return self._embedder
 
     def embedder_spec(self) -> EmbedderSpec:
-        """Name and dimension of the configured embedder, as stored in databases."""
+        """Name and dimension of the configured embedder, as stored in databases (from sync code only)."""
         return EmbedderSpec(self.embedder.name, self.embedder.dimension)
 
     async def resolve_embedder_spec(self) -> EmbedderSpec:
-        """`embedder_spec` without blocking the event loop: a remote model's dimension is probed async."""
+        """`embedder_spec` for async code: a remote model's dimension is probed without blocking the loop."""
         dimension = await self.embedder.resolve_dimension()
         return EmbedderSpec(self.embedder.name, dimension)
 

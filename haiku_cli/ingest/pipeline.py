@@ -306,6 +306,6 @@ async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = 
     titled = [(title, c) for _, chunks, title in per_doc for c in chunks]
     doc_ids = [doc_id for doc_id, chunks, _ in per_doc for _c in chunks]
     rows = list(zip(doc_ids, await embed_chunks(embedder, titled, progress.advance), strict=True))
-    spec_name, spec_dim = embedder.name, embedder.dimension
+    spec_name, spec_dim = embedder.name, await embedder.resolve_dimension()
     await anyio.to_thread.run_sync(lambda: replace_chunks(db, rows, spec_name, spec_dim))
     return len(rows)
