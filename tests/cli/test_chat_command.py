@@ -69,7 +69,9 @@ def test_ask_session_prints_what_ask_prints_and_continues(kb, cli, openai_env) -
     second = cli("ask", "And basil?", *MODEL, "--session", "work", "--json")
     data = json.loads(second.stdout)
     # ask's JSON, plus the session it continued (the library's SessionAnswer).
-    assert set(data) == {"answer", "grounded", "violation", "databases", "citations", "usage", "session"}
+    assert set(data) == {
+        "answer", "grounded", "violation", "databases", "not_created", "citations", "usage", "session"
+    }  # fmt: skip
     assert data["session"] == "work"
     assert data["answer"] == "Basil needs at least six hours of sun [1]."
     assert data["databases"] == ["notes", "papers"]
