@@ -58,11 +58,13 @@ def search(
     selection = ws.select_many(database or [], db or [])
 
     async def each() -> None:
+        noted: set[str] = set()  # a skipped database is named once, not once per query
         for qid, text in queries:
             found = await api.search(
                 ws, selection, text, search_type=kind, limit=limit, document_filter=filter_, query_id=qid
             )
-            render.not_created(found.not_created)
+            render.not_created([name for name in found.not_created if name not in noted])
+            noted.update(found.not_created)
             if from_file is None:
                 if json:
                     output.print_model(found)

@@ -222,6 +222,9 @@ def test_a_configured_database_not_written_yet_is_skipped_and_named(cli, write_c
     assert [h["database"] for h in data["hits"]] == ["notes"]
     assert "'papers' is not created yet" in found.stderr
     assert not (tmp_path / "papers.lancedb").exists()
+    many = cli("search", "--from", "-", "--json", input="owls\nnight\n")
+    assert [json.loads(line)["not_created"] for line in many.stdout.splitlines()] == [["papers"]] * 2
+    assert many.stderr.count("'papers' is not created yet") == 1  # said once, not once per query
     # Only missing ones left: the error names it, as before.
     alone = cli("search", "owls", "-d", "papers")
     assert alone.exit_code == ExitCode.DATABASE and "'papers' does not exist yet" in alone.stderr
