@@ -99,8 +99,11 @@ def test_docs_name_every_field_of_every_result_model() -> None:
         "AnalyzeResult",
         "Citation",
         "Execution",
+        "SessionAnswer",
+        "SessionList",
+        "SessionSummary",
     ]:
         model = getattr(api, name)
         assert f"`{name}`" in text, name
-        for field in model.model_fields:
+        for field in model.model_json_schema(mode="serialization")["properties"]:
             assert f"`{field}`" in text, f"{name}.{field}"
