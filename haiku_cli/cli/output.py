@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -49,9 +50,21 @@ def print_json_line(data: Any) -> None:
     sys.stdout.flush()
 
 
+# C0/C1 controls (ESC starts terminal escape sequences, CR overwrites lines) and bidi overrides that
+# reorder what is shown. Newline and tab stay: they only lay text out.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """Text from documents, titles or file names, made safe for a terminal: controls shown as `\\x1b`."""
+    return _UNPRINTABLE.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else "\ufffd", text
+    )
+
+
 def error(message: str) -> None:
     """One line on stderr (no markup interpretation: messages quote user input)."""
-    err.print(f"haiku: {message}", markup=False, style="red", soft_wrap=True)
+    err.print(f"haiku: {printable(message)}", markup=False, style="red", soft_wrap=True)
 
 
 def note(message: str) -> None:

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from haiku_cli.cli import output
+from haiku_cli.cli.output import printable
 
 if TYPE_CHECKING:
     from haiku_cli.api import (
@@ -57,7 +58,7 @@ def highlight_terms(query: str) -> list[str]:
 
 def excerpt(content: str, terms: Sequence[str], width: int = 320) -> str:
     """A window of the content around the first query term, on one line."""
-    flat = " ".join(content.split())
+    flat = printable(" ".join(content.split()))
     if len(flat) <= width:
         return flat
     lower = flat.lower()
@@ -76,7 +77,7 @@ def search_hits(query: str, hits: Sequence[SearchHit], *, show_database: bool = 
     for hit in hits:
         head = Text()
         head.append(f"{hit.rank:>2}. ", style="bold")
-        head.append(hit.document_title or hit.document_uri or hit.document_id, style="bold cyan")
+        head.append(printable(hit.document_title or hit.document_uri or hit.document_id), style="bold cyan")
         if show_database:
             head.append(f"  [{hit.database}]", style="magenta")
         head.append(f"  score {hit.score:.3f}", style="dim")
@@ -86,7 +87,7 @@ def search_hits(query: str, hits: Sequence[SearchHit], *, show_database: bool = 
             where += "  § " + " > ".join(hit.heading_path)
         if hit.pages:
             where += "  p. " + ",".join(str(p) for p in hit.pages)
-        output.out.print(Text("    " + where, style="dim"))
+        output.out.print(Text("    " + printable(where), style="dim"))
         body = Text("    " + excerpt(hit.content, terms))
         body.highlight_words(terms, style="bold yellow", case_sensitive=False)
         output.out.print(body)
@@ -100,7 +101,7 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
         # Ids are for copying: never cut or folded.
         t.add_column(name, no_wrap=name == "id", min_width=36 if name == "id" else None)
     for row in rows:
-        t.add_row(*("" if v is None else str(v) for v in row))
+        t.add_row(*("" if v is None else printable(str(v)) for v in row))
     output.out.print(t)
 
 
@@ -119,7 +120,7 @@ def size(n: int | None) -> str:
 def document(found: DocumentWithChunks) -> None:
     """`haiku get`: the title, the facts about the document, then its content."""
     doc = found.document
-    output.out.print(f"{doc.title or '(untitled)'}", style="bold", markup=False)
+    output.out.print(printable(doc.title or "(untitled)"), style="bold", markup=False)
     for label, value in (
         ("id", doc.id),
         ("uri", doc.uri),
@@ -130,9 +131,9 @@ def document(found: DocumentWithChunks) -> None:
         ("chunks", len(found.chunks)),
     ):
         if value is not None:
-            output.out.print(f"{label:>9}: {value}", markup=False, style="dim")
+            output.out.print(f"{label:>9}: {printable(str(value))}", markup=False, style="dim")
     output.out.print()
-    output.out.print(doc.content.replace("\f", "\n\n"), markup=False)
+    output.out.print(printable(doc.content.replace("\f", "\n\n")), markup=False)
 
 
 def database_info(facts: DatabaseInfo) -> None:
@@ -184,7 +185,7 @@ def ingest_report(report: IngestReport) -> None:
             output.error(o.error or o.source)
         else:
             detail = f" ({o.chunks} chunks)" if o.chunks else ""
-            output.out.print(f"{o.status:9} {o.source} → {o.document_id}{detail}", markup=False)
+            output.out.print(f"{o.status:9} {printable(o.source)} → {o.document_id}{detail}", markup=False)
             if o.note:
                 output.err.print(f"note: {o.note}", markup=False, style="yellow")
     counts = {s: sum(1 for o in report.outcomes if o.status == s) for s in ("added", "updated", "unchanged")}
@@ -199,9 +200,9 @@ def answer(text: str) -> None:
     if output.out.is_terminal:
         from rich.markdown import Markdown
 
-        output.out.print(Markdown(text))
+        output.out.print(Markdown(printable(text)))
     else:
-        output.out.print(text, markup=False, highlight=False, soft_wrap=True)
+        output.out.print(printable(text), markup=False, highlight=False, soft_wrap=True)
 
 
 def citations(cited: Sequence[Citation], question: str, *, heading: bool = True) -> None:
@@ -214,9 +215,9 @@ def citations(cited: Sequence[Citation], question: str, *, heading: bool = True)
         output.out.print("Citations", style="bold")
     for c in cited:
         head = Text(f"[{c.index}] ", style="bold")
-        head.append(c.document_title or c.document_uri or c.document_id, style="cyan")
+        head.append(printable(c.document_title or c.document_uri or c.document_id), style="cyan")
         if c.document_title and c.document_uri:
-            head.append(f"  {c.document_uri}", style="dim")
+            head.append(f"  {printable(c.document_uri)}", style="dim")
         head.append(f"  [{c.database}]", style="magenta")
         if c.pages:
             head.append(f"  p. {', '.join(str(p) for p in c.pages)}", style="dim")

@@ -21,6 +21,9 @@ from haiku_cli.store.database import Database, EmbedderSpec
 from haiku_cli.store.reads import get_documents
 
 QueryEmbedder = Callable[[str], Awaitable[np.ndarray]]
+# Longer queries only cost time: the embedder reads the first few hundred tokens, and full-text search
+# of a 1 MB query across several databases took minutes.
+MAX_QUERY_CHARS = 10_000
 
 
 def candidate_depth(limit: int) -> int:
@@ -59,6 +62,11 @@ async def search_set(
     """Search every database of the selection and return one ranking, each hit labelled."""
     if not query.strip():
         raise InputError("the search query is empty")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InputError(
+            f"the search query is {len(query):,} characters long; the most is {MAX_QUERY_CHARS:,}: "
+            "search with its key words or a short passage"
+        )
     if limit < 1:
         raise InputError("--limit must be at least 1")
     query_vector: np.ndarray | None = None

@@ -23,7 +23,23 @@ def in_list(column: str, values: Iterable[str]) -> str:
     return f"{column} IN ({', '.join(sql_string(v) for v in values)})"
 
 
+def check_filter(where: str) -> None:
+    """Refuse a filter with text after its condition (`1=1; DROP TABLE chunks`) rather than ignore it."""
+    in_string = False
+    for i, ch in enumerate(where):
+        if ch == "'":
+            in_string = not in_string  # a doubled '' toggles twice: still inside the string
+        elif ch == ";" and not in_string:
+            rest = where[i:].strip()
+            raise InputError(
+                f"invalid filter {where!r}: unexpected text after the condition: {rest[:60]!r}; "
+                "a filter is one SQL condition"
+            )
+
+
 def _query_rows(db: Database, table: Any, where: str | None, columns: list[str], limit: int | None):
+    if where:
+        check_filter(where)
     query = table.search().select(columns)
     if where:
         query = query.where(where)
