@@ -1,4 +1,4 @@
-"""Hostile content and input: terminal escapes in stored text, filters with trailing statements, huge queries."""
+"""Hostile content and input: terminal escapes in stored text, trailing filter statements, huge queries."""
 
 from __future__ import annotations
 
