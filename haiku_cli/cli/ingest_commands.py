@@ -59,6 +59,13 @@ def add_src(
     ],
     title: Title = None,
     meta: Meta = None,
+    follow_symlinks: Annotated[
+        bool,
+        typer.Option(
+            "--follow-symlinks",
+            help="Add what symlinks lead to outside the folders given (skipped and reported otherwise).",
+        ),
+    ] = False,
     database: DatabaseNames = None,
     db: DatabasePaths = None,
     json: Json = False,
@@ -71,7 +78,15 @@ def add_src(
     location = ws.select_one(database or [], db or [])
     with output.progress_bar(f"adding to {location.name}") as bar:
         report = run(
-            lambda: api.add_sources(ws, location, sources, title=title, metadata=metadata, progress=bar)
+            lambda: api.add_sources(
+                ws,
+                location,
+                sources,
+                title=title,
+                metadata=metadata,
+                progress=bar,
+                follow_symlinks=follow_symlinks,
+            )
         )
     _report(report, json)
 

@@ -183,12 +183,16 @@ def ingest_report(report: IngestReport) -> None:
     for o in report.outcomes:
         if o.status == "failed":
             output.error(o.error or o.source)
+        elif o.status == "skipped":
+            line = f"skipped: {printable(o.source)}: {printable(o.note or '')}"
+            output.err.print(line, markup=False, style="yellow", soft_wrap=True)
         else:
             detail = f" ({o.chunks} chunks)" if o.chunks else ""
             output.out.print(f"{o.status:9} {printable(o.source)} → {o.document_id}{detail}", markup=False)
             if o.note:
                 output.err.print(f"note: {o.note}", markup=False, style="yellow")
-    counts = {s: sum(1 for o in report.outcomes if o.status == s) for s in ("added", "updated", "unchanged")}
+    statuses = ("added", "updated", "unchanged", "skipped")
+    counts = {s: sum(1 for o in report.outcomes if o.status == s) for s in statuses}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     if report.failed:
         summary += (", " if summary else "") + f"{len(report.failed)} failed"

@@ -75,6 +75,15 @@ class StorageSettings(_Strict):
     timeout_seconds: float = Field(default=30.0, gt=0)
 
 
+class IngestSettings(_Strict):
+    """What one source may cost to read; a source over a limit is skipped with the limit named."""
+
+    # Bytes read from one file or download, and what a DOCX may hold once decompressed.
+    max_file_mb: float = Field(default=64.0, gt=0)
+    # A DOCX's XML once decompressed: it is parsed in memory at about 20 bytes per byte.
+    max_docx_xml_mb: float = Field(default=20.0, gt=0)
+
+
 class Settings(_Strict):
     """The whole configuration file."""
 
@@ -84,6 +93,7 @@ class Settings(_Strict):
     search: SearchSettings = Field(default_factory=SearchSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
 
     @field_validator("databases", mode="before")
     @classmethod

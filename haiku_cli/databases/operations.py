@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
@@ -27,6 +28,7 @@ from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import DatabaseError, InputError
 from haiku_cli.ingest import pipeline
+from haiku_cli.ingest.sources import display_path
 from haiku_cli.search.candidates import SearchType
 from haiku_cli.search.hits import SearchHit
 from haiku_cli.store import maintenance, reads, writes
@@ -80,19 +82,27 @@ async def add_sources(
     title: str | None,
     metadata: dict[str, Any],
     progress: pipeline.Progress | None = None,
+    follow_symlinks: bool = False,
 ) -> pipeline.IngestReport:
-    """`haiku add-src`: add files, directories and URLs; the report says which failed."""
+    """`haiku add-src`: add files, directories and URLs; the report says which failed or were skipped."""
     # Checked before the database is opened, so that bad input never creates an empty one.
     if not sources:
         raise InputError("name at least one file, directory or URL to add")
-    missing = [s for s in sources if not pipeline.is_url(s) and not Path(s).expanduser().exists()]
+    missing = [s for s in sources if not pipeline.is_url(s) and not os.path.lexists(Path(s).expanduser())]
     if len(missing) == len(sources):
-        raise InputError("\n".join(f"{s}: no such file or directory" for s in missing))
+        raise InputError("\n".join(f"{display_path(s)}: no such file or directory" for s in missing))
     db = await _writable(ws, location)
     try:
         async with _writing(db):
             return await pipeline.add_sources(
-                db, ws.embedder, sources, title=title, metadata=metadata, progress=progress
+                db,
+                ws.embedder,
+                sources,
+                title=title,
+                metadata=metadata,
+                progress=progress,
+                follow_symlinks=follow_symlinks,
+                limits=ws.settings.ingest,
             )
     finally:
         ws.pool.forget(location)

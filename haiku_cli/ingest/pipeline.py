@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import anyio.to_thread
 from pydantic import BaseModel, Field
 
+from haiku_cli.config.settings import IngestSettings
 from haiku_cli.errors import HaikuError, InputError
 from haiku_cli.ingest.chunking import Chunk, chunk_document
 from haiku_cli.ingest.document import ConvertedDocument, Segment
@@ -25,7 +27,8 @@ from haiku_cli.store.writes import new_id, write_documents
 if TYPE_CHECKING:
     from haiku_cli.embed import Embedder
 
-Status = Literal["added", "updated", "unchanged", "failed"]
+# "skipped": left out on purpose (a symlink out of the folder); "failed": could not be read or converted.
+Status = Literal["added", "updated", "unchanged", "skipped", "failed"]
 # Documents are written in batches of about this many chunks: each batch is one all-or-nothing
 # write, so a kill loses at most the batch in flight and never leaves half a document.
 BATCH_CHUNKS = 512
@@ -190,6 +193,10 @@ class Ingestor:
         """Record a source that could not be converted."""
         self.report.outcomes.append(SourceOutcome(source=source, status="failed", error=error))
 
+    def skip(self, source: str, reason: str) -> None:
+        """Record a source left out on purpose, with the reason as its note."""
+        self.report.outcomes.append(SourceOutcome(source=source, status="skipped", note=reason))
+
     async def flush(self) -> None:
         """Embed and write everything queued, in one all-or-nothing write."""
         pending, self._pending = self._pending, []
@@ -245,15 +252,19 @@ async def add_sources(
     title: str | None,
     metadata: dict[str, Any],
     progress: Progress | None = None,
+    follow_symlinks: bool = False,
+    limits: IngestSettings | None = None,
 ) -> IngestReport:
     """Add files, directories (recursively) and URLs; unreadable sources are reported, the rest added.
 
-    The whole add is one all-or-nothing write: a model or database failure, Ctrl-C or a kill leaves the
-    database as it was before the command.
+    Symlinks leading out of a directory are skipped unless `follow_symlinks`; files over `limits` are
+    reported as failed. The whole add is one all-or-nothing write: a model or database failure, Ctrl-C
+    or a kill leaves the database as it was before the command.
     """
     from haiku_cli.ingest.convert import convert_file, fetch_url
-    from haiku_cli.ingest.sources import iter_source_files
+    from haiku_cli.ingest.sources import SkippedSource, display_path, iter_source_files
 
+    limits = limits or IngestSettings()
     items: list[str | Path] = []
     ingestor = Ingestor(db, embedder, progress)
     for source in sources:
@@ -261,10 +272,16 @@ async def add_sources(
             items.append(source)
             continue
         path = Path(source).expanduser()
-        if not path.exists():
-            ingestor.fail(source, f"{source}: no such file or directory")
+        if not os.path.lexists(path):
+            ingestor.fail(display_path(source), f"{display_path(source)}: no such file or directory")
             continue
-        items.extend(iter_source_files(path))
+        for entry in iter_source_files(path, follow_symlinks=follow_symlinks):
+            if not isinstance(entry, SkippedSource):
+                items.append(entry)
+            elif entry.failed:
+                ingestor.fail(entry.source, f"{entry.source}: {entry.reason}")
+            else:
+                ingestor.skip(entry.source, entry.reason)
     if title is not None and len(items) > 1:
         raise InputError("--title names one document, but the sources hold several; drop --title")
     with atomic_write(db):
@@ -272,9 +289,9 @@ async def add_sources(
             label = str(item)
             try:
                 if isinstance(item, str):
-                    doc = await anyio.to_thread.run_sync(fetch_url, item)
+                    doc = await anyio.to_thread.run_sync(lambda url=item: fetch_url(url, limits=limits))
                 else:
-                    doc = await anyio.to_thread.run_sync(convert_file, item)
+                    doc = await anyio.to_thread.run_sync(convert_file, item, limits)
                 await ingestor.add(doc, source=label, title=title, metadata=metadata)
             except HaikuError as exc:
                 if exc.exit_code != InputError.exit_code:

@@ -1,9 +1,10 @@
-"""Expanding the paths given to `add-src` into the files to convert."""
+"""Expanding the paths given to `add-src` into the files to convert, and the entries to report instead."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from haiku_cli.ingest.convert.dispatch import suffix_kind
@@ -15,17 +16,45 @@ _SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
 _SNIFF_BYTES = 4096
 
 
-def iter_source_files(root: Path) -> Iterator[Path]:
+@dataclass(frozen=True)
+class SkippedSource:
+    """An entry of a walked tree that is reported instead of added, with its one-line reason.
+
+    `failed` is True when it could not be read (a failure of the add) and False when it was left out
+    on purpose (a symlink out of the tree).
+    """
+
+    source: str
+    reason: str
+    failed: bool = True
+
+
+def display_path(path: Path | str) -> str:
+    """A path as it can be printed and stored: bytes of a non-UTF-8 name are shown as \\xNN escapes."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def iter_source_files(root: Path, *, follow_symlinks: bool = False) -> Iterator[Path | SkippedSource]:
     """Yield `root` itself unless it is a directory, else its supported files, recursively and sorted.
 
     Inside directories, hidden and ignored entries, unsupported suffixes and binary suffix-less files are
-    skipped silently; symlinks are followed but each real directory is walked once.
+    skipped silently. Entries that cannot be read (a name that is not UTF-8, a path too long, a
+    permission error) are yielded as failed `SkippedSource`s, and so are symlinks leading out of `root`
+    unless `follow_symlinks`. Each real directory is walked once, so symlink loops end.
     """
-    if not root.is_dir():
+    if not _is_utf8(str(root)):
+        yield SkippedSource(display_path(root), "the name is not valid UTF-8; rename it to add it")
+        return
+    try:
+        is_dir = root.is_dir()
+    except OSError as exc:
+        yield _unreadable(root, exc)
+        return
+    if not is_dir:
         yield root  # a named file is always yielded so that the caller reports what is wrong with it
         return
-    visited: set[str] = set()
-    yield from _walk(root, _inherited_rules(root), visited)
+    walk = _Walk(os.path.realpath(root), follow_symlinks)
+    yield from walk.directory(root, _inherited_rules(root))
 
 
 def _inherited_rules(root: Path) -> IgnoreRules:
@@ -43,31 +72,82 @@ def _inherited_rules(root: Path) -> IgnoreRules:
     return rules
 
 
-def _walk(directory: Path, rules: IgnoreRules, visited: set[str]) -> Iterator[Path]:
-    real = os.path.realpath(directory)
-    if real in visited:
-        return  # a symlink loop, or a second link to a directory already walked
-    visited.add(real)
-    rules = rules.descend(directory)
-    try:
-        with os.scandir(directory) as it:
-            entries = sorted(it, key=lambda e: e.name)
-    except OSError:
-        return  # unreadable directory: nothing to offer
-    for entry in entries:
-        path = Path(entry.path)
-        if entry.name.startswith("."):
-            continue
+class _Walk:
+    """One walk of a tree: its real top, whether links may leave it, and the real directories seen."""
+
+    def __init__(self, top: str, follow_symlinks: bool) -> None:
+        self.top = top
+        self.follow_symlinks = follow_symlinks
+        self.visited: set[str] = set()
+
+    def directory(self, directory: Path, rules: IgnoreRules) -> Iterator[Path | SkippedSource]:
+        real = os.path.realpath(directory)
+        if real in self.visited:
+            return  # a symlink loop, or a second link to a directory already walked
+        self.visited.add(real)
+        rules = rules.descend(directory)
         try:
-            is_dir = entry.is_dir()  # follows symlinks; a broken link is neither dir nor file
-            is_file = not is_dir and entry.is_file()
-        except OSError:
-            continue
+            with os.scandir(directory) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            yield _unreadable(directory, exc, what="cannot read the directory")
+            return
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            try:
+                yield from self._entry(Path(entry.path), entry, rules)
+            except OSError as exc:  # e.g. a path longer than the system allows
+                yield _unreadable(Path(entry.path), exc)
+
+    def _entry(
+        self, path: Path, entry: os.DirEntry[str], rules: IgnoreRules
+    ) -> Iterator[Path | SkippedSource]:
+        is_dir = entry.is_dir()  # follows symlinks; a broken or looping link is neither dir nor file
+        if not is_dir and not entry.is_file():
+            return
+        if entry.is_symlink() and not self.follow_symlinks and not self._inside(path):
+            target = display_path(os.path.realpath(path))
+            yield SkippedSource(
+                display_path(path),
+                f"a symlink to {target}, outside the folder being added; --follow-symlinks adds it",
+                failed=False,
+            )
+            return
+        if not _is_utf8(entry.name):
+            kind = "folder" if is_dir else "file"
+            reason = f"the {kind} name is not valid UTF-8; rename it to add it"
+            yield SkippedSource(display_path(path), reason)
+            return
         if is_dir:
             if not _skip_dir(path, entry.name) and not rules.ignored(path, is_dir=True):
-                yield from _walk(path, rules, visited)
-        elif is_file and not rules.ignored(path, is_dir=False) and _wanted_file(path):
+                yield from self.directory(path, rules)
+        elif not rules.ignored(path, is_dir=False) and _wanted_file(path):
             yield path
+
+    def _inside(self, path: Path) -> bool:
+        real = os.path.realpath(path)
+        return real == self.top or real.startswith(self.top.rstrip(os.sep) + os.sep)
+
+
+def _is_utf8(name: str) -> bool:
+    # Linux hands undecodable name bytes to Python as lone surrogates, which no UTF-8 output can carry.
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _unreadable(path: Path, exc: OSError, what: str = "cannot read") -> SkippedSource:
+    return SkippedSource(_shortened(display_path(path)), f"{what} ({exc.strerror or exc})")
+
+
+def _shortened(label: str, keep: int = 80) -> str:
+    # A path too long for the system is thousands of characters; its two ends are enough to find it.
+    if len(label) <= 3 * keep:
+        return label
+    return f"{label[:keep]}…{label[-keep:]} ({len(label)} characters)"
 
 
 def _skip_dir(path: Path, name: str) -> bool:
@@ -84,8 +164,5 @@ def _wanted_file(path: Path) -> bool:
     if path.suffix:
         return True
     # Suffix-less files are read as text, so leave out executables and other binaries here.
-    try:
-        with path.open("rb") as f:
-            return not looks_binary(f.read(_SNIFF_BYTES))
-    except OSError:
-        return False
+    with path.open("rb") as f:
+        return not looks_binary(f.read(_SNIFF_BYTES))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import anyio
@@ -85,3 +86,52 @@ def test_pdf_pages_survive_a_rebuild(tmp_path: Path, embedder) -> None:
     assert pipeline.from_stored(doc.uri, doc.title, pipeline.stored_content(doc)).segments == doc.segments
     two = ConvertedDocument(uri="u", title="t", segments=[Segment("one", page=1), Segment("two", page=2)])
     assert pipeline.from_stored("u", "t", pipeline.stored_content(two)).segments == two.segments
+
+
+class _Vanisher:
+    """A progress sink that deletes a file once the first document is queued, as another program might."""
+
+    def __init__(self, victim: Path) -> None:
+        self.victim = victim
+
+    def add_total(self, chunks: int) -> None:
+        self.victim.unlink(missing_ok=True)
+
+    def advance(self, chunks: int) -> None:
+        pass
+
+
+def test_a_file_that_vanishes_mid_add_is_reported_and_the_rest_added(tmp_path: Path, embedder) -> None:
+    db = _db(tmp_path, embedder)
+    folder = _folder(tmp_path, 3)
+    report = anyio.run(
+        lambda: pipeline.add_sources(
+            db, embedder, [str(folder)], title=None, metadata={}, progress=_Vanisher(folder / "d1.md")
+        )
+    )
+    assert {Path(o.source).name: o.status for o in report.outcomes} == {
+        "d0.md": "added",
+        "d1.md": "failed",
+        "d2.md": "added",
+    }
+    assert report.failed[0].error == f"{folder / 'd1.md'}: no such file"
+    assert sorted(d.title for d in reads.list_documents(db)) == ["Doc 0", "Doc 2"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their permissions")
+def test_unreadable_files_and_folders_are_reported_and_the_rest_added(tmp_path: Path, embedder) -> None:
+    db = _db(tmp_path, embedder)
+    folder = _folder(tmp_path, 2)
+    (folder / "d0.md").chmod(0)
+    (folder / "locked").mkdir()
+    (folder / "locked").chmod(0)
+    try:
+        report = anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
+    finally:
+        (folder / "locked").chmod(0o755)
+    errors = sorted(o.error or "" for o in report.failed)
+    assert errors == [
+        f"{folder / 'd0.md'}: cannot read (Permission denied)",
+        f"{folder / 'locked'}: cannot read the directory (Permission denied)",
+    ]
+    assert [d.title for d in reads.list_documents(db)] == ["Doc 1"]

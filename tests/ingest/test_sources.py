@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from haiku_cli.ingest.sources import iter_source_files
+from haiku_cli.ingest.sources import SkippedSource, iter_source_files
 
 
 def touch(root: Path, rel: str, data: bytes = b"text\n") -> Path:
@@ -17,8 +17,14 @@ def touch(root: Path, rel: str, data: bytes = b"text\n") -> Path:
     return path
 
 
-def rels(root: Path) -> list[str]:
-    return [p.relative_to(root).as_posix() for p in iter_source_files(root)]
+def rels(root: Path, *, follow_symlinks: bool = False) -> list[str]:
+    entries = iter_source_files(root, follow_symlinks=follow_symlinks)
+    return [p.relative_to(root).as_posix() for p in entries if isinstance(p, Path)]
+
+
+def skipped(root: Path, *, follow_symlinks: bool = False) -> list[SkippedSource]:
+    entries = iter_source_files(root, follow_symlinks=follow_symlinks)
+    return [e for e in entries if isinstance(e, SkippedSource)]
 
 
 def test_single_files_are_yielded_as_is(tmp_path: Path) -> None:
@@ -72,17 +78,92 @@ def test_gitignore(tmp_path: Path) -> None:
     assert rels(tmp_path) == ["docs/x/final.md", "keep.log", "notes.md", "sub/top.md"]
 
 
-@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
-def test_symlinks_followed_without_loops(tmp_path: Path) -> None:
+def _links(tmp_path: Path) -> Path:
+    """A tree with links inside it, out of it, in loops and broken; returns its root."""
     root = tmp_path / "root"
     touch(root, "docs/a.md")
     touch(tmp_path, "outside/b.md")
+    (tmp_path / "outside" / "back").symlink_to(root, target_is_directory=True)
     (root / "docs" / "loop").symlink_to(root, target_is_directory=True)
     (root / "docs" / "self").symlink_to(root / "docs", target_is_directory=True)
+    (root / "docs" / "same.md").symlink_to(root / "docs" / "a.md")
     (root / "link.md").symlink_to(tmp_path / "outside" / "b.md")
     (root / "outside").symlink_to(tmp_path / "outside", target_is_directory=True)
     (root / "broken.md").symlink_to(tmp_path / "nowhere.md")
-    assert rels(root) == ["docs/a.md", "link.md", "outside/b.md"]
+    (root / "ping.md").symlink_to(root / "pong.md")
+    (root / "pong.md").symlink_to(root / "ping.md")
+    return root
+
+
+def test_symlinks_out_of_the_tree_are_skipped_and_reported(tmp_path: Path) -> None:
+    root = _links(tmp_path)
+    assert rels(root) == ["docs/a.md", "docs/same.md"]  # links inside the tree are followed; loops end
+    link, outside, *loops = skipped(root)
+    assert [(Path(s.source).name, s.failed) for s in (link, outside)] == [
+        ("link.md", False),
+        ("outside", False),
+    ]
+    for s in (link, outside):
+        assert "outside the folder being added; --follow-symlinks adds it" in s.reason
+    assert str(tmp_path / "outside") in outside.reason
+    assert _loop_reports(loops) == ["ping.md", "pong.md"]
+
+
+def _loop_reports(reported: list[SkippedSource]) -> list[str]:
+    assert all(s.failed and "Too many levels of symbolic links" in s.reason for s in reported)
+    return [Path(s.source).name for s in reported]
+
+
+def test_follow_symlinks_adds_what_links_lead_to_and_still_ends_loops(tmp_path: Path) -> None:
+    root = _links(tmp_path)
+    assert rels(root, follow_symlinks=True) == ["docs/a.md", "docs/same.md", "link.md", "outside/b.md"]
+    assert _loop_reports(skipped(root, follow_symlinks=True)) == ["ping.md", "pong.md"]
+
+
+def test_a_named_symlink_is_what_the_user_asked_for(tmp_path: Path) -> None:
+    touch(tmp_path, "real/a.md")
+    (tmp_path / "named").symlink_to(tmp_path / "real", target_is_directory=True)
+    assert rels(tmp_path / "named") == ["a.md"]
+
+
+def test_undecodable_names_are_reported_not_added(tmp_path: Path) -> None:
+    touch(tmp_path, "good.md")
+    os.makedirs(os.fsencode(tmp_path) + b"/bad\xffdir")
+    touch(tmp_path, os.fsdecode(b"bad\xffdir/inside.md"))
+    touch(tmp_path, os.fsdecode(b"caf\xe9.md"))
+    assert rels(tmp_path) == ["good.md"]
+    reported = {(Path(s.source).name, s.reason, s.failed) for s in skipped(tmp_path)}
+    assert reported == {
+        ("bad\\xffdir", "the folder name is not valid UTF-8; rename it to add it", True),
+        ("caf\\xe9.md", "the file name is not valid UTF-8; rename it to add it", True),
+    }
+
+
+def deep_tree(root: Path, depth: int = 24) -> None:
+    """Folders nested beyond the system's path length limit, with a file at the bottom."""
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d" * 200, dir_fd=fd)
+            below = os.open("d" * 200, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = below
+        out = os.open("deep.md", os.O_WRONLY | os.O_CREAT, dir_fd=fd)
+        os.write(out, b"Foxes den in the deepest folder.\n")
+        os.close(out)
+    finally:
+        os.close(fd)
+
+
+def test_a_tree_deeper_than_the_path_limit_is_reported_not_fatal(tmp_path: Path) -> None:
+    touch(tmp_path, "a.md")
+    deep_tree(tmp_path / "deep")
+    touch(tmp_path, "z.md")
+    assert rels(tmp_path) == ["a.md", "z.md"]
+    [reported] = skipped(tmp_path)
+    assert reported.failed and "File name too long" in reported.reason
+    assert "characters)" in reported.source and len(reported.source) < 250  # both ends, not 4,000 characters
 
 
 def test_ignore_files_above_the_root_apply_inside_a_repository(

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import replace
 from pathlib import Path, PurePath, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
+from haiku_cli.config.settings import IngestSettings
+from haiku_cli.ingest.convert.limits import over_limit
 from haiku_cli.ingest.convert.markdown import convert_markdown
 from haiku_cli.ingest.convert.text import convert_plain, decode_text, normalize_newlines
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument
@@ -46,22 +49,39 @@ def suffix_kind(path: PurePath | str) -> str | None:
     return "text" if suffix == "" else _SUFFIX_KINDS.get(suffix)
 
 
-def convert_file(path: Path) -> ConvertedDocument:
-    """Convert a local file chosen by its suffix; raise ConversionError naming the file and the problem."""
+def convert_file(path: Path, limits: IngestSettings | None = None) -> ConvertedDocument:
+    """Convert a local file chosen by its suffix; raise ConversionError naming the file and the problem.
+
+    A file larger than `limits.max_file_mb` is refused before it is read.
+    """
+    limits = limits or IngestSettings()
     label = str(path)
     kind = suffix_kind(path)
-    if not path.exists():
-        raise ConversionError(f"{label}: no such file")
-    if path.is_dir():
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise ConversionError(f"{label}: no such file") from None
+    except OSError as exc:  # a path too long, a permission error on a folder above, a symlink loop
+        raise ConversionError(f"{label}: cannot read ({exc.strerror or exc})") from exc
+    if stat.S_ISDIR(info.st_mode):
         raise ConversionError(f"{label}: is a directory")
     if kind is None:
         raise ConversionError(f"{label}: unsupported file type {path.suffix}")
+    if not stat.S_ISREG(info.st_mode):
+        # Opening a FIFO or a device would wait for a writer, or read forever.
+        raise ConversionError(f"{label}: not a regular file")
+    limit = int(limits.max_file_mb * 2**20)
+    if info.st_size > limit:
+        raise ConversionError(over_limit(label, info.st_size, "max_file_mb", limits.max_file_mb))
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:
+            data = f.read(limit + 1)  # the file may have grown since it was measured
     except OSError as exc:
         raise ConversionError(f"{label}: cannot read ({exc.strerror or exc})") from exc
+    if len(data) > limit:
+        raise ConversionError(over_limit(label, len(data), "max_file_mb", limits.max_file_mb))
     uri = Path(os.path.abspath(path)).as_uri()
-    return _convert(data, kind, label=label, uri=uri, fallback_title=path.stem or path.name)
+    return _convert(data, kind, label=label, uri=uri, fallback_title=path.stem or path.name, limits=limits)
 
 
 def convert_text(text: str, *, title: str | None = None, uri: str = "") -> ConvertedDocument:
@@ -73,18 +93,29 @@ def convert_text(text: str, *, title: str | None = None, uri: str = "") -> Conve
     return ConvertedDocument(uri=uri, title=guess, segments=doc.segments)
 
 
-def convert_bytes(data: bytes, *, uri: str, content_type: str | None) -> ConvertedDocument:
+def convert_bytes(
+    data: bytes, *, uri: str, content_type: str | None, limits: IngestSettings | None = None
+) -> ConvertedDocument:
     """Convert downloaded or read bytes, by content type, else the URI's suffix, else by sniffing."""
     mime, charset = _parse_content_type(content_type)
     label = _label(uri)
     kind = _kind_for(data, mime, uri)
     if kind is None:
         raise ConversionError(f"{label}: unsupported content type {mime}")
-    return _convert(data, kind, label=label, uri=uri, fallback_title=_uri_title(uri), charset=charset)
+    return _convert(
+        data, kind, label=label, uri=uri, fallback_title=_uri_title(uri), charset=charset, limits=limits
+    )
 
 
 def _convert(
-    data: bytes, kind: str, *, label: str, uri: str, fallback_title: str | None, charset: str | None = None
+    data: bytes,
+    kind: str,
+    *,
+    label: str,
+    uri: str,
+    fallback_title: str | None,
+    charset: str | None = None,
+    limits: IngestSettings | None = None,
 ) -> ConvertedDocument:
     if not data.strip():
         raise ConversionError(f"{label} is empty")
@@ -95,7 +126,9 @@ def _convert(
     elif kind == "docx":
         from haiku_cli.ingest.convert.docx import convert_docx
 
-        doc = convert_docx(data, label=label, uri=uri, fallback_title=fallback_title)
+        doc = convert_docx(
+            data, label=label, uri=uri, fallback_title=fallback_title, limits=limits or IngestSettings()
+        )
     elif kind == "html":
         from haiku_cli.ingest.convert.html import convert_html
 

@@ -4,18 +4,28 @@ from __future__ import annotations
 
 import io
 import re
+import zipfile
 from typing import Any
 
+from haiku_cli.config.settings import IngestSettings
+from haiku_cli.ingest.convert.limits import over_limit
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
 
 _HEADING = re.compile(r"heading\s*(\d)", re.IGNORECASE)
 
 
-def convert_docx(data: bytes, *, label: str, uri: str, fallback_title: str | None) -> ConvertedDocument:
-    """Convert a .docx body, in document order, to one markdown segment titled by its core properties."""
+def convert_docx(
+    data: bytes, *, label: str, uri: str, fallback_title: str | None, limits: IngestSettings
+) -> ConvertedDocument:
+    """Convert a .docx body, in document order, to one markdown segment titled by its core properties.
+
+    A package that would decompress beyond the `[ingest]` limits (a decompression bomb) is refused
+    before anything is decompressed.
+    """
     import docx
     from docx.opc.exceptions import PackageNotFoundError
 
+    _check_unpacked_size(data, label, limits)
     try:
         document = docx.Document(io.BytesIO(data))
     except (PackageNotFoundError, KeyError, ValueError, OSError) as exc:
@@ -38,6 +48,23 @@ def convert_docx(data: bytes, *, label: str, uri: str, fallback_title: str | Non
     title = core_title or first_title or fallback_title
     body = "\n\n".join(b for b in blocks if b.strip())
     return ConvertedDocument(uri=uri, title=title, segments=[Segment(body)])
+
+
+def _check_unpacked_size(data: bytes, label: str, limits: IngestSettings) -> None:
+    """Refuse a package whose members' declared sizes exceed the limits; zipfile never inflates past them."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as package:
+            members = package.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise ConversionError(f"{label}: corrupt DOCX") from exc
+    total = sum(m.file_size for m in members)
+    xml = sum(m.file_size for m in members if m.filename.lower().endswith((".xml", ".rels")))
+    if xml > limits.max_docx_xml_mb * 2**20:
+        what = "XML that decompresses to "
+        raise ConversionError(over_limit(label, xml, "max_docx_xml_mb", limits.max_docx_xml_mb, what))
+    if total > limits.max_file_mb * 2**20:
+        what = "decompresses to "
+        raise ConversionError(over_limit(label, total, "max_file_mb", limits.max_file_mb, what))
 
 
 def _paragraph(paragraph: Any) -> tuple[str, bool]:

@@ -5,20 +5,25 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert.dispatch import convert_bytes
+from haiku_cli.ingest.convert.limits import over_limit
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument
 
 if TYPE_CHECKING:
     import httpx
 
-MAX_DOWNLOAD_BYTES = 64 * 1024 * 1024
 _USER_AGENT = "haiku-cli/0.1 (+local RAG ingest)"
 
 
-def fetch_url(url: str, *, timeout: float = 30) -> ConvertedDocument:
-    """Download `url` (redirects followed) and convert it; network or HTTP failures raise ConversionError."""
+def fetch_url(url: str, *, timeout: float = 30, limits: IngestSettings | None = None) -> ConvertedDocument:
+    """Download `url` (redirects followed) and convert it; network or HTTP failures raise ConversionError.
+
+    A download is stopped, and refused, once it passes `limits.max_file_mb`.
+    """
     import httpx
 
+    limits = limits or IngestSettings()
     if not url.lower().startswith(("http://", "https://")):
         raise ConversionError(f"{url}: not an http(s) URL")
     headers = {"User-Agent": _USER_AGENT, "Accept": "text/html, text/markdown, text/plain, */*;q=0.5"}
@@ -30,7 +35,7 @@ def fetch_url(url: str, *, timeout: float = 30) -> ConvertedDocument:
             if response.status_code >= 400:
                 phrase = f" {response.reason_phrase}" if response.reason_phrase else ""
                 raise ConversionError(f"{url}: HTTP {response.status_code}{phrase}")
-            data = _read_limited(response, url)
+            data = _read_limited(response, url, limits)
             final_url = str(response.url)
             content_type = response.headers.get("content-type")
     except httpx.TimeoutException as exc:
@@ -44,17 +49,17 @@ def fetch_url(url: str, *, timeout: float = 30) -> ConvertedDocument:
     except httpx.HTTPError as exc:
         raise ConversionError(f"{url}: download failed ({_reason(exc)})") from exc
     # Keep the requested URL as the identity (re-adding it matches), but read suffixes from the final one.
-    doc = convert_bytes(data, uri=final_url, content_type=content_type)
+    doc = convert_bytes(data, uri=final_url, content_type=content_type, limits=limits)
     return dataclasses.replace(doc, uri=url)
 
 
-def _read_limited(response: httpx.Response, url: str) -> bytes:
+def _read_limited(response: httpx.Response, url: str, limits: IngestSettings) -> bytes:
     chunks: list[bytes] = []
     size = 0
     for chunk in response.iter_bytes():
         size += len(chunk)
-        if size > MAX_DOWNLOAD_BYTES:
-            raise ConversionError(f"{url}: larger than {MAX_DOWNLOAD_BYTES // (1024 * 1024)} MB")
+        if size > limits.max_file_mb * 2**20:
+            raise ConversionError(over_limit(url, size, "max_file_mb", limits.max_file_mb, "more than "))
         chunks.append(chunk)
     return b"".join(chunks)
 
