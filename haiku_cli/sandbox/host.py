@@ -12,6 +12,7 @@ from typing import Any
 from haiku_cli.databases import operations
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
+from haiku_cli.sandbox.bounds import check_result_size
 from haiku_cli.sandbox.catalog import DocumentCatalog
 from haiku_cli.sandbox.mount import ROOT
 from haiku_cli.search.hits import SearchHit
@@ -56,9 +57,12 @@ class HostFunctions:
         hits = await operations.search(
             self._ws, self._selection, query, search_type="auto", limit=limit, document_filter=self._filter
         )
+        found = [hit_dict(hit) for hit in hits]
+        # Checked here too, before the hits count as seen: a refused result was never read by the program.
+        check_result_size("search", found, self._ws.settings.sandbox.memory_mb)
         if self._on_hits is not None:
             self._on_hits(hits)
-        return [hit_dict(hit) for hit in hits]
+        return found
 
     async def list_documents(self) -> list[dict[str, Any]]:
         """Every document of the selection (without content), labelled with its database, oldest first."""

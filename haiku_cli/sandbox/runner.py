@@ -31,6 +31,7 @@ from pydantic_monty import (
 
 from haiku_cli.config.settings import SandboxSettings
 from haiku_cli.errors import DatabaseError, HaikuError, InputError
+from haiku_cli.sandbox.bounds import check_result_size
 from haiku_cli.sandbox.capture import Capture, clip, clip_head
 
 # Host calls, file reads included, count against this budget; it is per checkout and cannot be
@@ -39,7 +40,8 @@ MAX_SUSPENSIONS = 10_000_000
 # The pool kills a worker that overruns its own time limit by this much (its last-resort backstop).
 BACKSTOP_SECONDS = 10.0
 _ENV_CALLS = frozenset({"os.getenv", "os.environ"})
-_LIMIT_MESSAGES = ("time limit exceeded", "memory limit exceeded")
+# monty's words for a program stopped by a limit; the last is a worker killed for its memory use.
+_LIMIT_MESSAGES = ("time limit exceeded", "memory limit exceeded", "exceeded its memory limit")
 
 
 class Execution(BaseModel):
@@ -172,7 +174,7 @@ class Sandbox:
             elif snap.is_os_function and snap.function_name in self._file_calls and self._files is not None:
                 files = self._files
                 call = files.handle(snap.function_name, snap.args, snap.kwargs)
-                snap = await snap.resume(await _settle(call, deadline, self._settings.timeout_seconds))
+                snap = await snap.resume(await self._settle(str(snap.function_name), call, deadline))
             elif snap.is_os_function and _refused(str(snap.function_name)):
                 # No environment and no host files: monty's own refusal is the answer.
                 snap = await snap.resume_not_handled()
@@ -190,7 +192,17 @@ class Sandbox:
             call = fn(*snap.args, **snap.kwargs)
         except Exception as exc:  # a bad argument list: TypeError, raised where the program called
             return {"exception": _for_sandbox(exc)}
-        return await _settle(call, deadline, self._settings.timeout_seconds)
+        return await self._settle(str(snap.function_name), call, deadline)
+
+    async def _settle(self, name: str, call: Any, deadline: float) -> dict[str, Any]:
+        settled = await _settle(call, deadline, self._settings.timeout_seconds)
+        if "return_value" in settled:
+            # Handing the program more than its memory can hold would kill the worker and all its variables.
+            try:
+                check_result_size(name, settled["return_value"], self._settings.memory_mb)
+            except MemoryError as exc:
+                return {"exception": exc}
+        return settled
 
     async def _ensure_session(self) -> AsyncMontySession:
         if self._session is None:

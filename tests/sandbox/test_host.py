@@ -6,8 +6,12 @@ import json
 
 import pytest
 
+from haiku_cli.config.settings import SandboxSettings, Settings
+from haiku_cli.databases.selection import Selection
+from haiku_cli.databases.workspace import Workspace
 from haiku_cli.sandbox.corpus import open_corpus_sandbox
 from haiku_cli.search.hits import SearchHit
+from haiku_cli.store.location import Location
 
 pytestmark = pytest.mark.anyio
 
@@ -75,3 +79,24 @@ async def test_an_invalid_filter_is_a_clear_error_inside_the_sandbox(open_box) -
         listed = await box.execute("import os\nos.listdir('/documents')")
     assert "ValueError: invalid filter" in run.stderr
     assert "OSError: invalid filter" in listed.stderr
+
+
+@pytest.fixture
+def fat_db(make_db) -> Location:
+    """A database whose owl document carries a megabyte of metadata, returned with every hit on it."""
+    fat = {"text": "Owls hunt at night.", "title": "Owls", "metadata": {"notes": "n" * 2**20}}
+    location, _ = make_db("fat", [fat, "Wrens sing at dawn."])
+    return location
+
+
+async def test_search_results_too_big_for_the_sandbox_memory_are_refused(fat_db: Location, embedder) -> None:
+    location = fat_db
+    seen: list[SearchHit] = []
+    ws = Workspace(Settings(sandbox=SandboxSettings(memory_mb=2)), embedder=embedder)
+    async with open_corpus_sandbox(ws, Selection((location,)), on_hits=seen.extend) as box:
+        refused = await box.execute("hits = search('owls at night', limit=2)")
+        small = await box.execute("print(search('wrens', limit=1)[0]['title'])")
+    assert "MemoryError: search() would return more than 0.5 MB" in refused.stderr
+    assert "the sandbox's 2 MB of memory; ask for less at a time" in refused.stderr
+    assert small.ok and small.stdout == "Wrens sing at dawn.\n"
+    assert [h.document_title for h in seen] == ["Wrens sing at dawn."]  # the refused hits were never seen

@@ -32,7 +32,12 @@ def twice(x: int) -> int:
     return 2 * x
 
 
-FUNCTIONS = {"slow": slow, "fails": fails, "twice": twice}
+async def pages(n: int) -> list[dict[str, str]]:
+    """`n` MB of text in 1 MB pieces, as a search or a file read over huge documents might return."""
+    return [{"content": "x" * 2**20} for _ in range(n)]
+
+
+FUNCTIONS = {"slow": slow, "fails": fails, "twice": twice, "pages": pages}
 
 
 def settings(**kw) -> SandboxSettings:
@@ -146,3 +151,22 @@ async def test_sleeping_costs_no_wall_time() -> None:
         run = await box.execute("import time\nfor _ in range(100):\n    time.sleep(10)\nprint('awake')")
     assert run.ok and run.stdout == "awake\n"
     assert anyio.current_time() - started < 1
+
+
+async def test_a_host_result_too_big_for_the_sandbox_is_refused_and_the_session_kept() -> None:
+    async with open_sandbox(settings(memory_mb=16), FUNCTIONS) as box:
+        await box.execute("kept = 7")
+        small = await box.execute("print(len(pages(2)))")
+        huge = await box.execute("r = pages(64)")
+        caught = await box.execute(
+            "try:\n    pages(64)\nexcept MemoryError:\n    print('asked for too much')"
+        )
+        after = await box.execute("print(kept)")
+    assert small.ok and small.stdout == "2\n"
+    assert not huge.ok
+    assert (
+        "MemoryError: pages() would return more than 4 MB, over its share of the sandbox's 16 MB of memory"
+        in huge.stderr
+    )
+    assert caught.stdout == "asked for too much\n"
+    assert after.ok and after.stdout == "7\n"  # the worker and its variables survived
