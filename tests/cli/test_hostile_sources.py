@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from haiku_cli.errors import ExitCode
 from tests.ingest.bombs import docx_bomb
@@ -83,3 +87,28 @@ def test_symlinks_out_of_the_folder_need_follow_symlinks(cli, tmp_path: Path) ->
     assert followed.exit_code == 0
     assert _outcomes(followed.stdout)["secret.md"]["status"] == "added"
     assert _titles(cli, db) == ["Mine", "Secret"]
+
+
+def _peak_rss_mb(args: list[str]) -> tuple[int, float, str]:
+    """Run a process to its end: exit code, peak resident memory in MB (from the kernel), stderr."""
+    with subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
+        stderr = proc.stderr.read().decode() if proc.stderr else ""
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage.ru_maxrss / 1024, stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss is in KB on Linux")
+def test_a_200_mb_text_file_is_refused_without_reading_it(tmp_path: Path) -> None:
+    big = tmp_path / "big.log"
+    line = b"2026-12-01 04:00:00 INFO request served in 12 ms to a client far away\n"
+    with big.open("wb") as f:
+        for _ in range(200):
+            f.write(line * (2**20 // len(line) + 1))
+    db = str(tmp_path / "h.lancedb")
+    code, rss, stderr = _peak_rss_mb([sys.executable, "-m", "haiku_cli", "add-src", str(big), "--db", db])
+    assert code == ExitCode.INPUT
+    assert "big.log: 200 MB, over the limit of 64 MB; skipped (raise [ingest] max_file_mb" in stderr
+    # The process itself (embedder and LanceDB loaded) is about 200 MB; the file would add well over 400.
+    assert rss < 350, rss
