@@ -33,13 +33,14 @@ def convert_docx(
     except Exception as exc:  # zipfile and lxml raise a variety of errors on damaged packages
         raise ConversionError(f"{label}: corrupt DOCX ({type(exc).__name__})") from exc
 
+    styles = _StyleNames(document)
     blocks: list[str] = []
     first_title: str | None = None
     for item in document.iter_inner_content():
         if hasattr(item, "rows"):
             blocks.append(_table(item))
             continue
-        text, is_title = _paragraph(item)
+        text, is_title = _paragraph(item, styles)
         if text:
             blocks.append(text)
             if is_title and first_title is None:
@@ -67,12 +68,34 @@ def _check_unpacked_size(data: bytes, label: str, limits: IngestSettings) -> Non
         raise ConversionError(over_limit(label, total, "max_file_mb", limits.max_file_mb, what))
 
 
-def _paragraph(paragraph: Any) -> tuple[str, bool]:
+class _StyleNames:
+    """Paragraph style names by style id, looked up once per document.
+
+    python-docx's `paragraph.style` searches the styles part on every call (milliseconds each), which
+    made a document of many thousand paragraphs take minutes and a decompression bomb hours.
+    """
+
+    def __init__(self, document: Any) -> None:
+        from docx.enum.style import WD_STYLE_TYPE
+
+        self._names = {s.style_id: s.name or "" for s in document.styles if s.type == WD_STYLE_TYPE.PARAGRAPH}
+        default = document.styles.default(WD_STYLE_TYPE.PARAGRAPH)
+        self._default = (default.name or "") if default is not None else ""
+
+    def of(self, paragraph: Any) -> str:
+        """The name of a paragraph's style ("" when it has none)."""
+        style_id = paragraph._p.style  # the raw w:pStyle id; python-docx has no public cheap accessor
+        if style_id is None:
+            return self._default
+        return self._names.get(style_id, self._default)
+
+
+def _paragraph(paragraph: Any, styles: _StyleNames) -> tuple[str, bool]:
     """The markdown for one paragraph, and whether it is a title or top-level heading."""
     text = " ".join(paragraph.text.split())
     if not text:
         return "", False
-    style = (paragraph.style.name if paragraph.style is not None else "") or ""
+    style = styles.of(paragraph)
     if style.lower() == "title":
         return f"# {text}", True
     m = _HEADING.match(style)
