@@ -74,3 +74,17 @@ def test_relative_links_resolve_against_url() -> None:
         b'<p><a href="/docs">docs</a></p>', uri="https://x.test/a/b", content_type="text/html"
     )
     assert "https://x.test/docs" in doc.text
+
+
+def test_converted_text_over_the_limit_is_refused_with_the_setting(tmp_path: Path) -> None:
+    from haiku_cli.config.settings import IngestSettings
+
+    path = tmp_path / "long.html"
+    path.write_text("<html><body>" + "<p>Swifts never land.</p>" * 2000 + "</body></html>")
+    assert convert_file(path, IngestSettings(max_text_mb=1)).text.count("Swifts") == 2000
+    with pytest.raises(ConversionError) as refused:
+        convert_file(path, IngestSettings(max_text_mb=0.01))
+    assert str(refused.value) == (
+        f"{path}: text of 39 KB, over the limit of 0.01 MB; skipped "
+        "(raise [ingest] max_text_mb in the config file to add it)"
+    )

@@ -70,16 +70,17 @@ def convert_file(path: Path, limits: IngestSettings | None = None) -> ConvertedD
     if not stat.S_ISREG(info.st_mode):
         # Opening a FIFO or a device would wait for a writer, or read forever.
         raise ConversionError(f"{label}: not a regular file")
-    limit = int(limits.max_file_mb * 2**20)
+    key, limit_mb = _byte_limit(kind, limits)
+    limit = int(limit_mb * 2**20)
     if info.st_size > limit:
-        raise ConversionError(over_limit(label, info.st_size, "max_file_mb", limits.max_file_mb))
+        raise ConversionError(over_limit(label, info.st_size, key, limit_mb))
     try:
         with path.open("rb") as f:
             data = f.read(limit + 1)  # the file may have grown since it was measured
     except OSError as exc:
         raise ConversionError(f"{label}: cannot read ({exc.strerror or exc})") from exc
     if len(data) > limit:
-        raise ConversionError(over_limit(label, len(data), "max_file_mb", limits.max_file_mb))
+        raise ConversionError(over_limit(label, len(data), key, limit_mb))
     uri = Path(os.path.abspath(path)).as_uri()
     return _convert(data, kind, label=label, uri=uri, fallback_title=path.stem or path.name, limits=limits)
 
@@ -143,7 +144,19 @@ def _convert(
         doc = replace(doc, notes=tuple(notes))
     if not doc.text.strip():
         raise ConversionError(f"{label} is empty")
+    limits = limits or IngestSettings()
+    if len(doc.text) > limits.max_text_mb * 2**20:
+        size = len(doc.text)
+        raise ConversionError(over_limit(label, size, "max_text_mb", limits.max_text_mb, "text of "))
     return doc
+
+
+def _byte_limit(kind: str, limits: IngestSettings) -> tuple[str, float]:
+    """The setting and size in MB that bound reading a file of this kind."""
+    # Text files hold about as many characters as bytes, so the text limit applies before reading.
+    if kind in ("text", "markdown") and limits.max_text_mb < limits.max_file_mb:
+        return "max_text_mb", limits.max_text_mb
+    return "max_file_mb", limits.max_file_mb
 
 
 def _kind_for(data: bytes, mime: str, uri: str) -> str | None:
