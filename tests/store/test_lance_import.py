@@ -14,12 +14,21 @@ import pytest
 from haiku_cli.store.lance_import import SWITCH, import_deferring
 
 REST_CLIENT_API = "lance_namespace_urllib3_client.api"
+NAMESPACE_MODELS = "lance_namespace_urllib3_client.models."
+
+
+def _models(loaded: set[str]) -> int:
+    return sum(name.startswith(NAMESPACE_MODELS) for name in loaded)
+
 
 # Runs the real CLI in a fresh interpreter and records which modules it had loaded when it exited.
 _RUN_CLI = """
 import atexit, json, sys
 out, args = sys.argv[1], sys.argv[2:]
-atexit.register(lambda: open(out, "w").write(json.dumps(sorted(sys.modules))))
+atexit.register(lambda: open(out, "w").write(json.dumps(sorted(
+    name + (" (not run)" if type(module).__name__ == "_DeferredModule" else "")
+    for name, module in sys.modules.items()
+))))
 sys.argv = ["haiku", *args]
 from haiku_cli.cli.app import main
 main()
@@ -50,6 +59,13 @@ def test_local_full_text_search_loads_no_embedder_agent_or_rest_client(cli, tmp_
     assert [h["content"] for h in json.loads(out)["hits"]] == ["Kestrels hover over fields hunting voles."]
     assert "lancedb" in loaded
     assert not {"onnxruntime", "tokenizers", "pydantic_ai", REST_CLIENT_API} & loaded
+    assert _models(loaded) < 20  # of about 150: only what opening a local database uses
+    # LanceDB Cloud, namespace and catalog connections: imported by name, never run.
+    assert {
+        "lancedb.remote.db (not run)",
+        "lancedb.namespace (not run)",
+        "lancedb.catalog (not run)",
+    } <= loaded
     out, loaded = _haiku_in_fresh_process(tmp_path, "list", "--json", "--db", db)
     assert len(json.loads(out)["documents"]) == 1
     assert not {"onnxruntime", "pydantic_ai", REST_CLIENT_API} & loaded
@@ -66,6 +82,7 @@ def test_with_the_deferral_switched_off_search_still_works(cli, tmp_path: Path) 
     )
     assert [h["content"] for h in json.loads(out)["hits"]] == ["Kestrels hover over fields hunting voles."]
     assert REST_CLIENT_API in loaded  # the ordinary, complete import happened
+    assert _models(loaded) > 100 and {"lancedb.remote.db", "lancedb.namespace"} <= loaded
 
 
 def test_object_storage_database_works_with_the_deferral(
@@ -156,3 +173,66 @@ with ThreadPoolExecutor(8) as pool:
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "True", done.stderr
+
+
+# A stand-in for the namespace models package: its `__init__` re-exports classes from its submodules.
+_LAZY = {
+    "__init__.py": "from {lazy}.alpha import Alpha\nfrom .beta import Beta\nRAN_INIT = True\n",
+    "alpha.py": "class Alpha:\n    def __init__(self, x: int = 1) -> None:\n        self.x = x\n",
+    "beta.py": "class Beta:\n    pass\n",
+    "cloud.py": "RAN = True\n\n\nclass Remote:\n    pass\n",
+}
+_USERS = {
+    "builds_later": "from {lazy} import Alpha\n\n\ndef make():\n    return Alpha(x=2)\n",
+    "subclasses": "from {lazy} import Alpha\n\n\nclass Sub(Alpha):\n    pass\n",
+    "needs_a_real_class": "from {lazy} import Alpha\nassert isinstance(Alpha, type)\n",
+    "annotates": (
+        "from typing import Optional\nfrom {lazy}.cloud import Remote\n\n\n"
+        "def connect(remote: Optional[Remote] = None) -> Remote:\n    return remote or Remote()\n"
+    ),
+}
+
+
+@pytest.fixture
+def lazy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Write the stand-in models package and its users; yields the package's name."""
+    lazy = f"models_{tmp_path.name.replace('-', '_')}"
+    root = tmp_path / "site"
+    (root / lazy).mkdir(parents=True)
+    for name, text in _LAZY.items():
+        (root / lazy / name).write_text(text.format(lazy=lazy))
+    for user, text in _USERS.items():
+        (root / f"{user}_{lazy}.py").write_text(text.format(lazy=lazy))
+    monkeypatch.syspath_prepend(str(root))
+    before = set(sys.modules)
+    yield lazy
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+
+
+def test_a_re_exported_class_is_imported_only_when_first_used(lazy: str) -> None:
+    user = import_deferring(f"builds_later_{lazy}", [], [lazy])
+    assert f"{lazy}.alpha" not in sys.modules and "RAN_INIT" not in vars(sys.modules[lazy])
+    made = user.make()
+    assert made.x == 2 and isinstance(made, user.Alpha)
+    assert type(made) is sys.modules[f"{lazy}.alpha"].Alpha
+    assert f"{lazy}.beta" not in sys.modules  # nothing asked for Beta
+
+
+def test_a_stand_in_can_be_subclassed(lazy: str) -> None:
+    user = import_deferring(f"subclasses_{lazy}", [], [lazy])
+    assert issubclass(user.Sub, sys.modules[f"{lazy}.alpha"].Alpha) and user.Sub().x == 1
+
+
+def test_a_user_that_needs_the_real_class_at_import_gets_it(lazy: str) -> None:
+    user = import_deferring(f"needs_a_real_class_{lazy}", [], [lazy])
+    assert user.Alpha is sys.modules[f"{lazy}.alpha"].Alpha
+    assert vars(sys.modules[lazy])["RAN_INIT"] is True and sys.modules[lazy].Beta.__name__ == "Beta"
+
+
+def test_a_module_used_only_in_signatures_is_not_run(lazy: str) -> None:
+    user = import_deferring(f"annotates_{lazy}", [], [f"{lazy}.cloud"])
+    cloud = sys.modules[f"{lazy}.cloud"]
+    assert "RAN" not in vars(cloud)  # `Optional[Remote]` in a signature is not a use
+    remote = user.connect()
+    assert vars(cloud)["RAN"] is True and isinstance(remote, cloud.Remote) and isinstance(remote, user.Remote)
