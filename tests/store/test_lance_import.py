@@ -115,21 +115,31 @@ _RELEASES = {
 }
 
 
-@pytest.fixture
-def packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Write the stand-in packages (names unique to the test); yields the client package's name."""
-    client = f"client_{tmp_path.name.replace('-', '_')}"
+def _site(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: str, package: dict[str, str], users: dict[str, str]
+) -> Iterator[str]:
+    """Write a package named `key_<test>` and its user modules on sys.path; yields the package's name.
+
+    `{key}` in the texts stands for that name; every module imported meanwhile is unloaded afterwards.
+    """
+    name = f"{key}_{tmp_path.name.replace('-', '_')}"
     root = tmp_path / "site"
-    (root / client).mkdir(parents=True)
-    for name, text in _CLIENT.items():
-        (root / client / name).write_text(text.format(client=client))
-    for release, text in _RELEASES.items():
-        (root / f"{release}_{client}.py").write_text(text.format(client=client))
+    (root / name).mkdir(parents=True)
+    for file, text in package.items():
+        (root / name / file).write_text(text.format(**{key: name}))
+    for user, text in users.items():
+        (root / f"{user}_{name}.py").write_text(text.format(**{key: name}))
     monkeypatch.syspath_prepend(str(root))
     before = set(sys.modules)
-    yield client
-    for name in set(sys.modules) - before:
-        del sys.modules[name]
+    yield name
+    for module in set(sys.modules) - before:
+        del sys.modules[module]
+
+
+@pytest.fixture
+def packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The stand-in client package and releases; yields the client package's name."""
+    yield from _site(tmp_path, monkeypatch, "client", _CLIENT, _RELEASES)
 
 
 def test_a_release_that_needs_only_the_models_leaves_the_package_init_unrun(packages: str) -> None:
@@ -195,19 +205,8 @@ _USERS = {
 
 @pytest.fixture
 def lazy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Write the stand-in models package and its users; yields the package's name."""
-    lazy = f"models_{tmp_path.name.replace('-', '_')}"
-    root = tmp_path / "site"
-    (root / lazy).mkdir(parents=True)
-    for name, text in _LAZY.items():
-        (root / lazy / name).write_text(text.format(lazy=lazy))
-    for user, text in _USERS.items():
-        (root / f"{user}_{lazy}.py").write_text(text.format(lazy=lazy))
-    monkeypatch.syspath_prepend(str(root))
-    before = set(sys.modules)
-    yield lazy
-    for name in set(sys.modules) - before:
-        del sys.modules[name]
+    """The stand-in models package and its users; yields the package's name."""
+    yield from _site(tmp_path, monkeypatch, "lazy", _LAZY, _USERS)
 
 
 def test_a_re_exported_class_is_imported_only_when_first_used(lazy: str) -> None:
