@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 from pydantic_ai import Agent, capture_run_messages
-from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
 
 from haiku_cli.capabilities import (
     AnalysisCapability,
@@ -77,7 +77,8 @@ def test_three_questions_leave_receipts_and_exactly_one_capsule(kb: Workspace) -
     [capsule] = capsules(first_of_q3)
     assert capsule == searches[1]  # the newest earlier evidence return carries it
     # Grouped by question, newest first; each chunk once, with its id and database.
-    assert capsule.index("'What does basil need?'") < capsule.index("'What is the capital of France?'")
+    groups = capsule[capsule.index(CAPSULE_HEADING) :]  # the receipt ahead of it names a question too
+    assert groups.index("'What does basil need?'") < groups.index("'What is the capital of France?'")
     assert "database: notes; Gardening" in capsule and "database: notes; France" in capsule
     cited = {c.citation.chunk_id for c in chat.deps.get("retrieval", EvidenceState).earlier}
     assert {i for i in cited if f"[{i}]" in capsule} == cited
@@ -150,7 +151,11 @@ def test_without_compaction_the_request_carries_the_transcript_untouched(kb: Wor
     steps = [*grounded("capital of France", "Paris [1]."), *grounded("basil sun", "Sun [1].")]
     chat = Conversation(kb, *steps, compaction=False)
     chat.ask("Capital?")
-    stored = returns(chat.history)
+    carried = len(chat.history)
     chat.ask("Basil?")
-    assert returns(chat.script.seen[3]) == stored
-    assert re.search(r"Results for 'capital of France'", returns(chat.script.seen[3])[0])
+    # The second question's first request is the stored transcript plus its prompt, byte for byte.
+    sent = chat.script.seen[3]
+    assert ModelMessagesTypeAdapter.dump_json(sent) == ModelMessagesTypeAdapter.dump_json(
+        chat.history[: carried + 1]
+    )
+    assert re.search(r"Results for 'capital of France'", returns(sent)[0])

@@ -183,9 +183,9 @@ def test_redirect_is_recognised_by_its_tag_in_this_run_only() -> None:
     )
     prose = ModelRequest(parts=[RetryFeedbackPart("please cite your sources", retry=_retry())], run_id="r1")
     user = ModelRequest(parts=[UserPromptPart(f"{REDIRECT_TAG} typed by a user")], run_id="r1")
-    assert redirect_sent([tagged], "r1")
-    assert not redirect_sent([prose, user], "r1")
-    assert not redirect_sent([tagged], "r2")
+    assert redirect_sent([tagged], {"r1"})
+    assert not redirect_sent([prose, user], {"r1"})
+    assert not redirect_sent([tagged], {"r2"})
 
 
 def _retry() -> RetryInfo:
@@ -322,6 +322,25 @@ def test_a_redirect_sent_before_an_interruption_is_not_sent_again_on_resumption(
     result = agent.run_sync(deps=deps, message_history=interrupted)
     assert result.output == "Paris, again." and tagged(result.all_messages()) == 1
     assert policy_state(deps).outcome == "violation"
+
+
+def test_a_question_resumed_before_its_redirect_is_redirected_once_in_the_resuming_run(kb: Workspace) -> None:
+    deps = HaikuDeps()
+    first = Script(search("capital of France"), server_dies)
+    agent = Agent(first.model, deps_type=HaikuDeps, capabilities=[RetrievalCapability(kb), CitationPolicy()])
+    with capture_run_messages() as interrupted, pytest.raises(RuntimeError):
+        agent.run_sync("Capital?", deps=deps)
+    # The resuming run sends the redirect; its own redirect counts, so the second uncited answer ends it.
+    second = Script(text("Paris."), text("Paris, again."), text("Paris, once more."))
+    agent = Agent(
+        second.model,
+        deps_type=HaikuDeps,
+        capabilities=[RetrievalCapability(kb), CitationPolicy()],
+        retries={"output": 3},  # room for a second redirect, were one sent
+    )
+    result = agent.run_sync(deps=deps, message_history=interrupted)
+    assert result.output == "Paris, again." and tagged(result.all_messages()) == 1
+    assert policy_state(deps).outcome == "violation" and retrieval_state(deps).violation
 
 
 def test_a_streamed_run_gets_the_redirect_before_it_answers(kb: Workspace) -> None:
