@@ -7,6 +7,7 @@ import json
 import pytest
 from pydantic_ai import Agent, capture_run_messages
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
+from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
 
 from haiku_cli.capabilities import (
     AnalysisCapability,
@@ -127,3 +128,42 @@ def test_a_history_ending_in_an_unanswered_search_without_state_is_refused(kb: W
     with pytest.raises(CarriedStateError, match="a question still in progress"):
         agent(kb, script).run_sync(deps=HaikuDeps(), message_history=owed)
     assert script.seen == []
+
+
+def test_a_run_paused_for_approval_keeps_its_question_in_progress(kb: Workspace) -> None:
+    script = Script(
+        call(("search", {"query": "capital of France"}), ("send_email", {"to": "boss"})),
+        cite_first(),
+        text("Paris [1]; mail sent."),
+    )
+    agent = Agent(
+        script.model,
+        deps_type=HaikuDeps,
+        output_type=[str, DeferredToolRequests],
+        capabilities=[RetrievalCapability(kb), CitationPolicy()],
+    )
+
+    @agent.tool_plain(requires_approval=True)
+    def send_email(to: str) -> str:
+        return f"sent to {to}"
+
+    deps = HaikuDeps()
+    paused = agent.run_sync("Capital of France? Then mail it.", deps=deps)
+    assert isinstance(paused.output, DeferredToolRequests)
+    state = retrieval_state(deps)
+    assert state.in_progress is not None and state.evidence
+    assert deps.get("citation_policy", PolicyState).outcome is None  # a pause is not an ending
+
+    [approval] = paused.output.approvals
+    deps = carried(deps)
+    resumed = agent.run_sync(
+        deps=deps,
+        message_history=paused.all_messages(),
+        deferred_tool_results=DeferredToolResults(approvals={approval.tool_call_id: True}),
+    )
+    assert resumed.output == "Paris [1]; mail sent."
+    state = retrieval_state(deps)
+    assert state.answer == 1 and state.asked == {1: "Capital of France? Then mail it."}  # the same question
+    assert state.grounded and state.in_progress is None
+    policy = deps.get("citation_policy", PolicyState)
+    assert policy.outcome == "grounded" and policy.history == []
