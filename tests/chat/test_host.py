@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,7 @@ def test_cancelled_answer_leaves_the_session_as_it_was_and_the_next_works(kb: Wo
     ask(host, "Capital of France?")
     path = SessionStore().path("talk")
     before, session_before = path.read_bytes(), host.session
+    state_before = json.dumps(host.session.state, sort_keys=True)
 
     async def cancel_mid_answer() -> None:
         async with anyio.create_task_group() as tg:
@@ -113,8 +115,14 @@ def test_cancelled_answer_leaves_the_session_as_it_was_and_the_next_works(kb: Wo
     anyio.run(cancel_mid_answer)
     assert len(script.seen) == 5  # the slow answer was really under way
     assert path.read_bytes() == before and host.session is session_before
+    assert json.dumps(host.session.state, sort_keys=True) == state_before  # the run worked on a copy
     follow_up = ask(host, "What makes ATP?")
     assert follow_up.grounded and follow_up.citations[0].document_title == "Cells"
+    # The follow-up is the second question, not a resumption of the cancelled one.
+    assert SessionStore().load("talk").state["retrieval"]["asked"] == {
+        "1": "Capital of France?",
+        "2": "What makes ATP?",
+    }
     # The cancelled question is not part of the conversation the model sees.
     assert prompts(script.seen[-3]) == ["Capital of France?", "What makes ATP?"]
     assert [t.question for t in SessionStore().load("talk").turns] == [

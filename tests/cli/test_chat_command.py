@@ -17,16 +17,22 @@ MODEL = ("--model", "openai-chat:test")
 
 def test_questions_from_stdin_are_answered_in_turn(kb, cli, openai_env) -> None:
     stub = openai_env(conversation)
-    lines = "What is the capital of France?\n\nAnd how much sun does basil need?\n/sources\n"
+    lines = (
+        "What is the capital of France?\n\nAnd how much sun does basil need?\n/help\n/citations\n/sources\n"
+    )
     result = cli("chat", *MODEL, "--session", "piped", input=lines)
     assert result.exit_code == 0, result.stderr
     out = result.stdout
     assert "The capital of France is **Paris** [1]." in out  # plain: Markdown as written
     assert "Basil needs at least six hours of sun [1]." in out
     assert out.index("Paris") < out.index("Basil needs")
-    heads = [line for line in out.splitlines() if line.startswith("[1] ")]
+    heads = [line for line in out.splitlines() if line.startswith("[1] ")][:2]  # as answered
     assert len(heads) == 2 and "France" in heads[0] and "[notes]" in heads[0] and "Gardening" in heads[1]
     assert "notes" in out.splitlines()[-2] and "papers" in out.splitlines()[-1]  # /sources
+    assert "/citations  everything cited so far, by question" in out  # /help
+    cited = out[out.index("Q1: ") :]  # /citations: each question with its numbered, labelled citations
+    assert cited.startswith("Q1: What is the capital of France?\n[1] France  [notes]")
+    assert cited.index("Q2: And how much sun does basil need?\n[1] Gardening  [notes]") > 0
     assert "\x1b[" not in out and result.stderr == ""
     # The second question was asked with the first one's conversation.
     last = stub.requests[-1]
