@@ -9,7 +9,7 @@ from contextlib import contextmanager, suppress
 from haiku_cli.errors import HaikuError
 from haiku_cli.store.handle import PENDING_WRITE, Database, storage_failure
 from haiku_cli.store.journal import restore, table_versions
-from haiku_cli.store.writer import checkpoint, exclusive
+from haiku_cli.store.writer import checkpoint, ensure_held, exclusive
 
 
 @contextmanager
@@ -22,6 +22,7 @@ def atomic_write(db: Database) -> Iterator[None]:
         yield
         return
     with exclusive(db):
+        ensure_held(db)  # a lapsed writer must not even write a journal: its versions are stale
         before = table_versions(db)
         # The journal is committed before any data: if the process dies after this, the next writer
         # restores these versions, and readers in the meantime read them.
@@ -31,8 +32,12 @@ def atomic_write(db: Database) -> Iterator[None]:
         db.in_write = True
         try:
             yield
+            ensure_held(db)
         except BaseException:
-            _undo(db, before)
+            # A writer whose lease lapsed must not touch the database: whoever took it over owns the
+            # journal now and undoes this write itself.
+            if db.writer_lock is None or db.writer_lock.valid():
+                _undo(db, before)
             raise
         finally:
             db.in_write = False

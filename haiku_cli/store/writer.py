@@ -77,6 +77,10 @@ class WaitPolicy:
 class _Lock:
     """A held writer lock; `release` gives it up."""
 
+    def valid(self) -> bool:
+        """Whether this writer still holds the lock (a lapsed lease may have been taken over)."""
+        return True
+
     def release(self) -> None:
         raise NotImplementedError
 
@@ -137,10 +141,14 @@ class _Lease(_Lock):
             except Exception:
                 continue  # a transient store error: the next beat tries again before the lease expires
 
+    def valid(self) -> bool:
+        # Past its time-to-live without a renewal, another writer may already have taken it over.
+        return not self.lost and time.time() - self.owner.heartbeat < LEASE_TTL_SECONDS
+
     def release(self) -> None:
         self._stop.set()
         self._thread.join()
-        if not self.lost:
+        if self.valid():
             # If the store cannot be reached to give the lease back, it lapses after its time-to-live;
             # the command's own error (if any) is the one worth reporting.
             with suppress(Exception):
@@ -249,6 +257,17 @@ def exclusive(db: Database, policy: WaitPolicy | None = None) -> Iterator[None]:
     finally:
         db.writer_lock = None
         lock.release()
+
+
+def ensure_held(db: Database) -> None:
+    """Refuse to write on when this writer's object-store lease lapsed: another may own the database now."""
+    lock = db.writer_lock
+    if lock is not None and not lock.valid():
+        raise DatabaseError(
+            f"database '{db.name}' stopped being this writer's: its lease lapsed "
+            f"(no renewal for {LEASE_TTL_SECONDS:.0f} s) and another writer may have taken over; "
+            "this write was not committed, run it again"
+        )
 
 
 def _catch_up(db: Database) -> None:

@@ -13,7 +13,7 @@ from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import in_list, sql_string
 from haiku_cli.store.records import DocumentWrite, NewChunk
 from haiku_cli.store.transaction import atomic_write, storage_errors
-from haiku_cli.store.writer import checkpoint, exclusive
+from haiku_cli.store.writer import checkpoint, ensure_held, exclusive
 
 if TYPE_CHECKING:
     from lancedb.table import Table
@@ -63,6 +63,7 @@ def write_documents(db: Database, writes: Sequence[DocumentWrite]) -> None:
     chunk_rows = make_chunk_rows(db.chunks, new_chunks)
     with exclusive(db):
         with atomic_write(db), storage_errors(db, "cannot be written"):
+            ensure_held(db)
             if replaced:
                 db.chunks.delete(in_list("document_id", replaced))
                 db.documents.delete(in_list("id", replaced))
@@ -77,6 +78,7 @@ def delete_document(db: Database, document_id: str) -> None:
     """Delete a document and its chunks together."""
     with exclusive(db):
         with atomic_write(db), storage_errors(db, "cannot be written"):
+            ensure_held(db)
             db.chunks.delete(f"document_id = {sql_string(document_id)}")
             db.documents.delete(f"id = {sql_string(document_id)}")
         after_write(db)

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from haiku_cli.errors import DatabaseError
-from haiku_cli.store import EmbedderSpec, Location, open_database, reads
+from haiku_cli.store import EmbedderSpec, Location, open_database, reads, writer
+from haiku_cli.store.transaction import atomic_write
 from haiku_cli.store.writer import LEASE_KEY, LEASE_TTL_SECONDS, Owner, WaitPolicy, exclusive
 from haiku_cli.store.writes import write_documents
 from tests.store.test_writes import _write
@@ -26,7 +27,7 @@ SPEC = EmbedderSpec("test:e", 4)
 # A writer process: adds the documents named on its command line as one write, in one batch each.
 _WRITER = textwrap.dedent(
     """
-    import sys
+    import json, os, sys
     from haiku_cli.store import Location, open_database
     from haiku_cli.store.transaction import atomic_write
     from haiku_cli.store.writer import WaitPolicy
@@ -34,7 +35,8 @@ _WRITER = textwrap.dedent(
     from tests.store.test_writes import _write
 
     path, fail, *texts = sys.argv[1:]
-    db = open_database(Location("t", path), writable=True)
+    options = json.loads(os.environ.get("TEST_STORAGE_OPTIONS", "{}"))
+    db = open_database(Location("t", path, storage_options=options), writable=True)
     db.write_policy = WaitPolicy(60, notify=lambda m: print(m, file=sys.stderr, flush=True))
     with atomic_write(db):
         for text in texts:
@@ -58,8 +60,11 @@ _VACUUM = textwrap.dedent(
 )
 
 
-def _spawn(script: str, args: list[str], pause: str | None, stderr: Path) -> subprocess.Popen:
+def _spawn(
+    script: str, args: list[str], pause: str | None, stderr: Path, options: dict[str, str] | None = None
+) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    env["TEST_STORAGE_OPTIONS"] = json.dumps(options or {})
     env.pop("HAIKU_TEST_PAUSE", None)
     if pause:
         env["HAIKU_TEST_PAUSE"] = pause
@@ -83,13 +88,18 @@ def db_path(tmp_path: Path) -> Path:
     return path
 
 
-def _paused_writer(tmp_path: Path, db_path: Path, *texts: str, fail: bool = False) -> subprocess.Popen:
+def _paused_writer(
+    tmp_path: Path,
+    db_path: Path | str,
+    *texts: str,
+    fail: bool = False,
+    options: dict[str, str] | None = None,
+) -> subprocess.Popen:
     """A writer stopped after it committed its first batch (its journal and data are on disk)."""
     gate = tmp_path / "gate"
     gate.mkdir(exist_ok=True)
-    proc = _spawn(
-        _WRITER, [str(db_path), "fail" if fail else "ok", *texts], f"data-written:{gate}", tmp_path / "a.err"
-    )
+    args = [str(db_path), "fail" if fail else "ok", *texts]
+    proc = _spawn(_WRITER, args, f"data-written:{gate}", tmp_path / "a.err", options)
     _wait_for(lambda: any(gate.glob("data-written.*.reached")), "the first writer to pause")
     return proc
 
@@ -182,3 +192,61 @@ def test_an_abandoned_object_store_lease_is_taken_over(s3_server: str, tmp_path:
     db.write_policy = WaitPolicy(0)
     write_documents(db, [_write("after")])
     assert reads.count_documents(db) == 1
+
+
+def test_a_failing_writer_never_undoes_data_another_committed_after_it_opened(
+    tmp_path: Path, db_path: Path
+) -> None:
+    stale = open_database(Location("t", str(db_path)), writable=True)  # opened before B's write
+    b = _spawn(_WRITER, [str(db_path), "ok", "from b"], None, tmp_path / "b.err")
+    assert b.wait(60) == 0, (tmp_path / "b.err").read_text()
+    with pytest.raises(RuntimeError, match="on purpose"), atomic_write(stale):
+        write_documents(stale, [_write("from a")])
+        raise RuntimeError("failing on purpose after writing")
+    assert _texts(db_path) == ["first", "from b"]
+    assert _chunk_counts(db_path) == {2}
+
+
+def _s3(s3_server: str, tmp_path: Path, stem: str) -> tuple[Location, dict[str, str]]:
+    options = {"endpoint": s3_server, "allow_http": "true", "region": "us-east-1"}
+    return Location("t", f"s3://lab/{stem}-{tmp_path.name}.lancedb", storage_options=options), options
+
+
+@pytest.mark.slow
+def test_object_store_second_writer_process_waits_for_the_first(s3_server: str, tmp_path: Path) -> None:
+    loc, options = _s3(s3_server, tmp_path, "procs")
+    write_documents(open_database(loc, create_with=SPEC, writable=True), [_write("first")])
+    a = _paused_writer(tmp_path, loc.uri, "from a", options=options)
+    b = _spawn(_WRITER, [loc.uri, "ok", "from b"], None, tmp_path / "b.err", options)
+    _wait_for(lambda: f"being written by pid {a.pid}" in (tmp_path / "b.err").read_text(), "B's note")
+    assert b.poll() is None
+    assert sorted(d.title for d in reads.list_documents(open_database(loc), limit=None)) == ["first"]
+    _release(tmp_path)
+    assert a.wait(120) == 0 and b.wait(120) == 0, (tmp_path / "b.err").read_text()
+    assert sorted(d.title for d in reads.list_documents(open_database(loc), limit=None)) == [
+        "first",
+        "from a",
+        "from b",
+    ]
+
+
+@pytest.mark.slow
+def test_a_writer_whose_lease_lapsed_neither_writes_nor_undoes_the_next_owner(
+    s3_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loc, _ = _s3(s3_server, tmp_path, "lapsed")
+    frozen = open_database(loc, create_with=SPEC, writable=True)
+    other = open_database(loc, writable=True)
+    other.write_policy = WaitPolicy(0)
+    monkeypatch.setattr(writer, "LEASE_TTL_SECONDS", 5.0)
+    lapsed = "'t' stopped being this writer's: its lease lapsed"
+    with pytest.raises(DatabaseError, match=lapsed), exclusive(frozen):
+        lease = frozen.writer_lock
+        lease._stop.set()  # the writer freezes: its heartbeat stops
+        lease._thread.join()
+        time.sleep(5.2)
+        write_documents(other, [_write("from other")])  # takes the lapsed lease over
+        write_documents(frozen, [_write("from frozen")])
+    after = open_database(loc, writable=True)
+    assert [d.title for d in reads.list_documents(after, limit=None)] == ["from other"]
+    assert "pending_write" not in after.meta
