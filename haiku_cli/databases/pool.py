@@ -9,7 +9,7 @@ from typing import TypeVar
 from haiku_cli.databases.concurrency import in_threads, with_deadline
 from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import DatabaseError
-from haiku_cli.store.database import Database, EmbedderSpec, load_driver, open_database
+from haiku_cli.store.database import Database, EmbedderSpec, load_driver, open_database, refresh_reader
 from haiku_cli.store.location import Location
 from haiku_cli.store.writer import WaitPolicy
 
@@ -57,8 +57,25 @@ class DatabasePool:
             except DatabaseError as exc:
                 return exc  # collected, so that every unopenable database is named at once
 
-        opened = await in_threads([partial(open_or_error, loc) for loc in missing])
-        errors = [str(r) for r in opened if isinstance(r, DatabaseError)]
+        def refresh_or_error(loc: Location) -> DatabaseError | None:
+            try:
+                self.bounded(loc, partial(refresh_reader, self._open[_key(loc, False)]))
+            except DatabaseError as exc:
+                return exc
+            return None
+
+        # Reused reader handles catch up with writes made since they opened (see refresh_reader).
+        cached = [] if writable else [loc for loc in selection.locations if loc not in missing]
+        calls = [partial(open_or_error, loc) for loc in missing] + [
+            partial(refresh_or_error, loc) for loc in cached
+        ]
+        results = await in_threads(calls)
+        opened, refreshed = results[: len(missing)], results[len(missing) :]
+        errors = [str(r) for r in refreshed if isinstance(r, DatabaseError)]
+        for loc, result in zip(cached, refreshed, strict=True):
+            if isinstance(result, DatabaseError):
+                self._open.pop(_key(loc, writable), None)
+        errors += [str(r) for r in opened if isinstance(r, DatabaseError)]
         for loc, result in zip(missing, opened, strict=True):
             if isinstance(result, Database):
                 result.write_policy = self.write_policy

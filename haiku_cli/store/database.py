@@ -11,6 +11,7 @@ from haiku_cli.store.handle import (
     CHUNKS_TABLE,
     PENDING_WRITE,
     Database,
+    catch_up,
     EmbedderSpec,
     failure_reason,
     parse_json_object,
@@ -89,6 +90,19 @@ def open_database(
 
         read_snapshot(db)
     return db
+
+
+def refresh_reader(db: Database) -> None:
+    """Bring a reader's long-lived handle up to date, as a fresh open would.
+
+    A handle stays on the versions it opened at, which a later write's version cleanup or a `vacuum`
+    may delete; a host that answers many queries (MCP, chat) must also see documents added since.
+    """
+    catch_up(db)
+    if PENDING_WRITE in db.meta:
+        from haiku_cli.store.journal import read_snapshot
+
+        read_snapshot(db)
 
 
 def _create_exclusively(location: Location, spec: EmbedderSpec) -> Database:

@@ -129,3 +129,17 @@ def storage_failure(name: str, what: str, exc: BaseException) -> DatabaseError:
 def parse_json_object(text: str | None) -> dict[str, Any]:
     """Decode a stored JSON object column, tolerating NULL."""
     return json.loads(text) if text else {}
+
+
+def catch_up(db: Database) -> None:
+    """Move an open handle to the latest committed state (another process may have written since)."""
+    try:
+        db.meta_table.checkout_latest()
+        db.meta = read_meta(db.meta_table)
+        db.documents.checkout_latest()
+        if db.chunks.name != db.chunks_table_name:
+            db.chunks = db.conn.open_table(db.chunks_table_name)  # a rebuild switched tables
+        else:
+            db.chunks.checkout_latest()
+    except Exception as exc:
+        raise storage_failure(db.name, "cannot be read", exc) from exc

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from haiku_cli.errors import DatabaseError
-from haiku_cli.store.handle import PENDING_WRITE, Database, read_meta, storage_failure
+from haiku_cli.store.handle import PENDING_WRITE, Database, catch_up, storage_failure
 
 LOCK_FILE = "haiku-writer.lock"
 LEASE_KEY = "writer_lease"
@@ -248,7 +248,7 @@ def exclusive(db: Database, policy: WaitPolicy | None = None) -> Iterator[None]:
     lock = acquire(db, db.name, policy or db.write_policy or WaitPolicy())
     db.writer_lock = lock
     try:
-        _catch_up(db)
+        catch_up(db)
         if PENDING_WRITE in db.meta:
             from haiku_cli.store.journal import recover
 
@@ -268,20 +268,6 @@ def ensure_held(db: Database) -> None:
             f"(no renewal for {LEASE_TTL_SECONDS:.0f} s) and another writer may have taken over; "
             "this write was not committed, run it again"
         )
-
-
-def _catch_up(db: Database) -> None:
-    """Move an open handle to the latest committed state (another writer may have committed since)."""
-    try:
-        db.meta_table.checkout_latest()
-        db.meta = read_meta(db.meta_table)
-        db.documents.checkout_latest()
-        if db.chunks.name != db.chunks_table_name:
-            db.chunks = db.conn.open_table(db.chunks_table_name)  # a rebuild switched tables
-        else:
-            db.chunks.checkout_latest()
-    except Exception as exc:
-        raise storage_failure(db.name, "cannot be read", exc) from exc
 
 
 def checkpoint(point: str) -> None:

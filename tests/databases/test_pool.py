@@ -1,0 +1,38 @@
+"""The pool reuses open databases across the queries of a long-lived process (MCP, chat): a reused
+reader handle follows later writes, even when a vacuum deleted the versions it first read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from haiku_cli.databases.pool import DatabasePool
+from haiku_cli.databases.selection import Selection
+from haiku_cli.store import EmbedderSpec, Location, open_database, reads
+from haiku_cli.store.maintenance import vacuum
+from haiku_cli.store.writes import write_documents
+from tests.store.test_writes import _write
+
+pytestmark = pytest.mark.anyio
+
+
+def _titles(db) -> list[str]:
+    return sorted(d.title for d in reads.list_documents(db, limit=None))
+
+
+async def test_a_reused_reader_sees_later_writes_after_a_vacuum(tmp_path: Path) -> None:
+    loc = Location("t", str(tmp_path / "t.lancedb"))
+    write_documents(
+        open_database(loc, create_with=EmbedderSpec("test:e", 4), writable=True), [_write("first")]
+    )
+    pool = DatabasePool()
+    (reader,) = await pool.clients_covering(Selection((loc,)))
+    assert _titles(reader) == ["first"]
+    other_process = open_database(loc, writable=True)
+    write_documents(other_process, [_write("second")])
+    vacuum(other_process)  # drops every version but the latest, including the one the reader opened
+    (again,) = await pool.clients_covering(Selection((loc,)))
+    assert again is reader
+    assert _titles(again) == ["first", "second"]
+    assert reads.count_chunks(again) == 4
