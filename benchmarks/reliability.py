@@ -60,8 +60,8 @@ def _text(seed: str, n: int = 60) -> str:
     return f"{seed}. " + " ".join(rng.choice(WORDS) for _ in range(n)) + "."
 
 
-def _write_config(work: Path, url: str, s3: str | None, stem: str = "") -> Path:
-    config = work / "config.toml"
+def _write_config(work: Path, url: str, s3: str | None, stem: str = "", file: str = "config.toml") -> Path:
+    config = work / file
     body = f'[embedder]\nmodel = "{EMBEDDER}"\nbase_url = "{url}"\n\n[databases]\n'
     body += f'notes = "{work / "notes.lancedb"}"\n'
     if s3:
@@ -135,12 +135,25 @@ def _state(config: Path, name: str) -> dict:
 # --------------------------------------------------------------------------------------------- stress
 
 
+async def _warm_up(ws, location, log: Path) -> None:
+    """Import and open everything once, then wait for the start signal: the clock runs only on work."""
+    import haiku_cli.ingest.pipeline  # noqa: F401  (what the first write would import)
+    from haiku_cli import api
+
+    await ws.embed_query("warm up")
+    await api.info(ws, location)
+    log.with_suffix(".ready").touch()
+    while not (log.parent / "go").exists():
+        await asyncio.sleep(0.05)
+
+
 async def _writer_loop(config: Path, name: str, index: int, seconds: float, log: Path) -> None:
     from haiku_cli import api
 
     folder = log.parent / f"src-{index}"
     ws = api.Workspace.load(config)
     location = ws.lookup(name)
+    await _warm_up(ws, location, log)
     mine: list[str] = []
     deadline = time.monotonic() + seconds
     i = 0
@@ -190,6 +203,7 @@ async def _reader_loop(config: Path, name: str, index: int, seconds: float, log:
     ws = api.Workspace.load(config)
     location = ws.lookup(name)
     selection = ws.select_many([name])
+    await _warm_up(ws, location, log)
     deadline = time.monotonic() + seconds
     counts: Counter[str] = Counter()
     errors: Counter[str] = Counter()
@@ -229,6 +243,11 @@ def stress(seconds: float, writers: int, readers: int, s3: bool) -> dict:
                     log = work / f"{role}-{k}.log"
                     args = [__file__, f"_{role}", str(config), name, str(k), str(seconds), str(log)]
                     procs.append((role, log, subprocess.Popen([sys.executable, *args], env=_env(config))))
+            while sum(1 for _ in work.glob("*.ready")) < len(procs):
+                if any(p.poll() is not None for _, _, p in procs):
+                    raise SystemExit("a worker ended before the start")
+                time.sleep(0.1)
+            (work / "go").touch()
             for _, _, proc in procs:
                 proc.wait(timeout=seconds + 600)
             acked: set[str] = set()
@@ -631,11 +650,11 @@ def _failing_mid_write(work: Path, url: str, port: int, mode: str) -> dict:
     from tests.support.stall_proxy import StallingProxy
 
     row = {"fault": f"S3 {mode} mid-write (timeout 3 s)", "command": "add", "expected_exit": 3}
-    direct = _write_config(work, url, f"http://127.0.0.1:{port}", stem=mode)
+    direct = _write_config(work, url, f"http://127.0.0.1:{port}", stem=mode, file=f"{mode}-direct.toml")
     assert _haiku(direct, "add", _text("before"), "-d", "remote").returncode == 0
     gate = Path(tempfile.mkdtemp(prefix="haiku-gate-"))
     with StallingProxy(port) as proxy:
-        config = _write_config(work, url, proxy.endpoint, stem=mode)
+        config = _write_config(work, url, proxy.endpoint, stem=mode, file=f"{mode}-proxy.toml")
         env = _env(config, HAIKU_TEST_PAUSE=f"data-written:{gate}", HAIKU_STORAGE_TIMEOUT="3")
         proc = subprocess.Popen(
             [sys.executable, "-m", "haiku_cli", "add", _text("mid"), "-d", "remote"],
