@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import TYPE_CHECKING
 
 from haiku_cli.errors import DatabaseError
@@ -11,8 +12,8 @@ from haiku_cli.store.handle import (
     CHUNKS_TABLE,
     PENDING_WRITE,
     Database,
-    catch_up,
     EmbedderSpec,
+    catch_up,
     failure_reason,
     parse_json_object,
     read_meta,
@@ -92,17 +93,23 @@ def open_database(
     return db
 
 
+_FRESH_SECONDS = 1.0
+
+
 def refresh_reader(db: Database) -> None:
     """Bring a reader's long-lived handle up to date, as a fresh open would.
 
     A handle stays on the versions it opened at, which a later write's version cleanup or a `vacuum`
     may delete; a host that answers many queries (MCP, chat) must also see documents added since.
     """
+    if time.monotonic() - db.read_at < _FRESH_SECONDS:
+        return  # the queries of one command come close together: one look at the store serves them all
     catch_up(db)
     if PENDING_WRITE in db.meta:
         from haiku_cli.store.journal import read_snapshot
 
         read_snapshot(db)
+    db.read_at = time.monotonic()
 
 
 def _create_exclusively(location: Location, spec: EmbedderSpec) -> Database:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,7 @@ class Database:
         self.in_write = False  # inside atomic_write: nested writes join the outer one
         self.writer_lock: Any = None  # the held writer lock (store.writer), re-entrant
         self.write_policy: Any = None  # how long to wait for another writer (store.writer.WaitPolicy)
+        self.read_at = time.monotonic()  # when this handle last caught up with the stored state
         self.documents = tables[schema.DOCUMENTS]
         self.meta_table = tables[schema.META]
         self.meta = read_meta(self.meta_table)
