@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from haiku_cli.errors import InputError
-from haiku_cli.store.handle import Database, parse_json_object
+from haiku_cli.store.handle import Database, parse_json_object, storage_failure
 from haiku_cli.store.records import ChunkRecord, DocumentRecord
 
 _DOC_COLUMNS = ["id", "uri", "title", "metadata", "content_hash", "created_at", "updated_at"]
@@ -47,9 +47,12 @@ def _query_rows(db: Database, table: Any, where: str | None, columns: list[str],
     try:
         return query.to_arrow().to_pylist()
     except Exception as exc:
-        if where:
-            raise InputError(f"invalid filter {where!r}: {_first_line(exc)}") from exc
-        raise
+        if not where:
+            raise
+        if isinstance(exc, OSError) or "LanceError(IO)" in str(exc):
+            # A file gone from under a reader (a concurrent vacuum) is the store's failure, not the filter's.
+            raise storage_failure(db.name, "cannot be read", exc) from exc
+        raise InputError(f"invalid filter {where!r}: {_first_line(exc)}") from exc
 
 
 def _first_line(exc: BaseException) -> str:
