@@ -86,62 +86,70 @@ async def search_set(
         if query_vector is None:
             assert embed_query is not None
             query_vector = await embed_query(query)
-    k = candidate_depth(limit)
-    per_db = await in_threads(
-        [
+    # Vector search ranks by similarity alone, so each database's own top `limit` holds every final hit.
+    k = limit if search_type == "vector" else candidate_depth(limit)
+    rescoring = search_type != "vector" and len(dbs) > 1
+    lookups: list[Callable[[], Any]] = [
+        partial(
+            pool.bounded,
+            db.location,
             partial(
-                pool.bounded,
-                db.location,
-                partial(
-                    find_candidates,
-                    db,
-                    query=query,
-                    query_vector=query_vector,
-                    search_type=search_type,
-                    k=k,
-                    document_filter=document_filter,
-                ),
-            )
-            for db in dbs
-        ]
-    )
-    if search_type != "vector" and len(dbs) > 1:
-        await _rescore_full_text(dbs, per_db, query, k, filtered=bool(document_filter))
-    pooled = [c for found in per_db for c in found]
+                find_candidates,
+                db,
+                query=query,
+                query_vector=query_vector,
+                search_type=search_type,
+                k=k,
+                document_filter=document_filter,
+                with_search_text=rescoring,
+            ),
+        )
+        for db in dbs
+    ]
+    if rescoring:
+        # What set-wide BM25 needs besides the candidates, read while they are being found.
+        lookups += [partial(bm25.query_terms, dbs[0], query), *(partial(bm25.corpus_size, db) for db in dbs)]
+    found = await in_threads(lookups)
+    per_db: list[list[Candidate]] = found[: len(dbs)]
+    if rescoring:
+        await _rescore_full_text(
+            dbs, per_db, found[len(dbs)], found[len(dbs) + 1 :], k, bool(document_filter)
+        )
+    pooled = [c for cands in per_db for c in cands]
     ranked = fuse(pooled, search_type=search_type, vector_weight=vector_weight)[:limit]
     return await _hydrate(dbs, ranked)
 
 
 async def _rescore_full_text(
-    dbs: list[Database], per_db: list[list[Candidate]], query: str, k: int, filtered: bool
+    dbs: list[Database],
+    per_db: list[list[Candidate]],
+    terms: bm25.QueryTerms,
+    sizes: list[bm25.TermStats],
+    k: int,
+    filtered: bool,
 ) -> None:
     """Put every database's BM25 on the scale of the whole set (see haiku_cli.search.bm25)."""
-    n = len(dbs)
-    # Analyzing the query and the candidates and reading each corpus' totals: one round of threads.
-    first: list[Any] = await in_threads(
+    analyzed: list[bm25.Analyzed] = await in_threads(
         [
-            partial(bm25.query_terms, dbs[0], query),
-            *(partial(bm25.corpus_size, db) for db in dbs),
-            *(partial(bm25.analyzed_candidates, db, found) for db, found in zip(dbs, per_db, strict=True)),
+            partial(bm25.analyzed_candidates, db, found, terms.terms)
+            for db, found in zip(dbs, per_db, strict=True)
         ]
     )
-    terms: bm25.QueryTerms = first[0]
-    sizes: list[bm25.TermStats] = first[1 : n + 1]
-    analyzed: list[list[tuple[Candidate, list[str]]]] = first[n + 1 :]
     combined = sum(sizes, bm25.TermStats())
     lookups = []
-    for db, size, pairs in zip(dbs, sizes, analyzed, strict=True):
+    for db, size, cands in zip(dbs, sizes, analyzed, strict=True):
         # Fewer full-text hits than asked for means every chunk matching a term is among them.
-        exhaustive = not filtered and len(pairs) < k
-        known = bm25.frequencies_from_scores(size, terms.terms, pairs, exhaustive)
+        exhaustive = not filtered and len(cands.candidates) < k
+        known = bm25.frequencies_from_scores(size, terms.terms, cands, exhaustive)
         combined.frequency.update(known)
         lookups += [
             partial(bm25.term_frequency, db, terms, t) for t in dict.fromkeys(terms.terms) if t not in known
         ]
     # What the scores do not settle is looked up, every database at once (one round on a far-away store).
-    combined = sum(await in_threads(lookups), combined)
-    for pairs in analyzed:
-        bm25.rescore(pairs, terms.terms, combined)
+    if lookups:
+        combined = sum(await in_threads(lookups), combined)
+    for cands in analyzed:
+        bm25.rescore(cands, terms.terms, combined)
 
 
 async def _hydrate(dbs: list[Database], ranked: list[tuple[Candidate, float]]) -> list[SearchHit]:

@@ -9,7 +9,6 @@ it would in one. For a single database the sums are its own statistics and nothi
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -39,20 +38,28 @@ class TermStats:
         frequency = self.frequency + other.frequency
         return TermStats(self.chunks + other.chunks, self.tokens + other.tokens, frequency)
 
-    def score(self, query_terms: Sequence[str], text_terms: Sequence[str]) -> float:
-        """BM25 of a text (given as its terms) for the query terms, under these statistics."""
-        if not self.chunks or not text_terms:
-            return 0.0
-        avg = self.tokens / self.chunks
-        tf = Counter(text_terms)
-        norm = K1 * (1 - B + B * len(text_terms) / avg)
-        total = 0.0
-        for term in query_terms:
-            n = self.frequency.get(term, 0)
-            if tf[term]:
-                idf = math.log(1 + (self.chunks - n + 0.5) / (n + 0.5))
-                total += idf * tf[term] * (K1 + 1) / (tf[term] + norm)
-        return total
+    def idf(self, terms: Sequence[str]) -> np.ndarray:
+        """BM25's inverse document frequency of each term under these statistics."""
+        n = np.array([self.frequency.get(t, 0) for t in terms], dtype=np.float64)
+        return np.log(1 + (self.chunks - n + 0.5) / (n + 0.5))
+
+
+@dataclass
+class Analyzed:
+    """One database's full-text candidates as BM25 sees them: each one's length and query-term counts."""
+
+    candidates: list[Candidate]
+    terms: list[str]  # the query's distinct terms, the columns of `counts`
+    lengths: np.ndarray  # terms in each candidate's search text
+    counts: np.ndarray  # (candidates, terms): how often each candidate holds each term
+
+    def weights(self, query: Sequence[str], stats: TermStats) -> np.ndarray:
+        """Each candidate's BM25 weight per term (times the term's repeats in the query), idf aside."""
+        repeats = np.array([query.count(t) for t in self.terms], dtype=np.float64)
+        avg = stats.tokens / stats.chunks if stats.chunks else 1.0
+        norm = K1 * (1 - B + B * self.lengths / avg)
+        tf = self.counts
+        return repeats * tf * (K1 + 1) / (tf + norm[:, None])
 
 
 @dataclass(frozen=True)
@@ -108,14 +115,18 @@ def term_frequency(db: Database, query: QueryTerms, term: str) -> TermStats:
     return TermStats(frequency=Counter({term: _frequency[key]}))
 
 
-def analyzed_candidates(db: Database, candidates: Sequence[Candidate]) -> list[tuple[Candidate, list[str]]]:
-    """One database's full-text candidates with the terms of their search text (one analyzer call)."""
+def analyzed_candidates(db: Database, candidates: Sequence[Candidate], query: Sequence[str]) -> Analyzed:
+    """One database's full-text candidates with their lengths and query-term counts (one analyzer call)."""
     ranked = [c for c in candidates if c.bm25 is not None]
-    return list(zip(ranked, analyze_many(db.chunks, [c.search_text for c in ranked]), strict=True))
+    terms = list(dict.fromkeys(query))
+    texts = analyze_many(db.chunks, [c.search_text for c in ranked])
+    counts = np.array([[text.count(t) for t in terms] for text in texts], dtype=np.float64)
+    lengths = np.array([len(text) for text in texts], dtype=np.float64)
+    return Analyzed(ranked, terms, lengths, counts.reshape(len(ranked), len(terms)))
 
 
 def frequencies_from_scores(
-    size: TermStats, query: Sequence[str], analyzed: Sequence[tuple[Candidate, list[str]]], exhaustive: bool
+    size: TermStats, query: Sequence[str], analyzed: Analyzed, exhaustive: bool
 ) -> dict[str, int]:
     """The chunk frequencies of query terms that one database's own BM25 scores of its candidates imply.
 
@@ -124,20 +135,13 @@ def frequencies_from_scores(
     A term no candidate holds has frequency 0 when `exhaustive` (every match is a candidate), else it is
     left out. Frequencies are returned only if they reproduce every score; the caller looks up the rest.
     """
-    counts = Counter(query)
-    present = [t for t in counts if any(t in terms for _, terms in analyzed)]
-    found = {} if not exhaustive else {t: 0 for t in counts if t not in present}
+    held = analyzed.counts.any(axis=0) if analyzed.candidates else np.zeros(len(analyzed.terms), dtype=bool)
+    present = [t for t, h in zip(analyzed.terms, held, strict=True) if h]
+    found = {} if not exhaustive else {t: 0 for t, h in zip(analyzed.terms, held, strict=True) if not h}
     if not present or not size.chunks:
         return found
-    avg = size.tokens / size.chunks
-    weights = np.zeros((len(analyzed), len(present)))
-    for row, (_, terms) in enumerate(analyzed):
-        tf = Counter(terms)
-        norm = K1 * (1 - B + B * len(terms) / avg)
-        for col, term in enumerate(present):
-            if tf[term]:
-                weights[row, col] = counts[term] * tf[term] * (K1 + 1) / (tf[term] + norm)
-    scores = np.array([c.bm25 for c, _ in analyzed], dtype=np.float64)
+    weights = analyzed.weights(query, size)[:, held]
+    scores = np.array([c.bm25 for c in analyzed.candidates], dtype=np.float64)
     idf, _, rank, _ = np.linalg.lstsq(weights, scores, rcond=None)
     if rank < len(present):
         return found  # fewer independent candidates than terms: many frequencies fit, so look them up
@@ -149,7 +153,10 @@ def frequencies_from_scores(
     return found | {t: int(v) for t, v in zip(present, n, strict=True)}
 
 
-def rescore(analyzed: Sequence[tuple[Candidate, list[str]]], query: Sequence[str], stats: TermStats) -> None:
+def rescore(analyzed: Analyzed, query: Sequence[str], stats: TermStats) -> None:
     """Replace each full-text candidate's BM25 with its score under the combined statistics."""
-    for cand, terms in analyzed:
-        cand.bm25 = stats.score(query, terms)
+    if not analyzed.candidates or not stats.chunks:
+        return
+    scores = analyzed.weights(query, stats) @ stats.idf(analyzed.terms)
+    for cand, score in zip(analyzed.candidates, scores.tolist(), strict=True):
+        cand.bm25 = score

@@ -62,8 +62,10 @@ def _counted(db: Database, query: bm25.QueryTerms) -> dict[str, int]:
 )
 def test_frequencies_read_off_the_scores_equal_counted_ones(db: Database, query: str) -> None:
     terms = bm25.query_terms(db, query)
-    found = find_candidates(db, query=query, query_vector=None, search_type="fts", k=100)
-    pairs = bm25.analyzed_candidates(db, found)
+    found = find_candidates(
+        db, query=query, query_vector=None, search_type="fts", k=100, with_search_text=True
+    )
+    pairs = bm25.analyzed_candidates(db, found, terms.terms)
     derived = bm25.frequencies_from_scores(bm25.corpus_size(db), terms.terms, pairs, exhaustive=True)
     assert derived == _counted(db, terms)  # every term settled, without a lookup
 
@@ -71,8 +73,8 @@ def test_frequencies_read_off_the_scores_equal_counted_ones(db: Database, query:
 def test_too_few_candidates_settle_nothing_wrongly(db: Database) -> None:
     query = "flood basin silt marsh tide"
     terms = bm25.query_terms(db, query)
-    found = find_candidates(db, query=query, query_vector=None, search_type="fts", k=3)
-    pairs = bm25.analyzed_candidates(db, found)
+    found = find_candidates(db, query=query, query_vector=None, search_type="fts", k=3, with_search_text=True)
+    pairs = bm25.analyzed_candidates(db, found, terms.terms)
     derived = bm25.frequencies_from_scores(bm25.corpus_size(db), terms.terms, pairs, exhaustive=False)
     counted = _counted(db, terms)
     assert all(derived[t] == counted[t] for t in derived)  # what is settled is right; the rest is looked up
