@@ -8,8 +8,9 @@ from typing import Literal
 import numpy as np
 
 from haiku_cli.errors import InputError
+from haiku_cli.search.lookups import Lookup, run_lookup
 from haiku_cli.store.database import Database
-from haiku_cli.store.indexes import FTS_INDEX, has_vector_index
+from haiku_cli.store.indexes import FTS_INDEX
 from haiku_cli.store.reads import document_ids, in_list
 
 SearchType = Literal["hybrid", "vector", "fts"]
@@ -89,43 +90,47 @@ def find_candidates(
     With `with_search_text` the full-text candidates carry the text their BM25 score was computed on.
     """
     where = chunk_filter(db, document_filter)
-    rows = db.chunks.count_rows()
-    if where is False or rows == 0:
+    if where is False:
         return []
-    found: dict[str, Candidate] = {}
-    if search_type in ("vector", "hybrid"):
+    wants_vector = search_type in ("vector", "hybrid")
+    wants_text = search_type in ("fts", "hybrid") and bool(query.strip())
+    if wants_vector:
         assert query_vector is not None
-        q = db.chunks.search(query_vector, vector_column_name="vector").distance_type("cosine")
-        if has_vector_index(db):
-            q = q.refine_factor(_REFINE_FACTOR).ef(ann_ef(rows, k))
-        if where:
-            q = q.where(where, prefilter=True)
-        for row in q.select([*_COLUMNS, "_distance"]).limit(k).to_arrow().to_pylist():
-            cand = _candidate(db, row)
-            cand.similarity = 1.0 - float(row["_distance"])
-            found[cand.chunk_id] = cand
-    if search_type in ("fts", "hybrid") and query.strip():
-        columns = [*_COLUMNS, "_score"]
-        if query_vector is not None:
-            columns.append("vector")
-        if with_search_text:
-            columns.append("search_text")
-        try:
-            q = db.chunks.search(query, query_type="fts", fts_columns="search_text")
-            if where:
-                q = q.where(where, prefilter=True)
-            found_rows = q.select(columns).limit(k).to_arrow().to_pylist()
-        except Exception as exc:
-            if not any(i.name == FTS_INDEX for i in db.chunks.list_indices()):
-                return list(found.values())
-            raise InputError(f"full-text search failed for {query!r}: {str(exc).splitlines()[0]}") from exc
-        for row in found_rows:
-            cand = found.get(row["id"]) or _candidate(db, row)
-            cand.bm25 = float(row["_score"])
-            cand.search_text = row.get("search_text") or ""
-            if cand.similarity is None and query_vector is not None:
-                # Score full-text-only hits by exact cosine too, so fusion never treats
-                # "not in the vector top-k" as "dissimilar".
-                cand.similarity = float(np.dot(np.asarray(row["vector"], dtype=np.float32), query_vector))
-            found[cand.chunk_id] = cand
+    text_columns = [*_COLUMNS, "_score"]
+    if query_vector is not None:
+        text_columns.append("vector")
+    if with_search_text:
+        text_columns.append("search_text")
+    found_rows = run_lookup(
+        db,
+        Lookup(
+            k=k,
+            where=where,
+            vector=query_vector if wants_vector else None,
+            vector_columns=[*_COLUMNS, "_distance"],
+            text=query if wants_text else None,
+            text_columns=text_columns,
+            refine_factor=_REFINE_FACTOR,
+            ef=ann_ef,
+        ),
+    )
+    found: dict[str, Candidate] = {}
+    for row in found_rows.vector_rows:
+        cand = _candidate(db, row)
+        cand.similarity = 1.0 - float(row["_distance"])
+        found[cand.chunk_id] = cand
+    if found_rows.text_error is not None:
+        if FTS_INDEX not in found_rows.indexes:
+            return list(found.values())
+        reason = str(found_rows.text_error).splitlines()[0]
+        raise InputError(f"full-text search failed for {query!r}: {reason}") from found_rows.text_error
+    for row in found_rows.text_rows:
+        cand = found.get(row["id"]) or _candidate(db, row)
+        cand.bm25 = float(row["_score"])
+        cand.search_text = row.get("search_text") or ""
+        if cand.similarity is None and query_vector is not None:
+            # Score full-text-only hits by exact cosine too, so fusion never treats
+            # "not in the vector top-k" as "dissimilar".
+            cand.similarity = float(np.dot(np.asarray(row["vector"], dtype=np.float32), query_vector))
+        found[cand.chunk_id] = cand
     return list(found.values())

@@ -1,0 +1,64 @@
+"""A database's lookups give the same candidates through LanceDB's async table and its sync API."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from haiku_cli.search import lookups
+from haiku_cli.search.candidates import find_candidates
+from haiku_cli.store import DocumentRecord, DocumentWrite, EmbedderSpec, Location, NewChunk, open_database
+from haiku_cli.store.database import Database
+from haiku_cli.store.writes import new_id, write_documents
+
+TEXTS = [
+    "Rivers carry sediment to the delta.",
+    "Floods spread silt across the basin.",
+    "Tides shape the estuary channels.",
+    "Levees keep the river in its bank.",
+    "Marshes trap sediment from the tide.",
+]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Database:
+    rng = np.random.default_rng(5)
+    db = open_database(Location("t", str(tmp_path / "t.lancedb")), create_with=EmbedderSpec("t:e", 8))
+    writes = []
+    for i, text in enumerate(TEXTS):
+        now = datetime.now(UTC)
+        doc = DocumentRecord(
+            id=new_id(),
+            uri=None,
+            title=f"d{i}",
+            content=text,
+            content_hash=str(i),
+            created_at=now,
+            updated_at=now,
+        )
+        vector = rng.normal(size=8)
+        chunk = NewChunk(order=0, text=text, vector=(vector / np.linalg.norm(vector)).tolist())
+        writes.append(DocumentWrite(document=doc, chunks=[chunk]))
+    write_documents(db, writes)
+    return db
+
+
+def _found(db: Database, **kwargs) -> list[tuple[str, float | None, float | None, str]]:
+    query_vector = np.full(8, 1 / np.sqrt(8), dtype=np.float32)
+    found = find_candidates(db, query_vector=query_vector, k=3, with_search_text=True, **kwargs)
+    return sorted((c.text, c.similarity, c.bm25, c.search_text) for c in found)
+
+
+@pytest.mark.parametrize("document_filter", [None, "title IN ('d0', 'd4')"])
+def test_sync_fallback_finds_what_the_async_path_finds(db: Database, monkeypatch, document_filter) -> None:
+    kwargs = {"query": "sediment tide", "search_type": "hybrid", "document_filter": document_filter}
+    assert lookups._async_bridge(db) is not None  # this LanceDB has the async table: the fast path ran
+    fast = _found(db, **kwargs)
+    monkeypatch.setattr(lookups, "_async_bridge", lambda db: None)  # as with a LanceDB without it
+    assert _found(db, **kwargs) == fast
+    assert any(bm25 for _, _, bm25, _ in fast) and all(sim is not None for _, sim, _, _ in fast)
+    if document_filter:
+        assert {text for text, *_ in fast} <= {TEXTS[0], TEXTS[4]}
