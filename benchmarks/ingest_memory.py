@@ -80,16 +80,7 @@ def run_add(source: Path, work: Path, config: Path) -> dict:
     args = [sys.executable, "-m", "haiku_cli", "add-src", str(source), "--db", str(db), "--json"]
     code, rss, wall, out = _measured(args, env)
     outcome = (json.loads(out or b"{}").get("outcomes") or [{}])[0]
-    return {
-        "file": source.name,
-        "file_mb": round(source.stat().st_size / 2**20, 2),
-        "peak_rss_mb": round(rss, 1),
-        "wall_s": round(wall, 1),
-        "exit": code,
-        "status": outcome.get("status"),
-        "chunks": outcome.get("chunks"),
-        "error": outcome.get("error"),
-    }
+    return _row(source, code, rss, wall, outcome.get("status"), outcome.get("chunks"), outcome.get("error"))
 
 
 _CONVERT = """
@@ -105,15 +96,29 @@ print(len(doc.text))
 def run_convert_unlimited(source: Path) -> dict:
     """Converting one file alone with the limits out of the way: what a limit saves."""
     code, rss, wall, out = _measured([sys.executable, "-c", _CONVERT, str(source)], dict(os.environ))
+    status = f"converted, {int(out or 0) / 2**20:.1f} MB of text" if code == 0 else "failed"
+    return _row(source, code, rss, wall, status, None, None)
+
+
+def _row(
+    source: Path,
+    code: int,
+    rss: float,
+    wall: float,
+    status: str | None,
+    chunks: int | None,
+    error: str | None,
+) -> dict:
+    """One result row, the same keys for every case."""
     return {
         "file": source.name,
         "file_mb": round(source.stat().st_size / 2**20, 2),
         "peak_rss_mb": round(rss, 1),
         "wall_s": round(wall, 1),
         "exit": code,
-        "status": f"converted, {int(out or 0) / 2**20:.1f} MB of text" if code == 0 else "failed",
-        "chunks": None,
-        "error": None,
+        "status": status,
+        "chunks": chunks,
+        "error": error,
     }
 
 

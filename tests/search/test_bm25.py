@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -10,9 +9,8 @@ import pytest
 
 from haiku_cli.search import bm25
 from haiku_cli.search.candidates import find_candidates
-from haiku_cli.store import DocumentRecord, DocumentWrite, EmbedderSpec, Location, NewChunk, open_database
 from haiku_cli.store.database import Database
-from haiku_cli.store.writes import new_id, write_documents
+from tests.support.single_chunks import single_chunk_database
 
 WORDS = [
     "river",
@@ -34,23 +32,8 @@ WORDS = [
 @pytest.fixture
 def db(tmp_path: Path) -> Database:
     rng = np.random.default_rng(3)
-    db = open_database(Location("t", str(tmp_path / "t.lancedb")), create_with=EmbedderSpec("t:e", 4))
-    writes = []
-    for d in range(60):
-        now = datetime.now(UTC)
-        text = " ".join(rng.choice(WORDS, size=int(rng.integers(4, 14))))
-        doc = DocumentRecord(
-            id=new_id(),
-            uri=None,
-            title=f"d{d}",
-            content=text,
-            content_hash=str(d),
-            created_at=now,
-            updated_at=now,
-        )
-        writes.append(DocumentWrite(document=doc, chunks=[NewChunk(order=0, text=text, vector=[1, 0, 0, 0])]))
-    write_documents(db, writes)
-    return db
+    texts = [" ".join(rng.choice(WORDS, size=int(rng.integers(4, 14)))) for _ in range(60)]
+    return single_chunk_database(tmp_path / "t.lancedb", texts, [[1, 0, 0, 0]] * len(texts))
 
 
 def _counted(db: Database, query: bm25.QueryTerms) -> dict[str, int]:

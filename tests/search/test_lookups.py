@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -10,9 +9,8 @@ import pytest
 
 from haiku_cli.search import lookups
 from haiku_cli.search.candidates import find_candidates
-from haiku_cli.store import DocumentRecord, DocumentWrite, EmbedderSpec, Location, NewChunk, open_database
 from haiku_cli.store.database import Database
-from haiku_cli.store.writes import new_id, write_documents
+from tests.support.single_chunks import single_chunk_database
 
 TEXTS = [
     "Rivers carry sediment to the delta.",
@@ -25,25 +23,9 @@ TEXTS = [
 
 @pytest.fixture
 def db(tmp_path: Path) -> Database:
-    rng = np.random.default_rng(5)
-    db = open_database(Location("t", str(tmp_path / "t.lancedb")), create_with=EmbedderSpec("t:e", 8))
-    writes = []
-    for i, text in enumerate(TEXTS):
-        now = datetime.now(UTC)
-        doc = DocumentRecord(
-            id=new_id(),
-            uri=None,
-            title=f"d{i}",
-            content=text,
-            content_hash=str(i),
-            created_at=now,
-            updated_at=now,
-        )
-        vector = rng.normal(size=8)
-        chunk = NewChunk(order=0, text=text, vector=(vector / np.linalg.norm(vector)).tolist())
-        writes.append(DocumentWrite(document=doc, chunks=[chunk]))
-    write_documents(db, writes)
-    return db
+    vectors = np.random.default_rng(5).normal(size=(len(TEXTS), 8))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return single_chunk_database(tmp_path / "t.lancedb", TEXTS, vectors)
 
 
 def _found(db: Database, **kwargs) -> list[tuple[str, float | None, float | None, str]]:

@@ -1,0 +1,30 @@
+"""A small database of one-chunk documents with chosen texts and vectors, written through the store."""
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from haiku_cli.store import DocumentRecord, DocumentWrite, EmbedderSpec, Location, NewChunk, open_database
+from haiku_cli.store.database import Database
+from haiku_cli.store.writes import new_id, write_documents
+
+
+def single_chunk_database(path: Path, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> Database:
+    """A new database at `path` holding one document per text, titled d0, d1, ..., each one chunk."""
+    db = open_database(Location("t", str(path)), create_with=EmbedderSpec("t:e", len(vectors[0])))
+    writes = []
+    for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
+        now = datetime.now(UTC)
+        doc = DocumentRecord(
+            id=new_id(),
+            uri=None,
+            title=f"d{i}",
+            content=text,
+            content_hash=str(i),
+            created_at=now,
+            updated_at=now,
+        )
+        chunk = NewChunk(order=0, text=text, vector=[float(x) for x in vector])
+        writes.append(DocumentWrite(document=doc, chunks=[chunk]))
+    write_documents(db, writes)
+    return db
