@@ -12,6 +12,7 @@ from collections.abc import AsyncIterable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio.to_thread
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import AgentStreamEvent, PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
@@ -27,7 +28,7 @@ from haiku_cli.capabilities.retrieval import RetrievalCapability
 from haiku_cli.capabilities.scope import selection_of, sources_of
 from haiku_cli.capabilities.state import HaikuDeps, Source
 from haiku_cli.chat.sessions import Session, SessionStore, Turn, check_name, new_name
-from haiku_cli.databases.selection import Selection
+from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError
 
@@ -40,7 +41,7 @@ ANALYSIS = (
 )
 
 
-def evidence_capabilities(
+def chat_evidence(
     ws: Workspace, *, analysis: bool, allowed_paths: tuple[str, ...] = ()
 ) -> list[EvidenceCapability]:
     """Retrieval, and with `analysis` the sandbox too: the model chooses per question."""
@@ -79,7 +80,7 @@ class ChatHost:
         self.label = label
         self.generated_name = False
         # The session's own databases given by path are the ones this host allows.
-        self.evidence = evidence_capabilities(ws, analysis=analysis, allowed_paths=_paths(session.sources))
+        self.evidence = chat_evidence(ws, analysis=analysis, allowed_paths=_paths(session.sources))
         instructions = ask_agent.INSTRUCTIONS + CONVERSATION + (ANALYSIS if analysis else "")
         # `run()` with an event handler can retry, and the stream handler replaces a redirected draft.
         # `compaction=False` exists to measure what compaction saves (benchmarks/chat_requests.py).
@@ -115,7 +116,9 @@ class ChatHost:
             scope = selection if selection is not None else ws.select_many()
             saved = Session.start(name, sources_of(ws, scope), document_filter)
         # Open the databases now: a missing one should fail before the first question, not during it.
-        await ws.pool.clients_covering(selection_of(ws, saved.sources, allowed_paths=_paths(saved.sources)))
+        # A local one nothing was added to yet is left out until it is written (as `search` does).
+        scope = selection_of(ws, saved.sources, allowed_paths=_paths(saved.sources))
+        await ws.pool.clients_covering((await _searchable(scope))[0])
         if session is None:
             saved = store.save(saved)  # claim the generated name, so a chat started alongside picks another
         host = cls(ws, saved, chosen, label=label, analysis=analysis, store=store, compaction=compaction)
@@ -134,8 +137,11 @@ class ChatHost:
         """
         if not question.strip():
             raise InputError("the question is empty")
+        # Each question covers the session's databases that exist now: one written since the session
+        # started joins it, one not written yet is skipped and named.
+        searched, not_created = await _searchable(self.selection)
         deps = HaikuDeps.restore(copy.deepcopy(self.session.state))
-        set_scope(deps, self.evidence, self.session.sources, self.session.document_filter)
+        set_scope(deps, self.evidence, sources_of(self.ws, searched), self.session.document_filter)
         history = self.session.history()
         with model_errors(self.label, self.model.base_url):
             result = await self.agent.run(
@@ -153,7 +159,7 @@ class ChatHost:
             asked_at=datetime.now(UTC),
         )
         self.session = self.store.save(self.session.answered(turn, result.all_messages(), answered.state))
-        return answered
+        return answered.model_copy(update={"databases": searched.names, "not_created": not_created})
 
     def close(self) -> None:
         """Leave the conversation: a session haiku named and nothing was asked in is not kept."""
@@ -193,7 +199,11 @@ async def ask_in_session(
         store=store,
     )
     answered = await host.ask(question)
-    return SessionAnswer(**{**dict(answered), "databases": host.selection.names}, session=host.session.name)
+    return SessionAnswer(**dict(answered), session=host.session.name)
+
+
+async def _searchable(selection: Selection) -> tuple[Selection, list[str]]:
+    return await anyio.to_thread.run_sync(lambda: searchable(selection))
 
 
 def _paths(sources: Sequence[Source]) -> tuple[str, ...]:

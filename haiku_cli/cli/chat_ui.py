@@ -83,6 +83,7 @@ async def _terminal(host: ChatHost) -> None:
     sessions_dir().mkdir(parents=True, exist_ok=True)
     prompt = PromptSession(history=FileHistory(str(sessions_dir() / "history")), key_bindings=keys)
     _banner(host)
+    noted: set[str] = set()
     while True:
         try:
             line = await prompt.prompt_async(PROMPT)
@@ -97,11 +98,12 @@ async def _terminal(host: ChatHost) -> None:
             if _command(host, question):
                 return
             continue
-        await _answer_live(host, question)
+        await _answer_live(host, question, noted)
 
 
 async def _lines(host: ChatHost) -> int:
     code = ExitCode.OK
+    noted: set[str] = set()
     while True:
         line = await anyio.to_thread.run_sync(sys.stdin.readline)
         if not line:
@@ -122,13 +124,20 @@ async def _lines(host: ChatHost) -> int:
         if result is None:
             output.error("cancelled")
             continue
+        _not_created(result, noted)
         output.out.print(result.answer, markup=False, highlight=False, soft_wrap=True)
         render.citations(result.citations, question)
         render.grounding_notice(result)
         output.out.print()
 
 
-async def _answer_live(host: ChatHost, question: str) -> None:
+def _not_created(result: AskResult, noted: set[str]) -> None:
+    # Said once per conversation, not after every answer.
+    render.not_created([name for name in result.not_created if name not in noted])
+    noted.update(result.not_created)
+
+
+async def _answer_live(host: ChatHost, question: str, noted: set[str]) -> None:
     with Live(console=output.out, refresh_per_second=12, vertical_overflow="visible") as live:
 
         def show(text: str) -> None:
@@ -147,6 +156,7 @@ async def _answer_live(host: ChatHost, question: str) -> None:
             return
         # The final answer replaces whatever was streamed (markers numbered, a redirected draft gone).
         live.update(Markdown(result.answer))
+    _not_created(result, noted)
     render.citations(result.citations, question)
     render.grounding_notice(result)
     output.out.print()

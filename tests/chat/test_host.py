@@ -21,6 +21,7 @@ from haiku_cli.errors import InputError, ModelError
 from tests.capabilities.analysis_script import execute, last_output
 from tests.capabilities.script import _CHUNK_ID, call, chunk_ids, returns, search, text
 from tests.chat.streaming import Hang, StreamScript
+from tests.conftest import fill
 
 
 def prompts(messages: list[ModelMessage]) -> list[str]:
@@ -221,6 +222,24 @@ def test_ask_in_session_continues_the_named_session(kb: Workspace) -> None:
     second = anyio.run(lambda: ask_in_session(kb, None, "Basil?", session="notes-q", model=script.model))
     assert first.grounded and second.grounded
     assert prompts(script.seen[-1]) == ["Capital?", "Basil?"]
+
+
+def test_a_database_not_written_yet_is_skipped_until_it_is(
+    kb: Workspace, write_config, workspace, tmp_path: Path
+) -> None:
+    known = "".join(f'{name} = "{loc.uri}"\n' for name, loc in kb.locations.items())
+    write_config(f'[databases]\n{known}later = "{tmp_path}/later.lancedb"\n')
+    ws = workspace()
+    script = StreamScript(*grounded("capital of France", "Paris [1]."), *grounded("Rome", "Rome [1]."))
+    first = anyio.run(lambda: ask_in_session(ws, None, "Capital?", session="s", model=script.model))
+    assert first.grounded and first.citations[0].database == "notes"
+    assert first.databases == ["notes", "papers"] and first.not_created == ["later"]
+    assert not (tmp_path / "later.lancedb").exists()
+    # Written since: the resumed session's next question covers it and can cite it.
+    fill(ws, ws.lookup("later"), [{"text": "Rome is the capital of Italy.", "title": "Italy"}])
+    second = anyio.run(lambda: ask_in_session(ws, None, "And Italy?", session="s", model=script.model))
+    assert second.databases == ["notes", "papers", "later"] and second.not_created == []
+    assert second.citations[0].database == "later"
 
 
 def test_clear_starts_a_new_conversation(kb: Workspace) -> None:

@@ -125,3 +125,19 @@ def test_slow_answer_is_not_streamed_when_piped(kb, cli, openai_env) -> None:
     result = cli("chat", *MODEL, "--session", "p", input="hello\n")
     assert result.stdout.splitlines()[0] == "Plain."
     assert stub.requests[0].get("stream") is not True
+
+
+def test_a_database_not_written_yet_is_named_once_and_the_chat_goes_on(
+    kb, cli, openai_env, write_config, tmp_path
+) -> None:
+    known = "".join(f'{name} = "{loc.uri}"\n' for name, loc in kb.locations.items())
+    write_config(f'[databases]\n{known}later = "{tmp_path}/later.lancedb"\n')
+    openai_env(conversation)
+    lines = "What is the capital of France?\nAnd how much sun does basil need?\n"
+    result = cli("chat", *MODEL, "--session", "s", input=lines)
+    assert result.exit_code == 0, result.stderr
+    assert "Paris" in result.stdout and "Basil needs" in result.stdout
+    assert result.stderr.count("database 'later' is not created yet") == 1
+    asked = cli("ask", "Capital?", *MODEL, "--session", "s", "--json")
+    assert asked.exit_code == 0, asked.stderr
+    assert json.loads(asked.stdout)["not_created"] == ["later"]
