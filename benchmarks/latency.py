@@ -4,10 +4,13 @@
     chunks/s on the very same chunk texts;
 (b) per-query search latency (p50/p95) for fts, vector and hybrid over the judged CISI queries,
     in one process through the library, and through `haiku search --from FILE --json`;
-(c) wall time from process start to exit of `haiku --help`, one `haiku search` (fts, hybrid), `haiku list`
-    and `haiku info`, as ratios to `python -c pass` and `python -c 'import lancedb'`.
+(c) cold start (benchmarks/cold_start.py): wall and CPU time from process start to exit of `haiku --help`,
+    one `haiku search` (fts, hybrid), `haiku list` and `haiku info`, as ratios to `python -c pass` and
+    `python -c 'import lancedb'`; optionally beside a source tree of an earlier haiku (`--before`) and
+    haiku.rag's equivalent commands on a database of the same documents (`--haiku-rag`).
 
     python benchmarks/latency.py [--data ../shared/data/cisi] [--work DIR] [--docs 500] [--json]
+    python benchmarks/latency.py --parts cold [--haiku VENV/bin/haiku] [--before TREE] [--haiku-rag BIN]
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import time
 from pathlib import Path
 
 import anyio
+import cold_start
 from common import DEFAULT_DATA, load_beir, write_corpus_files
 
 from haiku_cli.databases import operations
@@ -35,7 +39,6 @@ from haiku_cli.store.database import open_database
 from haiku_cli.store.location import Location
 
 TYPES = ("fts", "vector", "hybrid")
-COLD_QUERY = "the use of computers in libraries"
 COLD_DOCS = 50  # cold start is measured on one small local database
 
 
@@ -177,43 +180,6 @@ def cli_batch_latency(config: Path, qfile: Path, n_queries: int, repeats: int) -
     return out
 
 
-BASELINES = {
-    "python -c pass": [sys.executable, "-c", "pass"],
-    "python -c 'import lancedb'": [sys.executable, "-c", "import lancedb"],
-}
-# The REST-namespace client deferral switched off: the import every command paid before it.
-PLAIN_IMPORT = {"HAIKU_LANCE_IMPORT": "plain"}
-COLD_CASES: dict[str, tuple[list[str], dict[str, str]]] = {
-    "haiku --help": (["--help"], {}),
-    "haiku search --type fts QUERY": (["search", "--type", "fts", COLD_QUERY], {}),
-    "haiku search QUERY (hybrid)": (["search", COLD_QUERY], {}),
-    "haiku list": (["list", "--limit", "10"], {}),
-    "haiku info": (["info"], {}),
-    "haiku search --type fts QUERY, deferral off": (["search", "--type", "fts", COLD_QUERY], PLAIN_IMPORT),
-}
-
-
-def cold_start(config: Path, repeats: int) -> dict:
-    """Median wall of fresh processes (commands and baselines alternate), with ratios to the baselines."""
-    samples: dict[str, list[float]] = {k: [] for k in [*BASELINES, *COLD_CASES]}
-    for _ in range(repeats):
-        for key, argv in BASELINES.items():
-            samples[key].append(run_process(argv))
-        for key, (args, env) in COLD_CASES.items():
-            samples[key].append(run_timed(args, config, env))
-    medians = {k: statistics.median(s) for k, s in samples.items()}
-    bare, lance = medians["python -c pass"], medians["python -c 'import lancedb'"]
-    return {
-        k: {
-            "median_s": round(medians[k], 3),
-            "x_python": round(medians[k] / bare, 2),
-            "x_import_lancedb": round(medians[k] / lance, 2),
-            "samples_s": [round(x, 3) for x in s],
-        }
-        for k, s in samples.items()
-    }
-
-
 PARTS = ("ingest", "search", "cold")
 
 
@@ -229,6 +195,15 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=3, help="passes over the queries (library)")
     parser.add_argument("--cli-repeats", type=int, default=3, help="runs of each `search --from`")
     parser.add_argument("--cold-repeats", type=int, default=5)
+    parser.add_argument(
+        "--haiku", type=Path, default=None, help="cold start: the `haiku` to time (e.g. another venv's)"
+    )
+    parser.add_argument(
+        "--before", type=Path, default=None, help="cold start: also time this source tree (PYTHONPATH)"
+    )
+    parser.add_argument(
+        "--haiku-rag", type=Path, default=None, help="cold start: also time this haiku.rag executable"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     parts = {p.strip() for p in args.parts.split(",") if p.strip()}
@@ -267,7 +242,15 @@ def measure(args: argparse.Namespace, parts: set[str], work: Path) -> dict:
     if "cold" in parts:
         small = {i: corpus[i] for i in sorted(corpus, key=int)[:COLD_DOCS]}
         small_config, _ = build_search_db(work, small, "small")
-        result["cold_start"] = cold_start(small_config, args.cold_repeats)
+        result["cold_start"] = cold_start.cold_start(
+            small_config,
+            args.cold_repeats,
+            haiku=args.haiku,
+            before=args.before,
+            haiku_rag=args.haiku_rag,
+            docs=work / "small-docs",
+            work=work,
+        )
         loads.append(os.getloadavg()[0])
     result["loadavg_1min_during"] = [round(x, 2) for x in loads]
     return result
@@ -298,10 +281,7 @@ def report(result: dict, args: argparse.Namespace) -> None:
         for t, s in result["cli_search_from"].items():
             print(f"      {t:8} wall {s['wall_s']:6.2f} s = {s['per_query_ms']:6.1f} ms/query")
     if cold := result.get("cold_start"):
-        print(f"(c) cold start, median of {args.cold_repeats} (x = ratio to the baseline's median):")
-        print(f"      {'':46} {'wall':>7} {'x pass':>7} {'x lancedb':>9}")
-        for k, s in cold.items():
-            print(f"      {k:46} {s['median_s']:6.3f}s {s['x_python']:7.2f} {s['x_import_lancedb']:9.2f}")
+        cold_start.report(cold)
     during = ", ".join(f"{x:.2f}" for x in result["loadavg_1min_during"])
     print(f"load average (1 min) during the run: {during} on {result['cpus']} CPUs")
 

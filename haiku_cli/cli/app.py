@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Annotated
 
@@ -66,4 +67,12 @@ mcp_command.register(app)
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    try:
+        app()
+    finally:
+        # The process ends next. Its final garbage collections would walk every object the imports made
+        # (typer, pydantic, numpy, pyarrow, LanceDB: ~0.08 of a search's ~0.55 CPU-seconds) to free memory
+        # the OS takes back anyway. Frozen objects are still freed by reference counting; atexit handlers
+        # and `weakref.finalize` callbacks still run. haiku's own files are written and closed (LanceDB
+        # commits, `write_text`) before a command returns, so nothing waits on a collection to be flushed.
+        gc.freeze()

@@ -11,7 +11,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
 import anyio
-import click
 import typer
 from typer.core import TyperArgument, TyperCommand
 
@@ -22,6 +21,25 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 _debug = False
+
+
+def _framework_exceptions() -> tuple[type[BaseException], ...]:
+    """How typer and the click it runs on stop a command (exit, abort, usage): these pass the boundary.
+
+    typer 0.29 carries its own copy of click and older releases use the click package; either way the
+    module that defines `typer.BadParameter` is the one whose exceptions typer raises, so this never
+    imports the click package just to name its exceptions.
+    """
+    click_exceptions = sys.modules.get(typer.BadParameter.__module__)
+    found: list[type[BaseException]] = [typer.Exit, typer.Abort, SystemExit]
+    for name in ("Exit", "Abort", "ClickException"):
+        cls = getattr(click_exceptions, name, None)
+        if isinstance(cls, type) and issubclass(cls, BaseException):
+            found.append(cls)
+    return tuple(found)
+
+
+_PASS_THROUGH = _framework_exceptions()
 
 
 def set_debug(value: bool) -> None:
@@ -53,7 +71,7 @@ def boundary(command: Callable[P, None]) -> Callable[P, None]:
         try:
             command(*args, **kwargs)
             sys.stdout.flush()  # a full disk or a closed pipe shows here, not at interpreter exit
-        except (typer.Exit, click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit):
+        except _PASS_THROUGH:
             raise
         except BaseException as exc:
             if _debug and not isinstance(exc, BrokenPipeError | KeyboardInterrupt):
@@ -73,7 +91,7 @@ class _Command(TyperCommand):
                 param.display_type_rich = _no_type  # type: ignore[method-assign]
 
 
-def _no_type(ctx: click.Context) -> None:
+def _no_type(ctx: typer.Context) -> None:
     return None
 
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import typer
 
 from haiku_cli.errors import ExitCode
 
@@ -128,3 +129,36 @@ def test_an_unexpected_failure_is_an_internal_error_without_traceback(cli, owls:
     assert result.exit_code == ExitCode.INTERNAL
     assert "internal error: RuntimeError: something inside broke" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_typer_usage_errors_inside_a_command_stay_usage_errors() -> None:
+    from typer.testing import CliRunner
+
+    from haiku_cli.cli.running import add_command
+
+    app = typer.Typer()
+
+    def strict(level: int = 1) -> None:
+        if level > 3:
+            raise typer.BadParameter("at most 3", param_hint="--level")
+        if level == 0:
+            raise typer.Abort()
+
+    add_command(app, "strict", strict)
+    add_command(app, "other", lambda: None)  # two commands: `strict` is a subcommand, as in haiku
+    result = CliRunner().invoke(app, ["strict", "--level", "5"])
+    assert result.exit_code == ExitCode.USAGE
+    assert "at most 3" in result.output and "internal error" not in result.output
+    result = CliRunner().invoke(app, ["strict", "--level", "0"])
+    assert result.exit_code == 1 and "Aborted" in result.output
+
+
+def test_the_cli_loads_no_click_package_of_its_own() -> None:
+    # typer 0.29 runs on its own copy of click; naming exceptions must not import the click package too.
+    code = (
+        "import sys, typer\nbefore = 'click' in sys.modules\n"
+        "import haiku_cli.cli.app\nprint(before, 'click' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    typer_needs_click, loaded = done.stdout.split()
+    assert loaded == typer_needs_click, done.stderr

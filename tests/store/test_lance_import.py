@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from haiku_cli.store.lance_import import SWITCH, import_deferring
+from haiku_cli.store import lance_import
+from haiku_cli.store.lance_import import SWITCH, import_deferring, marking_overrides
 
 REST_CLIENT_API = "lance_namespace_urllib3_client.api"
 NAMESPACE_MODELS = "lance_namespace_urllib3_client.models."
@@ -235,3 +236,81 @@ def test_a_module_used_only_in_signatures_is_not_run(lazy: str) -> None:
     assert "RAN" not in vars(cloud)  # `Optional[Remote]` in a signature is not a use
     remote = user.connect()
     assert vars(cloud)["RAN"] is True and isinstance(remote, cloud.Remote) and isinstance(remote, user.Remote)
+
+
+# A stand-in for the `overrides` package: its decorator refuses a method that overrides nothing.
+_OVERRIDES = {
+    "__init__.py": (
+        "def override(method=None, **checks):\n"
+        "    if method is None:\n"
+        "        return lambda m: override(m, **checks)\n"
+        "    raise TypeError('checked: ' + method.__name__)\n"
+    ),
+}
+_DECORATED = {
+    "decorates": (
+        "from {overrides} import override\n\n\n"
+        "class Base:\n    def run(self):\n        return 0\n\n\n"
+        "class Local(Base):\n    @override\n    def run(self):\n        return 1\n\n"
+        "    @override(check_signature=False)\n    def stop(self):\n        return 2\n"
+    ),
+    "fails": "from {overrides} import override\nraise ImportError('this release is broken')\n",
+}
+
+
+@pytest.fixture
+def overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The stand-in `overrides` package, registered under that name, and a module decorating with it."""
+    for name in _site(tmp_path, monkeypatch, "overrides", _OVERRIDES, _DECORATED):
+        monkeypatch.setitem(sys.modules, "overrides", __import__(name))
+        monkeypatch.setattr(lance_import, "OVERRIDES_IN_USE", True)
+        yield name
+
+
+def test_while_lancedb_imports_override_only_marks_methods(overrides: str) -> None:
+    checking = sys.modules["overrides"].override
+    with marking_overrides():
+        user = __import__(f"decorates_{overrides}")
+    assert user.Local().run() == 1 and user.Local().stop() == 2
+    assert user.Local.run.__override__ is True and user.Local.stop.__override__ is True
+    assert sys.modules["overrides"].override is checking  # everyone else gets the checking one again
+
+
+def test_the_decorator_is_put_back_when_the_import_fails(overrides: str) -> None:
+    checking = sys.modules["overrides"].override
+    with pytest.raises(ImportError, match="broken"), marking_overrides():
+        __import__(f"fails_{overrides}")
+    assert sys.modules["overrides"].override is checking
+
+
+def test_switched_off_or_on_python_3_12_the_decorator_is_left_alone(
+    overrides: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SWITCH, "plain")
+    with pytest.raises(TypeError, match="checked: run"), marking_overrides():
+        __import__(f"decorates_{overrides}")
+    monkeypatch.delenv(SWITCH)
+    monkeypatch.setattr(lance_import, "OVERRIDES_IN_USE", False)
+    with pytest.raises(TypeError, match="checked: run"), marking_overrides():
+        __import__(f"decorates_{overrides}")
+
+
+def test_without_the_overrides_package_nothing_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "overrides", None)  # `import overrides` raises ImportError
+    monkeypatch.setattr(lance_import, "OVERRIDES_IN_USE", True)
+    with marking_overrides():
+        pass
+
+
+def test_lancedb_imported_by_haiku_still_marks_its_overrides() -> None:
+    code = """
+import sys
+from haiku_cli.store.lance_import import import_lancedb
+lancedb = import_lancedb()
+from lancedb.db import LanceDBConnection
+marked = getattr(LanceDBConnection.open_table, "__override__", False)
+checking = "overrides" not in sys.modules or sys.modules["overrides"].override.__name__ == "override"
+print(marked, checking, callable(lancedb.connect))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["True", "True", "True"], done.stderr
