@@ -18,7 +18,7 @@ from haiku_cli.search.candidates import Candidate, SearchType, find_candidates
 from haiku_cli.search.fusion import DEFAULT_VECTOR_WEIGHT, fuse
 from haiku_cli.search.hits import SearchHit
 from haiku_cli.store.database import Database, EmbedderSpec
-from haiku_cli.store.reads import get_documents
+from haiku_cli.store.reads import get_documents_of
 
 QueryEmbedder = Callable[[str], Awaitable[np.ndarray]]
 # Longer queries only cost time: the embedder reads the first few hundred tokens, and full-text search
@@ -156,10 +156,10 @@ async def _hydrate(dbs: list[Database], ranked: list[tuple[Candidate, float]]) -
     wanted: dict[str, set[str]] = defaultdict(set)
     for cand, _ in ranked:
         wanted[cand.database].add(cand.document_id)
-    fetched = await in_threads(
-        [partial(get_documents, db, wanted[db.name]) for db in dbs if db.name in wanted]
-    )
-    docs = dict(zip([db.name for db in dbs if db.name in wanted], fetched, strict=True))
+    holding = [db for db in dbs if db.name in wanted]
+    # Every database's documents in one call: one round trip to LanceDB, not one per database.
+    (fetched,) = await in_threads([partial(get_documents_of, [(db, wanted[db.name]) for db in holding])])
+    docs = dict(zip([db.name for db in holding], fetched, strict=True))
     hits = []
     for rank, (cand, score) in enumerate(ranked, start=1):
         doc = docs[cand.database].get(cand.document_id)

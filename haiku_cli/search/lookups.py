@@ -19,6 +19,7 @@ import numpy as np
 
 from haiku_cli.store.database import Database
 from haiku_cli.store.indexes import VECTOR_INDEX
+from haiku_cli.store.reads import async_table
 
 Rows = list[dict[str, Any]]
 
@@ -59,15 +60,7 @@ def run_lookup(db: Database, lookup: Lookup) -> Found:
 
 def _async_bridge(db: Database) -> tuple[Any, Callable[[Coroutine[Any, Any, Found]], Found]] | None:
     """LanceDB's asynchronous table behind `db.chunks` and the loop that runs it, if this release has them."""
-    try:
-        from lancedb.background_loop import LOOP
-        from lancedb.table import AsyncTable
-    except ImportError:
-        return None
-    table = getattr(db.chunks, "_table", None)
-    if not isinstance(table, AsyncTable) or not callable(getattr(LOOP, "run", None)):
-        return None
-    return table, LOOP.run
+    return async_table(db.chunks)
 
 
 async def _run_async(table: Any, lookup: Lookup) -> Found:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 from haiku_cli.errors import InputError
@@ -96,6 +97,51 @@ def get_documents(db: Database, ids: Iterable[str], *, content: bool = False) ->
     columns = _DOC_COLUMNS + (["content"] if content else [])
     rows = _query_rows(db, db.documents, in_list("id", ids), columns, len(ids))
     return {r["id"]: _document(r) for r in rows}
+
+
+def async_table(table: Any) -> tuple[Any, Callable[[Coroutine[Any, Any, Any]], Any]] | None:
+    """LanceDB's async table behind a sync one and the loop that runs it, if this release has them.
+
+    Every call through the synchronous API is a round trip to that loop (a query makes several); one
+    coroutine on it makes a whole lookup, or the lookups of several databases, in one.
+    """
+    try:
+        from lancedb.background_loop import LOOP
+        from lancedb.table import AsyncTable
+    except ImportError:
+        return None
+    inner = getattr(table, "_table", None)
+    if not isinstance(inner, AsyncTable) or not callable(getattr(LOOP, "run", None)):
+        return None
+    return inner, LOOP.run
+
+
+def get_documents_of(wanted: Sequence[tuple[Database, Iterable[str]]]) -> list[dict[str, DocumentRecord]]:
+    """`get_documents` of several databases at once, in one call into LanceDB when it allows."""
+    requests = [(db, list(dict.fromkeys(ids))) for db, ids in wanted]
+    bridges = [bridge for db, _ in requests if (bridge := async_table(db.documents)) is not None]
+    if not requests or len(bridges) < len(requests):
+        return [get_documents(db, ids) for db, ids in requests]
+
+    async def fetch(table: Any, ids: list[str]) -> list[dict[str, Any]]:
+        if not ids:
+            return []
+        query = table.query().where(in_list("id", ids)).select(_DOC_COLUMNS).limit(len(ids))
+        return (await query.to_arrow()).to_pylist()
+
+    async def fetch_all() -> list[Any]:
+        jobs = [fetch(table, ids) for (table, _), (_, ids) in zip(bridges, requests, strict=True)]
+        return await asyncio.gather(*jobs, return_exceptions=True)
+
+    run = bridges[0][1]
+    out = []
+    for (db, _), rows in zip(requests, run(fetch_all()), strict=True):
+        if isinstance(rows, OSError) or (isinstance(rows, Exception) and "LanceError(IO)" in str(rows)):
+            raise storage_failure(db.name, "cannot be read", rows) from rows  # as get_documents does
+        if isinstance(rows, BaseException):
+            raise rows
+        out.append({r["id"]: _document(r) for r in rows})
+    return out
 
 
 def get_document(db: Database, document_id: str) -> DocumentRecord | None:

@@ -1,0 +1,28 @@
+"""Documents of several databases read in one call equal those read database by database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from haiku_cli.store import reads
+from haiku_cli.store.reads import get_documents, get_documents_of, list_documents
+from tests.support.single_chunks import single_chunk_database
+
+
+@pytest.mark.parametrize("bridged", [True, False])
+def test_documents_of_several_databases_in_one_call(tmp_path: Path, monkeypatch, bridged: bool) -> None:
+    first = single_chunk_database(tmp_path / "a.lancedb", ["alpha", "beta", "gamma"], [[1.0, 0.0]] * 3)
+    second = single_chunk_database(tmp_path / "b.lancedb", ["delta", "epsilon"], [[0.0, 1.0]] * 2)
+    a_ids = [d.id for d in list_documents(first)]
+    b_ids = [d.id for d in list_documents(second)]
+    if not bridged:  # as with a LanceDB release without the async table: the sync API, same documents
+        monkeypatch.setattr(reads, "async_table", lambda table: None)
+    else:
+        assert reads.async_table(first.documents) is not None
+    wanted = [(first, [a_ids[0], a_ids[2], "no-such-id"]), (second, b_ids)]
+    found = get_documents_of(wanted)
+    assert found == [get_documents(db, ids) for db, ids in wanted]
+    assert [sorted(d.title for d in docs.values()) for docs in found] == [["d0", "d2"], ["d0", "d1"]]
+    assert get_documents_of([(first, [])]) == [{}]
