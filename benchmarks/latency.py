@@ -1,7 +1,8 @@
 """Ingest throughput, search latency and CLI cold start on CISI.
 
-(a) chunks/s of `haiku add-src` on N CISI documents (Markdown files) against the bare embedder's
-    chunks/s on the very same chunk texts;
+(a) chunks/s of `haiku add-src` on folders of 500 and 2,000 documents (Markdown files: CISI's 1460,
+    then joined pairs of them) against the bare embedder's chunks/s on the very same chunk texts, by
+    wall and CPU time, with the peak RSS of each add-src (it must not grow with the folder);
 (b) per-query search latency (p50/p95) for fts, vector and hybrid over the judged CISI queries,
     in one process through the library, and through `haiku search --from FILE --json`;
 (c) cold start (benchmarks/cold_start.py): wall and CPU time from process start to exit of `haiku --help`,
@@ -9,7 +10,7 @@
     `python -c 'import lancedb'`; optionally beside a source tree of an earlier haiku (`--before`) and
     haiku.rag's equivalent commands on a database of the same documents (`--haiku-rag`).
 
-    python benchmarks/latency.py [--data ../shared/data/cisi] [--work DIR] [--docs 500] [--json]
+    python benchmarks/latency.py [--data ../shared/data/cisi] [--work DIR] [--docs 500,2000] [--json]
     python benchmarks/latency.py --parts cold [--haiku VENV/bin/haiku] [--before TREE] [--haiku-rag BIN]
 """
 
@@ -90,41 +91,95 @@ def chunk_texts(path: Path) -> list[str]:
     ]
 
 
-def ingest_throughput(work: Path, corpus: dict[str, dict], n_docs: int, repeats: int) -> dict:
-    """`haiku add-src` (whole process) versus the bare embedder on the same chunk texts."""
+def ingest_corpus(corpus: dict[str, dict], n_docs: int) -> dict[str, dict]:
+    """The first `n_docs` CISI documents by id; past its 1460, joined pairs of them (deterministic).
+
+    Extra document k joins abstract k with abstract -k-1 (the first with the last, and so on), under
+    both titles, so a 2,000-document folder is realistic text without repeating any document.
+    """
+    ids = sorted(corpus, key=int)
+    docs = {i: corpus[i] for i in ids[:n_docs]}
+    for k in range(max(0, n_docs - len(ids))):
+        a, b = corpus[ids[k % len(ids)]], corpus[ids[-1 - k % len(ids)]]
+        docs[f"{len(ids) + k + 1}"] = {
+            "title": f"{a['title']} / {b['title']}",
+            "text": f"{a['text']}\n\n{b['text']}",
+        }
+    return docs
+
+
+def run_measured(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """(wall s, CPU s = user + sys, peak RSS MB) of one process, from the kernel's own accounting."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}"
+        )
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024
+
+
+def ingest_throughput(work: Path, corpus: dict[str, dict], n_docs: int, repeats: int, emb) -> dict:
+    """`haiku add-src` (whole process) versus the bare embedder on the same chunk texts, wall and CPU."""
+    folder = work / f"ingest-docs-{n_docs}"
+    shutil.rmtree(folder, ignore_errors=True)
+    write_corpus_files(ingest_corpus(corpus, n_docs), folder)
+    names = [f"ingest{n_docs}_{r}" for r in range(repeats)]
+    config = write_config(work, names, f"ingest{n_docs}.toml")
+    ingest, ingest_cpu, rss, raw, raw_cpu, texts = [], [], [], [], [], []
+    loads = [os.getloadavg()[0]]
+    for name in names:  # interleaved, so a change in machine load hits both alike
+        shutil.rmtree(work / f"{name}.lancedb", ignore_errors=True)
+        wall, cpu, peak = run_measured(
+            [*haiku_argv(), "add-src", str(folder), "-d", name], {"HAIKU_CONFIG": str(config)}
+        )
+        ingest.append(wall)
+        ingest_cpu.append(cpu)
+        rss.append(peak)
+        texts = chunk_texts(work / f"{name}.lancedb")
+        shutil.rmtree(work / f"{name}.lancedb", ignore_errors=True)
+        start, cpu_start = time.perf_counter(), time.process_time()
+        anyio.run(emb.embed_documents, texts)
+        raw.append(time.perf_counter() - start)
+        raw_cpu.append(time.process_time() - cpu_start)
+        loads.append(os.getloadavg()[0])
+    shutil.rmtree(folder, ignore_errors=True)
+    chunks = len(texts)
+    rate = {k: chunks / statistics.median(v) for k, v in [("ingest", ingest), ("raw", raw)]}
+    cpu_rate = {k: chunks / statistics.median(v) for k, v in [("ingest", ingest_cpu), ("raw", raw_cpu)]}
+    return {
+        "documents": n_docs,
+        "chunks": chunks,
+        "repeats": repeats,
+        "add_src_seconds": [round(s, 2) for s in ingest],
+        "add_src_cpu_seconds": [round(s, 2) for s in ingest_cpu],
+        "add_src_peak_rss_mb": rss,
+        "raw_embed_seconds": [round(s, 2) for s in raw],
+        "raw_embed_cpu_seconds": [round(s, 2) for s in raw_cpu],
+        "add_src_chunks_per_s": round(rate["ingest"], 1),
+        "raw_embed_chunks_per_s": round(rate["raw"], 1),
+        "ratio_ingest/raw": round(rate["ingest"] / rate["raw"], 3),
+        "ratio_ingest/raw_cpu": round(cpu_rate["ingest"] / cpu_rate["raw"], 3),
+        "loadavg_1min": [round(x, 2) for x in loads],
+    }
+
+
+def ingest_sizes(work: Path, corpus: dict[str, dict], sizes: list[int], repeats: int) -> dict:
+    """`ingest_throughput` at each folder size, after loading and warming the bare embedder once."""
     from haiku_cli.embed import load_embedder
 
-    ids = sorted(corpus, key=int)[:n_docs]
-    folder = work / "ingest-docs"
-    shutil.rmtree(folder, ignore_errors=True)
-    write_corpus_files({i: corpus[i] for i in ids}, folder)
-    names = [f"ingest{r}" for r in range(repeats)]
-    config = write_config(work, names)
     emb = load_embedder()
     load_start = time.perf_counter()
     anyio.run(emb.embed_documents, ["load the model"])
     load_secs = time.perf_counter() - load_start
-    ingest, raw, texts = [], [], []
-    for name in names:  # interleaved, so a change in machine load hits both alike
-        shutil.rmtree(work / f"{name}.lancedb", ignore_errors=True)
-        ingest.append(run_timed(["add-src", str(folder), "-d", name], config))
-        texts = chunk_texts(work / f"{name}.lancedb")
-        start = time.perf_counter()
-        anyio.run(emb.embed_documents, texts)
-        raw.append(time.perf_counter() - start)
-    chunks = len(texts)
-    ingest_rate = chunks / statistics.median(ingest)
-    raw_rate = chunks / statistics.median(raw)
     return {
-        "documents": len(ids),
-        "chunks": chunks,
-        "repeats": repeats,
-        "add_src_seconds": [round(s, 2) for s in ingest],
-        "raw_embed_seconds": [round(s, 2) for s in raw],
         "embedder_load_seconds": round(load_secs, 2),
-        "add_src_chunks_per_s": round(ingest_rate, 1),
-        "raw_embed_chunks_per_s": round(raw_rate, 1),
-        "ratio_ingest/raw": round(ingest_rate / raw_rate, 3),
+        "sizes": [ingest_throughput(work, corpus, n, repeats, emb) for n in sizes],
     }
 
 
@@ -190,7 +245,9 @@ def main() -> None:
     parser.add_argument(
         "--parts", default=",".join(PARTS), help="comma-separated subset of ingest,search,cold"
     )
-    parser.add_argument("--docs", type=int, default=500, help="documents for the ingest measurement")
+    parser.add_argument(
+        "--docs", default="500,2000", help="folder sizes (documents, comma-separated) for the ingest part"
+    )
     parser.add_argument("--ingest-repeats", type=int, default=3)
     parser.add_argument("--passes", type=int, default=3, help="passes over the queries (library)")
     parser.add_argument("--cli-repeats", type=int, default=3, help="runs of each `search --from`")
@@ -227,7 +284,8 @@ def measure(args: argparse.Namespace, parts: set[str], work: Path) -> dict:
     loads = [os.getloadavg()[0]]
     result: dict = {"cpus": os.cpu_count(), "queries": len(queries)}
     if "ingest" in parts:
-        result["ingest"] = ingest_throughput(work, corpus, args.docs, args.ingest_repeats)
+        sizes = [int(n) for n in args.docs.split(",")]
+        result["ingest"] = ingest_sizes(work, corpus, sizes, args.ingest_repeats)
         loads.append(os.getloadavg()[0])
     if "search" in parts:
         config, build_secs = build_search_db(work, corpus)
@@ -258,18 +316,29 @@ def measure(args: argparse.Namespace, parts: set[str], work: Path) -> dict:
 
 def report(result: dict, args: argparse.Namespace) -> None:
     """The human-readable form of the result."""
-    if i := result.get("ingest"):
-        print(f"(a) ingest: {i['documents']} documents, {i['chunks']} chunks, medians of {i['repeats']}")
+    if ingest := result.get("ingest"):
         print(
-            f"    haiku add-src {i['add_src_chunks_per_s']:8.1f} chunks/s  "
-            f"(wall {statistics.median(i['add_src_seconds']):.1f} s, whole process)"
+            f"(a) ingest, medians of {args.ingest_repeats}; "
+            f"bare embedder load {ingest['embedder_load_seconds']} s"
         )
-        print(
-            f"    raw embedder  {i['raw_embed_chunks_per_s']:8.1f} chunks/s  "
-            f"(embed {statistics.median(i['raw_embed_seconds']):.1f} s; "
-            f"model load {i['embedder_load_seconds']} s)"
-        )
-        print(f"    ratio ingest/raw {i['ratio_ingest/raw']:.3f}")
+        for i in ingest["sizes"]:
+            print(f"    {i['documents']} documents, {i['chunks']} chunks:")
+            print(
+                f"      haiku add-src {i['add_src_chunks_per_s']:8.1f} chunks/s  "
+                f"(wall {statistics.median(i['add_src_seconds']):.1f} s, "
+                f"CPU {statistics.median(i['add_src_cpu_seconds']):.1f} s, whole process; "
+                f"peak RSS {max(i['add_src_peak_rss_mb'])} MB)"
+            )
+            print(
+                f"      bare embedder {i['raw_embed_chunks_per_s']:8.1f} chunks/s  "
+                f"(wall {statistics.median(i['raw_embed_seconds']):.1f} s, "
+                f"CPU {statistics.median(i['raw_embed_cpu_seconds']):.1f} s)"
+            )
+            print(
+                f"      ratio ingest/raw {i['ratio_ingest/raw']:.3f} (wall), "
+                f"{i['ratio_ingest/raw_cpu']:.3f} (CPU); "
+                f"load {', '.join(f'{x:.1f}' for x in i['loadavg_1min'])}"
+            )
     if library := result.get("library_search"):
         db = result["search_database"]
         built = f"built in {db['build_seconds']:.1f} s" if db["build_seconds"] else "reused"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,12 +20,14 @@ from haiku_cli.ingest.chunking import Chunk, chunk_document
 from haiku_cli.ingest.document import ConvertedDocument, Segment
 from haiku_cli.store.database import Database
 from haiku_cli.store.maintenance import after_write
-from haiku_cli.store.reads import find_by_hash, find_by_uri
+from haiku_cli.store.reads import count_documents, find_by_hash, find_by_uri
 from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk
 from haiku_cli.store.transaction import atomic_write
 from haiku_cli.store.writes import new_id, write_documents
 
 if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
     from haiku_cli.embed import Embedder
 
 # "skipped": left out on purpose (a symlink out of the folder); "failed": could not be read or converted.
@@ -129,7 +132,11 @@ class _Pending:
 
 
 class Ingestor:
-    """Adds converted documents to one database, batching the embedding and the writes."""
+    """Adds converted documents to one database, batching the embedding and the writes.
+
+    Inside `pipelined()`, batches flow through two stages that run while the caller converts and chunks
+    the next sources: the embedder, and the writer, which stores batch N while batch N+1 embeds.
+    """
 
     def __init__(self, db: Database, embedder: Embedder, progress: Progress | None = None) -> None:
         self.db = db
@@ -137,6 +144,11 @@ class Ingestor:
         self.progress = progress or _NoProgress()
         self.report = IngestReport(database=db.name)
         self._pending: list[_Pending] = []
+        self._pending_chunks = 0
+        # uri or content hash -> (document id, content hash) of each document queued by this add
+        self._queued: dict[str, tuple[str, str]] = {}
+        self._empty_before: bool | None = None  # whether the database held no document when this add began
+        self._to_embed: MemoryObjectSendStream[list[_Pending]] | None = None
 
     async def add(
         self, doc: ConvertedDocument, *, source: str, title: str | None = None, metadata: dict[str, Any]
@@ -146,9 +158,16 @@ class Ingestor:
         note = "; ".join(doc.notes) or None
         digest = content_hash(content)
         uri = doc.uri or None
-        existing = await anyio.to_thread.run_sync(
-            lambda: find_by_uri(self.db, uri) if uri else find_by_hash(self.db, digest)
-        )
+        queued = self._queued.get(uri or digest)
+        if queued is not None:  # the same source twice in one add (e.g. a folder and a file in it)
+            if queued[1] == digest:
+                self.report.outcomes.append(
+                    SourceOutcome(source=source, status="unchanged", document_id=queued[0], note=note)
+                )
+            else:
+                self.fail(source, f"{source}: changed while it was being added; add it again")
+            return
+        existing = await anyio.to_thread.run_sync(self._stored, uri, digest)
         if (
             existing is not None
             and existing.content_hash == digest
@@ -185,9 +204,20 @@ class Ingestor:
             source=source, status=status, document_id=document_id, chunks=len(chunks), note=note
         )
         self._pending.append(_Pending(outcome, record, chunks, existing))
+        self._queued[uri or digest] = (document_id, digest)
+        self._pending_chunks += len(chunks)
         self.progress.add_total(len(chunks))
-        if sum(len(p.chunks) for p in self._pending) >= BATCH_CHUNKS:
+        if self._pending_chunks >= BATCH_CHUNKS:
             await self.flush()
+
+    def _stored(self, uri: str | None, digest: str) -> DocumentRecord | None:
+        """The stored document this one would replace; a database empty when the add began has none to
+        look up (it is locked for this add), which saves a query per source on a first add."""
+        if self._empty_before is None:
+            self._empty_before = count_documents(self.db) == 0
+        if self._empty_before:
+            return None
+        return find_by_uri(self.db, uri) if uri else find_by_hash(self.db, digest)
 
     def fail(self, source: str, error: str) -> None:
         """Record a source that could not be converted."""
@@ -198,18 +228,74 @@ class Ingestor:
         self.report.outcomes.append(SourceOutcome(source=source, status="skipped", note=reason))
 
     async def flush(self) -> None:
-        """Embed and write everything queued, in one all-or-nothing write."""
-        pending, self._pending = self._pending, []
+        """Embed and write everything queued (inside `pipelined()`: hand it to the stages)."""
+        pending, self._pending, self._pending_chunks = self._pending, [], 0
         if not pending:
             return
+        # Each outcome is final once its document is queued: a later failure undoes the whole add.
+        self.report.outcomes.extend(p.outcome for p in pending)
+        if self._to_embed is not None:
+            await self._to_embed.send(pending)
+        else:
+            await self._write(await self._embed(pending))
+
+    @asynccontextmanager
+    async def pipelined(self) -> AsyncIterator[None]:
+        """Run the embedder and the writer as stages beside the caller; on exit, flush and wait for both.
+
+        At most one batch waits for each stage, so memory stays bounded however many sources there are.
+        A failure in any stage cancels the others (after the batch in hand) and is raised as itself.
+        """
+        to_embed, embed_queue = anyio.create_memory_object_stream[list[_Pending]](1)
+        to_write, write_queue = anyio.create_memory_object_stream[list[DocumentWrite]](1)
+        try:
+            async with anyio.create_task_group() as stages:
+                stages.start_soon(self._embed_stage, embed_queue, to_write)
+                stages.start_soon(self._write_stage, write_queue)
+                self._to_embed = to_embed
+                try:
+                    yield
+                    await self.flush()
+                finally:
+                    self._to_embed = None
+                    to_embed.close()  # the embed stage ends once it has taken what is queued
+        except BaseExceptionGroup as group:
+            raise _first_error(group) from None
+
+    async def _embed_stage(
+        self,
+        batches: MemoryObjectReceiveStream[list[_Pending]],
+        out: MemoryObjectSendStream[list[DocumentWrite]],
+    ) -> None:
+        async with batches, out:
+            async for pending in batches:
+                await out.send(await self._embed(pending))
+
+    async def _write_stage(self, batches: MemoryObjectReceiveStream[list[DocumentWrite]]) -> None:
+        async with batches:
+            async for writes in batches:
+                await self._write(writes)
+
+    async def _embed(self, pending: list[_Pending]) -> list[DocumentWrite]:
         titled = [(p.document.title, c) for p in pending for c in p.chunks]
         embedded = iter(await embed_chunks(self.embedder, titled, self.progress.advance))
-        writes = [
+        return [
             DocumentWrite(document=p.document, chunks=[next(embedded) for _ in p.chunks], replaces=p.replaces)
             for p in pending
         ]
-        await anyio.to_thread.run_sync(lambda: write_documents(self.db, writes))
-        self.report.outcomes.extend(p.outcome for p in pending)
+
+    async def _write(self, writes: list[DocumentWrite]) -> None:
+        await anyio.to_thread.run_sync(write_documents, self.db, writes)
+
+
+def _first_error(group: BaseExceptionGroup) -> BaseException:
+    """The error that stopped a task group (the others were cancelled because of it)."""
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            return _first_error(exc)
+        if not isinstance(exc, anyio.get_cancelled_exc_class()):
+            return exc
+    return group
 
 
 def parse_metadata(pairs: Sequence[str]) -> dict[str, Any]:
@@ -261,7 +347,6 @@ async def add_sources(
     reported as failed. The whole add is one all-or-nothing write: a model or database failure, Ctrl-C
     or a kill leaves the database as it was before the command.
     """
-    from haiku_cli.ingest.convert import convert_file, fetch_url
     from haiku_cli.ingest.sources import SkippedSource, display_path, iter_source_files
 
     limits = limits or IngestSettings()
@@ -285,21 +370,35 @@ async def add_sources(
     if title is not None and len(items) > 1:
         raise InputError("--title names one document, but the sources hold several; drop --title")
     with atomic_write(db):
-        for item in items:
-            label = str(item)
-            try:
-                if isinstance(item, str):
-                    doc = await anyio.to_thread.run_sync(lambda url=item: fetch_url(url, limits=limits))
-                else:
-                    doc = await anyio.to_thread.run_sync(convert_file, item, limits)
-                await ingestor.add(doc, source=label, title=title, metadata=metadata)
-            except HaikuError as exc:
-                if exc.exit_code != InputError.exit_code:
-                    raise  # a model or database failure stops the add, and undoes it
-                ingestor.fail(label, str(exc))
-        await ingestor.flush()
+        async with ingestor.pipelined():
+            await _convert_all(ingestor, items, title=title, metadata=metadata, limits=limits)
     await anyio.to_thread.run_sync(after_write, db)
     return ingestor.report
+
+
+async def _convert_all(
+    ingestor: Ingestor,
+    items: Sequence[str | Path],
+    *,
+    title: str | None,
+    metadata: dict[str, Any],
+    limits: IngestSettings,
+) -> None:
+    """Convert and queue each source in order; unreadable ones are reported, other failures raised."""
+    from haiku_cli.ingest.convert import convert_file, fetch_url
+
+    for item in items:
+        label = str(item)
+        try:
+            if isinstance(item, str):
+                doc = await anyio.to_thread.run_sync(lambda url=item: fetch_url(url, limits=limits))
+            else:
+                doc = await anyio.to_thread.run_sync(convert_file, item, limits)
+            await ingestor.add(doc, source=label, title=title, metadata=metadata)
+        except HaikuError as exc:
+            if exc.exit_code != InputError.exit_code:
+                raise  # a model or database failure stops the add, and undoes it
+            ingestor.fail(label, str(exc))
 
 
 async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = None) -> int:

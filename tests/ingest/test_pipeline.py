@@ -6,9 +6,10 @@ import os
 from pathlib import Path
 
 import anyio
+import numpy as np
 import pytest
 
-from haiku_cli.errors import ModelError
+from haiku_cli.errors import DatabaseError, ModelError
 from haiku_cli.ingest import pipeline
 from haiku_cli.store import EmbedderSpec, Location, open_database, reads
 
@@ -62,6 +63,73 @@ def test_a_failure_after_some_batches_undoes_the_whole_add(
     report = anyio.run(lambda: pipeline.add_sources(again, embedder, [str(folder)], title=None, metadata={}))
     assert [o.status for o in report.outcomes] == ["added"] * 7
     assert reads.count_documents(again) == 8
+
+
+class BadFirstBatch:
+    """The real embedder, but its first batch comes back 3-d (the database cannot store it) once the next
+    batch is queued, and the second never finishes until cancelled: batch 1's write fails while batch 2
+    is being embedded. It is also the progress sink, to know what has been queued."""
+
+    def __init__(self, real) -> None:
+        self.calls = 0
+        self.queued = 0
+        self.name, self.dimension, self.max_tokens = real.name, real.dimension, real.max_tokens
+        self.count_tokens = real.count_tokens
+
+    def add_total(self, chunks: int) -> None:
+        self.queued += chunks
+
+    def advance(self, chunks: int) -> None:
+        pass
+
+    async def embed_documents(self, texts, on_progress=None):
+        self.calls += 1
+        if self.calls > 1:
+            await anyio.sleep_forever()
+        while self.queued < 2 * len(texts):
+            await anyio.sleep(0.01)
+        return np.ones((len(texts), 3), dtype=np.float32)
+
+
+def test_a_failed_write_while_the_next_batch_embeds_undoes_the_whole_add(
+    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = _db(tmp_path, embedder)
+    anyio.run(lambda: pipeline.add_text(db, embedder, "Already here.", title="Kept", metadata={}))
+    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
+    folder = _folder(tmp_path, 7)
+    bad = BadFirstBatch(embedder)
+
+    async def add() -> None:
+        with anyio.fail_after(60):  # a stage that is not cancelled would hang here, not pass
+            await pipeline.add_sources(db, bad, [str(folder)], title=None, metadata={}, progress=bad)
+
+    with pytest.raises(DatabaseError, match="cannot be written"):
+        anyio.run(add)
+    assert bad.calls == 2  # batch 2 was embedding when batch 1's write failed
+    assert [d.title for d in reads.list_documents(db)] == ["Kept"]
+    assert reads.count_chunks(db) == 1
+    assert "pending_write" not in open_database(db.location, writable=True).meta
+
+
+def test_a_pipelined_add_stores_every_batch_in_order_with_each_text_embedded_alone(
+    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = _db(tmp_path, embedder)
+    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
+    folder = _folder(tmp_path, 7)
+    (folder / "d3.md").write_text("   \n")  # fails mid-way: no text
+    report = anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
+    # Queued documents are reported when their batch is cut, failures at once (as without pipelining).
+    order = ["d0", "d1", "d3", "d2", "d4", "d5", "d6"]
+    assert [Path(o.source).stem for o in report.outcomes] == order
+    assert [o.status for o in report.outcomes] == ["added"] * 2 + ["failed"] + ["added"] * 4
+    rows = db.chunks.to_arrow().select(["search_text", "vector"]).to_pylist()
+    assert len(rows) == 6
+    alone = [anyio.run(embedder.embed_documents, [r["search_text"]])[0] for r in rows]
+    assert all(
+        np.array_equal(np.asarray(r["vector"], dtype=np.float32), v) for r, v in zip(rows, alone, strict=True)
+    )
 
 
 def test_readding_is_a_noop_and_a_change_replaces_in_place(tmp_path: Path, embedder) -> None:
@@ -135,3 +203,17 @@ def test_unreadable_files_and_folders_are_reported_and_the_rest_added(tmp_path: 
         f"{folder / 'locked'}: cannot read the directory (Permission denied)",
     ]
     assert [d.title for d in reads.list_documents(db)] == ["Doc 1"]
+
+
+def test_a_source_given_twice_in_one_add_is_stored_once(tmp_path: Path, embedder) -> None:
+    db = _db(tmp_path, embedder)
+    folder = _folder(tmp_path, 2)
+    report = anyio.run(
+        lambda: pipeline.add_sources(
+            db, embedder, [str(folder), str(folder / "d0.md")], title=None, metadata={}
+        )
+    )
+    ids = {(Path(o.source).name, o.status): o.document_id for o in report.outcomes}
+    assert sorted(ids) == [("d0.md", "added"), ("d0.md", "unchanged"), ("d1.md", "added")]
+    assert ids["d0.md", "unchanged"] == ids["d0.md", "added"]
+    assert reads.count_documents(db) == 2
