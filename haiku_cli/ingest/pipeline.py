@@ -246,8 +246,8 @@ class Ingestor:
         At most one batch waits for each stage, so memory stays bounded however many sources there are.
         A failure in any stage cancels the others (after the batch in hand) and is raised as itself.
         """
-        to_embed, embed_queue = anyio.create_memory_object_stream[list[_Pending]](1)
-        to_write, write_queue = anyio.create_memory_object_stream[list[DocumentWrite]](1)
+        to_embed, embed_queue = anyio.create_memory_object_stream[list[_Pending]](0)
+        to_write, write_queue = anyio.create_memory_object_stream[list[DocumentWrite]](0)
         try:
             async with anyio.create_task_group() as stages:
                 stages.start_soon(self._embed_stage, embed_queue, to_write)
