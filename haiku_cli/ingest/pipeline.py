@@ -243,7 +243,8 @@ class Ingestor:
     async def pipelined(self) -> AsyncIterator[None]:
         """Run the embedder and the writer as stages beside the caller; on exit, flush and wait for both.
 
-        At most one batch waits for each stage, so memory stays bounded however many sources there are.
+        Batches are handed from stage to stage, never queued: at most three are held (being built, being
+        embedded, being written), so memory stays bounded however many sources there are.
         A failure in any stage cancels the others (after the batch in hand) and is raised as itself.
         """
         to_embed, embed_queue = anyio.create_memory_object_stream[list[_Pending]](0)
@@ -258,7 +259,7 @@ class Ingestor:
                     await self.flush()
                 finally:
                     self._to_embed = None
-                    to_embed.close()  # the embed stage ends once it has taken what is queued
+                    to_embed.close()  # the embed stage ends once it has taken the last batch
         except BaseExceptionGroup as group:
             raise _first_error(group) from None
 
