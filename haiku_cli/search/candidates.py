@@ -20,15 +20,18 @@ _COLUMNS = ["id", "document_id", "order", "text", "heading_path", "pages"]
 # their order (at 100k chunks 5 recalls as much as 10 or 50, and reads half the vectors of 10).
 _REFINE_FACTOR = 5
 # How widely the HNSW graph is searched, per chunk in the table: recall@10 against exact search
-# reaches 0.95 at ef 2,500 on 100k hashed-word vectors, and at ef 625 on each quarter of them.
-# Capped so that a very large table still answers in tens of milliseconds (benchmarks/README.md).
+# reaches 0.95 at ef 2,500 on 100k hashed-word vectors. Smaller tables need relatively more (at 30k,
+# ef 750 gives 0.948 and 1,200 gives 0.963), and there the search's fixed cost dominates, so the
+# breadth never drops below _EF_MIN. Capped so that a very large table still answers in tens of
+# milliseconds (benchmarks/README.md).
 _EF_PER_ROW = 1 / 40
+_EF_MIN = 1_200
 _EF_MAX = 4_000
 
 
 def ann_ef(rows: int, limit: int) -> int:
     """The HNSW search breadth for a table of `rows` chunks asked for `limit` refined neighbours."""
-    return max(limit * _REFINE_FACTOR, min(int(rows * _EF_PER_ROW), _EF_MAX))
+    return max(limit * _REFINE_FACTOR, min(max(int(rows * _EF_PER_ROW), _EF_MIN), _EF_MAX))
 
 
 @dataclass
