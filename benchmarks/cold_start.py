@@ -33,11 +33,15 @@ class Case:
     env: dict[str, str] = field(default_factory=dict)
 
 
-def measure(case: Case) -> tuple[float, float]:
-    """Wall and CPU seconds (user + system, all threads) of one process; fails loudly on a non-zero exit."""
+def measure(case: Case, cwd: Path) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, all threads) of one process; fails loudly on a non-zero exit.
+
+    It runs in `cwd`, a folder without Python packages: `python -c` puts its working folder first on
+    sys.path, where a checkout would shadow the tree or install being timed.
+    """
     env = {**os.environ, **case.env}
     start = time.perf_counter()
-    proc = subprocess.Popen(case.argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(case.argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert proc.stderr is not None
     stderr = proc.stderr.read()  # small: one line on failure
     _, status, usage = os.wait4(proc.pid, 0)
@@ -130,14 +134,14 @@ def haiku_rag_cases(binary: Path, config: Path, db: Path) -> dict[str, Case]:
     }
 
 
-def run_cold(cases: dict[str, Case], repeats: int) -> dict[str, dict]:
-    """Medians of wall and CPU per case over `repeats` alternating rounds."""
+def run_cold(cases: dict[str, Case], repeats: int, cwd: Path) -> dict[str, dict]:
+    """Medians of wall and CPU per case over `repeats` alternating rounds, each process started in `cwd`."""
     walls: dict[str, list[float]] = {k: [] for k in cases}
     cpus: dict[str, list[float]] = {k: [] for k in cases}
     loads = [os.getloadavg()[0]]
     for _ in range(repeats):
         for key, case in cases.items():
-            wall, cpu = measure(case)
+            wall, cpu = measure(case, cwd)
             walls[key].append(wall)
             cpus[key].append(cpu)
         loads.append(os.getloadavg()[0])
@@ -169,7 +173,8 @@ def cold_start(
     before: Path | None = None,
     haiku_rag: Path | None = None,
     docs: Path | None = None,
-    work: Path | None = None,
+    *,
+    work: Path,
 ) -> dict:
     """Time haiku's commands (and `before`'s, and haiku.rag's) against `python -c pass` and `import lancedb`.
 
@@ -190,10 +195,10 @@ def cold_start(
     else:
         cases.update(haiku_cases([str(script)], config, {}))
     if haiku_rag is not None:
-        assert docs is not None and work is not None
+        assert docs is not None
         hr_config, hr_db = build_haiku_rag_db(haiku_rag, docs, work)
         cases.update(haiku_rag_cases(haiku_rag, hr_config, hr_db))
-    result = run_cold(cases, repeats)
+    result = run_cold(cases, repeats, work)
     result["haiku"] = " ".join(cases["haiku --help"].argv[:-1])
     result["python"] = python
     return result
