@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio.to_thread
 
@@ -27,14 +27,15 @@ from haiku_cli.databases.results import (
 from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import DatabaseError, InputError
-from haiku_cli.ingest import pipeline
-from haiku_cli.ingest.sources import display_path
 from haiku_cli.search.candidates import SearchType
 from haiku_cli.search.hits import SearchHit
 from haiku_cli.store import maintenance, reads, writes
 from haiku_cli.store.database import Database, exists
 from haiku_cli.store.location import Location
 from haiku_cli.store.writer import exclusive
+
+if TYPE_CHECKING:
+    from haiku_cli.ingest import pipeline
 
 
 async def _writable(ws: Workspace, location: Location) -> Database:
@@ -64,6 +65,8 @@ async def add_text(
     ws: Workspace, location: Location, text: str, *, title: str | None, metadata: dict[str, Any]
 ) -> pipeline.IngestReport:
     """`haiku add`: store a piece of text as a document."""
+    from haiku_cli.ingest import pipeline  # the ingest path (file walking, ignore rules) loads on use
+
     if not text.strip():
         raise InputError("the text to add is empty")  # checked before the database is created
     db = await _writable(ws, location)
@@ -85,6 +88,9 @@ async def add_sources(
     follow_symlinks: bool = False,
 ) -> pipeline.IngestReport:
     """`haiku add-src`: add files, directories and URLs; the report says which failed or were skipped."""
+    from haiku_cli.ingest import pipeline
+    from haiku_cli.ingest.sources import display_path
+
     # Checked before the database is opened, so that bad input never creates an empty one.
     if not sources:
         raise InputError("name at least one file, directory or URL to add")
@@ -234,6 +240,8 @@ async def rebuild(
     ws: Workspace, location: Location, progress: pipeline.Progress | None = None
 ) -> RebuildReport:
     """`haiku rebuild`: re-chunk and re-embed everything with the configured embedder, all-or-nothing."""
+    from haiku_cli.ingest import pipeline
+
     db = await ws.pool.open_one(location, writable=True)
     async with _writing(db):
         count = await pipeline.rebuild(db, ws.embedder, progress)

@@ -16,6 +16,8 @@ from haiku_cli.store.lance_import import SWITCH, import_deferring, marking_overr
 
 REST_CLIENT_API = "lance_namespace_urllib3_client.api"
 NAMESPACE_MODELS = "lance_namespace_urllib3_client.models."
+# What only adding documents uses: walking folders, ignore rules, conversion.
+INGEST_ONLY = {"pathspec", "haiku_cli.ingest.sources", "haiku_cli.ingest.pipeline"}
 
 
 def _models(loaded: set[str]) -> int:
@@ -59,7 +61,7 @@ def test_local_full_text_search_loads_no_embedder_agent_or_rest_client(cli, tmp_
     )
     assert [h["content"] for h in json.loads(out)["hits"]] == ["Kestrels hover over fields hunting voles."]
     assert "lancedb" in loaded
-    assert not {"onnxruntime", "tokenizers", "pydantic_ai", REST_CLIENT_API} & loaded
+    assert not {"onnxruntime", "tokenizers", "pydantic_ai", REST_CLIENT_API, *INGEST_ONLY} & loaded
     assert _models(loaded) < 20  # of about 150: only what opening a local database uses
     # LanceDB Cloud, namespace and catalog connections: imported by name, never run.
     assert {
@@ -69,10 +71,10 @@ def test_local_full_text_search_loads_no_embedder_agent_or_rest_client(cli, tmp_
     } <= loaded
     out, loaded = _haiku_in_fresh_process(tmp_path, "list", "--json", "--db", db)
     assert len(json.loads(out)["documents"]) == 1
-    assert not {"onnxruntime", "pydantic_ai", REST_CLIENT_API} & loaded
+    assert not {"onnxruntime", "pydantic_ai", REST_CLIENT_API, *INGEST_ONLY} & loaded
     out, loaded = _haiku_in_fresh_process(tmp_path, "info", "--json", "--db", db)
     assert json.loads(out)["documents"] == 1
-    assert not {"onnxruntime", "pydantic_ai", REST_CLIENT_API} & loaded
+    assert not {"onnxruntime", "pydantic_ai", REST_CLIENT_API, *INGEST_ONLY} & loaded
 
 
 def test_with_the_deferral_switched_off_search_still_works(cli, tmp_path: Path) -> None:
