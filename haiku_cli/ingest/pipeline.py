@@ -32,8 +32,9 @@ if TYPE_CHECKING:
 
 # "skipped": left out on purpose (a symlink out of the folder); "failed": could not be read or converted.
 Status = Literal["added", "updated", "unchanged", "skipped", "failed"]
-# Documents are written in batches of about this many chunks: each batch is one all-or-nothing
-# write, so a kill loses at most the batch in flight and never leaves half a document.
+# Chunks are embedded and written in batches of this many (a long document spans several), so memory
+# holds the vectors of a few batches, never of a whole folder or a whole big file. The add as a whole
+# stays one all-or-nothing write.
 BATCH_CHUNKS = 512
 PAGE_BREAK = "\f"
 
@@ -124,11 +125,18 @@ async def embed_chunks(
 
 
 @dataclass
-class _Pending:
-    outcome: SourceOutcome
+class _Part:
+    """Consecutive chunks of one queued document; its first part also writes the document itself."""
+
     document: DocumentRecord
     chunks: list[Chunk]
     replaces: DocumentRecord | None
+    first: bool
+
+    @property
+    def document_id(self) -> str:
+        """The id the document is stored under (a replaced document keeps its id)."""
+        return self.replaces.id if self.replaces is not None else self.document.id
 
 
 class Ingestor:
@@ -143,12 +151,15 @@ class Ingestor:
         self.embedder = embedder
         self.progress = progress or _NoProgress()
         self.report = IngestReport(database=db.name)
-        self._pending: list[_Pending] = []
-        self._pending_chunks = 0
+        self._batch: list[_Part] = []
+        self._batch_chunks = 0
+        # Queued documents are reported about every BATCH_CHUNKS chunks, as they always were.
+        self._unreported: list[SourceOutcome] = []
+        self._unreported_chunks = 0
         # uri or content hash -> (document id, content hash) of each document queued by this add
         self._queued: dict[str, tuple[str, str]] = {}
         self._empty_before: bool | None = None  # whether the database held no document when this add began
-        self._to_embed: MemoryObjectSendStream[list[_Pending]] | None = None
+        self._to_embed: MemoryObjectSendStream[list[_Part]] | None = None
 
     async def add(
         self, doc: ConvertedDocument, *, source: str, title: str | None = None, metadata: dict[str, Any]
@@ -203,12 +214,20 @@ class Ingestor:
         outcome = SourceOutcome(
             source=source, status=status, document_id=document_id, chunks=len(chunks), note=note
         )
-        self._pending.append(_Pending(outcome, record, chunks, existing))
         self._queued[uri or digest] = (document_id, digest)
-        self._pending_chunks += len(chunks)
+        self._unreported.append(outcome)
+        self._unreported_chunks += len(chunks)
         self.progress.add_total(len(chunks))
-        if self._pending_chunks >= BATCH_CHUNKS:
-            await self.flush()
+        start = 0
+        while start < len(chunks):
+            part = chunks[start : start + BATCH_CHUNKS - self._batch_chunks]
+            self._batch.append(_Part(record, part, existing, first=start == 0))
+            self._batch_chunks += len(part)
+            start += len(part)
+            if self._batch_chunks >= BATCH_CHUNKS:
+                await self._send_batch()
+        if self._unreported_chunks >= BATCH_CHUNKS:
+            self._report_queued()
 
     def _stored(self, uri: str | None, digest: str) -> DocumentRecord | None:
         """The stored document this one would replace; a database empty when the add began has none to
@@ -229,15 +248,22 @@ class Ingestor:
 
     async def flush(self) -> None:
         """Embed and write everything queued (inside `pipelined()`: hand it to the stages)."""
-        pending, self._pending, self._pending_chunks = self._pending, [], 0
-        if not pending:
-            return
+        self._report_queued()
+        await self._send_batch()
+
+    def _report_queued(self) -> None:
         # Each outcome is final once its document is queued: a later failure undoes the whole add.
-        self.report.outcomes.extend(p.outcome for p in pending)
+        self.report.outcomes.extend(self._unreported)
+        self._unreported, self._unreported_chunks = [], 0
+
+    async def _send_batch(self) -> None:
+        batch, self._batch, self._batch_chunks = self._batch, [], 0
+        if not batch:
+            return
         if self._to_embed is not None:
-            await self._to_embed.send(pending)
+            await self._to_embed.send(batch)
         else:
-            await self._write(await self._embed(pending))
+            await self._write(await self._embed(batch))
 
     @asynccontextmanager
     async def pipelined(self) -> AsyncIterator[None]:
@@ -247,8 +273,8 @@ class Ingestor:
         embedded, being written), so memory stays bounded however many sources there are.
         A failure in any stage cancels the others (after the batch in hand) and is raised as itself.
         """
-        to_embed, embed_queue = anyio.create_memory_object_stream[list[_Pending]](0)
-        to_write, write_queue = anyio.create_memory_object_stream[list[DocumentWrite]](0)
+        to_embed, embed_queue = anyio.create_memory_object_stream[list[_Part]](0)
+        to_write, write_queue = anyio.create_memory_object_stream[_Embedded](0)
         try:
             async with anyio.create_task_group() as stages:
                 stages.start_soon(self._embed_stage, embed_queue, to_write)
@@ -265,28 +291,37 @@ class Ingestor:
 
     async def _embed_stage(
         self,
-        batches: MemoryObjectReceiveStream[list[_Pending]],
-        out: MemoryObjectSendStream[list[DocumentWrite]],
+        batches: MemoryObjectReceiveStream[list[_Part]],
+        out: MemoryObjectSendStream[_Embedded],
     ) -> None:
         async with batches, out:
-            async for pending in batches:
-                await out.send(await self._embed(pending))
+            async for batch in batches:
+                await out.send(await self._embed(batch))
 
-    async def _write_stage(self, batches: MemoryObjectReceiveStream[list[DocumentWrite]]) -> None:
+    async def _write_stage(self, batches: MemoryObjectReceiveStream[_Embedded]) -> None:
         async with batches:
-            async for writes in batches:
-                await self._write(writes)
+            async for embedded in batches:
+                await self._write(embedded)
 
-    async def _embed(self, pending: list[_Pending]) -> list[DocumentWrite]:
-        titled = [(p.document.title, c) for p in pending for c in p.chunks]
+    async def _embed(self, batch: list[_Part]) -> _Embedded:
+        titled = [(p.document.title, c) for p in batch for c in p.chunks]
         embedded = iter(await embed_chunks(self.embedder, titled, self.progress.advance))
-        return [
-            DocumentWrite(document=p.document, chunks=[next(embedded) for _ in p.chunks], replaces=p.replaces)
-            for p in pending
-        ]
+        writes, more = [], []
+        for p in batch:
+            chunks = [next(embedded) for _ in p.chunks]
+            if p.first:
+                writes.append(DocumentWrite(document=p.document, chunks=chunks, replaces=p.replaces))
+            else:
+                more.extend((p.document_id, c) for c in chunks)
+        return writes, more
 
-    async def _write(self, writes: list[DocumentWrite]) -> None:
-        await anyio.to_thread.run_sync(write_documents, self.db, writes)
+    async def _write(self, embedded: _Embedded) -> None:
+        writes, more = embedded
+        await anyio.to_thread.run_sync(lambda: write_documents(self.db, writes, more_chunks=more))
+
+
+# A batch ready to write: whole or first parts of documents, and further chunks of documents written before.
+_Embedded = tuple[list[DocumentWrite], list[tuple[str, NewChunk]]]
 
 
 def _first_error(group: BaseExceptionGroup) -> BaseException:

@@ -36,13 +36,19 @@ def make_chunk_rows(chunks: Table, new: Sequence[tuple[str, NewChunk]]) -> list[
     return rows
 
 
-def write_documents(db: Database, writes: Sequence[DocumentWrite]) -> None:
-    """Insert or replace documents and their chunks in one all-or-nothing write, then refresh indexes."""
-    if not writes:
+def write_documents(
+    db: Database, writes: Sequence[DocumentWrite], more_chunks: Sequence[tuple[str, NewChunk]] = ()
+) -> None:
+    """Insert or replace documents and their chunks in one all-or-nothing write, then refresh indexes.
+
+    `more_chunks` are (document id, chunk) pairs of documents written earlier in the same enclosing
+    `atomic_write`: a long document is written in parts so its vectors are never all held at once.
+    """
+    if not writes and not more_chunks:
         return
     replaced = [w.replaces.id for w in writes if w.replaces is not None]
     doc_rows = []
-    new_chunks: list[tuple[str, NewChunk]] = []
+    new_chunks: list[tuple[str, NewChunk]] = list(more_chunks)
     for w in writes:
         doc = w.document
         if w.replaces is not None:
@@ -67,7 +73,8 @@ def write_documents(db: Database, writes: Sequence[DocumentWrite]) -> None:
             if replaced:
                 db.chunks.delete(in_list("document_id", replaced))
                 db.documents.delete(in_list("id", replaced))
-            db.documents.add(doc_rows)
+            if doc_rows:
+                db.documents.add(doc_rows)
             if chunk_rows:
                 db.chunks.add(chunk_rows)
             checkpoint("data-written")

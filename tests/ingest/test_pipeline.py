@@ -217,3 +217,29 @@ def test_a_source_given_twice_in_one_add_is_stored_once(tmp_path: Path, embedder
     assert sorted(ids) == [("d0.md", "added"), ("d0.md", "unchanged"), ("d1.md", "added")]
     assert ids["d0.md", "unchanged"] == ids["d0.md", "added"]
     assert reads.count_documents(db) == 2
+
+
+def _long_text(n_paragraphs: int, word: str) -> str:
+    # Each paragraph fills most of a chunk, so the document spans several batches of 2 chunks.
+    return "\n\n".join(" ".join(f"{word}{p} catalog{i}" for i in range(80)) for p in range(n_paragraphs))
+
+
+def test_a_long_document_is_written_in_parts_and_replaced_whole(
+    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = _db(tmp_path, embedder)
+    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
+    folder = _folder(tmp_path, 1)
+    (folder / "long.md").write_text(_long_text(5, "alpha"))
+    first = anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
+    long = next(o for o in first.outcomes if o.source.endswith("long.md"))
+    assert long.chunks >= 5
+    assert [c.order for c in reads.chunks_of(db, long.document_id)] == list(range(long.chunks))
+    (folder / "long.md").write_text(_long_text(3, "beta"))
+    second = anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
+    updated = next(o for o in second.outcomes if o.source.endswith("long.md"))
+    assert (updated.status, updated.document_id) == ("updated", long.document_id)
+    chunks = reads.chunks_of(db, long.document_id)
+    assert [c.order for c in chunks] == list(range(updated.chunks))
+    assert all("beta" in c.text and "alpha" not in c.text for c in chunks)
+    assert reads.count_chunks(db) == updated.chunks + 1
