@@ -43,9 +43,9 @@ def add(
     from haiku_cli import api
 
     metadata = api.parse_metadata(meta or [])
-    if text == "-":
-        text = read_text("-", what="the text to add")
     ws = workspace(ctx)
+    if text == "-":
+        text = read_text("-", what="the text to add", max_text_mb=ws.settings.ingest.max_text_mb)
     location = ws.select_one(database or [], db or [])
     report = run(lambda: api.add_text(ws, location, text, title=title, metadata=metadata))
     _report(report, json)

@@ -82,7 +82,7 @@ class IngestSettings(_Strict):
     max_file_mb: float = Field(default=64.0, gt=0)
     # A DOCX's XML once decompressed: it is parsed in memory at about 20 bytes per byte.
     max_docx_xml_mb: float = Field(default=20.0, gt=0)
-    # The text of one document once converted: indexing it holds about 50 bytes per character.
+    # The text of one document once converted: indexing it holds about 12 bytes per character.
     max_text_mb: float = Field(default=8.0, gt=0)
 
 

@@ -69,6 +69,14 @@ async def add_text(
 
     if not text.strip():
         raise InputError("the text to add is empty")  # checked before the database is created
+    limit_mb = ws.settings.ingest.max_text_mb
+    if len(text) > limit_mb * 2**20:  # the limit a file's text has
+        from haiku_cli.ingest.convert.limits import megabytes
+
+        raise InputError(
+            f"the text to add is {megabytes(len(text))}, over the limit of {limit_mb:g} MB; "
+            "raise [ingest] max_text_mb in the config file to add it"
+        )
     db = await _writable(ws, location)
     try:
         async with _writing(db):

@@ -72,6 +72,27 @@ def test_stdin_text_is_added(cli) -> None:
     assert json.loads(added.stdout)["outcomes"][0]["status"] == "added"
 
 
+@pytest.mark.parametrize(
+    ("args", "text", "says"),
+    [
+        (("add", "-"), "x" * 5000, "the text to add from standard input is over the limit of 0.001 MB"),
+        (("add", "-"), "é" * 1500, "the text to add is 1 KB, over the limit of 0.001 MB"),
+        (("add", "y" * 1500), None, "the text to add is 1 KB, over the limit of 0.001 MB"),
+    ],
+)
+def test_text_over_the_limit_is_refused_before_a_database_is_created(
+    cli, isolated: Path, write_config, args: tuple[str, ...], text: str | None, says: str
+) -> None:
+    # 0.001 MB is 1,048 characters; the first input is refused before it is read whole (over 4 bytes a
+    # character), the others (under that in bytes) by their length in characters, as a file's text is.
+    write_config("[ingest]\nmax_text_mb = 0.001\n")
+    result = cli(*args, input=text)
+    assert result.exit_code == ExitCode.INPUT, result.stderr
+    assert result.stderr == f"haiku: {says}; raise [ingest] max_text_mb in the config file to add it\n"
+    assert not (isolated / "data" / "default.lancedb").exists()
+    assert cli("add", "-", input="x" * 1000).exit_code == 0  # under the limit
+
+
 def test_blank_text_is_refused_before_a_database_is_created(cli, isolated: Path) -> None:
     result = cli("add", "   ")
     assert result.exit_code == ExitCode.INPUT and "the text to add is empty" in result.stderr
