@@ -15,7 +15,7 @@ from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import InputError
 from haiku_cli.search import bm25
 from haiku_cli.search.candidates import Candidate, SearchType, find_candidates
-from haiku_cli.search.fusion import DEFAULT_VECTOR_WEIGHT, fuse
+from haiku_cli.search.fusion import DEFAULT_VECTOR_WEIGHT, as_one_pool, fuse
 from haiku_cli.search.hits import SearchHit
 from haiku_cli.store.database import Database, EmbedderSpec
 from haiku_cli.store.reads import get_documents_of
@@ -116,6 +116,8 @@ async def search_set(
             dbs, per_db, found[len(dbs)], found[len(dbs) + 1 :], k, bool(document_filter)
         )
     pooled = [c for cands in per_db for c in cands]
+    if search_type == "hybrid" and len(dbs) > 1:
+        pooled = as_one_pool(pooled, k)  # fused from the pool one database would have had
     ranked = fuse(pooled, search_type=search_type, vector_weight=vector_weight)[:limit]
     return await _hydrate(dbs, ranked)
 

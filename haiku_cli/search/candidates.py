@@ -52,6 +52,7 @@ class Candidate:
     search_text: str = ""  # only when asked for: set-wide BM25 analyses it
     similarity: float | None = None
     bm25: float | None = None
+    by_vector: bool = False  # among its database's nearest vectors (else found by full text alone)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -125,6 +126,7 @@ def find_candidates(
     for row in found_rows.vector_rows:
         cand = _candidate(db, row)
         cand.similarity = 1.0 - float(row["_distance"])
+        cand.by_vector = True
         found[cand.chunk_id] = cand
     if found_rows.text_error is not None:
         if FTS_INDEX not in found_rows.indexes:

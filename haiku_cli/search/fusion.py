@@ -37,6 +37,31 @@ def fuse(
     return scored  # type: ignore[return-value]
 
 
+def as_one_pool(candidates: Sequence[Candidate], k: int) -> list[Candidate]:
+    """The candidates one database holding all of them would have found: its top k of each kind.
+
+    Each database of a fan-out gives its own top k vector and top k full-text candidates; fused as they
+    are, a chunk near the top of neither list of the whole set (so absent from one database's pool)
+    could outrank the rest. Kept: the set's top k by similarity among the vector candidates and by BM25
+    among the full-text ones; a chunk kept only for its similarity loses its BM25, as it would have none.
+    """
+    by_vector = [c for c in candidates if c.by_vector]
+    by_text = [c for c in candidates if c.bm25 is not None]
+    text_keys = _top_keys(by_text, [c.bm25 or 0.0 for c in by_text], k)
+    keep = text_keys | _top_keys(by_vector, [c.similarity or 0.0 for c in by_vector], k)
+    pool = [c for c in candidates if c.key in keep]
+    for c in pool:
+        if c.key not in text_keys:
+            c.bm25 = None
+    return pool
+
+
+def _top_keys(candidates: Sequence[Candidate], scores: Sequence[float], k: int) -> set[tuple[str, str]]:
+    pairs = zip(candidates, scores, strict=True)
+    ranked = sorted(pairs, key=lambda cs: (-cs[1], cs[0].database, cs[0].chunk_id))
+    return {c.key for c, _ in ranked[:k]}
+
+
 def _convex(candidates: Sequence[Candidate], w: float) -> list[tuple[Candidate, float]]:
     sim_max = max((_clamp(c.similarity) for c in candidates), default=0.0)
     bm25_max = max((c.bm25 or 0.0 for c in candidates), default=0.0)
