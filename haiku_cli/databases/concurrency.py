@@ -54,8 +54,10 @@ async def concurrently(calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
             for i, call in enumerate(calls):
                 tg.start_soon(one, i, call)
     except BaseExceptionGroup as group:
-        # A task group wraps failures; callers (and users) want the error itself, not a group.
-        raise _first_leaf(group) from None
+        # A task group wraps failures; callers (and users) want the error itself, not a group, with
+        # its own cause kept (what a caller may decide on, e.g. a file a vacuum removed).
+        leaf = _first_leaf(group)
+        raise leaf from leaf.__cause__
     return results  # type: ignore[return-value]
 
 

@@ -12,12 +12,13 @@ import numpy as np
 from haiku_cli.databases.concurrency import concurrently, in_threads
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
-from haiku_cli.errors import InputError
+from haiku_cli.errors import DatabaseError, InputError
 from haiku_cli.search import bm25
 from haiku_cli.search.candidates import Candidate, SearchType, find_candidates
 from haiku_cli.search.fusion import DEFAULT_VECTOR_WEIGHT, as_one_pool, fuse
 from haiku_cli.search.hits import SearchHit
 from haiku_cli.store.database import Database, EmbedderSpec
+from haiku_cli.store.handle import is_missing_file
 from haiku_cli.store.reads import get_documents_of
 
 QueryEmbedder = Callable[[str], Awaitable[np.ndarray]]
@@ -60,6 +61,41 @@ async def search_set(
     vector_weight: float = DEFAULT_VECTOR_WEIGHT,
 ) -> list[SearchHit]:
     """Search every database of the selection and return one ranking, each hit labelled."""
+    search = partial(
+        _search_once,
+        pool,
+        selection,
+        query,
+        embed_query=embed_query,
+        embedder_spec=embedder_spec,
+        search_type=search_type,
+        limit=limit,
+        document_filter=document_filter,
+        vector_weight=vector_weight,
+    )
+    try:
+        return await search()
+    except DatabaseError as exc:
+        if not is_missing_file(exc.__cause__):
+            raise
+    # A `vacuum` (another process's, or one at the same moment) removed the files of the version these
+    # handles were reading: read again from the latest version, once.
+    pool.expire(selection)
+    return await search()
+
+
+async def _search_once(
+    pool: DatabasePool,
+    selection: Selection,
+    query: str,
+    *,
+    embed_query: QueryEmbedder | None,
+    embedder_spec: Callable[[], Awaitable[EmbedderSpec]] | None,
+    search_type: SearchType | Literal["auto"],
+    limit: int,
+    document_filter: str | None,
+    vector_weight: float,
+) -> list[SearchHit]:
     if not query.strip():
         raise InputError("the search query is empty")
     if len(query) > MAX_QUERY_CHARS:

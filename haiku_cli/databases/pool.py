@@ -93,6 +93,13 @@ class DatabasePool:
         )
         return db
 
+    def expire(self, selection: Selection) -> None:
+        """Have the next read of these databases catch up with the stored state first, however recent."""
+        for loc in selection.locations:
+            db = self._open.get(_key(loc, False))
+            if db is not None:
+                db.read_at = float("-inf")
+
     def forget(self, location: Location) -> None:
         """Drop the cached handles after a write: a reader's handle would not see it."""
         for writable in (False, True):

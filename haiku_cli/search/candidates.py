@@ -10,6 +10,7 @@ import numpy as np
 from haiku_cli.errors import InputError
 from haiku_cli.search.lookups import Lookup, run_lookup
 from haiku_cli.store.database import Database
+from haiku_cli.store.handle import is_read_failure, storage_failure
 from haiku_cli.store.indexes import FTS_INDEX
 from haiku_cli.store.reads import document_ids, in_list
 
@@ -119,19 +120,22 @@ def find_candidates(
         text_columns.append("vector")
     if with_search_text:
         text_columns.append("search_text")
-    found_rows = run_lookup(
-        db,
-        Lookup(
-            k=k,
-            where=where,
-            vector=query_vector if wants_vector else None,
-            vector_columns=[*_COLUMNS, "_distance"],
-            text=query if wants_text else None,
-            text_columns=text_columns,
-            refine_factor=_REFINE_FACTOR if search_type == "vector" else _POOL_REFINE_FACTOR,
-            ef=ann_ef if search_type == "vector" else pool_ef,
-        ),
+    lookup = Lookup(
+        k=k,
+        where=where,
+        vector=query_vector if wants_vector else None,
+        vector_columns=[*_COLUMNS, "_distance"],
+        text=query if wants_text else None,
+        text_columns=text_columns,
+        refine_factor=_REFINE_FACTOR if search_type == "vector" else _POOL_REFINE_FACTOR,
+        ef=ann_ef if search_type == "vector" else pool_ef,
     )
+    try:
+        found_rows = run_lookup(db, lookup)
+    except Exception as exc:
+        if is_read_failure(exc):
+            raise storage_failure(db.name, "cannot be read", exc) from exc
+        raise
     found: dict[str, Candidate] = {}
     for row in found_rows.vector_rows:
         cand = _candidate(db, row)
@@ -141,6 +145,8 @@ def find_candidates(
     if found_rows.text_error is not None:
         if FTS_INDEX not in found_rows.indexes:
             return list(found.values())
+        if is_read_failure(found_rows.text_error):
+            raise storage_failure(db.name, "cannot be read", found_rows.text_error) from found_rows.text_error
         reason = str(found_rows.text_error).splitlines()[0]
         raise InputError(f"full-text search failed for {query!r}: {reason}") from found_rows.text_error
     for row in found_rows.text_rows:

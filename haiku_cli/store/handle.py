@@ -123,6 +123,17 @@ def failure_reason(exc: BaseException) -> str:
     return first[:300]
 
 
+def is_missing_file(exc: BaseException | None) -> bool:
+    """Whether a read failed because a data file is gone: a `vacuum` removed the version it was reading."""
+    text = str(exc)
+    return isinstance(exc, FileNotFoundError) or ("Not found" in text and ".lance" in text)
+
+
+def is_read_failure(exc: BaseException) -> bool:
+    """Whether LanceDB's exception is the store failing a read (I/O, a file gone), not bad input."""
+    return isinstance(exc, OSError) or "LanceError(IO)" in str(exc) or is_missing_file(exc)
+
+
 def storage_failure(name: str, what: str, exc: BaseException) -> DatabaseError:
     """One line for a storage call that failed: `database 'x' cannot be written: the disk is full`."""
     return DatabaseError(f"database '{name}' {what}: {failure_reason(exc)}")

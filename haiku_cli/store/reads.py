@@ -7,7 +7,7 @@ from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 from haiku_cli.errors import InputError
-from haiku_cli.store.handle import Database, parse_json_object, storage_failure
+from haiku_cli.store.handle import Database, is_read_failure, parse_json_object, storage_failure
 from haiku_cli.store.records import ChunkRecord, DocumentRecord
 
 _DOC_COLUMNS = ["id", "uri", "title", "metadata", "content_hash", "created_at", "updated_at"]
@@ -50,7 +50,7 @@ def _query_rows(db: Database, table: Any, where: str | None, columns: list[str],
     except Exception as exc:
         if not where:
             raise
-        if isinstance(exc, OSError) or "LanceError(IO)" in str(exc):
+        if is_read_failure(exc):
             # A file gone from under a reader (a concurrent vacuum) is the store's failure, not the filter's.
             raise storage_failure(db.name, "cannot be read", exc) from exc
         raise InputError(f"invalid filter {where!r}: {_first_line(exc)}") from exc
@@ -136,7 +136,7 @@ def get_documents_of(wanted: Sequence[tuple[Database, Iterable[str]]]) -> list[d
     run = bridges[0][1]
     out = []
     for (db, _), rows in zip(requests, run(fetch_all()), strict=True):
-        if isinstance(rows, OSError) or (isinstance(rows, Exception) and "LanceError(IO)" in str(rows)):
+        if isinstance(rows, Exception) and is_read_failure(rows):
             raise storage_failure(db.name, "cannot be read", rows) from rows  # as get_documents does
         if isinstance(rows, BaseException):
             raise rows

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from haiku_cli.databases.pool import DatabasePool
@@ -37,3 +38,24 @@ async def test_a_reused_reader_sees_later_writes_after_a_vacuum(tmp_path: Path) 
     assert again is reader
     assert _titles(again) == ["first", "second"]
     assert reads.count_chunks(again) == 4
+
+
+@pytest.mark.parametrize("search_type", ["fts", "vector", "hybrid"])
+def test_a_search_right_after_another_handles_vacuum_reads_the_latest_version(
+    make_db, workspace, search_type: str
+) -> None:
+    from haiku_cli.databases import operations
+
+    texts = [f"Note {i} about owls and the night sky." for i in range(3)]
+    loc, _ = make_db("notes", texts)
+    reader, selection = workspace(), Selection((loc,))
+
+    def search() -> list[str]:
+        hits = anyio.run(lambda: operations.search(reader, selection, "owls", search_type=search_type))
+        return sorted(h.content for h in hits)
+
+    assert search() == texts
+    # Within the second in which a reader does not look for writes, another process vacuums: the files
+    # of the version the reader holds are gone. The search reads the latest version instead of failing.
+    anyio.run(lambda: operations.vacuum(workspace(), loc))
+    assert search() == texts
