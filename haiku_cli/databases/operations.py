@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio.to_thread
 
@@ -26,16 +26,19 @@ from haiku_cli.databases.results import (
 )
 from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
-from haiku_cli.errors import DatabaseError, InputError
+from haiku_cli.errors import DatabaseError, HaikuError, InputError
 from haiku_cli.search.candidates import SearchType
 from haiku_cli.search.hits import SearchHit
 from haiku_cli.store import maintenance, reads, writes
 from haiku_cli.store.database import Database, exists
+from haiku_cli.store.handle import is_missing_file, is_read_failure, storage_failure
 from haiku_cli.store.location import Location
 from haiku_cli.store.writer import exclusive
 
 if TYPE_CHECKING:
     from haiku_cli.ingest import pipeline
+
+T = TypeVar("T")
 
 
 async def _writable(ws: Workspace, location: Location) -> Database:
@@ -59,6 +62,30 @@ async def _writing(db: Database) -> AsyncIterator[Database]:
 
 async def _readable(ws: Workspace, location: Location) -> Database:
     return await ws.pool.open_one(location)
+
+
+async def _read(ws: Workspace, location: Location, read: Callable[[Database], T]) -> T:
+    """Run a read of one database; if a vacuum removed the files of its version meanwhile, read again
+    from the latest version, once (as a search does)."""
+    try:
+        return await _read_once(ws, location, read)
+    except DatabaseError as exc:
+        if not is_missing_file(exc.__cause__):
+            raise
+    ws.pool.expire(Selection((location,)))
+    return await _read_once(ws, location, read)
+
+
+async def _read_once(ws: Workspace, location: Location, read: Callable[[Database], T]) -> T:
+    db = await _readable(ws, location)
+    try:
+        return await anyio.to_thread.run_sync(read, db)
+    except HaikuError:
+        raise
+    except Exception as exc:
+        if is_read_failure(exc):  # the store failing (a file gone, I/O): one exit-3 line naming it
+            raise storage_failure(db.name, "cannot be read", exc) from exc
+        raise
 
 
 async def add_text(
@@ -186,12 +213,10 @@ async def list_documents(
         raise InputError("--limit must be at least 1")
     if offset < 0:
         raise InputError("--offset must be 0 or more")
-    db = await _readable(ws, location)
-    docs = await anyio.to_thread.run_sync(
-        lambda: reads.list_documents(db, where=document_filter, limit=limit + 1, offset=offset)
-    )
+    page = partial(reads.list_documents, where=document_filter, limit=limit + 1, offset=offset)
+    docs = await _read(ws, location, page)
     return DocumentList(
-        database=db.name,
+        database=location.name,
         offset=offset,
         limit=limit,
         truncated=len(docs) > limit,
@@ -201,12 +226,17 @@ async def list_documents(
 
 async def get_document(ws: Workspace, location: Location, document_id: str) -> DocumentWithChunks:
     """`haiku get`: one document with its chunks."""
-    db = await _readable(ws, location)
-    doc = await anyio.to_thread.run_sync(lambda: reads.get_document(db, document_id))
-    if doc is None:
-        raise InputError(f"no document with id {document_id} in database '{db.name}'")
-    chunks = await anyio.to_thread.run_sync(lambda: reads.chunks_of(db, document_id))
-    return DocumentWithChunks(database=db.name, document=doc, chunks=chunks)
+
+    def read(db: Database) -> DocumentWithChunks | None:
+        doc = reads.get_document(db, document_id)
+        if doc is None:
+            return None
+        return DocumentWithChunks(database=db.name, document=doc, chunks=reads.chunks_of(db, document_id))
+
+    found = await _read(ws, location, read)
+    if found is None:
+        raise InputError(f"no document with id {document_id} in database '{location.name}'")
+    return found
 
 
 async def delete_document(ws: Workspace, location: Location, document_id: str) -> DeletedDocument:
@@ -224,15 +254,13 @@ async def delete_document(ws: Workspace, location: Location, document_id: str) -
 
 async def info(ws: Workspace, location: Location) -> maintenance.DatabaseInfo:
     """`haiku info`: counts, size, embedder, schema, versions, indexes."""
-    db = await _readable(ws, location)
-    return await anyio.to_thread.run_sync(lambda: maintenance.database_info(db))
+    return await _read(ws, location, maintenance.database_info)
 
 
 async def history(ws: Workspace, location: Location) -> DatabaseHistory:
     """`haiku history`: table versions, newest first."""
-    db = await _readable(ws, location)
-    versions = await anyio.to_thread.run_sync(lambda: maintenance.history(db))
-    return DatabaseHistory(database=db.name, versions=versions)
+    versions = await _read(ws, location, maintenance.history)
+    return DatabaseHistory(database=location.name, versions=versions)
 
 
 async def vacuum(ws: Workspace, location: Location) -> VacuumReport:

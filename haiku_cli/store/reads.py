@@ -48,11 +48,11 @@ def _query_rows(db: Database, table: Any, where: str | None, columns: list[str],
     try:
         return query.to_arrow().to_pylist()
     except Exception as exc:
-        if not where:
-            raise
         if is_read_failure(exc):
             # A file gone from under a reader (a concurrent vacuum) is the store's failure, not the filter's.
             raise storage_failure(db.name, "cannot be read", exc) from exc
+        if not where:
+            raise
         raise InputError(f"invalid filter {where!r}: {_first_line(exc)}") from exc
 
 

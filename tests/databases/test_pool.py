@@ -3,11 +3,13 @@ reader handle follows later writes, even when a vacuum deleted the versions it f
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import anyio
 import pytest
 
+from haiku_cli.databases.concurrency import concurrently
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
 from haiku_cli.store import EmbedderSpec, Location, open_database, reads
@@ -59,3 +61,30 @@ def test_a_search_right_after_another_handles_vacuum_reads_the_latest_version(
     # of the version the reader holds are gone. The search reads the latest version instead of failing.
     anyio.run(lambda: operations.vacuum(workspace(), loc))
     assert search() == texts
+
+
+def test_list_get_info_and_history_right_after_another_handles_vacuum_read_the_latest_version(
+    make_db, workspace
+) -> None:
+    from haiku_cli.databases import operations
+
+    loc, ids = make_db("notes", [f"Note {i} about owls." for i in range(3)])
+    reader = workspace()
+
+    def read_all() -> tuple:
+        return anyio.run(
+            lambda: concurrently(
+                [
+                    partial(operations.list_documents, reader, loc),
+                    partial(operations.get_document, reader, loc, ids[0]),
+                    partial(operations.info, reader, loc),
+                    partial(operations.history, reader, loc),
+                ]
+            )
+        )
+
+    read_all()
+    anyio.run(lambda: operations.vacuum(workspace(), loc))  # within the second the reader trusts its handle
+    listed, got, info, _ = read_all()
+    assert len(listed.documents) == 3 and got.document.id == ids[0] and len(got.chunks) == 1
+    assert (info.documents, info.chunks) == (3, 3)
