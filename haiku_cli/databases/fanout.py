@@ -12,13 +12,12 @@ import numpy as np
 from haiku_cli.databases.concurrency import concurrently, in_threads
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
-from haiku_cli.errors import DatabaseError, InputError
+from haiku_cli.errors import InputError
 from haiku_cli.search import bm25
 from haiku_cli.search.candidates import Candidate, SearchType, find_candidates
 from haiku_cli.search.fusion import DEFAULT_VECTOR_WEIGHT, as_one_pool, fuse
 from haiku_cli.search.hits import SearchHit
 from haiku_cli.store.database import Database, EmbedderSpec
-from haiku_cli.store.handle import is_missing_file
 from haiku_cli.store.reads import get_documents_of
 
 QueryEmbedder = Callable[[str], Awaitable[np.ndarray]]
@@ -73,15 +72,7 @@ async def search_set(
         document_filter=document_filter,
         vector_weight=vector_weight,
     )
-    try:
-        return await search()
-    except DatabaseError as exc:
-        if not is_missing_file(exc.__cause__):
-            raise
-    # A `vacuum` (another process's, or one at the same moment) removed the files of the version these
-    # handles were reading: read again from the latest version, once.
-    pool.expire(selection)
-    return await search()
+    return await pool.reading_latest(selection, search)
 
 
 async def _search_once(

@@ -26,12 +26,12 @@ from haiku_cli.databases.results import (
 )
 from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
-from haiku_cli.errors import DatabaseError, HaikuError, InputError
+from haiku_cli.errors import DatabaseError, InputError
 from haiku_cli.search.candidates import SearchType
 from haiku_cli.search.hits import SearchHit
 from haiku_cli.store import maintenance, reads, writes
 from haiku_cli.store.database import Database, exists
-from haiku_cli.store.handle import is_missing_file, is_read_failure, storage_failure
+from haiku_cli.store.handle import read_errors
 from haiku_cli.store.location import Location
 from haiku_cli.store.writer import exclusive
 
@@ -65,27 +65,15 @@ async def _readable(ws: Workspace, location: Location) -> Database:
 
 
 async def _read(ws: Workspace, location: Location, read: Callable[[Database], T]) -> T:
-    """Run a read of one database; if a vacuum removed the files of its version meanwhile, read again
-    from the latest version, once (as a search does)."""
-    try:
-        return await _read_once(ws, location, read)
-    except DatabaseError as exc:
-        if not is_missing_file(exc.__cause__):
-            raise
-    ws.pool.expire(Selection((location,)))
-    return await _read_once(ws, location, read)
+    """Run a read of one database in a worker thread, again from the latest version if a vacuum removed
+    the files of its version meanwhile (as a search does)."""
 
+    async def once() -> T:
+        db = await _readable(ws, location)
+        with read_errors(db):
+            return await anyio.to_thread.run_sync(read, db)
 
-async def _read_once(ws: Workspace, location: Location, read: Callable[[Database], T]) -> T:
-    db = await _readable(ws, location)
-    try:
-        return await anyio.to_thread.run_sync(read, db)
-    except HaikuError:
-        raise
-    except Exception as exc:
-        if is_read_failure(exc):  # the store failing (a file gone, I/O): one exit-3 line naming it
-            raise storage_failure(db.name, "cannot be read", exc) from exc
-        raise
+    return await ws.pool.reading_latest(Selection((location,)), once)
 
 
 async def add_text(

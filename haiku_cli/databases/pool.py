@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TypeVar
 
@@ -10,6 +10,7 @@ from haiku_cli.databases.concurrency import in_threads, with_deadline
 from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import DatabaseError
 from haiku_cli.store.database import Database, EmbedderSpec, load_driver, open_database, refresh_reader
+from haiku_cli.store.handle import is_missing_file
 from haiku_cli.store.location import Location
 from haiku_cli.store.writer import WaitPolicy
 
@@ -93,12 +94,19 @@ class DatabasePool:
         )
         return db
 
-    def expire(self, selection: Selection) -> None:
-        """Have the next read of these databases catch up with the stored state first, however recent."""
+    async def reading_latest(self, selection: Selection, read: Callable[[], Awaitable[T]]) -> T:
+        """Run a read of the selection; if a `vacuum` removed the files of the version its handles held,
+        catch them up and read again, once (the next read's open would otherwise trust them for a second)."""
+        try:
+            return await read()
+        except DatabaseError as exc:
+            if not is_missing_file(exc.__cause__):
+                raise
         for loc in selection.locations:
             db = self._open.get(_key(loc, False))
             if db is not None:
                 db.read_at = float("-inf")
+        return await read()
 
     def forget(self, location: Location) -> None:
         """Drop the cached handles after a write: a reader's handle would not see it."""

@@ -287,7 +287,8 @@ class Ingestor:
                     self._to_embed = None
                     to_embed.close()  # the embed stage ends once it has taken the last batch
         except BaseExceptionGroup as group:
-            raise _first_error(group) from None
+            error = _first_error(group)
+            raise error from error.__cause__  # the error itself, with its own cause
 
     async def _embed_stage(
         self,

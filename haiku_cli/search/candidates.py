@@ -10,7 +10,7 @@ import numpy as np
 from haiku_cli.errors import InputError
 from haiku_cli.search.lookups import Lookup, run_lookup
 from haiku_cli.store.database import Database
-from haiku_cli.store.handle import is_read_failure, storage_failure
+from haiku_cli.store.handle import is_read_failure, read_errors, storage_failure
 from haiku_cli.store.indexes import FTS_INDEX
 from haiku_cli.store.reads import document_ids, in_list
 
@@ -130,12 +130,8 @@ def find_candidates(
         refine_factor=_REFINE_FACTOR if search_type == "vector" else _POOL_REFINE_FACTOR,
         ef=ann_ef if search_type == "vector" else pool_ef,
     )
-    try:
+    with read_errors(db):
         found_rows = run_lookup(db, lookup)
-    except Exception as exc:
-        if is_read_failure(exc):
-            raise storage_failure(db.name, "cannot be read", exc) from exc
-        raise
     found: dict[str, Candidate] = {}
     for row in found_rows.vector_rows:
         cand = _candidate(db, row)

@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from haiku_cli.errors import DatabaseError
+from haiku_cli.errors import DatabaseError, HaikuError
 from haiku_cli.store import schema
 from haiku_cli.store.location import Location
 
@@ -137,6 +139,19 @@ def is_read_failure(exc: BaseException) -> bool:
 def storage_failure(name: str, what: str, exc: BaseException) -> DatabaseError:
     """One line for a storage call that failed: `database 'x' cannot be written: the disk is full`."""
     return DatabaseError(f"database '{name}' {what}: {failure_reason(exc)}")
+
+
+@contextmanager
+def read_errors(db: Database) -> Iterator[None]:
+    """A read's storage failure (I/O, a file gone) as one exit-3 line naming the database; others as is."""
+    try:
+        yield
+    except HaikuError:
+        raise
+    except Exception as exc:
+        if is_read_failure(exc):
+            raise storage_failure(db.name, "cannot be read", exc) from exc
+        raise
 
 
 def parse_json_object(text: str | None) -> dict[str, Any]:
