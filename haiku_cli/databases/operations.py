@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager, suppress
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -92,12 +92,9 @@ async def add_text(
             f"the text to add is {megabytes(len(text))}, over the limit of {limit_mb:g} MB; "
             "raise [ingest] max_text_mb in the config file to add it"
         )
-    db = await _writable(ws, location)
-    try:
-        async with _writing(db):
-            return await pipeline.add_text(db, ws.embedder, text, title=title, metadata=metadata)
-    finally:
-        ws.pool.forget(location)
+    return await _adding(
+        ws, location, lambda db: pipeline.add_text(db, ws.embedder, text, title=title, metadata=metadata)
+    )
 
 
 async def add_sources(
@@ -120,19 +117,49 @@ async def add_sources(
     missing = [s for s in sources if not pipeline.is_url(s) and not os.path.lexists(Path(s).expanduser())]
     if len(missing) == len(sources):
         raise InputError("\n".join(f"{display_path(s)}: no such file or directory" for s in missing))
+    return await _adding(
+        ws,
+        location,
+        lambda db: pipeline.add_sources(
+            db,
+            ws.embedder,
+            sources,
+            title=title,
+            metadata=metadata,
+            progress=progress,
+            follow_symlinks=follow_symlinks,
+            limits=ws.settings.ingest,
+        ),
+    )
+
+
+async def _adding(
+    ws: Workspace, location: Location, add: Callable[[Database], Awaitable[pipeline.IngestReport]]
+) -> pipeline.IngestReport:
+    """Run an add holding the writer lock. A database it created is removed again when the add fails
+    or stores nothing: `list` and `info` then say it does not exist, as before the add."""
+    path = location.local_path
+    new_folder = path is not None and not await anyio.to_thread.run_sync(path.exists)
+    existed = await anyio.to_thread.run_sync(exists, location)
     db = await _writable(ws, location)
+
+    async def remove_if_created() -> None:
+        if existed:
+            return
+        with anyio.CancelScope(shield=True), suppress(DatabaseError):
+            # If the store fails here too, an empty database stays behind: the add's own error is the news.
+            await anyio.to_thread.run_sync(partial(writes.remove_unwritten, db, folder=new_folder))
+
     try:
         async with _writing(db):
-            return await pipeline.add_sources(
-                db,
-                ws.embedder,
-                sources,
-                title=title,
-                metadata=metadata,
-                progress=progress,
-                follow_symlinks=follow_symlinks,
-                limits=ws.settings.ingest,
-            )
+            try:
+                report = await add(db)
+            except BaseException:
+                await remove_if_created()
+                raise
+            if not any(o.status in ("added", "updated") for o in report.outcomes):
+                await remove_if_created()
+            return report
     finally:
         ws.pool.forget(location)
 

@@ -84,6 +84,9 @@ class _Lock:
     def release(self) -> None:
         raise NotImplementedError
 
+    def abandon(self) -> None:
+        """The database is about to be removed: write nothing more to it (a lease lives in its meta)."""
+
 
 class _FileLock(_Lock):
     def __init__(self, fd: int) -> None:
@@ -98,24 +101,46 @@ class _FileLock(_Lock):
 
 
 def _try_file_lock(path: Path, owner: Owner, name: str) -> _Lock | Owner | None:
-    """Take the lock file, or return the owner holding it (None if the holder left no record yet)."""
+    """Take the lock file, or return the owner holding it (None if the holder left no record yet).
+
+    A writer that removes a database it created unlinks the lock file (and the folder) while holding
+    it, so a lock is only taken on the file still at the path; one got on a removed file is retried.
+    """
     import fcntl
 
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise storage_failure(name, "cannot be written", exc) from exc
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        held = Owner.parse(os.pread(fd, 4096, 0).decode("utf-8", "replace"))
+    for attempt in range(100):
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError as exc:
+            if attempt < 99:
+                continue  # the folder was removed between the two calls: make it again
+            raise storage_failure(name, "cannot be written", exc) from exc
+        except OSError as exc:
+            raise storage_failure(name, "cannot be written", exc) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held = Owner.parse(os.pread(fd, 4096, 0).decode("utf-8", "replace"))
+            os.close(fd)
+            return held
+        if _is_current(fd, path / LOCK_FILE):
+            data = json.dumps(asdict(owner)).encode()
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, data, 0)
+            return _FileLock(fd)
+        fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
-        return held
-    data = json.dumps(asdict(owner)).encode()
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, data, 0)
-    return _FileLock(fd)
+    return None  # the file kept being removed under us: an unknown holder, tried again after a pause
+
+
+def _is_current(fd: int, path: Path) -> bool:
+    try:
+        here = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (mine.st_dev, mine.st_ino) == (here.st_dev, here.st_ino)
 
 
 class _Lease(_Lock):
@@ -144,6 +169,11 @@ class _Lease(_Lock):
     def valid(self) -> bool:
         # Past its time-to-live without a renewal, another writer may already have taken it over.
         return not self.lost and time.time() - self.owner.heartbeat < LEASE_TTL_SECONDS
+
+    def abandon(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.lost = True  # nothing left to give back
 
     def release(self) -> None:
         self._stop.set()

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import TYPE_CHECKING
 
+from haiku_cli.store import schema
 from haiku_cli.store.database import Database
 from haiku_cli.store.indexes import analyze_many
 from haiku_cli.store.maintenance import after_write
-from haiku_cli.store.reads import in_list, sql_string
+from haiku_cli.store.reads import count_documents, in_list, sql_string
 from haiku_cli.store.records import DocumentWrite, NewChunk
 from haiku_cli.store.transaction import atomic_write, storage_errors
-from haiku_cli.store.writer import checkpoint, ensure_held, exclusive
+from haiku_cli.store.writer import LOCK_FILE, checkpoint, ensure_held, exclusive
 
 if TYPE_CHECKING:
     from lancedb.table import Table
@@ -89,3 +92,29 @@ def delete_document(db: Database, document_id: str) -> None:
             db.chunks.delete(f"document_id = {sql_string(document_id)}")
             db.documents.delete(f"id = {sql_string(document_id)}")
         after_write(db)
+
+
+def remove_unwritten(db: Database, *, folder: bool) -> None:
+    """Remove a database that holds no document, so that a failed first add leaves none behind.
+
+    Called with the writer lock held; `folder`: the local folder was made for it too (else it stays).
+    """
+    if db.writer_lock is None:
+        raise RuntimeError("remove_unwritten needs the writer lock")
+    with storage_errors(db, "cannot be removed"):
+        if count_documents(db) > 0:
+            return  # another writer filled it meanwhile: it is theirs now
+        db.writer_lock.abandon()
+        # The meta table goes last: while it exists the database does, and an object store's lease
+        # (the lock of other writers) lives in it.
+        for name in (db.chunks_table_name, schema.DOCUMENTS, schema.META):
+            db.conn.drop_table(name, ignore_missing=True)
+    path = db.location.local_path
+    if path is None:
+        return
+    # Unlinked while still held: a writer that took the lock on this file sees it gone and takes a new one.
+    with suppress(FileNotFoundError):
+        (path / LOCK_FILE).unlink()
+    if folder:
+        with suppress(OSError):  # not empty: another writer is making its lock file there
+            os.rmdir(path)

@@ -113,3 +113,20 @@ def test_object_store_failing_mid_write_is_one_line_and_undone(
         assert [d["title"] for d in listed] == ["Peregrine falcons stoop onto prey."]
         info = json.loads(cli("info", "-d", "papers", "--json").stdout)
         assert (info["documents"], info["chunks"]) == (1, 1)
+
+
+def test_a_failed_first_add_leaves_no_database_in_the_object_store(
+    cli, write_config, s3_server: str, tmp_path: Path
+) -> None:
+    _config(write_config, s3_server, tmp_path)
+    (tmp_path / "empty.md").write_text("")
+    assert cli("add-src", str(tmp_path / "empty.md"), "-d", "papers").exit_code == ExitCode.INPUT
+    listed = cli("list", "-d", "papers")
+    assert listed.exit_code == ExitCode.DATABASE and "'papers' does not exist yet" in listed.stderr
+    import boto3
+
+    s3 = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1")
+    left = s3.list_objects_v2(Bucket="lab", Prefix=f"papers-{tmp_path.name}.lancedb/")
+    assert left.get("KeyCount", 0) == 0
+    assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
+    assert json.loads(cli("info", "-d", "papers", "--json").stdout)["documents"] == 1

@@ -29,6 +29,9 @@ class FailingAfter:
         self._left -= 1
         return await self._real.embed_documents(texts, on_progress=on_progress)
 
+    async def resolve_dimension(self) -> int:
+        return self.dimension
+
 
 def _folder(tmp_path: Path, n: int) -> Path:
     folder = tmp_path / "docs"
