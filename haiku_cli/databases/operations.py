@@ -7,13 +7,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio.to_thread
 
 from haiku_cli.config.resolved import ResolvedConfig, resolved_config
 from haiku_cli.databases import fanout
 from haiku_cli.databases.concurrency import concurrently, in_threads
+from haiku_cli.databases.reading import read_one
 from haiku_cli.databases.results import (
     DatabaseHistory,
     DatabaseOverview,
@@ -31,14 +32,11 @@ from haiku_cli.search.candidates import SearchType
 from haiku_cli.search.hits import SearchHit
 from haiku_cli.store import maintenance, reads, writes
 from haiku_cli.store.database import Database, exists
-from haiku_cli.store.handle import read_errors
 from haiku_cli.store.location import Location
 from haiku_cli.store.writer import exclusive
 
 if TYPE_CHECKING:
     from haiku_cli.ingest import pipeline
-
-T = TypeVar("T")
 
 
 async def _writable(ws: Workspace, location: Location) -> Database:
@@ -58,22 +56,6 @@ async def _writing(db: Database) -> AsyncIterator[Database]:
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(lambda: held.__exit__(None, None, None))
-
-
-async def _readable(ws: Workspace, location: Location) -> Database:
-    return await ws.pool.open_one(location)
-
-
-async def _read(ws: Workspace, location: Location, read: Callable[[Database], T]) -> T:
-    """Run a read of one database in a worker thread, again from the latest version if a vacuum removed
-    the files of its version meanwhile (as a search does)."""
-
-    async def once() -> T:
-        db = await _readable(ws, location)
-        with read_errors(db):
-            return await anyio.to_thread.run_sync(read, db)
-
-    return await ws.pool.reading_latest(Selection((location,)), once)
 
 
 async def add_text(
@@ -229,7 +211,7 @@ async def list_documents(
     if offset < 0:
         raise InputError("--offset must be 0 or more")
     page = partial(reads.list_documents, where=document_filter, limit=limit + 1, offset=offset)
-    docs = await _read(ws, location, page)
+    docs = await read_one(ws.pool, location, page)
     return DocumentList(
         database=location.name,
         offset=offset,
@@ -248,7 +230,7 @@ async def get_document(ws: Workspace, location: Location, document_id: str) -> D
             return None
         return DocumentWithChunks(database=db.name, document=doc, chunks=reads.chunks_of(db, document_id))
 
-    found = await _read(ws, location, read)
+    found = await read_one(ws.pool, location, read)
     if found is None:
         raise InputError(f"no document with id {document_id} in database '{location.name}'")
     return found
@@ -269,12 +251,12 @@ async def delete_document(ws: Workspace, location: Location, document_id: str) -
 
 async def info(ws: Workspace, location: Location) -> maintenance.DatabaseInfo:
     """`haiku info`: counts, size, embedder, schema, versions, indexes."""
-    return await _read(ws, location, maintenance.database_info)
+    return await read_one(ws.pool, location, maintenance.database_info)
 
 
 async def history(ws: Workspace, location: Location) -> DatabaseHistory:
     """`haiku history`: table versions, newest first."""
-    versions = await _read(ws, location, maintenance.history)
+    versions = await read_one(ws.pool, location, maintenance.history)
     return DatabaseHistory(database=location.name, versions=versions)
 
 

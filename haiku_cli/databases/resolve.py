@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Generic, TypeVar
 
-from haiku_cli.databases.concurrency import in_threads
 from haiku_cli.databases.pool import DatabasePool
+from haiku_cli.databases.reading import read_each
 from haiku_cli.databases.selection import Selection
 from haiku_cli.store.database import Database
 from haiku_cli.store.reads import get_chunks, get_documents
@@ -37,9 +36,11 @@ class Resolution(Generic[T]):
     ambiguous: dict[str, list[str]] = field(default_factory=dict)
 
 
-async def _per_database(dbs: list[Database], fn: Callable[[Database], dict]) -> dict[str, dict]:
-    results = await in_threads([partial(fn, db) for db in dbs])
-    return {db.name: r for db, r in zip(dbs, results, strict=True)}
+async def _per_database(
+    pool: DatabasePool, selection: Selection, fn: Callable[[Database], dict]
+) -> dict[str, dict]:
+    results = await read_each(pool, selection, fn)
+    return dict(zip(selection.names, results, strict=True))
 
 
 def _split(ids: list[str], held: dict[str, dict[str, T]], order: list[str]) -> Resolution[T]:
@@ -64,10 +65,9 @@ async def resolve_documents(
 ) -> Resolution[tuple[str, DocumentRecord]]:
     """Find each document id in the selection; an id held by two databases is ambiguous, never guessed."""
     ids = list(dict.fromkeys(ids))
-    dbs = await pool.clients_covering(selection)
-    held = await _per_database(dbs, lambda db: get_documents(db, ids, content=content))
+    held = await _per_database(pool, selection, lambda db: get_documents(db, ids, content=content))
     labelled = {name: {i: (name, d) for i, d in docs.items()} for name, docs in held.items()}
-    return _split(ids, labelled, [db.name for db in dbs])
+    return _split(ids, labelled, selection.names)
 
 
 async def resolve_chunks(
@@ -75,12 +75,11 @@ async def resolve_chunks(
 ) -> Resolution[ResolvedChunk]:
     """Find each chunk id (with its document) in the selection, refusing ids held by several databases."""
     ids = list(dict.fromkeys(ids))
-    dbs = await pool.clients_covering(selection)
 
     def lookup(db: Database) -> dict[str, ResolvedChunk]:
         chunks = get_chunks(db, ids)
         docs = get_documents(db, {c.document_id for c in chunks.values()})
         return {i: ResolvedChunk(db.name, c, docs.get(c.document_id)) for i, c in chunks.items()}
 
-    held = await _per_database(dbs, lookup)
-    return _split(ids, held, [db.name for db in dbs])
+    held = await _per_database(pool, selection, lookup)
+    return _split(ids, held, selection.names)

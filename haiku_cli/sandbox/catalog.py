@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict, defaultdict
-
-import anyio.to_thread
+from collections.abc import Callable
+from typing import TypeVar
 
 from haiku_cli.databases.pool import DatabasePool
+from haiku_cli.databases.reading import read_each, read_one
 from haiku_cli.databases.resolve import resolve_documents
 from haiku_cli.databases.selection import Selection
 from haiku_cli.store import reads
@@ -21,6 +22,8 @@ from haiku_cli.store.records import ChunkRecord, DocumentRecord
 
 READ_AHEAD = 32  # documents fetched per content query when a program reads along the listing
 _KEPT = 2 * READ_AHEAD  # read-ahead texts kept at most; the oldest go first
+
+T = TypeVar("T")
 
 
 class AmbiguousDocument(OSError):
@@ -54,14 +57,17 @@ class DocumentCatalog:
     async def listing(self) -> list[tuple[str, DocumentRecord]]:
         """Every visible document with its database, in selection order and oldest first; read once."""
         if self._listing is None:
-            dbs = await self._databases()
-            listing: list[tuple[str, DocumentRecord]] = []
-            for db in dbs:
-                docs = await anyio.to_thread.run_sync(
-                    lambda db=db: reads.list_documents(db, where=self._filter, limit=None)
-                )
-                listing.extend((db.name, doc) for doc in docs)
-            self._holders = await self._all_holders(dbs, listing)
+            per_database = await read_each(
+                self._pool,
+                self._selection,
+                lambda db: reads.list_documents(db, where=self._filter, limit=None),
+            )
+            listing = [
+                (name, doc)
+                for name, docs in zip(self._selection.names, per_database, strict=True)
+                for doc in docs
+            ]
+            self._holders = await self._all_holders(listing)
             self._order = {}
             for database, doc in listing:
                 self._order.setdefault(doc.id, len(self._order))
@@ -70,9 +76,7 @@ class DocumentCatalog:
             self._listing = listing
         return self._listing
 
-    async def _all_holders(
-        self, dbs: list[Database], listing: list[tuple[str, DocumentRecord]]
-    ) -> dict[str, list[str]]:
+    async def _all_holders(self, listing: list[tuple[str, DocumentRecord]]) -> dict[str, list[str]]:
         # With a filter the listing shows only matching copies; a duplicate id is refused whatever the
         # filter says, so its holders come from every id of every selected database.
         holders: dict[str, list[str]] = defaultdict(list)
@@ -80,9 +84,10 @@ class DocumentCatalog:
             for database, doc in listing:
                 holders[doc.id].append(database)
             return holders
-        for db in dbs:
-            for document_id in await anyio.to_thread.run_sync(lambda db=db: reads.document_ids(db)):
-                holders[document_id].append(db.name)
+        per_database = await read_each(self._pool, self._selection, reads.document_ids)
+        for name, ids in zip(self._selection.names, per_database, strict=True):
+            for document_id in ids:
+                holders[document_id].append(name)
         return holders
 
     async def document_ids(self) -> list[str]:
@@ -116,8 +121,7 @@ class DocumentCatalog:
         if text is not None:
             return text
         batch = [document_id, *self._next_in_listing(database, document_id)]
-        db = await self._database(database)
-        docs = await anyio.to_thread.run_sync(lambda: reads.get_documents(db, batch, content=True))
+        docs = await self._read(database, lambda db: reads.get_documents(db, batch, content=True))
         for other in batch[1:]:
             if other in docs:
                 self._texts[other] = docs[other].content
@@ -128,8 +132,7 @@ class DocumentCatalog:
 
     async def chunks(self, database: str, document_id: str) -> list[ChunkRecord]:
         """A document's chunks in order."""
-        db = await self._database(database)
-        return await anyio.to_thread.run_sync(lambda: reads.chunks_of(db, document_id))
+        return await self._read(database, lambda db: reads.chunks_of(db, document_id))
 
     def _next_in_listing(self, database: str, document_id: str) -> list[str]:
         if self._listing is None or document_id not in self._order:
@@ -143,13 +146,10 @@ class DocumentCatalog:
         return following
 
     async def _matches_filter(self, database: str, document_id: str) -> bool:
-        db = await self._database(database)
         where = f"id = {reads.sql_string(document_id)} AND ({self._filter})"
-        return bool(await anyio.to_thread.run_sync(lambda: reads.document_ids(db, where=where)))
+        return bool(await self._read(database, lambda db: reads.document_ids(db, where=where)))
 
-    async def _databases(self) -> list[Database]:
+    async def _read(self, database: str, read: Callable[[Database], T]) -> T:
         # The one rule: nothing outside the selection is ever opened.
-        return await self._pool.clients_covering(self._selection)
-
-    async def _database(self, name: str) -> Database:
-        return next(db for db in await self._databases() if db.name == name)
+        location = next(loc for loc in self._selection.locations if loc.name == database)
+        return await read_one(self._pool, location, read)
