@@ -129,6 +129,7 @@ async def _search_once(
                 k=k,
                 document_filter=document_filter,
                 with_search_text=rescoring,
+                parts=len(dbs),
             ),
         )
         for db in dbs
