@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from haiku_cli.store.database import Database
 from haiku_cli.store.indexes import VECTOR_INDEX
 from haiku_cli.store.reads import async_table
 
-Rows = list[dict[str, Any]]
+# Rows stay Arrow columns: a caller converts only what it needs, off LanceDB's loop thread.
+Rows = pa.Table
 
 
 @dataclass(frozen=True)
@@ -64,10 +66,10 @@ def _async_bridge(db: Database) -> tuple[Any, Callable[[Coroutine[Any, Any, Foun
 
 
 async def _run_async(table: Any, lookup: Lookup) -> Found:
-    rows = await table.count_rows()
+    rows, listed = await asyncio.gather(table.count_rows(), table.list_indices())
+    indexes = {i.name for i in listed}
     if rows == 0:
-        return Found(0, set(), [], [])
-    indexes = {i.name for i in await table.list_indices()}
+        return _empty(lookup, indexes)
     jobs = []
     if lookup.vector is not None:
         q = table.query().nearest_to(lookup.vector).column("vector").distance_type("cosine")
@@ -82,12 +84,12 @@ async def _run_async(table: Any, lookup: Lookup) -> Found:
             q = q.where(lookup.where)
         jobs.append(q.select(lookup.text_columns).limit(lookup.k).to_arrow())
     results = await asyncio.gather(*jobs, return_exceptions=True)
-    found = Found(rows, indexes, [], [])
+    found = _empty(lookup, indexes, rows)
     if lookup.vector is not None:
         vector = results.pop(0)
         if isinstance(vector, BaseException):
             raise vector
-        found.vector_rows = vector.to_pylist()
+        found.vector_rows = vector
     if lookup.text is not None:
         text = results.pop(0)
         if isinstance(text, Exception):
@@ -95,29 +97,38 @@ async def _run_async(table: Any, lookup: Lookup) -> Found:
         elif isinstance(text, BaseException):
             raise text
         else:
-            found.text_rows = text.to_pylist()
+            found.text_rows = text
     return found
 
 
 def _run_sync(db: Database, lookup: Lookup) -> Found:
     rows = db.chunks.count_rows()
-    if rows == 0:
-        return Found(0, set(), [], [])
     indexes = {i.name for i in db.chunks.list_indices()}
-    found = Found(rows, indexes, [], [])
+    found = _empty(lookup, indexes, rows)
+    if rows == 0:
+        return found
     if lookup.vector is not None:
         q = db.chunks.search(lookup.vector, vector_column_name="vector").distance_type("cosine")
         if VECTOR_INDEX in indexes:
             q = q.refine_factor(lookup.refine_factor).ef(lookup.ef(rows, lookup.k))
         if lookup.where:
             q = q.where(lookup.where, prefilter=True)
-        found.vector_rows = q.select(lookup.vector_columns).limit(lookup.k).to_arrow().to_pylist()
+        found.vector_rows = q.select(lookup.vector_columns).limit(lookup.k).to_arrow()
     if lookup.text is not None:
         try:
             q = db.chunks.search(lookup.text, query_type="fts", fts_columns="search_text")
             if lookup.where:
                 q = q.where(lookup.where, prefilter=True)
-            found.text_rows = q.select(lookup.text_columns).limit(lookup.k).to_arrow().to_pylist()
+            found.text_rows = q.select(lookup.text_columns).limit(lookup.k).to_arrow()
         except Exception as exc:
             found.text_error = exc
     return found
+
+
+def _empty(lookup: Lookup, indexes: set[str], rows: int = 0) -> Found:
+    """A lookup's result before its queries: no rows, with the columns asked for."""
+
+    def none(columns: list[str]) -> Rows:
+        return pa.table({c: pa.array([], type=pa.null()) for c in columns})
+
+    return Found(rows, indexes, none(lookup.vector_columns), none(lookup.text_columns))
