@@ -23,12 +23,14 @@ from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import count_documents, find_by_hash, find_by_uri
 from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk
 from haiku_cli.store.transaction import atomic_write
+from haiku_cli.store.writer import exclusive
 from haiku_cli.store.writes import new_id, write_documents
 
 if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
     from haiku_cli.embed import Embedder
+    from haiku_cli.store.rebuild import NewChunksTable
 
 # "skipped": left out on purpose (a symlink out of the folder); "failed": could not be read or converted.
 Status = Literal["added", "updated", "unchanged", "skipped", "failed"]
@@ -439,26 +441,56 @@ async def _convert_all(
 
 
 async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = None) -> int:
-    """Re-chunk and re-embed every document into a new chunks table, switched in by one commit."""
-    from haiku_cli.store.reads import get_documents, list_documents
-    from haiku_cli.store.rebuild import replace_chunks
+    """Re-chunk and re-embed every document into a new chunks table, switched in by one commit.
 
-    docs = await anyio.to_thread.run_sync(lambda: list_documents(db, limit=None))
-    full = await anyio.to_thread.run_sync(lambda: get_documents(db, [d.id for d in docs], content=True))
+    Documents are read, embedded and written in batches, so memory holds a few batches whatever the
+    size of the database; a failure or Ctrl-C drops the new table and leaves the database as it was.
+    """
+    from haiku_cli.store.reads import get_documents, list_documents
+    from haiku_cli.store.rebuild import NewChunksTable
+
     progress = progress or _NoProgress()
-    per_doc: list[tuple[str, list[Chunk], str | None]] = []
-    for d in docs:
-        doc = full[d.id]
-        chunks = chunk_document(
-            from_stored(doc.uri, doc.title, doc.content),
-            embedder.count_tokens,
-            max_tokens=embedder.max_tokens,
-        )
-        per_doc.append((doc.id, chunks, doc.title))
-        progress.add_total(len(chunks))
-    titled = [(title, c) for _, chunks, title in per_doc for c in chunks]
-    doc_ids = [doc_id for doc_id, chunks, _ in per_doc for _c in chunks]
-    rows = list(zip(doc_ids, await embed_chunks(embedder, titled, progress.advance), strict=True))
-    spec_name, spec_dim = embedder.name, await embedder.resolve_dimension()
-    await anyio.to_thread.run_sync(lambda: replace_chunks(db, rows, spec_name, spec_dim))
+    dimension = await embedder.resolve_dimension()
+    with exclusive(db):  # held by the command already; a library caller gets it here
+        docs = await anyio.to_thread.run_sync(lambda: list_documents(db, limit=None))  # without content
+        new = await anyio.to_thread.run_sync(NewChunksTable, db, dimension)
+        try:
+            written = 0
+            pending: list[tuple[str, str | None, Chunk]] = []  # (document id, title, chunk)
+            for start in range(0, len(docs), _REBUILD_DOCUMENTS):
+                ids = [d.id for d in docs[start : start + _REBUILD_DOCUMENTS]]
+                full = await anyio.to_thread.run_sync(lambda ids=ids: get_documents(db, ids, content=True))
+                for doc in (full[i] for i in ids if i in full):
+                    stored = from_stored(doc.uri, doc.title, doc.content)
+                    chunks = await anyio.to_thread.run_sync(
+                        lambda stored=stored: chunk_document(
+                            stored, embedder.count_tokens, max_tokens=embedder.max_tokens
+                        )
+                    )
+                    progress.add_total(len(chunks))
+                    pending.extend((doc.id, doc.title, c) for c in chunks)
+                    while len(pending) >= BATCH_CHUNKS:
+                        batch, pending = pending[:BATCH_CHUNKS], pending[BATCH_CHUNKS:]
+                        written += await _rebuild_batch(new, embedder, batch, progress)
+            if pending:
+                written += await _rebuild_batch(new, embedder, pending, progress)
+            await anyio.to_thread.run_sync(new.switch, embedder.name)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(new.discard)
+            raise
+    return written
+
+
+# Documents whose content a rebuild reads at once; their chunks go on in batches of BATCH_CHUNKS.
+_REBUILD_DOCUMENTS = 64
+
+
+async def _rebuild_batch(
+    new: NewChunksTable, embedder: Embedder, batch: list[tuple[str, str | None, Chunk]], progress: Progress
+) -> int:
+    rows = await embed_chunks(embedder, [(title, c) for _, title, c in batch], progress.advance)
+    await anyio.to_thread.run_sync(
+        new.add, [(doc_id, row) for (doc_id, _, _), row in zip(batch, rows, strict=True)]
+    )
     return len(rows)

@@ -1,9 +1,10 @@
-"""Replacing every chunk at once: write a new chunks table, then switch to it in one commit."""
+"""Replacing every chunk: fill a new chunks table in batches, then switch to it in one commit."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from contextlib import suppress
 
 from haiku_cli.store import schema
 from haiku_cli.store.database import CHUNKS_TABLE, Database
@@ -11,37 +12,58 @@ from haiku_cli.store.indexes import create_fts_index, refresh_indexes
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.records import NewChunk
 from haiku_cli.store.transaction import storage_errors
-from haiku_cli.store.writer import exclusive
+from haiku_cli.store.writer import ensure_held
 from haiku_cli.store.writes import make_chunk_rows
 
-_WRITE_BATCH = 5_000
 
+class NewChunksTable:
+    """A chunks table being filled beside the live one; readers see the live one until `switch`.
 
-def replace_chunks(
-    db: Database, rows: Sequence[tuple[str, NewChunk]], embedder_name: str, dimension: int
-) -> None:
-    """Swap in a new chunks table (possibly of another embedder); until the switch, readers see the old."""
-    with exclusive(db), storage_errors(db, "cannot be rebuilt"):
-        _replace_chunks(db, rows, embedder_name, dimension)
+    Create it, `add` batches, then `switch`; a rebuild that fails calls `discard` instead, which leaves
+    the database as it was. The writer lock must be held throughout (see `haiku_cli.store.writer`).
+    """
 
+    def __init__(self, db: Database, dimension: int) -> None:
+        if db.writer_lock is None:
+            raise RuntimeError("a rebuild needs the writer lock")
+        self.db = db
+        self.dimension = dimension
+        live = db.chunks_table_name
+        with storage_errors(db, "cannot be rebuilt"):
+            for name in list(db.conn.list_tables().tables):
+                if name.startswith(f"{schema.CHUNKS}_") and name != live:
+                    db.conn.drop_table(name)  # left behind by a rebuild that was killed
+            self.name = f"{schema.CHUNKS}_{uuid.uuid4().hex[:12]}"
+            self.table = db.conn.create_table(self.name, schema=schema.chunks_schema(dimension))
+            create_fts_index(self.table)
 
-def _replace_chunks(
-    db: Database, rows: Sequence[tuple[str, NewChunk]], embedder_name: str, dimension: int
-) -> None:
-    live = db.chunks_table_name
-    for name in list(db.conn.list_tables().tables):
-        if name.startswith(f"{schema.CHUNKS}_") and name != live:
-            db.conn.drop_table(name)  # left behind by a rebuild that was killed
-    new_name = f"{schema.CHUNKS}_{uuid.uuid4().hex[:12]}"
-    table = db.conn.create_table(new_name, schema=schema.chunks_schema(dimension))
-    create_fts_index(table)
-    for start in range(0, len(rows), _WRITE_BATCH):
-        table.add(make_chunk_rows(table, rows[start : start + _WRITE_BATCH]))
-    refresh_indexes(table)
-    # The single commit that makes the rebuild visible: table, embedder and dimension change together.
-    db.set_meta_many(
-        {CHUNKS_TABLE: new_name, "embedder_name": embedder_name, "embedder_dimension": str(dimension)}
-    )
-    db.chunks = table
-    db.conn.drop_table(live)
-    after_write(db)
+    def add(self, rows: Sequence[tuple[str, NewChunk]]) -> None:
+        """Write one batch of (document id, chunk) rows."""
+        with storage_errors(self.db, "cannot be rebuilt"):
+            ensure_held(self.db)
+            self.table.add(make_chunk_rows(self.table, rows))
+
+    def switch(self, embedder_name: str) -> None:
+        """Make the new table live (with its embedder) in one commit, and drop the old one."""
+        db = self.db
+        with storage_errors(db, "cannot be rebuilt"):
+            refresh_indexes(self.table)
+            ensure_held(db)
+            live = db.chunks_table_name
+            # The single commit that makes the rebuild visible: table, embedder and dimension together.
+            db.set_meta_many(
+                {
+                    CHUNKS_TABLE: self.name,
+                    "embedder_name": embedder_name,
+                    "embedder_dimension": str(self.dimension),
+                }
+            )
+            db.chunks = self.table
+            db.conn.drop_table(live)
+        after_write(db)
+
+    def discard(self) -> None:
+        """Drop the new table; the live one was never touched."""
+        # If the store fails here too, the next rebuild drops it: the rebuild's own error is the news.
+        with suppress(Exception):
+            self.db.conn.drop_table(self.name)

@@ -246,3 +246,54 @@ def test_a_long_document_is_written_in_parts_and_replaced_whole(
     assert [c.order for c in chunks] == list(range(updated.chunks))
     assert all("beta" in c.text and "alpha" not in c.text for c in chunks)
     assert reads.count_chunks(db) == updated.chunks + 1
+
+
+class Recording:
+    """The real embedder, recording how many texts each call embeds (what a rebuild holds at once)."""
+
+    def __init__(self, real) -> None:
+        self._real = real
+        self.calls: list[int] = []
+        self.name, self.dimension, self.max_tokens = real.name, real.dimension, real.max_tokens
+        self.count_tokens = real.count_tokens
+
+    async def embed_documents(self, texts, on_progress=None):
+        self.calls.append(len(texts))
+        return await self._real.embed_documents(texts, on_progress=on_progress)
+
+    async def resolve_dimension(self) -> int:
+        return self.dimension
+
+
+def _chunk_texts(db) -> list[str]:
+    return sorted(r["text"] for r in db.chunks.to_arrow().select(["text"]).to_pylist())
+
+
+def test_a_rebuild_embeds_and_writes_in_batches(tmp_path: Path, embedder, monkeypatch) -> None:
+    db = _db(tmp_path, embedder)
+    folder = _folder(tmp_path, 7)
+    anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
+    before = _chunk_texts(db)
+    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
+    recording = Recording(embedder)
+    assert anyio.run(lambda: pipeline.rebuild(db, recording)) == 7
+    assert recording.calls == [2, 2, 2, 1]  # never the whole database in one call
+    again = open_database(db.location)
+    assert _chunk_texts(again) == before and again.chunks_table_name != "chunks"
+    hit = again.chunks.search(np.asarray(anyio.run(embedder.embed_query, "topic number 5")))
+    assert "number 5" in hit.limit(1).to_list()[0]["text"]
+
+
+def test_a_rebuild_that_fails_part_way_leaves_the_database_as_it_was(
+    tmp_path: Path, embedder, monkeypatch
+) -> None:
+    db = _db(tmp_path, embedder)
+    folder = _folder(tmp_path, 7)
+    anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
+    before, tables = _chunk_texts(db), sorted(db.conn.list_tables().tables)
+    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
+    with pytest.raises(ModelError):
+        anyio.run(lambda: pipeline.rebuild(db, FailingAfter(embedder, 2)))
+    again = open_database(db.location)
+    assert again.chunks_table_name == "chunks" and _chunk_texts(again) == before
+    assert sorted(again.conn.list_tables().tables) == tables  # the half-built table is gone
