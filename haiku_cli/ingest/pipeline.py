@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio.to_thread
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from haiku_cli.config.settings import IngestSettings
 from haiku_cli.errors import HaikuError, InputError
@@ -65,6 +66,8 @@ class SourceOutcome(BaseModel):
     chunks: int = 0
     error: str | None = None
     note: str | None = None  # read, but with something worth knowing (e.g. not UTF-8)
+    # Where the source was given or found: batches report out of that order, the report is put back in it.
+    _position: int = PrivateAttr(default=0)
 
 
 class IngestReport(BaseModel):
@@ -162,6 +165,7 @@ class Ingestor:
         self._queued: dict[str, tuple[str, str]] = {}
         self._empty_before: bool | None = None  # whether the database held no document when this add began
         self._to_embed: MemoryObjectSendStream[list[_Part]] | None = None
+        self.position = 0  # of the source being handled, among those given and found (see SourceOutcome)
 
     async def add(
         self, doc: ConvertedDocument, *, source: str, title: str | None = None, metadata: dict[str, Any]
@@ -175,7 +179,7 @@ class Ingestor:
         if queued is not None:  # the same source twice in one add (e.g. a folder and a file in it)
             if queued[1] == digest:
                 self.report.outcomes.append(
-                    SourceOutcome(source=source, status="unchanged", document_id=queued[0], note=note)
+                    self._outcome(source=source, status="unchanged", document_id=queued[0], note=note)
                 )
             else:
                 self.fail(source, f"{source}: changed while it was being added; add it again")
@@ -188,7 +192,7 @@ class Ingestor:
             and (not metadata or metadata == existing.metadata)
         ):
             self.report.outcomes.append(
-                SourceOutcome(source=source, status="unchanged", document_id=existing.id, note=note)
+                self._outcome(source=source, status="unchanged", document_id=existing.id, note=note)
             )
             return
         chunks = await anyio.to_thread.run_sync(
@@ -196,7 +200,7 @@ class Ingestor:
         )
         if not chunks:
             self.report.outcomes.append(
-                SourceOutcome(source=source, status="failed", error=f"{source}: no text to index")
+                self._outcome(source=source, status="failed", error=f"{source}: no text to index")
             )
             return
         now = datetime.now(UTC)
@@ -213,7 +217,7 @@ class Ingestor:
         )
         status: Status = "updated" if existing is not None else "added"
         document_id = existing.id if existing else record.id
-        outcome = SourceOutcome(
+        outcome = self._outcome(
             source=source, status=status, document_id=document_id, chunks=len(chunks), note=note
         )
         self._queued[uri or digest] = (document_id, digest)
@@ -240,13 +244,23 @@ class Ingestor:
             return None
         return find_by_uri(self.db, uri) if uri else find_by_hash(self.db, digest)
 
+    def _outcome(self, **fields: Any) -> SourceOutcome:
+        outcome = SourceOutcome(**fields)
+        outcome._position = self.position
+        return outcome
+
+    def in_source_order(self) -> IngestReport:
+        """The report with its outcomes in the order the sources were given and found."""
+        self.report.outcomes.sort(key=lambda o: o._position)  # stable: a source's own outcomes keep theirs
+        return self.report
+
     def fail(self, source: str, error: str) -> None:
         """Record a source that could not be converted."""
-        self.report.outcomes.append(SourceOutcome(source=source, status="failed", error=error))
+        self.report.outcomes.append(self._outcome(source=source, status="failed", error=error))
 
     def skip(self, source: str, reason: str) -> None:
         """Record a source left out on purpose, with the reason as its note."""
-        self.report.outcomes.append(SourceOutcome(source=source, status="skipped", note=reason))
+        self.report.outcomes.append(self._outcome(source=source, status="skipped", note=reason))
 
     async def flush(self) -> None:
         """Embed and write everything queued (inside `pipelined()`: hand it to the stages)."""
@@ -389,19 +403,22 @@ async def add_sources(
     from haiku_cli.ingest.sources import SkippedSource, display_path, iter_source_files
 
     limits = limits or IngestSettings()
-    items: list[str | Path] = []
+    items: list[tuple[int, str | Path]] = []  # with their positions among the sources given and found
     ingestor = Ingestor(db, embedder, progress)
+    positions = itertools.count()
     for source in sources:
+        ingestor.position = next(positions)
         if is_url(source):
-            items.append(source)
+            items.append((ingestor.position, source))
             continue
         path = Path(source).expanduser()
         if not os.path.lexists(path):
             ingestor.fail(display_path(source), f"{display_path(source)}: no such file or directory")
             continue
         for entry in iter_source_files(path, follow_symlinks=follow_symlinks):
+            ingestor.position = next(positions)
             if not isinstance(entry, SkippedSource):
-                items.append(entry)
+                items.append((ingestor.position, entry))
             elif entry.failed:
                 ingestor.fail(entry.source, f"{entry.source}: {entry.reason}")
             else:
@@ -412,12 +429,12 @@ async def add_sources(
         async with ingestor.pipelined():
             await _convert_all(ingestor, items, title=title, metadata=metadata, limits=limits)
     await anyio.to_thread.run_sync(after_write, db)
-    return ingestor.report
+    return ingestor.in_source_order()
 
 
 async def _convert_all(
     ingestor: Ingestor,
-    items: Sequence[str | Path],
+    items: Sequence[tuple[int, str | Path]],
     *,
     title: str | None,
     metadata: dict[str, Any],
@@ -426,7 +443,8 @@ async def _convert_all(
     """Convert and queue each source in order; unreadable ones are reported, other failures raised."""
     from haiku_cli.ingest.convert import convert_file, fetch_url
 
-    for item in items:
+    for position, item in items:
+        ingestor.position = position
         label = str(item)
         try:
             if isinstance(item, str):

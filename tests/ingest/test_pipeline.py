@@ -123,10 +123,10 @@ def test_a_pipelined_add_stores_every_batch_in_order_with_each_text_embedded_alo
     folder = _folder(tmp_path, 7)
     (folder / "d3.md").write_text("   \n")  # fails mid-way: no text
     report = anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
-    # Queued documents are reported when their batch is cut, failures at once (as without pipelining).
-    order = ["d0", "d1", "d3", "d2", "d4", "d5", "d6"]
+    # Reported in the order the files were found, though d3 failed before d2's batch was cut.
+    order = ["d0", "d1", "d2", "d3", "d4", "d5", "d6"]
     assert [Path(o.source).stem for o in report.outcomes] == order
-    assert [o.status for o in report.outcomes] == ["added"] * 2 + ["failed"] + ["added"] * 4
+    assert [o.status for o in report.outcomes] == ["added"] * 3 + ["failed"] + ["added"] * 3
     rows = db.chunks.to_arrow().select(["search_text", "vector"]).to_pylist()
     assert len(rows) == 6
     alone = [anyio.run(embedder.embed_documents, [r["search_text"]])[0] for r in rows]
@@ -297,3 +297,22 @@ def test_a_rebuild_that_fails_part_way_leaves_the_database_as_it_was(
     again = open_database(db.location)
     assert again.chunks_table_name == "chunks" and _chunk_texts(again) == before
     assert sorted(again.conn.list_tables().tables) == tables  # the half-built table is gone
+
+
+def test_the_report_lists_sources_in_the_order_given(tmp_path: Path, embedder, monkeypatch) -> None:
+    db = _db(tmp_path, embedder)
+    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
+    folder = _folder(tmp_path, 4)
+    given = [folder / "d3.md", tmp_path / "missing.md", folder, folder / "d1.md"]
+    report = anyio.run(
+        lambda: pipeline.add_sources(db, embedder, [str(p) for p in given], title=None, metadata={})
+    )
+    found = [Path(o.source).name for o in report.outcomes]
+    assert found == ["d3.md", "missing.md", "d0.md", "d1.md", "d2.md", "d3.md", "d1.md"]
+    assert [o.status for o in report.outcomes] == [
+        "added",
+        "failed",
+        *["added"] * 3,
+        "unchanged",
+        "unchanged",
+    ]
