@@ -26,8 +26,18 @@ QueryEmbedder = Callable[[str], Awaitable[np.ndarray]]
 MAX_QUERY_CHARS = 10_000
 
 
-def candidate_depth(limit: int) -> int:
-    """How many candidates of each kind to take from each database for a final list of `limit`."""
+def candidate_depth(limit: int, search_type: SearchType) -> int:
+    """How many candidates of each kind to take from each database for a final list of `limit`.
+
+    Vector search ranks by similarity alone, so each database's own top `limit` holds every final hit.
+    Full-text search in a fan-out rescores with the set's statistics, which moves a chunk only a few
+    places: each database's top 3 x `limit` gives the same top 10 as its top 50 on all 60 queries of
+    the 100k benchmark (benchmarks/README.md). Hybrid fusion takes a pool of 50 of each kind.
+    """
+    if search_type == "vector":
+        return limit
+    if search_type == "fts":
+        return 3 * limit
     return max(3 * limit, 50)
 
 
@@ -113,8 +123,7 @@ async def _search_once(
         if query_vector is None:
             assert embed_query is not None
             query_vector = await embed_query(query)
-    # Vector search ranks by similarity alone, so each database's own top `limit` holds every final hit.
-    k = limit if search_type == "vector" else candidate_depth(limit)
+    k = candidate_depth(limit, search_type)
     rescoring = search_type != "vector" and len(dbs) > 1
     lookups: list[Callable[[], Any]] = [
         partial(
