@@ -9,7 +9,8 @@ def test_a_part_of_a_fan_out_is_searched_less_widely_than_a_lone_table() -> None
     # 100k chunks over 4 databases: each part's share of the breadth, not a lone table's floor.
     assert ann_ef(25_000, 10) == 1_200
     assert ann_ef(25_000, 10, parts=4) == 625
-    assert pool_ef(25_000, 50, parts=4) == 312
+    assert pool_ef(25_000, 50, parts=4) == 600
+    assert pool_ef(25_000, 50) == 1_200
     # Large parts keep their own breadth (the floor no longer binds), and k x refinement still holds.
     assert ann_ef(250_000, 10, parts=4) == ann_ef(250_000, 10) == 4_000
     assert ann_ef(2_000, 200, parts=4) == 1_000
