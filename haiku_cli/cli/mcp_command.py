@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from functools import partial
 from typing import Annotated
 
 import typer
@@ -58,10 +59,11 @@ def mcp(
     require_sdk()
     ws = workspace(ctx)
     selection = ws.select_many(database or [], db or [])
-    if http and not is_loopback(host):
+    token = ws.settings.mcp.http_token
+    if http and not is_loopback(host) and token is None:
         output.error(
             f"warning: listening on {host}: anyone who can reach this address can read "
-            f"{', '.join(selection.names)}"
+            f"{', '.join(selection.names)}; set [mcp] http_token or HAIKU_MCP_TOKEN to require a token"
         )
     if not http and sys.stdin.isatty():
         # Run by hand, a stdio server just waits: say what it is waiting for.
@@ -74,12 +76,21 @@ def mcp(
     scope = ServerScope(ws, selection, model)
     run(
         lambda: serve(
-            scope, http=http, host=host, port=port, allow_hosts=allow_host or [], announce=_announce
+            scope,
+            http=http,
+            host=host,
+            port=port,
+            allow_hosts=allow_host or [],
+            token=token,
+            announce=partial(_announce, token_required=token is not None),
         )
     )
 
 
-def _announce(url: str) -> None:
+def _announce(url: str, *, token_required: bool) -> None:
     # The URL alone on stdout, for scripts and client configs; the human note on stderr.
     output.out.print(url, markup=False, highlight=False, soft_wrap=True)
-    output.err.print(f"haiku: MCP server listening at {url} (Ctrl-C to stop)", markup=False, soft_wrap=True)
+    needs = "; requests must carry Authorization: Bearer <token>" if token_required else ""
+    output.err.print(
+        f"haiku: MCP server listening at {url}{needs} (Ctrl-C to stop)", markup=False, soft_wrap=True
+    )

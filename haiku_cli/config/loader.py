@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from haiku_cli.config.paths import config_path
-from haiku_cli.config.settings import Settings
+from haiku_cli.config.settings import MIN_TOKEN_CHARS, Settings
 from haiku_cli.errors import InputError
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -39,6 +39,7 @@ def load_settings(explicit: Path | None = None) -> tuple[Settings, Path]:
                 f"database name {name!r} in {path} is not valid: use letters, digits, '_', '-' and '.'"
             )
     settings = _storage_from_env(settings)
+    settings = _mcp_from_env(settings)
     settings = _relative_to(settings, path.parent)
     model_env = os.environ.get("HAIKU_MODEL")
     if model_env:
@@ -68,6 +69,16 @@ def _storage_from_env(settings: Settings) -> Settings:
     if not updates:
         return settings
     return settings.model_copy(update={"storage": settings.storage.model_copy(update=updates)})
+
+
+def _mcp_from_env(settings: Settings) -> Settings:
+    # A token kept out of the config file: HAIKU_MCP_TOKEN=... haiku mcp --http
+    token = os.environ.get("HAIKU_MCP_TOKEN", "").strip()
+    if not token:
+        return settings
+    if len(token) < MIN_TOKEN_CHARS:
+        raise InputError(f"HAIKU_MCP_TOKEN must be at least {MIN_TOKEN_CHARS} characters long")
+    return settings.model_copy(update={"mcp": settings.mcp.model_copy(update={"http_token": token})})
 
 
 def _relative_to(settings: Settings, folder: Path) -> Settings:

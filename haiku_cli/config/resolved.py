@@ -25,7 +25,7 @@ class ResolvedConfig(BaseModel):
 
 
 def resolved_config(settings: Settings, config_file: Path | None) -> ResolvedConfig:
-    """The settings in effect, with secret-looking storage option values hidden."""
+    """The settings in effect, with secret-looking storage option values and the MCP token hidden."""
     databases = {
         name: db.model_copy(
             update={
@@ -36,9 +36,12 @@ def resolved_config(settings: Settings, config_file: Path | None) -> ResolvedCon
         )
         for name, db in settings.databases.items()
     }
+    mcp = settings.mcp
+    if mcp.http_token is not None:
+        mcp = mcp.model_copy(update={"http_token": HIDDEN})
     return ResolvedConfig(
         config_file=str(config_file) if config_file is not None else "",
         config_exists=config_file is not None and config_file.exists(),
         data_dir=str(data_dir()),
-        settings=settings.model_copy(update={"databases": databases}),
+        settings=settings.model_copy(update={"databases": databases, "mcp": mcp}),
     )

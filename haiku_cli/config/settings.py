@@ -86,6 +86,15 @@ class IngestSettings(_Strict):
     max_text_mb: float = Field(default=8.0, gt=0)
 
 
+MIN_TOKEN_CHARS = 16  # a shorter bearer token could be guessed
+
+
+class McpSettings(_Strict):
+    """`haiku mcp --http`: the bearer token every request must carry (none: no token is asked for)."""
+
+    http_token: str | None = Field(default=None, min_length=MIN_TOKEN_CHARS)  # HAIKU_MCP_TOKEN overrides
+
+
 class Settings(_Strict):
     """The whole configuration file."""
 
@@ -96,6 +105,7 @@ class Settings(_Strict):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
 
     @field_validator("databases", mode="before")
     @classmethod

@@ -5,9 +5,10 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from haiku_cli.errors import InputError
+from haiku_cli.mcp_server.auth import BearerToken
 from haiku_cli.mcp_server.server import build_server
 from haiku_cli.mcp_server.tools import ServerScope
 
@@ -30,20 +31,24 @@ async def serve_http(
     host: str = "127.0.0.1",
     port: int = 8765,
     allow_hosts: Sequence[str] = (),
+    token: str | None = None,
     announce: Callable[[str], None] | None = None,
 ) -> None:
     """Serve streamable HTTP on host:port (port 0 picks a free one), announcing the URL once listening.
 
-    Requests whose Host or Origin header names another site are refused (DNS rebinding).
+    Requests whose Host or Origin header names another site are refused (DNS rebinding); with a
+    `token`, so is every request without `Authorization: Bearer <token>` (401).
     """
     import uvicorn
 
     sock = _listen(host, port)
     port = sock.getsockname()[1]
     url = f"http://{_bracketed(host)}:{port}{PATH}"
-    app = server.streamable_http_app(
+    app: Any = server.streamable_http_app(
         streamable_http_path=PATH, transport_security=security_settings(host, allow_hosts), host=host
     )
+    if token is not None:
+        app = BearerToken(app, token)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
     if announce is not None:
         announce(url)
@@ -113,6 +118,7 @@ async def serve(
     host: str = "127.0.0.1",
     port: int = 8765,
     allow_hosts: Sequence[str] = (),
+    token: str | None = None,
     announce: Callable[[str], None] | None = None,
 ) -> None:
     """`haiku mcp`: serve the scope's databases over stdio, or over streamable HTTP when `http`."""
@@ -120,4 +126,4 @@ async def serve(
     if not http:
         await serve_stdio(server)
         return
-    await serve_http(server, host=host, port=port, allow_hosts=allow_hosts, announce=announce)
+    await serve_http(server, host=host, port=port, allow_hosts=allow_hosts, token=token, announce=announce)

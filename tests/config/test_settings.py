@@ -72,3 +72,24 @@ def test_storage_waits_from_config_and_environment(write_config, monkeypatch: py
     monkeypatch.setenv("HAIKU_WRITE_WAIT", "soon")
     with pytest.raises(InputError, match="HAIKU_WRITE_WAIT must be a number of seconds"):
         load_settings()
+
+
+def test_mcp_token_from_config_and_environment_and_hidden_when_shown(
+    write_config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from haiku_cli.config.resolved import HIDDEN, resolved_config
+
+    assert load_settings()[0].mcp.http_token is None
+    write_config('[mcp]\nhttp_token = "from-the-config-file"\n')
+    settings, path = load_settings()
+    assert settings.mcp.http_token == "from-the-config-file"
+    assert resolved_config(settings, path).settings.mcp.http_token == HIDDEN
+    monkeypatch.setenv("HAIKU_MCP_TOKEN", "from-the-environment")
+    assert load_settings()[0].mcp.http_token == "from-the-environment"
+    monkeypatch.setenv("HAIKU_MCP_TOKEN", "short")
+    with pytest.raises(InputError, match="HAIKU_MCP_TOKEN must be at least 16 characters"):
+        load_settings()
+    monkeypatch.delenv("HAIKU_MCP_TOKEN")
+    write_config('[mcp]\nhttp_token = "short"\n')
+    with pytest.raises(InputError, match=r"invalid value for 'mcp\.http_token'"):
+        load_settings()

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -82,13 +83,13 @@ def server_env(corpus: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="package")
-def http_url(corpus: Path) -> Iterator[str]:
+@contextmanager
+def serving_http(corpus: Path, **env: str) -> Iterator[str]:
     """`haiku mcp --http` on a free port of 127.0.0.1, serving alpha and beta; yields the URL it printed."""
     log = corpus / "http-server.log"
     proc = subprocess.Popen(
         [*haiku_command(), "mcp", "--http", "--port", "0", "-d", "alpha", "-d", "beta"],
-        env=server_env(corpus),
+        env=server_env(corpus, **env),
         stdout=subprocess.PIPE,
         stderr=log.open("w"),
         text=True,
@@ -109,3 +110,10 @@ def http_url(corpus: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=15)
+
+
+@pytest.fixture(scope="package")
+def http_url(corpus: Path) -> Iterator[str]:
+    """The HTTP server of `serving_http`, shared by the package's tests."""
+    with serving_http(corpus) as url:
+        yield url

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,9 @@ import httpx
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
-from tests.mcp_server.conftest import START_TIMEOUT, haiku_command, server_env
+from tests.mcp_server.conftest import START_TIMEOUT, haiku_command, server_env, serving_http
 
 pytestmark = pytest.mark.slow
 
@@ -92,3 +94,44 @@ def test_http_refuses_foreign_origin_and_host(http_url: str, headers: dict[str, 
     sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers}
     with httpx.stream("POST", http_url, json=INITIALIZE, headers=sent, timeout=30) as response:
         assert response.status_code == status
+
+
+TOKEN = "correct-horse-battery-staple"
+
+
+@pytest.fixture(scope="module")
+def token_url(corpus: Path) -> Iterator[str]:
+    with serving_http(corpus, HAIKU_MCP_TOKEN=TOKEN) as url:
+        yield url
+
+
+@pytest.mark.parametrize(
+    ("authorization", "status"),
+    [
+        (None, 401),
+        (f"Bearer {TOKEN}x", 401),
+        (f"Basic {TOKEN}", 401),
+        (f"Bearer {TOKEN}", 200),
+        (f"bearer {TOKEN}", 200),  # the scheme is case-insensitive
+    ],
+)
+def test_http_with_a_token_refuses_requests_without_it(
+    token_url: str, authorization: str | None, status: int
+) -> None:
+    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if authorization is not None:
+        sent["Authorization"] = authorization
+    with httpx.stream("POST", token_url, json=INITIALIZE, headers=sent, timeout=30) as response:
+        assert response.status_code == status
+        if status == 401:
+            assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_a_client_with_the_token_gets_the_whole_session(token_url: str) -> None:
+    async def go() -> dict[str, Any]:
+        with anyio.fail_after(START_TIMEOUT):
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+            async with http, Client(streamable_http_client(token_url, http_client=http)) as client:
+                return await exercise(client)
+
+    assert_first_session(anyio.run(go))
