@@ -6,6 +6,7 @@ pool with the query vector precomputed (embedding excluded). The machine is shar
 it reports CPU time per query (all threads of the process), and it interleaves one database and the
 split, type by type, over several rounds so both see the same load. Recall@10 is measured for vector
 search, one database and split, against an exact cosine ranking of the whole corpus computed with numpy.
+`split_same_top10_as_one` counts the queries whose split top 10 (texts, in order) is one database's.
 To compare two versions of haiku, run this script from each checkout in turn (same --work).
 
     python benchmarks/query_path.py --work /tmp/haiku-scale --sizes 100000 [--rounds 3] [--json]
@@ -106,6 +107,11 @@ def run_size(corpus: Corpus, chunks: int, work: Path, rounds: int) -> dict:
             "split4_cpu_p50_ms": _ms(c4),
             "fanout_over_one_p50": round(statistics.median(w4) / statistics.median(w1), 2),
             "fanout_over_one_cpu_p50": round(statistics.median(c4) / statistics.median(c1), 2),
+            # A split should rank as one database does: queries whose top 10 (texts, in order) match.
+            "split_same_top10_as_one": sum(
+                a == b for a, b in zip(samples[kind, "one"][2], samples[kind, "split"][2], strict=True)
+            )
+            // rounds,
         }
     exact = _exact_top10(folder / "one.lancedb", [vectors[q] for q in queries], chunks)
     for name in ("one", "split"):
