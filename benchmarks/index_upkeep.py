@@ -1,4 +1,4 @@
-"""Vector index upkeep: from which table size the ANN index pays for itself.
+"""Vector index upkeep: from which table size the ANN index pays, and what keeping it current costs.
 
 `threshold`: for each size, one bulk-built database without a vector index (vector search scans every
 row exactly) and a copy with the IVF_HNSW_SQ index the store builds; vector and hybrid p50 (wall and
@@ -6,7 +6,15 @@ CPU of the process, query embedding excluded) interleaved round by round, recall
 copy against an exact cosine ranking, and the CPU and wall time of the index build that the write
 crossing the threshold pays.
 
+`upkeep`: a copy of a database built with its index (`--base`, e.g. scale.py's `SIZE/one.lancedb`),
+then --writes writes of --batch chunks each followed by the store's per-write upkeep (`after_write`);
+per write the upkeep's CPU and wall time and the vector index's segments, and every --every writes
+vector and hybrid p50 and recall@10. `--policy count` replays the rule before per-segment merging
+(rebuild the whole index past MAX_VECTOR_SEGMENTS segments) for comparison.
+
     python benchmarks/index_upkeep.py threshold --sizes 2000,5000,10000,15000,25000 [--json]
+    python benchmarks/index_upkeep.py upkeep --base /tmp/haiku-scale/100000/one.lancedb --policy tiered
+    python benchmarks/index_upkeep.py compare --databases A.lancedb,B.lancedb   # interleaved queries
 """
 
 from __future__ import annotations
@@ -26,11 +34,12 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.scale import CHUNKS_PER_DOC, DIMENSION, Corpus, bulk_build  # noqa: E402
+from benchmarks.scale import CHUNKS_PER_DOC, DIMENSION, Corpus, _batch_tables, bulk_build  # noqa: E402
 from haiku_cli.databases import fanout  # noqa: E402
 from haiku_cli.databases.pool import DatabasePool  # noqa: E402
 from haiku_cli.databases.selection import Selection  # noqa: E402
 from haiku_cli.store import Location, indexes, open_database  # noqa: E402
+from haiku_cli.store.maintenance import after_write  # noqa: E402
 from haiku_cli.store.writer import exclusive  # noqa: E402
 from tests.support.hash_embedder import hash_vectors  # noqa: E402
 
@@ -134,12 +143,61 @@ def threshold(corpus: Corpus, sizes: list[int], work: Path, queries_n: int, roun
     return results
 
 
+def upkeep(corpus: Corpus, base: Path, work: Path, args: argparse.Namespace) -> dict:
+    """Writes of `args.batch` chunks onto a copy of `base`, each with the store's upkeep, measured."""
+    if args.policy == "count":
+        indexes.vector_segment_rows = lambda chunks: None  # no per-segment merging: the old rule
+    indexes.MAX_VECTOR_DELTAS = args.max_deltas or indexes.MAX_VECTOR_DELTAS
+    indexes.REBUILD_DELTA_SHARE = args.share or indexes.REBUILD_DELTA_SHARE
+    path = work / f"upkeep-{args.policy}-{os.getpid()}.lancedb"
+    shutil.rmtree(path, ignore_errors=True)
+    shutil.copytree(base, path)
+    db = open_database(Location(path.stem, str(path)))
+    first = db.documents.count_rows()
+    per_write = args.batch // CHUNKS_PER_DOC
+    rng = np.random.default_rng(first)
+    queries = [corpus.query(rng, first + args.writes * per_write) for _ in range(args.queries)]
+    out: dict = {"policy": args.policy, "max_deltas": indexes.MAX_VECTOR_DELTAS}
+    out |= {"rebuild_share": indexes.REBUILD_DELTA_SHARE, "base_chunks": db.chunks.count_rows()}
+    out |= {"writes": [], "queries": []}
+    out["queries"].append({"after": 0, **measure({"db": path}, queries, args.rounds)["db"]})
+    print(json.dumps(out["queries"][-1]), flush=True)
+    for i in range(args.writes):
+        docs = list(range(first + i * per_write, first + (i + 1) * per_write))
+        with exclusive(db):
+            documents, chunks = _batch_tables(corpus, db, docs)
+            db.documents.add(documents)
+            db.chunks.add(chunks)
+        cpu, wall = _cpu_wall(lambda: after_write(db))
+        row = {"write": i + 1, "upkeep_cpu_s": round(cpu, 2), "upkeep_wall_s": round(wall, 2)}
+        row["segments"] = next(s.segments for s in indexes.index_states(db.chunks) if s.name == "vector_idx")
+        row["load_average"] = round(os.getloadavg()[0], 2)
+        out["writes"].append(row)
+        print(json.dumps(row), flush=True)
+        if (i + 1) % args.every == 0:
+            out["queries"].append({"after": i + 1, **measure({"db": path}, queries, args.rounds)["db"]})
+            print(json.dumps(out["queries"][-1]), flush=True)
+    cpus = [w["upkeep_cpu_s"] for w in out["writes"]]
+    out["upkeep_cpu_total_s"], out["upkeep_cpu_max_s"] = round(sum(cpus), 1), max(cpus)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="mode", required=True)
     t = sub.add_parser("threshold")
     t.add_argument("--sizes", default="2000,5000,10000,15000,25000")
-    for p in (t,):
+    u = sub.add_parser("upkeep")
+    u.add_argument("--base", type=Path, required=True, help="a database with its vector index")
+    u.add_argument("--policy", choices=("tiered", "count"), default="tiered")
+    u.add_argument("--writes", type=int, default=30)
+    u.add_argument("--batch", type=int, default=1000, help="chunks per write")
+    u.add_argument("--max-deltas", type=int, help="MAX_VECTOR_DELTAS (default: the store's)")
+    u.add_argument("--share", type=float, help="REBUILD_DELTA_SHARE (default: the store's)")
+    u.add_argument("--every", type=int, default=10, help="measure queries after this many writes")
+    c = sub.add_parser("compare")
+    c.add_argument("--databases", required=True, help="comma-separated databases of the same corpus")
+    for p in (t, u, c):
         p.add_argument("--work", type=Path, default=Path("/tmp/haiku-index-upkeep"))
         p.add_argument("--queries", type=int, default=40)
         p.add_argument("--rounds", type=int, default=2)
@@ -149,6 +207,15 @@ def main() -> None:
     if args.mode == "threshold":
         sizes = [int(s) for s in args.sizes.split(",")]
         report = threshold(corpus, sizes, args.work, args.queries, args.rounds)
+    elif args.mode == "upkeep":
+        report = upkeep(corpus, args.base, args.work, args)
+    else:
+        paths = {p: Path(p) for p in args.databases.split(",")}
+        docs = open_database(Location("first", next(iter(paths)))).documents.count_rows()
+        rng = np.random.default_rng(docs)
+        report = measure(paths, [corpus.query(rng, docs) for _ in range(args.queries)], args.rounds)
+        report["load_average"] = os.getloadavg()
+        print(json.dumps(report), flush=True)
     if args.json:
         print(json.dumps(report))
 

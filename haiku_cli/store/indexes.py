@@ -20,8 +20,13 @@ if TYPE_CHECKING:
 VECTOR_INDEX_MIN_ROWS = 10_000
 FTS_INDEX = "text_idx"
 VECTOR_INDEX = "vector_idx"
-# Each write after the ANN index exists adds a delta segment that every query then searches too;
-# past this many the index is rebuilt as one (at 110k chunks, 171 segments made vector search 2x slower).
+# Each write after the ANN index exists adds a delta segment that every query then searches too
+# (at 110k chunks, 171 segments made vector search 2x slower). Past this many deltas beside the base,
+# the newest are merged among themselves (cost proportional to their rows, not the table's)...
+MAX_VECTOR_DELTAS = 4
+# ...and once the deltas hold this share of the base's rows, the whole index is rebuilt as one.
+REBUILD_DELTA_SHARE = 0.5
+# Without Lance's per-segment merge (pylance missing), past this many segments the index is rebuilt.
 MAX_VECTOR_SEGMENTS = 8
 # Columns filtered by exact id or uri (get_documents, find_by_uri during ingest, chunks of a document).
 CHUNK_KEYS = ("id", "document_id")
@@ -92,9 +97,64 @@ def refresh_indexes(chunks: Table, *, merge_all: bool = False) -> None:
     vector = states.get(VECTOR_INDEX)
     if vector is None and rows >= VECTOR_INDEX_MIN_ROWS:
         create_vector_index(chunks)
-    elif vector is not None and vector.segments > (1 if merge_all else MAX_VECTOR_SEGMENTS):
-        # Every query searches every segment; rebuilt as one, query cost is flat again.
+    elif vector is not None and vector.segments > 1:
+        _bound_vector_segments(chunks, vector.segments, merge_all=merge_all)
+
+
+def _bound_vector_segments(chunks: Table, segments: int, *, merge_all: bool) -> None:
+    # Each segment is one more HNSW graph every query searches, so their number is bounded; but
+    # rebuilding the whole graph costs time proportional to the table (83 s of CPU at 100k), so a
+    # write only merges the small segments written since the last rebuild, and rebuilds the whole
+    # index only once those hold REBUILD_DELTA_SHARE of its rows: paid once per such growth.
+    sizes = vector_segment_rows(chunks)
+    if sizes is None:  # no per-segment control: rebuild past a count, as before
+        if merge_all or segments > MAX_VECTOR_SEGMENTS:
+            create_vector_index(chunks)
+        return
+    base, deltas = sizes[0], sizes[1:]
+    if merge_all or sum(deltas) >= base * REBUILD_DELTA_SHARE:
         create_vector_index(chunks)
+    elif len(deltas) > MAX_VECTOR_DELTAS:
+        _merge_newest(chunks, _deltas_to_merge(deltas))
+
+
+def _deltas_to_merge(deltas: Sequence[int]) -> int:
+    """How many of the newest delta segments to merge: the two newest, and each older one no larger than
+    those merged so far, so segments grow geometrically and a row is re-merged O(log n) times."""
+    take, total = 2, deltas[-1] + deltas[-2]
+    while take < len(deltas) and deltas[-take - 1] <= total:
+        total += deltas[-take - 1]
+        take += 1
+    return take
+
+
+def vector_segment_rows(chunks: Table) -> list[int] | None:
+    """Rows in each segment of the vector index, oldest (the base) first; None if Lance cannot say."""
+    try:
+        dataset = _lance_dataset(chunks)
+        if dataset is None:
+            return None
+        segments = dataset.stats.index_stats(VECTOR_INDEX)["indices"]
+        return [sum(p["size"] for p in seg["partitions"]) for seg in segments]
+    except Exception:  # a Lance release that reports otherwise: fall back to counting segments
+        return None
+
+
+def _merge_newest(chunks: Table, count: int) -> None:
+    dataset = _lance_dataset(chunks)
+    assert dataset is not None
+    dataset.optimize.optimize_indices(index_names=[VECTOR_INDEX], num_indices_to_merge=count)
+    chunks.checkout_latest()  # the commit was made through Lance, not this handle
+
+
+def _lance_dataset(chunks: Table):
+    # Merging some delta segments and not others is only in Lance's own Python API (pylance), which
+    # LanceDB uses for the same files; LanceDB's `optimize` merges all or none.
+    try:
+        import lance  # noqa: F401
+    except ImportError:
+        return None
+    return chunks.to_lance()
 
 
 def create_vector_index(chunks: Table) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -57,23 +58,58 @@ def _vector_segments(db: Database) -> int:
     return next(s.segments for s in indexes.index_states(db.chunks) if s.name == indexes.VECTOR_INDEX)
 
 
-def test_delta_segments_are_merged_once_past_the_bound(db: Database, monkeypatch) -> None:
+def _finds_itself(db: Database, chunk: NewChunk) -> bool:
+    found = db.chunks.search(np.asarray(chunk.vector), vector_column_name="vector").distance_type("cosine")
+    return found.select(["text"]).limit(1).to_list()[0]["text"] == chunk.text
+
+
+def test_small_writes_merge_new_segments_among_themselves_not_the_index(db: Database, monkeypatch) -> None:
+    monkeypatch.setattr(indexes, "VECTOR_INDEX_MIN_ROWS", 300)
+    _add(db, 100, 10, seed=0)
+    assert indexes.vector_segment_rows(db.chunks) == [1000]
+    written, segments = [], []
+    for seed in range(1, 16):
+        written += _add(db, 2 if seed % 3 else 5, 10, seed=seed)
+        sizes = indexes.vector_segment_rows(db.chunks)
+        segments.append(len(sizes))
+        # The index over the first 1,000 rows is never rebuilt by these small writes: each one pays for
+        # its own rows and for merging the other new segments, not for the whole table.
+        assert sizes[0] == 1000
+        assert sum(sizes) == db.chunks.count_rows()
+    assert max(segments) == 1 + indexes.MAX_VECTOR_DELTAS  # bounded, where it grew by one per write
+    assert segments[-1] < len(segments)
+    assert all(s.segments == 1 for s in indexes.index_states(db.chunks) if s.name != indexes.VECTOR_INDEX)
+    # Every write's rows stay findable through the merged segments.
+    assert all(_finds_itself(db, w.chunks[3]) for w in written)
+
+
+def test_the_index_is_rebuilt_as_one_once_new_rows_reach_half_of_it(db: Database, monkeypatch) -> None:
+    monkeypatch.setattr(indexes, "VECTOR_INDEX_MIN_ROWS", 300)
+    _add(db, 40, 10, seed=0)
+    sizes = []
+    for seed in range(1, 5):
+        last = _add(db, 5, 10, seed=seed)
+        sizes.append(indexes.vector_segment_rows(db.chunks))
+    # 50, 100 and 150 new rows sit beside the 400 indexed first; at 200 (half) the index is rebuilt.
+    assert sizes == [[400, 50], [400, 50, 50], [400, 50, 50, 50], [600]]
+    assert _finds_itself(db, last[2].chunks[7])
+
+
+def test_without_lance_the_index_is_rebuilt_past_a_segment_count(db: Database, monkeypatch) -> None:
+    # LanceDB alone can merge all segments or none: past MAX_VECTOR_SEGMENTS it rebuilds the index.
+    monkeypatch.setitem(sys.modules, "lance", None)  # as if pylance were not installed
     monkeypatch.setattr(indexes, "VECTOR_INDEX_MIN_ROWS", 300)
     monkeypatch.setattr(indexes, "MAX_VECTOR_SEGMENTS", 3)
     _add(db, 30, 10, seed=0)
+    assert indexes.vector_segment_rows(db.chunks) is None
     assert _vector_segments(db) == 1
     counts = []
     for seed in range(1, 5):
         last = _add(db, 2, 10, seed=seed)
         counts.append(_vector_segments(db))
     assert counts == [2, 3, 1, 2]  # the write that made a fourth segment rebuilt the index as one
-    # The full-text and key indexes fold each write's rows into one segment.
-    assert all(s.segments == 1 for s in indexes.index_states(db.chunks) if s.name != indexes.VECTOR_INDEX)
     assert all(s.segments == 1 for s in indexes.index_states(db.documents))
-    # Every row stays findable through the rebuilt index: a chunk's own vector finds it first.
-    target = last[-1].chunks[3]
-    found = db.chunks.search(np.asarray(target.vector), vector_column_name="vector").distance_type("cosine")
-    assert found.select(["text"]).limit(1).to_list()[0]["text"] == target.text
+    assert _finds_itself(db, last[-1].chunks[3])
 
 
 def test_vacuum_merges_every_index_into_one_segment(db: Database, monkeypatch) -> None:
