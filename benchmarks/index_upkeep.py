@@ -34,8 +34,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.query_path import _ms  # noqa: E402
+from benchmarks.query_path import _timed as timed_queries  # noqa: E402
 from benchmarks.scale import CHUNKS_PER_DOC, DIMENSION, Corpus, _batch_tables, bulk_build  # noqa: E402
-from haiku_cli.databases import fanout  # noqa: E402
 from haiku_cli.databases.pool import DatabasePool  # noqa: E402
 from haiku_cli.databases.selection import Selection  # noqa: E402
 from haiku_cli.store import Location, indexes, open_database  # noqa: E402
@@ -46,10 +47,6 @@ from tests.support.hash_embedder import hash_vectors  # noqa: E402
 KINDS = ("vector", "hybrid")
 
 
-def _ms(values: list[float], p: float = 50) -> float:
-    return round(float(np.percentile(values, p)) * 1000, 2)
-
-
 def _cpu_wall(fn: Callable[[], object]) -> tuple[float, float]:
     w0, c0 = time.perf_counter(), time.process_time()
     fn()
@@ -57,20 +54,13 @@ def _cpu_wall(fn: Callable[[], object]) -> tuple[float, float]:
 
 
 async def _timed(pool: DatabasePool, path: Path, queries: list[str], kind: str) -> tuple:
-    selection = Selection((Location(path.stem, str(path)),))
+    """Wall and CPU seconds and the hits' texts per query, as query_path.py times them, on one database."""
     vectors = {q: hash_vectors([q], DIMENSION)[0] for q in queries}
 
     async def embed(q: str) -> np.ndarray:  # precomputed: the query embedding is excluded
         return vectors[q]
 
-    wall, cpu, hits = [], [], []
-    for q in queries:
-        w0, c0 = time.perf_counter(), time.process_time()
-        found = await fanout.search_set(pool, selection, q, embed_query=embed, search_type=kind, limit=10)
-        wall.append(time.perf_counter() - w0)
-        cpu.append(time.process_time() - c0)
-        hits.append([h.content for h in found])
-    return wall, cpu, hits
+    return await timed_queries(pool, Selection((Location(path.stem, str(path)),)), queries, kind, embed)
 
 
 def _exact_top10(path: Path, queries: list[str]) -> list[set[str]]:
