@@ -55,9 +55,12 @@ def pool_ef(rows: int, limit: int, parts: int = 1) -> int:
     0.990 (vector search's breadth: 0.995) for 0.85x the time (benchmarks/README.md). The pool is the
     set's top 50, deeper than vector search's top 10, so in a fan-out each part shares the floor with
     half as many: at 100k over 4 databases, ef 600 per part keeps the split's top 10 identical to one
-    database's on 52 of 60 queries (ef 300: 51; 1,200: 52).
+    database's on 52 of 60 queries (ef 300: 51; 1,200: 52). Where vector search's breadth is capped
+    (the largest tables), the pool's is capped at half of it: at 1M chunks ef 2,000 keeps the hybrid top
+    10 of a near-exact search on 58 of 60 queries (ef 4,000: 59) for 0.65x the time.
     """
-    return ann_ef(rows // 2, limit, max(parts // 2, 1))
+    breadth = min(ann_ef(rows // 2, limit, max(parts // 2, 1)), _EF_MAX // 2)
+    return max(limit * _REFINE_FACTOR, breadth)
 
 
 @dataclass

@@ -1,0 +1,175 @@
+"""The floor under a fan-out: what the LanceDB calls of a full-text search cost, one database vs the split.
+
+On the databases `benchmarks/scale.py` leaves (`SIZE/one.lancedb` and `SIZE/part0..3.lancedb`), it times
+(1) each LanceDB call a full-text search makes on one part, alone, and (2) the bare calls of a whole
+full-text search (per database: the full-text query for 3 x 10 candidates with the columns search reads,
+one analyzer call over their texts; then the documents of the hits) gathered in one coroutine on
+LanceDB's own loop, with none of haiku's Python around them, beside (3) `fanout.search_set` itself.
+(2) is what no change to haiku's own code can go below while every database answers its own queries:
+the split's (2) over one database's (2) is the fan-out ratio's floor for full text.
+
+    python benchmarks/fanout_floor.py --work /tmp/haiku-scale --size 100000 [--queries 120] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks.scale import CHUNKS_PER_DOC, QUERIES, SPLIT, Corpus  # noqa: E402
+from haiku_cli.databases import fanout  # noqa: E402
+from haiku_cli.databases.pool import DatabasePool  # noqa: E402
+from haiku_cli.databases.selection import Selection  # noqa: E402
+from haiku_cli.store import Location, open_database  # noqa: E402
+from haiku_cli.store.indexes import FTS_INDEX  # noqa: E402
+from haiku_cli.store.reads import async_table, in_list  # noqa: E402
+
+_COLUMNS = ["id", "document_id", "order", "text", "heading_path", "pages", "_score", "search_text"]
+_DOCUMENT_COLUMNS = ["id", "uri", "title", "metadata"]
+_SEPARATOR = " zzhaikutextbreakzz "
+
+
+def _timed(run: Callable[[int], Any], n: int) -> dict:
+    run(0)  # warm: indexes loaded, caches filled
+    wall, cpu = time.perf_counter(), time.process_time()
+    for i in range(n):
+        run(i)
+    return {
+        "wall_ms": round((time.perf_counter() - wall) / n * 1000, 2),
+        "cpu_ms": round((time.process_time() - cpu) / n * 1000, 2),
+    }
+
+
+def _tables(locations: list[Location]) -> tuple[list[Any], list[Any], Callable[[Awaitable[Any]], Any]]:
+    chunks, documents = [], []
+    run: Callable[[Awaitable[Any]], Any] | None = None
+    for location in locations:
+        db = open_database(location)
+        bridge, docs = async_table(db.chunks), async_table(db.documents)
+        if bridge is None or docs is None:
+            raise SystemExit("this LanceDB release has no async table behind the sync one")
+        chunks.append(bridge[0])
+        documents.append(docs[0])
+        run = bridge[1]
+    assert run is not None
+    return chunks, documents, run
+
+
+def per_call(location: Location, queries: list[str], n: int) -> dict:
+    """Each LanceDB call of a full-text search on one database, alone."""
+    (table,), (docs,), run = _tables([location])
+    first = run(
+        table.query().nearest_to_text(queries[0], columns="search_text").select(_COLUMNS).limit(30).to_arrow()
+    )
+    texts = _SEPARATOR.join(first.column("search_text").to_pylist())
+    ids = list(dict.fromkeys(first.column("document_id").to_pylist()[:3]))
+    calls: dict[str, Callable[[str], Awaitable[Any]]] = {
+        "count_rows": lambda q: table.count_rows(),
+        "list_indices": lambda q: table.list_indices(),
+        "fts_30_with_columns": lambda q: (
+            table.query().nearest_to_text(q, columns="search_text").select(_COLUMNS).limit(30).to_arrow()
+        ),
+        "fts_30_id_and_score": lambda q: (
+            table.query()
+            .nearest_to_text(q, columns="search_text")
+            .select(["id", "_score"])
+            .limit(30)
+            .to_arrow()
+        ),
+        "analyze_30_texts": lambda q: table.tokenize(texts, index_name=FTS_INDEX),
+        "documents_3_ids": lambda q: (
+            docs.query().where(in_list("id", ids)).select(_DOCUMENT_COLUMNS).limit(len(ids)).to_arrow()
+        ),
+    }
+    return {
+        name: _timed(lambda i, c=call: run(c(queries[i % len(queries)])), n) for name, call in calls.items()
+    }
+
+
+def bare_search(locations: list[Location], queries: list[str], n: int) -> dict:
+    """The LanceDB calls of a whole full-text search over `locations`, in one coroutine."""
+    chunks, documents, run = _tables(locations)
+
+    async def one_database(table: Any, query: str) -> Any:
+        found = (
+            await table.query()
+            .nearest_to_text(query, columns="search_text")
+            .select(_COLUMNS)
+            .limit(30)
+            .to_arrow()
+        )
+        await table.tokenize(_SEPARATOR.join(found.column("search_text").to_pylist()), index_name=FTS_INDEX)
+        return found
+
+    async def search(query: str) -> None:
+        found = await asyncio.gather(*(one_database(t, query) for t in chunks))
+        # The hits of a top 10 lie in a few documents of each database: fetch 3 per database.
+        wanted = [list(dict.fromkeys(f.column("document_id").to_pylist()[:3])) for f in found]
+        await asyncio.gather(
+            *(
+                d.query().where(in_list("id", ids)).select(_DOCUMENT_COLUMNS).limit(len(ids)).to_arrow()
+                for d, ids in zip(documents, wanted, strict=True)
+                if ids
+            )
+        )
+
+    return _timed(lambda i: run(search(queries[i % len(queries)])), n)
+
+
+def haiku_search(locations: list[Location], queries: list[str], n: int) -> dict:
+    """`fanout.search_set` with --type fts on a warm pool."""
+    pool = DatabasePool()
+    selection = Selection(tuple(locations))
+
+    async def many(count: int, offset: int) -> None:
+        for i in range(count):
+            q = queries[(offset + i) % len(queries)]
+            await fanout.search_set(pool, selection, q, embed_query=None, search_type="fts", limit=10)
+
+    asyncio.run(many(1, 0))
+    wall, cpu = time.perf_counter(), time.process_time()
+    asyncio.run(many(n, 0))
+    return {
+        "wall_ms": round((time.perf_counter() - wall) / n * 1000, 2),
+        "cpu_ms": round((time.process_time() - cpu) / n * 1000, 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/haiku-scale"), help="scale.py's --work")
+    parser.add_argument("--size", type=int, default=100_000, help="a chunk count already built there")
+    parser.add_argument("--queries", type=int, default=120, help="queries per measurement")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    folder = args.work / str(args.size)
+    one = [Location("one", str(folder / "one.lancedb"))]
+    split = [Location(f"part{i}", str(folder / f"part{i}.lancedb")) for i in range(SPLIT)]
+    rng = np.random.default_rng(args.size)  # the queries scale.py and query_path.py ask
+    corpus = Corpus()
+    queries = [corpus.query(rng, args.size // CHUNKS_PER_DOC) for _ in range(QUERIES)]
+    report: dict = {"chunks": args.size, "load_average": round(os.getloadavg()[0], 2)}
+    report["per_call_one_part"] = per_call(split[0], queries, args.queries)
+    for name, run in (("bare_lancedb_calls", bare_search), ("haiku_search_set", haiku_search)):
+        report[name] = {"one": run(one, queries, args.queries), "split": run(split, queries, args.queries)}
+        one_ms, split_ms = report[name]["one"], report[name]["split"]
+        report[name]["split_over_one"] = {
+            k: round(split_ms[k] / one_ms[k], 2) for k in ("wall_ms", "cpu_ms") if one_ms[k]
+        }
+    print(json.dumps(report) if args.json else json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
