@@ -24,6 +24,9 @@ QueryEmbedder = Callable[[str], Awaitable[np.ndarray]]
 # Longer queries only cost time: the embedder reads the first few hundred tokens, and full-text search
 # of a 1 MB query across several databases took minutes.
 MAX_QUERY_CHARS = 10_000
+# LanceDB's limit is a C integer (3 x limit candidates past 2**31 overflow it); a longer list is a listing,
+# which `haiku list` pages through.
+MAX_LIMIT = 10_000
 
 
 def candidate_depth(limit: int, search_type: SearchType) -> int:
@@ -106,6 +109,8 @@ async def _search_once(
         )
     if limit < 1:
         raise InputError("--limit must be at least 1")
+    if limit > MAX_LIMIT:
+        raise InputError(f"--limit must be at most {MAX_LIMIT:,}; to see every document, use haiku list")
     query_vector: np.ndarray | None = None
     if search_type in ("hybrid", "vector"):
         assert embed_query is not None

@@ -111,6 +111,9 @@ def test_missing_sources_are_refused_before_a_database_is_created(cli, isolated:
     [
         ("search", "owl", "--limit", "0"),
         ("search", "owl", "-n", "-3"),
+        ("search", "owl", "--limit", "99999999999999999999"),
+        ("search", "owl", "--type", "fts", "--limit", "9999999999"),
+        ("search", "owl", "--type", "vector", "--limit", "10001"),
         ("list", "--limit", "0"),
         ("list", "--offset", "-1"),
     ],
