@@ -187,7 +187,7 @@ def ingest_report(report: IngestReport) -> None:
             line = f"skipped: {printable(o.source)}: {printable(o.note or '')}"
             output.err.print(line, markup=False, style="yellow", soft_wrap=True)
         else:
-            detail = f" ({o.chunks} chunks)" if o.chunks else ""
+            detail = f" ({o.chunks} chunk{'' if o.chunks == 1 else 's'})" if o.chunks else ""
             output.out.print(f"{o.status:9} {printable(o.source)} → {o.document_id}{detail}", markup=False)
             if o.note:
                 output.err.print(f"note: {o.note}", markup=False, style="yellow")

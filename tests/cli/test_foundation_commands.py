@@ -103,6 +103,8 @@ def test_add_text_with_title_and_meta_then_get_and_delete(cli) -> None:
         and got["document"]["content"] == "Lanterns burn kerosene."
     )
     assert "Lanterns burn kerosene." in cli("get", doc_id).stdout
+    note = cli("add", "A second short note.")
+    assert note.stdout.startswith("added ") and note.stdout.rstrip().endswith("(1 chunk)")
     filtered = json.loads(cli("list", "--filter", "metadata LIKE '%1901%'", "--json").stdout)
     assert [d["id"] for d in filtered["documents"]] == [doc_id]
     assert cli("delete", doc_id).exit_code == 0
