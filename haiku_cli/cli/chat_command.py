@@ -57,6 +57,8 @@ def chat(
         listed = run(SessionStore().summaries)
         if json:
             output.print_model(listed)
+        elif not listed.sessions:
+            output.out.print("no saved sessions", style="dim")
         else:
             render.table(
                 ["name", "questions", "databases", "updated"],

@@ -141,3 +141,9 @@ def test_a_database_not_written_yet_is_named_once_and_the_chat_goes_on(
     asked = cli("ask", "Capital?", *MODEL, "--session", "s", "--json")
     assert asked.exit_code == 0, asked.stderr
     assert json.loads(asked.stdout)["not_created"] == ["later"]
+
+
+def test_listing_sessions_before_any_says_there_are_none(cli) -> None:
+    listed = cli("chat", "--list-sessions")
+    assert listed.exit_code == 0 and listed.stdout == "no saved sessions\n"
+    assert json.loads(cli("chat", "--list-sessions", "--json").stdout) == {"sessions": []}
