@@ -42,6 +42,11 @@ def _framework_exceptions() -> tuple[type[BaseException], ...]:
 _PASS_THROUGH = _framework_exceptions()
 
 
+def usage_error(message: str, ctx: typer.Context) -> BaseException:
+    """A malformed command line: exit 2 after the usage line, as typer reports a missing argument."""
+    return sys.modules[typer.BadParameter.__module__].UsageError(message, ctx)
+
+
 def set_debug(value: bool) -> None:
     """`--debug`: let tracebacks through."""
     global _debug

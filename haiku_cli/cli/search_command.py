@@ -9,7 +9,7 @@ import typer
 
 from haiku_cli.cli import output, render
 from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Filter, Json, Limit, workspace
-from haiku_cli.cli.running import add_command, run
+from haiku_cli.cli.running import add_command, run, usage_error
 from haiku_cli.cli.stdin import read_text
 from haiku_cli.errors import InputError
 
@@ -50,9 +50,9 @@ def search(
 
     kind = _search_type(search_type)
     if from_file is not None and query is not None:
-        raise InputError("give a QUERY or --from FILE, not both")
+        raise usage_error("give a QUERY or --from FILE, not both", ctx)
     if from_file is None and query is None:
-        raise InputError("give a QUERY to search for (or --from FILE)")
+        raise usage_error("give a QUERY to search for (or --from FILE)", ctx)
     queries = read_queries(from_file) if from_file is not None else [(None, query or "")]
     ws = workspace(ctx)
     selection = ws.select_many(database or [], db or [])

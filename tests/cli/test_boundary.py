@@ -186,3 +186,10 @@ def test_the_cli_loads_no_click_package_of_its_own() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     typer_needs_click, loaded = done.stdout.split()
     assert loaded == typer_needs_click, done.stderr
+
+
+@pytest.mark.parametrize("args", [("search",), ("search", "owl", "--from", "queries.txt")])
+def test_search_without_exactly_one_query_source_is_a_malformed_command_line(cli, args) -> None:
+    result = cli(*args)
+    assert result.exit_code == ExitCode.USAGE
+    assert "Usage: " in result.stderr and "give a QUERY" in result.stderr and "Traceback" not in result.stderr
