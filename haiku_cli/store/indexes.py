@@ -107,15 +107,16 @@ def _bound_vector_segments(chunks: Table, segments: int, *, merge_all: bool) -> 
     # write only merges the small segments written since the last rebuild, and rebuilds the whole
     # index only once those hold REBUILD_DELTA_SHARE of its rows: paid once per such growth.
     sizes = vector_segment_rows(chunks)
-    if sizes is None:  # no per-segment control: rebuild past a count, as before
-        if merge_all or segments > MAX_VECTOR_SEGMENTS:
+    if sizes is not None:
+        base, deltas = sizes[0], sizes[1:]
+        if merge_all or sum(deltas) >= base * REBUILD_DELTA_SHARE:
             create_vector_index(chunks)
-        return
-    base, deltas = sizes[0], sizes[1:]
-    if merge_all or sum(deltas) >= base * REBUILD_DELTA_SHARE:
+            return
+        if len(deltas) <= MAX_VECTOR_DELTAS or _merged_newest(chunks, _deltas_to_merge(deltas)):
+            return
+    # No per-segment control (or it failed): rebuild past a count, as LanceDB alone can.
+    if merge_all or segments > MAX_VECTOR_SEGMENTS:
         create_vector_index(chunks)
-    elif len(deltas) > MAX_VECTOR_DELTAS:
-        _merge_newest(chunks, _deltas_to_merge(deltas))
 
 
 def _deltas_to_merge(deltas: Sequence[int]) -> int:
@@ -140,11 +141,23 @@ def vector_segment_rows(chunks: Table) -> list[int] | None:
         return None
 
 
-def _merge_newest(chunks: Table, count: int) -> None:
-    dataset = _lance_dataset(chunks)
-    assert dataset is not None
-    dataset.optimize.optimize_indices(index_names=[VECTOR_INDEX], num_indices_to_merge=count)
-    chunks.checkout_latest()  # the commit was made through Lance, not this handle
+def _merged_newest(chunks: Table, count: int) -> bool:
+    """Merge the `count` newest delta segments through Lance; False if Lance could not.
+
+    pylance is a second copy of the engine beside LanceDB's own: should the two releases ever disagree
+    on the files, the write that is being indexed must not fail for it (its rows are already stored),
+    so upkeep falls back to LanceDB's own rebuild rule instead.
+    """
+    try:
+        dataset = _lance_dataset(chunks)
+        if dataset is None:
+            return False
+        dataset.optimize.optimize_indices(index_names=[VECTOR_INDEX], num_indices_to_merge=count)
+    except Exception:
+        return False
+    finally:
+        chunks.checkout_latest()  # a commit made through Lance is not seen by this handle until then
+    return True
 
 
 def _lance_dataset(chunks: Table):

@@ -119,6 +119,33 @@ def test_without_lance_the_index_is_rebuilt_past_a_segment_count(db: Database, m
     assert _finds_itself(db, last[-1].chunks[3])
 
 
+def test_a_merge_lance_refuses_falls_back_to_the_rebuild_rule(db: Database, monkeypatch) -> None:
+    # pylance is a second engine beside LanceDB's: if it cannot merge, the write still succeeds and the
+    # segments stay bounded by LanceDB's own rule.
+    _needs_lance()
+    monkeypatch.setattr(indexes, "VECTOR_INDEX_MIN_ROWS", 300)
+    monkeypatch.setattr(indexes, "MAX_VECTOR_DELTAS", 1)
+    monkeypatch.setattr(indexes, "MAX_VECTOR_SEGMENTS", 3)
+    _add(db, 100, 10, seed=0)
+
+    class Refusing:
+        def __init__(self, dataset: object) -> None:
+            self.stats = dataset.stats  # type: ignore[attr-defined]
+
+        @property
+        def optimize(self) -> object:
+            raise OSError("unsupported index version")
+
+    real = indexes._lance_dataset
+    monkeypatch.setattr(indexes, "_lance_dataset", lambda chunks: Refusing(real(chunks)))
+    counts = []
+    for seed in range(1, 5):
+        last = _add(db, 2, 10, seed=seed)
+        counts.append(_vector_segments(db))
+    assert counts == [2, 3, 1, 2]  # the write that made a fourth segment rebuilt the index as one
+    assert _finds_itself(db, last[-1].chunks[3])
+
+
 def test_vacuum_merges_every_index_into_one_segment(db: Database, monkeypatch) -> None:
     monkeypatch.setattr(indexes, "VECTOR_INDEX_MIN_ROWS", 300)
     _add(db, 30, 10, seed=0)
