@@ -114,6 +114,9 @@ _KNOWN_FAILURES = (
 
 def failure_reason(exc: BaseException) -> str:
     """A storage failure in a few plain words (LanceDB's Rust messages mean little to a user)."""
+    if is_missing_file(exc):
+        # A read retries once after a concurrent vacuum, so a file still missing was removed by hand.
+        return "some of its data files are missing (was the database folder changed by hand?)"
     text = str(exc).strip()
     lowered = text.lower()
     for needles, plain in _KNOWN_FAILURES:

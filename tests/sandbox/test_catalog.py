@@ -44,5 +44,7 @@ def test_a_store_that_fails_a_document_read_is_an_os_error_naming_it(
 ) -> None:
     _, ids, mount = _listed(make_db, workspace)
     shutil.rmtree(tmp_path / "notes.lancedb" / "documents.lance" / "data")
-    with pytest.raises(OSError, match=r"^database 'notes' cannot be read: "):
+    with pytest.raises(
+        OSError, match=r"^database 'notes' cannot be read: some of its data files are missing"
+    ):
         _read(mount, f"/documents/{ids[0]}/content.txt")
