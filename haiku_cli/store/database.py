@@ -6,7 +6,7 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from haiku_cli.errors import DatabaseError
+from haiku_cli.errors import DatabaseError, InputError
 from haiku_cli.store import schema
 from haiku_cli.store.handle import (
     CHUNKS_TABLE,
@@ -23,6 +23,8 @@ from haiku_cli.store.lance_import import import_lancedb
 from haiku_cli.store.location import Location
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from lancedb.db import DBConnection
 
 # Re-exported: most of haiku reaches a database's handle through here, with `open_database`.
@@ -116,7 +118,9 @@ def _create_exclusively(location: Location, spec: EmbedderSpec) -> Database:
     path = location.local_path
     if path is None:
         return _create(location, spec)
-    from haiku_cli.store.writer import WaitPolicy, acquire
+    from haiku_cli.store.writer import LOCK_FILE, WaitPolicy, acquire
+
+    _refuse_foreign_folder(path, {LOCK_FILE})
 
     # Two first writers must not both create the tables: the second waits, then opens what the first made.
     lock = acquire(path, location.name, WaitPolicy())
@@ -126,6 +130,17 @@ def _create_exclusively(location: Location, spec: EmbedderSpec) -> Database:
         return _create(location, spec)
     finally:
         lock.release()
+
+
+def _refuse_foreign_folder(path: Path, own_files: set[str]) -> None:
+    # A typo'd --db or config path must not scatter tables among the user's own files. A folder holding
+    # only haiku's tables and lock is a database whose first write died half-way: finishing it is fine.
+    ours = own_files | {f"{table}.lance" for table in (schema.DOCUMENTS, schema.CHUNKS, schema.META)}
+    if path.is_dir() and any(entry.name not in ours for entry in path.iterdir()):
+        raise InputError(
+            f"{path} is an existing folder that is not a haiku database; "
+            "give a new or empty folder (e.g. --db ~/notes.lancedb)"
+        )
 
 
 def _create(location: Location, spec: EmbedderSpec) -> Database:

@@ -330,3 +330,16 @@ def test_database_names_complete_from_the_config(write_config, tmp_path) -> None
     env = {"_HAIKU_COMPLETE": "complete_bash", "COMP_WORDS": "haiku search -d n", "COMP_CWORD": "3"}
     result = CliRunner().invoke(app, [], env=env, prog_name="haiku")
     assert sorted(result.stdout.split()) == ["news", "notes"]
+
+
+def test_a_database_folder_of_other_files_is_refused(cli, write_config, tmp_path: Path) -> None:
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    (folder / "draft.md").write_text("# Draft\n")
+    for command in (("add", "x"), ("add-src", str(folder / "draft.md"))):
+        result = cli(*command, "--db", str(folder))
+        assert result.exit_code == ExitCode.INPUT and result.stderr.count("\n") == 1
+        assert str(folder) in result.stderr and "new or empty folder" in result.stderr
+    write_config(f'[databases]\npapers = "{folder}"\n')
+    assert cli("add", "x").exit_code == ExitCode.INPUT
+    assert [p.name for p in folder.iterdir()] == ["draft.md"]

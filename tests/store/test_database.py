@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
-from haiku_cli.errors import DatabaseError
+from haiku_cli.errors import DatabaseError, InputError
 from haiku_cli.store import EmbedderSpec, Location, open_database
 from haiku_cli.store import schema as store_schema
 from haiku_cli.store.database import exists
@@ -58,3 +59,23 @@ def test_corrupt_database_is_a_clear_error(tmp_path: Path) -> None:
         f.write_bytes(b"garbage")
     with pytest.raises(DatabaseError, match="database 'notes' cannot be opened"):
         open_database(loc)
+
+
+def test_creating_in_a_folder_of_other_files_is_refused_and_writes_nothing(tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "todo.txt").write_text("mine")
+    with pytest.raises(InputError, match=f"{folder} is an existing folder that is not a haiku database"):
+        open_database(Location("notes", str(folder)), create_with=EmbedderSpec("test:e", 4), writable=True)
+    assert [p.name for p in folder.iterdir()] == ["todo.txt"]
+
+
+def test_an_empty_folder_or_a_half_created_database_is_fine_to_create_in(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    open_database(Location("empty", str(empty)), create_with=EmbedderSpec("test:e", 4), writable=True)
+    half = tmp_path / "half.lancedb"
+    open_database(Location("half", str(half)), create_with=EmbedderSpec("test:e", 4), writable=True)
+    shutil.rmtree(half / f"{store_schema.META}.lance")  # the first write died before marking it created
+    db = open_database(Location("half", str(half)), create_with=EmbedderSpec("test:e", 4), writable=True)
+    assert exists(db.location)
