@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from haiku_cli.config.paths import data_dir
@@ -39,9 +40,9 @@ def configured(settings: Settings) -> dict[str, Location]:
     if not settings.databases:
         return {DEFAULT_NAME: Location(DEFAULT_NAME, str(data_dir() / f"{DEFAULT_NAME}.lancedb"))}
     return {
-        name: Location(name, db.uri, dict(db.storage_options), db.read_only).with_timeout(
-            settings.storage.timeout_seconds
-        )
+        name: Location(
+            name, db.uri, dict(db.storage_options), db.read_only, chosen_by=f"--database {shlex.quote(name)}"
+        ).with_timeout(settings.storage.timeout_seconds)
         for name, db in settings.databases.items()
     }
 
@@ -102,7 +103,8 @@ def from_path(path: Path) -> Location:
     """A database given by path (`--db`), named after its folder's stem."""
     if str(path) in ("", "."):
         raise InputError("--db needs the path of a database folder, e.g. --db ~/notes.lancedb")
-    return _usable(Location.from_path(path))
+    loc = Location.from_path(path)
+    return _usable(replace(loc, chosen_by=f"--db {shlex.quote(loc.uri)}"))
 
 
 def _usable(loc: Location) -> Location:

@@ -72,7 +72,7 @@ def open_database(
         if create_with is None:
             raise DatabaseError(
                 f"database '{location.name}' does not exist yet; add documents to it first "
-                "(haiku add-src PATH)"
+                f"(haiku add-src PATH{' ' + location.chosen_by if location.chosen_by else ''})"
             )
         return _create_exclusively(location, create_with)
     try:

@@ -19,6 +19,8 @@ class Location:
     uri: str
     storage_options: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     read_only: bool = False
+    # The option that picks this database (`--database notes`), for hints that show a command to run.
+    chosen_by: str = field(default="", compare=False)
 
     @property
     def kind(self) -> Kind:

@@ -343,3 +343,12 @@ def test_a_database_folder_of_other_files_is_refused(cli, write_config, tmp_path
     write_config(f'[databases]\npapers = "{folder}"\n')
     assert cli("add", "x").exit_code == ExitCode.INPUT
     assert [p.name for p in folder.iterdir()] == ["draft.md"]
+
+
+def test_the_not_written_yet_hint_names_the_database_to_add_to(cli, write_config, tmp_path: Path) -> None:
+    write_config(f'[databases]\nnotes = "{tmp_path}/notes.lancedb"\npapers = "{tmp_path}/papers.lancedb"\n')
+    by_name = cli("info", "--database", "papers")
+    assert by_name.exit_code == ExitCode.DATABASE
+    assert "(haiku add-src PATH --database papers)" in by_name.stderr
+    by_path = cli("list", "--db", str(tmp_path / "other.lancedb"))
+    assert f"(haiku add-src PATH --db {tmp_path / 'other.lancedb'})" in by_path.stderr
