@@ -50,10 +50,15 @@ class ModelSettings(_Strict):
     search_budget: int = Field(default=5, ge=1)
 
 
+# LanceDB's limit is a C integer (3 x limit candidates past 2**31 overflow it); a longer list is a listing,
+# which `haiku list` pages through. `--limit` and `[search] limit` share this bound.
+MAX_SEARCH_LIMIT = 10_000
+
+
 class SearchSettings(_Strict):
     """Search defaults."""
 
-    limit: int = Field(default=10, ge=1)
+    limit: int = Field(default=10, ge=1, le=MAX_SEARCH_LIMIT)
     vector_weight: float = Field(default=0.5, ge=0.0, le=1.0)
 
 

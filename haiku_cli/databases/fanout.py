@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from haiku_cli.config.settings import MAX_SEARCH_LIMIT
 from haiku_cli.databases.concurrency import concurrently, in_threads
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
@@ -24,9 +25,7 @@ QueryEmbedder = Callable[[str], Awaitable[np.ndarray]]
 # Longer queries only cost time: the embedder reads the first few hundred tokens, and full-text search
 # of a 1 MB query across several databases took minutes.
 MAX_QUERY_CHARS = 10_000
-# LanceDB's limit is a C integer (3 x limit candidates past 2**31 overflow it); a longer list is a listing,
-# which `haiku list` pages through.
-MAX_LIMIT = 10_000
+MAX_LIMIT = MAX_SEARCH_LIMIT  # the same bound as [search] limit in the config
 
 
 def candidate_depth(limit: int, search_type: SearchType) -> int:

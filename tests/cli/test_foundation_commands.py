@@ -352,3 +352,11 @@ def test_the_not_written_yet_hint_names_the_database_to_add_to(cli, write_config
     assert "(haiku add-src PATH --database papers)" in by_name.stderr
     by_path = cli("list", "--db", str(tmp_path / "other.lancedb"))
     assert f"(haiku add-src PATH --db {tmp_path / 'other.lancedb'})" in by_path.stderr
+
+
+def test_a_huge_configured_search_limit_is_a_config_error(cli, write_config) -> None:
+    cli("add", "some text")
+    write_config("[search]\nlimit = 1000000000\n")
+    result = cli("search", "text")
+    assert result.exit_code == ExitCode.INPUT and "search.limit" in result.stderr
+    assert "--limit" not in result.stderr

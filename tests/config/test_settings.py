@@ -93,3 +93,14 @@ def test_mcp_token_from_config_and_environment_and_hidden_when_shown(
     write_config('[mcp]\nhttp_token = "short"\n')
     with pytest.raises(InputError, match=r"invalid value for 'mcp\.http_token'"):
         load_settings()
+
+
+def test_search_limit_is_bounded_as_the_limit_option_is(write_config) -> None:
+    write_config("[search]\nlimit = 10000\n")
+    assert load_settings()[0].search.limit == 10_000
+    path = write_config("[search]\nlimit = 10001\n")
+    with pytest.raises(InputError) as err:
+        load_settings()
+    message = str(err.value)
+    assert "'search.limit'" in message and str(path) in message and "10000" in message
+    assert "--limit" not in message
