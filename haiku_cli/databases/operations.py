@@ -232,8 +232,15 @@ async def get_document(ws: Workspace, location: Location, document_id: str) -> D
 
     found = await read_one(ws.pool, location, read)
     if found is None:
-        raise InputError(f"no document with id {document_id} in database '{location.name}'")
+        raise _no_document(document_id, location)
     return found
+
+
+def _no_document(document_id: str, location: Location) -> InputError:
+    where = f" {location.chosen_by}" if location.chosen_by else ""
+    return InputError(
+        f"no document with id '{document_id}' in database '{location.name}'; haiku list{where} shows the ids"
+    )
 
 
 async def delete_document(ws: Workspace, location: Location, document_id: str) -> DeletedDocument:
@@ -242,7 +249,7 @@ async def delete_document(ws: Workspace, location: Location, document_id: str) -
     async with _writing(db):
         doc = await anyio.to_thread.run_sync(lambda: reads.get_document(db, document_id))
         if doc is None:
-            raise InputError(f"no document with id {document_id} in database '{db.name}'")
+            raise _no_document(document_id, location)
         chunks = await anyio.to_thread.run_sync(lambda: len(reads.chunks_of(db, document_id)))
         await anyio.to_thread.run_sync(lambda: writes.delete_document(db, document_id))
     ws.pool.forget(location)

@@ -360,3 +360,14 @@ def test_a_huge_configured_search_limit_is_a_config_error(cli, write_config) -> 
     result = cli("search", "text")
     assert result.exit_code == ExitCode.INPUT and "search.limit" in result.stderr
     assert "--limit" not in result.stderr
+
+
+def test_get_or_delete_of_an_unknown_id_quotes_it_and_points_to_list(cli, tmp_path: Path) -> None:
+    cli("add", "some text")
+    for command in ("get", "delete"):
+        result = cli(command, "")
+        assert result.exit_code == ExitCode.INPUT
+        assert "no document with id '' in database 'default'; haiku list shows the ids" in result.stderr
+    db = str(tmp_path / "notes.lancedb")
+    cli("add", "more text", "--db", db)
+    assert f"haiku list --db {db} shows the ids" in cli("get", "nope", "--db", db).stderr

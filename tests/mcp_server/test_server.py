@@ -158,7 +158,7 @@ def test_list_documents_needs_no_name_with_one_database_in_scope(scope) -> None:
         (
             "get_document",
             {"database": "alpha", "document_id": "nope"},
-            "no document with id nope in database",
+            "no document with id 'nope' in database",
         ),
     ],
 )
