@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from haiku_cli.config.paths import config_path
 from haiku_cli.config.settings import MIN_TOKEN_CHARS, Settings
@@ -96,4 +97,14 @@ def _describe(exc: ValidationError, path: Path) -> str:
     key = ".".join(str(p) for p in err["loc"])
     if err["type"] == "extra_forbidden":
         return f"unknown key '{key}' in config file {path}"
-    return f"invalid value for '{key}' in config file {path}: {err['msg']}"
+    return f"invalid value for '{key}' in config file {path}: {_expected(err)}"
+
+
+def _expected(err: ErrorDetails) -> str:
+    # pydantic's wording names our classes ("instance of DatabaseSettings"); say what to write in TOML.
+    if err["loc"][0] == "databases" and err["type"] in ("model_type", "dict_type"):
+        if len(err["loc"]) == 1:
+            return 'expected a [databases] table of name = "path" entries'
+        if len(err["loc"]) == 2:
+            return 'expected a path string or a { uri = "..." } table'
+    return err["msg"]

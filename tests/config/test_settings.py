@@ -104,3 +104,17 @@ def test_search_limit_is_bounded_as_the_limit_option_is(write_config) -> None:
     message = str(err.value)
     assert "'search.limit'" in message and str(path) in message and "10000" in message
     assert "--limit" not in message
+
+
+@pytest.mark.parametrize(
+    ("toml", "expected"),
+    [
+        ("[databases]\nnotes = 3\n", "'databases.notes' in config file {path}: expected a path string or a"),
+        ("databases = 3\n", "'databases' in config file {path}: expected a [databases] table"),
+    ],
+)
+def test_a_database_entry_of_a_wrong_shape_says_what_to_write(write_config, toml: str, expected: str) -> None:
+    path = write_config(toml)
+    with pytest.raises(InputError) as err:
+        load_settings()
+    assert expected.format(path=path) in str(err.value) and "DatabaseSettings" not in str(err.value)
