@@ -16,7 +16,7 @@ from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import DatabaseError, InputError
 from haiku_cli.store import EmbedderSpec, Location, open_database
 from haiku_cli.store.writes import write_documents
-from tests.support.single_chunks import single_chunk_database
+from tests.support.single_chunks import single_chunk_database, word_texts
 
 NOTES = [
     {"text": "The espresso machine needs descaling every month with citric acid.", "title": "Coffee care"},
@@ -190,27 +190,10 @@ def test_split_ranking_follows_a_write_after_statistics_were_cached(make_db, wor
     assert [h.score for h in unchanged] != [h.score for h in before]  # rescored under the new statistics
 
 
-WORDS = [
-    "river",
-    "delta",
-    "sediment",
-    "flood",
-    "basin",
-    "estuary",
-    "tide",
-    "channel",
-    "levee",
-    "marsh",
-    "silt",
-    "bank",
-    "current",
-]
-
-
 def test_full_text_split_ranks_as_one_from_each_databases_best_few(tmp_path: Path) -> None:
     # 90 chunks, most matching: each of 3 databases gives only its best 3 x limit, rescored set-wide.
     rng = np.random.default_rng(11)
-    texts = [" ".join(rng.choice(WORDS, size=int(rng.integers(4, 14)))) for _ in range(90)]
+    texts = word_texts(rng, 90)
     single_chunk_database(tmp_path / "whole.lancedb", texts, [[1.0, 0.0]] * len(texts))
     for i in range(3):
         single_chunk_database(tmp_path / f"part{i}.lancedb", texts[i::3], [[1.0, 0.0]] * 30)

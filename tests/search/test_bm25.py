@@ -10,29 +10,13 @@ import pytest
 from haiku_cli.search import bm25
 from haiku_cli.search.candidates import find_candidates
 from haiku_cli.store.database import Database
-from tests.support.single_chunks import single_chunk_database
-
-WORDS = [
-    "river",
-    "delta",
-    "sediment",
-    "flood",
-    "basin",
-    "estuary",
-    "tide",
-    "channel",
-    "levee",
-    "marsh",
-    "silt",
-    "bank",
-    "current",
-]
+from tests.support.single_chunks import single_chunk_database, word_texts
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> Database:
     rng = np.random.default_rng(3)
-    texts = [" ".join(rng.choice(WORDS, size=int(rng.integers(4, 14)))) for _ in range(60)]
+    texts = word_texts(rng, 60)
     return single_chunk_database(tmp_path / "t.lancedb", texts, [[1, 0, 0, 0]] * len(texts))
 
 

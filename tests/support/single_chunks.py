@@ -4,9 +4,33 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
+
 from haiku_cli.store import DocumentRecord, DocumentWrite, EmbedderSpec, Location, NewChunk, open_database
 from haiku_cli.store.database import Database
 from haiku_cli.store.writes import new_id, write_documents
+
+# A small vocabulary whose words repeat across texts, so BM25 statistics differ between databases.
+WORDS = [
+    "river",
+    "delta",
+    "sediment",
+    "flood",
+    "basin",
+    "estuary",
+    "tide",
+    "channel",
+    "levee",
+    "marsh",
+    "silt",
+    "bank",
+    "current",
+]
+
+
+def word_texts(rng: np.random.Generator, count: int) -> list[str]:
+    """`count` texts of 4 to 13 words drawn from WORDS."""
+    return [" ".join(rng.choice(WORDS, size=int(rng.integers(4, 14)))) for _ in range(count)]
 
 
 def single_chunk_database(path: Path, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> Database:
