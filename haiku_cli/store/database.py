@@ -120,7 +120,7 @@ def _create_exclusively(location: Location, spec: EmbedderSpec) -> Database:
         return _create(location, spec)
     from haiku_cli.store.writer import LOCK_FILE, WaitPolicy, acquire
 
-    _refuse_foreign_folder(path, {LOCK_FILE})
+    _refuse_foreign_folder(location, path, {LOCK_FILE})
 
     # Two first writers must not both create the tables: the second waits, then opens what the first made.
     lock = acquire(path, location.name, WaitPolicy())
@@ -132,15 +132,20 @@ def _create_exclusively(location: Location, spec: EmbedderSpec) -> Database:
         lock.release()
 
 
-def _refuse_foreign_folder(path: Path, own_files: set[str]) -> None:
+# What a file manager leaves in a folder it merely showed: such a folder is still empty to its user.
+_DESKTOP_FILES = {".DS_Store", "Thumbs.db", "desktop.ini"}
+
+
+def _refuse_foreign_folder(location: Location, path: Path, own_files: set[str]) -> None:
     # A typo'd --db or config path must not scatter tables among the user's own files. A folder holding
     # only haiku's tables and lock is a database whose first write died half-way: finishing it is fine.
-    ours = own_files | {f"{table}.lance" for table in (schema.DOCUMENTS, schema.CHUNKS, schema.META)}
+    ours = own_files | _DESKTOP_FILES | {f"{t}.lance" for t in (schema.DOCUMENTS, schema.CHUNKS, schema.META)}
     if path.is_dir() and any(entry.name not in ours for entry in path.iterdir()):
-        raise InputError(
-            f"{path} is an existing folder that is not a haiku database; "
-            "give a new or empty folder (e.g. --db ~/notes.lancedb)"
-        )
+        if location.chosen_by.startswith("--database"):
+            fix = f"point [databases] {location.name} in the config file at a new or empty folder"
+        else:
+            fix = "give a new or empty folder (e.g. --db ~/notes.lancedb)"
+        raise InputError(f"{path} is an existing folder that is not a haiku database; {fix}")
 
 
 def _create(location: Location, spec: EmbedderSpec) -> Database:

@@ -341,7 +341,9 @@ def test_a_database_folder_of_other_files_is_refused(cli, write_config, tmp_path
         assert result.exit_code == ExitCode.INPUT and result.stderr.count("\n") == 1
         assert str(folder) in result.stderr and "new or empty folder" in result.stderr
     write_config(f'[databases]\npapers = "{folder}"\n')
-    assert cli("add", "x").exit_code == ExitCode.INPUT
+    configured = cli("add", "x")
+    assert configured.exit_code == ExitCode.INPUT
+    assert "point [databases] papers in the config file at a new or empty folder" in configured.stderr
     assert [p.name for p in folder.iterdir()] == ["draft.md"]
 
 

@@ -73,6 +73,7 @@ def test_creating_in_a_folder_of_other_files_is_refused_and_writes_nothing(tmp_p
 def test_an_empty_folder_or_a_half_created_database_is_fine_to_create_in(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
+    (empty / ".DS_Store").write_bytes(b"\0")  # left by a file manager that showed the folder
     open_database(Location("empty", str(empty)), create_with=EmbedderSpec("test:e", 4), writable=True)
     half = tmp_path / "half.lancedb"
     open_database(Location("half", str(half)), create_with=EmbedderSpec("test:e", 4), writable=True)
