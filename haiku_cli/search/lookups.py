@@ -11,7 +11,7 @@ is used, giving the same rows more slowly.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,16 +53,11 @@ class Found:
 
 def run_lookup(db: Database, lookup: Lookup) -> Found:
     """Run the lookup on one database, in one round trip to LanceDB when it allows."""
-    bridge = _async_bridge(db)
+    bridge = async_table(db.chunks)
     if bridge is None:
         return _run_sync(db, lookup)
     table, run = bridge
     return run(_run_async(table, lookup))
-
-
-def _async_bridge(db: Database) -> tuple[Any, Callable[[Coroutine[Any, Any, Found]], Found]] | None:
-    """LanceDB's asynchronous table behind `db.chunks` and the loop that runs it, if this release has them."""
-    return async_table(db.chunks)
 
 
 async def _run_async(table: Any, lookup: Lookup) -> Found:

@@ -37,9 +37,9 @@ def _found(db: Database, **kwargs) -> list[tuple[str, float | None, float | None
 @pytest.mark.parametrize("document_filter", [None, "title IN ('d0', 'd4')"])
 def test_sync_fallback_finds_what_the_async_path_finds(db: Database, monkeypatch, document_filter) -> None:
     kwargs = {"query": "sediment tide", "search_type": "hybrid", "document_filter": document_filter}
-    assert lookups._async_bridge(db) is not None  # this LanceDB has the async table: the fast path ran
+    assert lookups.async_table(db.chunks) is not None  # this LanceDB has the async table: the fast path ran
     fast = _found(db, **kwargs)
-    monkeypatch.setattr(lookups, "_async_bridge", lambda db: None)  # as with a LanceDB without it
+    monkeypatch.setattr(lookups, "async_table", lambda table: None)  # as with a LanceDB without it
     assert _found(db, **kwargs) == fast
     assert any(bm25 for _, _, bm25, _ in fast) and all(sim is not None for _, sim, _, _ in fast)
     if document_filter:
