@@ -29,11 +29,16 @@ _POOL_REFINE_FACTOR = 2
 # How widely the HNSW graph is searched, per chunk in the table: recall@10 against exact search
 # reaches 0.95 at ef 2,500 on 100k hashed-word vectors. Smaller tables need relatively more (at 30k,
 # ef 750 gives 0.948 and 1,200 gives 0.963), and there the search's fixed cost dominates, so the
-# breadth never drops below _EF_MIN. Capped so that a very large table still answers in tens of
-# milliseconds (benchmarks/README.md).
+# breadth never drops below _EF_MIN. Capped where recall@10 reaches 0.95 in the largest tables measured:
+# one graph of 1M hashed-word vectors recalls 0.898 at ef 4,000 (24 ms of CPU), 0.948 at 10,000 and 0.957
+# at 12,000 (51 ms); re-ranking more than 5 x k gains nothing there, so the breadth is what recall costs
+# (benchmarks/README.md).
 _EF_PER_ROW = 1 / 40
 _EF_MIN = 1_200
-_EF_MAX = 4_000
+_EF_MAX = 12_000
+# Hybrid search's pool is capped lower: fusion re-ranks it, and at 1M chunks ef 2,000 keeps the hybrid top
+# 10 of a near-exact search on 58 of 60 queries (ef 4,000: 59) for 0.65x the time.
+_POOL_EF_MAX = 2_000
 
 
 def ann_ef(rows: int, limit: int, parts: int = 1) -> int:
@@ -55,11 +60,10 @@ def pool_ef(rows: int, limit: int, parts: int = 1) -> int:
     0.990 (vector search's breadth: 0.995) for 0.85x the time (benchmarks/README.md). The pool is the
     set's top 50, deeper than vector search's top 10, so in a fan-out each part shares the floor with
     half as many: at 100k over 4 databases, ef 600 per part keeps the split's top 10 identical to one
-    database's on 52 of 60 queries (ef 300: 51; 1,200: 52). Where vector search's breadth is capped
-    (the largest tables), the pool's is capped at half of it: at 1M chunks ef 2,000 keeps the hybrid top
-    10 of a near-exact search on 58 of 60 queries (ef 4,000: 59) for 0.65x the time.
+    database's on 52 of 60 queries (ef 300: 51; 1,200: 52). In the largest tables the pool has its own,
+    lower cap (`_POOL_EF_MAX`).
     """
-    breadth = min(ann_ef(rows // 2, limit, max(parts // 2, 1)), _EF_MAX // 2)
+    breadth = min(ann_ef(rows // 2, limit, max(parts // 2, 1)), _POOL_EF_MAX)
     return max(limit * _REFINE_FACTOR, breadth)
 
 

@@ -12,13 +12,16 @@ def test_a_part_of_a_fan_out_is_searched_less_widely_than_a_lone_table() -> None
     assert pool_ef(25_000, 50, parts=4) == 600
     assert pool_ef(25_000, 50) == 1_200
     # Large parts keep their own breadth (the floor no longer binds), and k x refinement still holds.
-    assert ann_ef(250_000, 10, parts=4) == ann_ef(250_000, 10) == 4_000
+    assert ann_ef(250_000, 10, parts=4) == ann_ef(250_000, 10) == 6_250
     assert ann_ef(2_000, 200, parts=4) == 1_000
 
 
-def test_hybrid_pool_of_the_largest_tables_is_searched_half_as_widely_as_vector_search() -> None:
-    # Vector search's breadth is capped for large tables; the pool's is half of it there, as it is below.
-    assert pool_ef(1_000_000, 50) == ann_ef(1_000_000, 10) // 2 == 2_000
+def test_the_largest_tables_are_searched_widely_for_recall_and_their_hybrid_pool_is_capped() -> None:
+    # Vector search's breadth grows with the table up to where one 1M graph recalls 0.95; hybrid's pool,
+    # which fusion re-ranks, is half of it below the caps and capped far lower above.
+    assert ann_ef(1_000_000, 10) == 12_000
+    assert ann_ef(100_000, 10) == 2_500
     assert pool_ef(100_000, 50) == ann_ef(100_000, 10) // 2 == 1_250
+    assert pool_ef(1_000_000, 50) == pool_ef(400_000, 50) == 2_000
     # A deep pool still asks the graph for enough neighbours to refine.
     assert pool_ef(1_000_000, 1_000) == 5_000
