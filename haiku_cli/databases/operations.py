@@ -313,7 +313,7 @@ async def overview(ws: Workspace, selection: Selection | None = None) -> list[Da
                     [partial(reads.count_documents, db), partial(reads.count_chunks, db)]
                 )
                 row.embedder = db.embedder.name
-        except DatabaseError as exc:
+        except (DatabaseError, InputError) as exc:  # InputError: a configured folder of other files
             row.error = str(exc)
         return row
 

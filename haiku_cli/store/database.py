@@ -49,9 +49,14 @@ def quiet_lance_logs() -> None:
 
 
 def exists(location: Location) -> bool:
-    """Whether a haiku database exists at the location (never creates anything)."""
+    """Whether a haiku database exists at the location (never creates anything).
+
+    A local folder holding other files is refused rather than reported missing: it can never be created
+    there, so "add documents first" would send the user to an add that refuses.
+    """
     path = location.local_path
     if path is not None and not (path / f"{schema.META}.lance").exists():
+        _refuse_foreign_folder(location, path)
         return False
     try:
         conn = _connect(location)
@@ -118,9 +123,7 @@ def _create_exclusively(location: Location, spec: EmbedderSpec) -> Database:
     path = location.local_path
     if path is None:
         return _create(location, spec)
-    from haiku_cli.store.writer import LOCK_FILE, WaitPolicy, acquire
-
-    _refuse_foreign_folder(location, path, {LOCK_FILE})
+    from haiku_cli.store.writer import WaitPolicy, acquire
 
     # Two first writers must not both create the tables: the second waits, then opens what the first made.
     lock = acquire(path, location.name, WaitPolicy())
@@ -136,10 +139,14 @@ def _create_exclusively(location: Location, spec: EmbedderSpec) -> Database:
 _DESKTOP_FILES = {".DS_Store", "Thumbs.db", "desktop.ini"}
 
 
-def _refuse_foreign_folder(location: Location, path: Path, own_files: set[str]) -> None:
+def _refuse_foreign_folder(location: Location, path: Path) -> None:
     # A typo'd --db or config path must not scatter tables among the user's own files. A folder holding
     # only haiku's tables and lock is a database whose first write died half-way: finishing it is fine.
-    ours = own_files | _DESKTOP_FILES | {f"{t}.lance" for t in (schema.DOCUMENTS, schema.CHUNKS, schema.META)}
+    from haiku_cli.store.writer import LOCK_FILE
+
+    ours = (
+        {LOCK_FILE} | _DESKTOP_FILES | {f"{t}.lance" for t in (schema.DOCUMENTS, schema.CHUNKS, schema.META)}
+    )
     if path.is_dir() and any(entry.name not in ours for entry in path.iterdir()):
         if location.chosen_by.startswith("--database"):
             fix = f"point [databases] {location.name} in the config file at a new or empty folder"

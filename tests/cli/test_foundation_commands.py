@@ -347,6 +347,27 @@ def test_a_database_folder_of_other_files_is_refused(cli, write_config, tmp_path
     assert [p.name for p in folder.iterdir()] == ["draft.md"]
 
 
+def test_reading_a_configured_folder_of_other_files_says_to_fix_the_config(
+    cli, write_config, tmp_path: Path
+) -> None:
+    # "does not exist yet; add documents first" would send the user to an add that is refused.
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "todo.md").write_text("# Todo\n")
+    write_config(f'[databases]\nnotes = "{folder}"\nother = "{tmp_path}/other.lancedb"\n')
+    cli("add", "some text", "--database", "other")
+    fix = "point [databases] notes in the config file at a new or empty folder"
+    for command in (("info", "-d", "notes"), ("list", "-d", "notes"), ("search", "text")):
+        result = cli(*command)
+        assert result.exit_code == ExitCode.INPUT and result.stderr.count("\n") == 1, result.stderr
+        assert fix in result.stderr and "does not exist yet" not in result.stderr
+    overview = json.loads(cli("databases", "--json").stdout)
+    assert [(d["database"], fix in (d["error"] or "")) for d in overview] == [
+        ("notes", True),
+        ("other", False),
+    ]
+
+
 def test_the_not_written_yet_hint_names_the_database_to_add_to(cli, write_config, tmp_path: Path) -> None:
     write_config(f'[databases]\nnotes = "{tmp_path}/notes.lancedb"\npapers = "{tmp_path}/papers.lancedb"\n')
     by_name = cli("info", "--database", "papers")
