@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -100,11 +101,50 @@ def _describe(exc: ValidationError, path: Path) -> str:
     return f"invalid value for '{key}' in config file {path}: {_expected(err)}"
 
 
+# pydantic's wording ("Input should be a valid string", "instance of DatabaseSettings") speaks Python;
+# these say what to write in the TOML file instead.
+_NUMBER_BOUNDS = {
+    "greater_than": "more than {gt:g}",
+    "greater_than_equal": "of at least {ge:g}",
+    "less_than": "less than {lt:g}",
+    "less_than_equal": "of at most {le:g}",
+}
+
+
 def _expected(err: ErrorDetails) -> str:
-    # pydantic's wording names our classes ("instance of DatabaseSettings"); say what to write in TOML.
-    if err["loc"][0] == "databases" and err["type"] in ("model_type", "dict_type"):
-        if len(err["loc"]) == 1:
+    loc, kind, ctx = err["loc"], err["type"], err.get("ctx", {})
+    leaf = str(loc[-1])
+    if loc[0] == "databases" and kind in ("model_type", "dict_type") and len(loc) <= 2:
+        if len(loc) == 1:
             return 'expected a [databases] table of name = "path" entries'
-        if len(err["loc"]) == 2:
-            return 'expected a path string or a { uri = "..." } table'
+        return 'expected a path string or a { uri = "..." } table'
+    if kind == "missing":
+        return f'it has no {leaf}; write {leaf} = "..."'
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        if len(loc) == 1:
+            return f"expected a table: its keys under a [{leaf}] heading"
+        return f'expected a table, e.g. {leaf} = {{ key = "value" }}'
+    if kind == "string_type":
+        return f'expected text in quotes, e.g. {leaf} = "..."'
+    if kind.startswith("int_"):
+        return f"expected a whole number without quotes, got {_toml(err['input'])}"
+    if kind.startswith("float_"):
+        return f"expected a number without quotes, got {_toml(err['input'])}"
+    if kind.startswith("bool_"):
+        return f"expected true or false, got {_toml(err['input'])}"
+    if kind in _NUMBER_BOUNDS:
+        return f"expected a number {_NUMBER_BOUNDS[kind].format(**ctx)}, got {_toml(err['input'])}"
+    if kind == "string_too_short":  # the MCP token: never echoed back
+        return f"expected at least {ctx['min_length']} characters, got fewer"
+    if kind == "value_error":
+        return str(ctx["error"])
     return err["msg"]
+
+
+def _toml(value: object) -> str:
+    """A value as it reads in the TOML file."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return json.dumps(value)
+    return repr(value)

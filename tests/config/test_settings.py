@@ -118,3 +118,61 @@ def test_a_database_entry_of_a_wrong_shape_says_what_to_write(write_config, toml
     with pytest.raises(InputError) as err:
         load_settings()
     assert expected.format(path=path) in str(err.value) and "DatabaseSettings" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("toml", "key", "expected"),
+    [
+        (
+            "[databases]\nnotes = { uri = 3 }\n",
+            "databases.notes.uri",
+            'expected text in quotes, e.g. uri = "..."',
+        ),
+        (
+            "[databases]\nnotes = { read_only = true }\n",
+            "databases.notes.uri",
+            'it has no uri; write uri = "..."',
+        ),
+        (
+            '[databases]\nnotes = { uri = " " }\n',
+            "databases.notes.uri",
+            "a database needs a path or URI; it is empty",
+        ),
+        (
+            '[databases]\nnotes = { uri = "n", storage_options = 3 }\n',
+            "databases.notes.storage_options",
+            'expected a table, e.g. storage_options = { key = "value" }',
+        ),
+        (
+            '[databases]\nnotes = { uri = "n", read_only = "maybe" }\n',
+            "databases.notes.read_only",
+            'expected true or false, got "maybe"',
+        ),
+        ("embedder = 3\n", "embedder", "expected a table: its keys under a [embedder] heading"),
+        (
+            "[model]\nsearch_budget = 2.5\n",
+            "model.search_budget",
+            "expected a whole number without quotes, got 2.5",
+        ),
+        (
+            '[search]\nvector_weight = "x"\n',
+            "search.vector_weight",
+            'expected a number without quotes, got "x"',
+        ),
+        ("[search]\nvector_weight = 2\n", "search.vector_weight", "expected a number of at most 1, got 2"),
+        (
+            "[sandbox]\ntimeout_seconds = 0\n",
+            "sandbox.timeout_seconds",
+            "expected a number more than 0, got 0",
+        ),
+        ('[mcp]\nhttp_token = "a-secret"\n', "mcp.http_token", "expected at least 16 characters, got fewer"),
+    ],
+)
+def test_a_wrong_value_says_what_to_write_not_pydantic_wording(
+    write_config, toml: str, key: str, expected: str
+) -> None:
+    path = write_config(toml)
+    with pytest.raises(InputError) as err:
+        load_settings()
+    assert str(err.value) == f"invalid value for '{key}' in config file {path}: {expected}"
+    assert "a-secret" not in str(err.value)  # a too-short token is never echoed
