@@ -30,6 +30,8 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets its own config file path and data dir; the user's real ones are never read."""
     for key in _ENV_KEYS:
         monkeypatch.delenv(key, raising=False)
+    # An empty file: a config file named by HAIKU_CONFIG must exist, and empty means the defaults.
+    (tmp_path / "config.toml").touch()
     monkeypatch.setenv("HAIKU_CONFIG", str(tmp_path / "config.toml"))
     monkeypatch.setenv("HAIKU_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("COLUMNS", "200")

@@ -24,13 +24,15 @@ def register(app: typer.Typer) -> None:
 
 def path(ctx: typer.Context) -> None:
     """Print the config file path (whether or not it exists)."""
-    from haiku_cli.config.paths import config_path
+    from haiku_cli.config.paths import config_path, named_by
 
-    root = ctx.find_root().obj or {}
-    p = config_path(root.get("config"))
+    explicit = (ctx.find_root().obj or {}).get("config")
+    p = config_path(explicit)
     output.out.print(str(p), markup=False, soft_wrap=True)
     if not p.exists():
-        output.err.print("(no file there yet: defaults apply)", style="dim")
+        named = named_by(explicit)
+        then = f"named by {named}, other commands fail until it exists" if named else "defaults apply"
+        output.err.print(f"(no file there yet: {then})", style="dim", markup=False)
 
 
 def show(ctx: typer.Context, json: Json = False) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from haiku_cli.config.paths import config_path
+from haiku_cli.config.paths import config_path, named_by
 from haiku_cli.config.settings import MIN_TOKEN_CHARS, Settings
 from haiku_cli.errors import InputError
 
@@ -19,7 +19,10 @@ _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
 
 def load_settings(explicit: Path | None = None) -> tuple[Settings, Path]:
-    """Load settings from the resolved config path; a missing file means defaults."""
+    """Load settings from the resolved config path; a missing file at the default location means defaults.
+
+    A file named by `--config` or `HAIKU_CONFIG` must exist.
+    """
     path = config_path(explicit)
     data: dict = {}
     if path.exists():
@@ -29,8 +32,12 @@ def load_settings(explicit: Path | None = None) -> tuple[Settings, Path]:
             raise InputError(f"cannot read config file {path}: {exc}") from exc
         except tomllib.TOMLDecodeError as exc:
             raise InputError(f"config file {path} is not valid TOML: {exc}") from exc
-    elif explicit is not None:
-        raise InputError(f"config file {path} does not exist")
+    elif named_by(explicit) is not None:
+        # A named file that is not there is a typo or a missing mount, not a wish for the defaults.
+        raise InputError(
+            f"config file {path} (named by {named_by(explicit)}) does not exist; create it "
+            "(an empty file means the defaults) or name another"
+        )
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:

@@ -20,6 +20,13 @@ def config_path(explicit: Path | None = None) -> Path:
     return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
 
 
+def named_by(explicit: Path | None = None) -> str | None:
+    """What named the config file (`--config` or `HAIKU_CONFIG`); None when it is the default location."""
+    if explicit is not None:
+        return "--config"
+    return "HAIKU_CONFIG" if os.environ.get("HAIKU_CONFIG") else None
+
+
 def data_dir() -> Path:
     """Where the default database lives: `HAIKU_DATA_DIR` or the platform's user data dir."""
     env = os.environ.get("HAIKU_DATA_DIR")

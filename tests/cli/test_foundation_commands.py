@@ -171,6 +171,20 @@ def test_search_from_file_json_lines(cli, tmp_path: Path) -> None:
     assert "Owls" in lines[0]["hits"][0]["content"] and "Herons" in lines[1]["hits"][0]["content"]
 
 
+def test_a_missing_config_named_by_haiku_config_fails_but_config_path_shows_it(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "typo.toml"
+    monkeypatch.setenv("HAIKU_CONFIG", str(missing))
+    listed = cli("list")
+    assert listed.exit_code == ExitCode.INPUT and listed.stderr.count("\n") == 1
+    assert f"config file {missing} (named by HAIKU_CONFIG) does not exist" in listed.stderr
+    where = cli("config", "path")
+    assert where.exit_code == 0 and where.stdout.strip() == str(missing)
+    assert "named by HAIKU_CONFIG, other commands fail until it exists" in where.stderr
+    assert not (tmp_path / "data").exists()  # nothing was written to the default database
+
+
 def test_config_path_show_and_databases(cli, write_config, tmp_path: Path) -> None:
     path = write_config(f'[databases]\nnotes = "{tmp_path}/notes.lancedb"\n')
     assert cli("config", "path").stdout.strip() == str(path)

@@ -6,15 +6,37 @@ from pathlib import Path
 
 import pytest
 
-from haiku_cli.config import config_path, load_settings
+from haiku_cli.config import Settings, config_path, load_settings
 from haiku_cli.errors import InputError
 
 
-def test_no_file_means_defaults(isolated: Path) -> None:
+def test_no_file_at_the_default_location_means_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HAIKU_CONFIG")
+    monkeypatch.setattr("platformdirs.user_config_dir", lambda app: str(tmp_path / "user-config" / app))
     settings, path = load_settings()
-    assert path == isolated / "config.toml"
+    assert path == tmp_path / "user-config" / "haiku" / "config.toml" and not path.exists()
     assert settings.databases == {}
     assert settings.search.limit == 10
+
+
+def test_an_empty_file_means_defaults(isolated: Path) -> None:
+    settings, path = load_settings()
+    assert path == isolated / "config.toml" and path.read_text() == ""
+    assert settings == Settings()
+
+
+@pytest.mark.parametrize("how", ["--config", "HAIKU_CONFIG"])
+def test_a_named_config_file_that_does_not_exist_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    # A typo in HAIKU_CONFIG must not silently mean the defaults (and write to the default database).
+    missing = tmp_path / "team.toml"
+    monkeypatch.setenv("HAIKU_CONFIG", str(missing))
+    with pytest.raises(InputError) as err:
+        load_settings(missing if how == "--config" else None)
+    assert str(err.value).startswith(f"config file {missing} (named by {how}) does not exist; create it")
 
 
 def test_precedence_flag_over_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -48,11 +70,6 @@ def test_invalid_toml_is_one_clear_error(write_config) -> None:
     write_config("[databases\n")
     with pytest.raises(InputError, match="not valid TOML"):
         load_settings()
-
-
-def test_explicit_missing_config_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="does not exist"):
-        load_settings(tmp_path / "nope.toml")
 
 
 def test_haiku_model_env_overrides_file(write_config, monkeypatch: pytest.MonkeyPatch) -> None:
