@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import BaseModel
 
@@ -17,6 +18,8 @@ _SECRET = re.compile(r"secret|token|password|session|credential", re.IGNORECASE)
 
 class ResolvedConfig(BaseModel):
     """The config file's path (and whether it exists), the data dir, and the settings in effect."""
+
+    HIDDEN: ClassVar[str] = HIDDEN  # what a secret's value is replaced with
 
     config_file: str
     config_exists: bool

@@ -268,10 +268,13 @@ def test_config_show_prints_toml_that_loads_back(cli, write_config, tmp_path: Pa
         'notes = "rel/notes.lancedb"\n'
         'papers = { uri = "s3://lab/p.lancedb", read_only = true, '
         'storage_options = { region = "eu-west-1", aws_secret_access_key = "s3cr3t" } }\n'
-        '[model]\nname = "openai:gpt-4o"\n[search]\nlimit = 7\n'
+        '[model]\nname = "openai:gpt-4o"\n[search]\nlimit = 7\n[mcp]\nhttp_token = "a-token-of-20-chars!"\n'
     )
     shown = cli("config", "show")
-    assert shown.exit_code == 0 and "s3cr3t" not in shown.stdout
+    assert shown.exit_code == 0 and "s3cr3t" not in shown.stdout and "a-token" not in shown.stdout
+    # Secrets are named in comments, never printed as a placeholder that would load as their value.
+    assert "# not shown (secrets): storage_options.aws_secret_access_key" in shown.stdout
+    assert "# http_token is set but not shown (a secret)" in shown.stdout
     again = tmp_path / "again" / "config.toml"
     again.parent.mkdir()
     again.write_text(shown.stdout)
@@ -282,11 +285,9 @@ def test_config_show_prints_toml_that_loads_back(cli, write_config, tmp_path: Pa
     # Relative paths were resolved against the first file's folder, so the copy means the same databases.
     assert original.databases["notes"].uri == str(tmp_path / "rel" / "notes.lancedb")
     assert reloaded.databases["notes"] == original.databases["notes"]
-    assert reloaded.databases["papers"].storage_options == {
-        "region": "eu-west-1",
-        "aws_secret_access_key": "<hidden>",
-    }
+    assert reloaded.databases["papers"].storage_options == {"region": "eu-west-1"}
     assert reloaded.model == original.model and reloaded.search.limit == 7
+    assert reloaded.mcp.http_token is None
 
 
 def test_relative_database_paths_mean_the_config_folder(cli, write_config, tmp_path, monkeypatch) -> None:
