@@ -172,12 +172,7 @@ async def _rescore_full_text(
     filtered: bool,
 ) -> None:
     """Put every database's BM25 on the scale of the whole set (see haiku_cli.search.bm25)."""
-    analyzed: list[bm25.Analyzed] = await in_threads(
-        [
-            partial(bm25.analyzed_candidates, db, found, terms.terms)
-            for db, found in zip(dbs, per_db, strict=True)
-        ]
-    )
+    (analyzed,) = await in_threads([partial(bm25.analyzed_candidates, dbs[0], per_db, terms.terms)])
     combined = sum(sizes, bm25.TermStats())
     lookups = []
     for db, size, cands in zip(dbs, sizes, analyzed, strict=True):

@@ -115,14 +115,24 @@ def term_frequency(db: Database, query: QueryTerms, term: str) -> TermStats:
     return TermStats(frequency=Counter({term: _frequency[key]}))
 
 
-def analyzed_candidates(db: Database, candidates: Sequence[Candidate], query: Sequence[str]) -> Analyzed:
-    """One database's full-text candidates with their lengths and query-term counts (one analyzer call)."""
-    ranked = [c for c in candidates if c.bm25 is not None]
+def analyzed_candidates(
+    db: Database, per_db: Sequence[Sequence[Candidate]], query: Sequence[str]
+) -> list[Analyzed]:
+    """Each database's full-text candidates with their lengths and query-term counts.
+
+    Every haiku database analyzes with the same analyzer (`create_fts_index`'s), so `db`'s analyzes the
+    candidates of all of them, in one call: a call costs about a millisecond whatever its length.
+    """
+    ranked = [[c for c in candidates if c.bm25 is not None] for candidates in per_db]
     terms = list(dict.fromkeys(query))
-    texts = analyze_many(db.chunks, [c.search_text for c in ranked])
-    counts = np.array([[text.count(t) for t in terms] for text in texts], dtype=np.float64)
-    lengths = np.array([len(text) for text in texts], dtype=np.float64)
-    return Analyzed(ranked, terms, lengths, counts.reshape(len(ranked), len(terms)))
+    texts = iter(analyze_many(db.chunks, [c.search_text for found in ranked for c in found]))
+    out = []
+    for found in ranked:
+        analyzed = [next(texts) for _ in found]
+        counts = np.array([[text.count(t) for t in terms] for text in analyzed], dtype=np.float64)
+        lengths = np.array([len(text) for text in analyzed], dtype=np.float64)
+        out.append(Analyzed(found, terms, lengths, counts.reshape(len(found), len(terms))))
+    return out
 
 
 def frequencies_from_scores(

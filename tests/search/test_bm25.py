@@ -32,7 +32,7 @@ def test_frequencies_read_off_the_scores_equal_counted_ones(db: Database, query:
     found = find_candidates(
         db, query=query, query_vector=None, search_type="fts", k=100, with_search_text=True
     )
-    pairs = bm25.analyzed_candidates(db, found, terms.terms)
+    (pairs,) = bm25.analyzed_candidates(db, [found], terms.terms)
     derived = bm25.frequencies_from_scores(bm25.corpus_size(db), terms.terms, pairs, exhaustive=True)
     assert derived == _counted(db, terms)  # every term settled, without a lookup
 
@@ -41,8 +41,26 @@ def test_too_few_candidates_settle_nothing_wrongly(db: Database) -> None:
     query = "flood basin silt marsh tide"
     terms = bm25.query_terms(db, query)
     found = find_candidates(db, query=query, query_vector=None, search_type="fts", k=3, with_search_text=True)
-    pairs = bm25.analyzed_candidates(db, found, terms.terms)
+    (pairs,) = bm25.analyzed_candidates(db, [found], terms.terms)
     derived = bm25.frequencies_from_scores(bm25.corpus_size(db), terms.terms, pairs, exhaustive=False)
     counted = _counted(db, terms)
     assert all(derived[t] == counted[t] for t in derived)  # what is settled is right; the rest is looked up
     assert len(derived) < len(counted)
+
+
+def test_one_analysis_of_several_databases_candidates_gives_each_theirs(db: Database, tmp_path: Path) -> None:
+    other_texts = word_texts(np.random.default_rng(4), 25)
+    other = single_chunk_database(tmp_path / "o.lancedb", other_texts, [[1, 0, 0, 0]] * len(other_texts))
+    query = "flood basin silt levee"
+    terms = bm25.query_terms(db, query).terms
+    found = [
+        find_candidates(d, query=query, query_vector=None, search_type="fts", k=k, with_search_text=True)
+        for d, k in ((db, 12), (other, 5))
+    ]
+    together = bm25.analyzed_candidates(db, found, terms)
+    for d, cands, analyzed in zip((db, other), found, together, strict=True):
+        (alone,) = bm25.analyzed_candidates(d, [cands], terms)
+        assert [c.chunk_id for c in analyzed.candidates] == [c.chunk_id for c in cands]
+        assert analyzed.lengths.tolist() == alone.lengths.tolist()
+        assert analyzed.counts.tolist() == alone.counts.tolist()
+    assert [len(a.candidates) for a in together] == [12, 5]
