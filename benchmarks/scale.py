@@ -112,7 +112,7 @@ def _writes(corpus: Corpus, docs: list[int]) -> list[DocumentWrite]:
         vectors = hash_vectors(texts, DIMENSION)
         now = datetime.now(UTC)
         record = DocumentRecord(
-            id=new_id(), uri=f"file:///corpus/doc{doc}.md", title=title, content="\n\n".join(sections),
+            id=new_id(), uri=_uri(doc), title=title, content="\n\n".join(sections),
             content_hash=str(doc), created_at=now, updated_at=now,
         )  # fmt: skip
         chunks = [
@@ -153,11 +153,15 @@ def _vectors(corpus: Corpus, word_ids: list[np.ndarray], orders: np.ndarray) -> 
     return out
 
 
+def _uri(doc: int) -> str:
+    return f"file:///corpus/doc{doc}.md"
+
+
 def _batch_tables(corpus: Corpus, db: Database, docs: list[int]) -> tuple[pa.Table, pa.Table]:
     """Documents and chunks rows for `docs`, column by column, as the store's write path makes them."""
     now = datetime.now(UTC)
     doc_ids, titles, contents = [new_id() for _ in docs], [], []
-    chunk_words, chunk_docs, texts, search_texts = [], [], [], []
+    chunk_words, chunk_docs, chunk_titles, chunk_uris, texts, search_texts = [], [], [], [], [], []
     for doc, doc_id in zip(docs, doc_ids, strict=True):
         title_ids, section_ids = corpus.word_ids(doc)
         title = " ".join(corpus.vocab[title_ids]).title()
@@ -167,13 +171,15 @@ def _batch_tables(corpus: Corpus, db: Database, docs: list[int]) -> tuple[pa.Tab
         for i, (ids, section) in enumerate(zip(section_ids, sections, strict=True)):
             chunk_words.append(np.concatenate([title_ids, ids]))
             chunk_docs.append(doc_id)
+            chunk_titles.append(title)
+            chunk_uris.append(_uri(doc))
             texts.append(section)
             search_texts.append(_search_text(title, i, section))
     orders = np.tile(np.arange(CHUNKS_PER_DOC, dtype=np.int32), len(docs))
     documents = pa.table(
         {
             "id": doc_ids,
-            "uri": [f"file:///corpus/doc{d}.md" for d in docs],
+            "uri": [_uri(d) for d in docs],
             "title": titles,
             "metadata": ["{}"] * len(docs),
             "content": contents,
@@ -188,6 +194,10 @@ def _batch_tables(corpus: Corpus, db: Database, docs: list[int]) -> tuple[pa.Tab
         {
             "id": [new_id() for _ in texts],
             "document_id": chunk_docs,
+            # Each chunk's copy of its document's fields, as the store writes them (schema version 2).
+            "document_uri": chunk_uris,
+            "document_title": chunk_titles,
+            "document_metadata": ["{}"] * len(texts),
             "order": orders,
             "text": texts,
             "search_text": search_texts,

@@ -145,7 +145,7 @@ def database_info(facts: DatabaseInfo) -> None:
         ("chunks", facts.chunks),
         ("size", size(facts.size_bytes)),
         ("embedder", f"{facts.embedder} ({facts.dimension} dims)"),
-        ("schema", facts.schema_version),
+        ("schema", f"{facts.schema_version} ({facts.upgrade})" if facts.upgrade else facts.schema_version),
         ("versions", ", ".join(f"{k} v{v}" for k, v in facts.versions.items())),
     ]
     for idx in facts.indexes:

@@ -18,8 +18,9 @@ from haiku_cli.search import bm25
 from haiku_cli.search.candidates import Candidate, SearchType, find_candidates
 from haiku_cli.search.fusion import DEFAULT_VECTOR_WEIGHT, as_one_pool, fuse
 from haiku_cli.search.hits import SearchHit
-from haiku_cli.store.database import Database, EmbedderSpec
+from haiku_cli.store.database import Database, EmbedderSpec, parse_json_object
 from haiku_cli.store.reads import get_documents_of
+from haiku_cli.store.records import DocumentRecord
 
 QueryEmbedder = Callable[[str], Awaitable[np.ndarray]]
 # Longer queries only cost time: the embedder reads the first few hundred tokens, and full-text search
@@ -191,29 +192,44 @@ async def _rescore_full_text(
 
 
 async def _hydrate(dbs: list[Database], ranked: list[tuple[Candidate, float]]) -> list[SearchHit]:
+    """The ranked candidates as hits, with their documents' uri, title and metadata.
+
+    Chunks carry those fields (schema version 2); only candidates of an old-layout database are looked up.
+    """
     wanted: dict[str, set[str]] = defaultdict(set)
     for cand, _ in ranked:
-        wanted[cand.database].add(cand.document_id)
+        if cand.document is None:
+            wanted[cand.database].add(cand.document_id)
+    docs: dict[str, dict[str, DocumentRecord]] = {}
     holding = [db for db in dbs if db.name in wanted]
-    # Every database's documents in one call: one round trip to LanceDB, not one per database.
-    (fetched,) = await in_threads([partial(get_documents_of, [(db, wanted[db.name]) for db in holding])])
-    docs = dict(zip([db.name for db in holding], fetched, strict=True))
+    if holding:
+        # Every database's documents in one call: one round trip to LanceDB, not one per database.
+        lookup = partial(get_documents_of, [(db, wanted[db.name]) for db in holding])
+        (fetched,) = await in_threads([lookup])
+        docs = dict(zip([db.name for db in holding], fetched, strict=True))
     hits = []
     for rank, (cand, score) in enumerate(ranked, start=1):
-        doc = docs[cand.database].get(cand.document_id)
+        if cand.document is not None:
+            uri, title, metadata = cand.document
+            fields = {"document_uri": uri, "document_title": title, "metadata": parse_json_object(metadata)}
+        else:
+            doc = docs[cand.database].get(cand.document_id)
+            fields = {
+                "document_uri": doc.uri if doc else None,
+                "document_title": doc.title if doc else None,
+                "metadata": doc.metadata if doc else {},
+            }
         hits.append(
             SearchHit(
                 database=cand.database,
                 document_id=cand.document_id,
-                document_uri=doc.uri if doc else None,
-                document_title=doc.title if doc else None,
                 chunk_id=cand.chunk_id,
                 content=cand.text,
                 score=round(float(score), 6),
                 rank=rank,
                 heading_path=cand.heading_path,
                 pages=cand.pages,
-                metadata=doc.metadata if doc else {},
+                **fields,
             )
         )
     return hits

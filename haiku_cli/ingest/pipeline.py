@@ -22,7 +22,7 @@ from haiku_cli.ingest.document import ConvertedDocument, Segment
 from haiku_cli.store.database import Database
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import count_documents, find_by_hash, find_by_uri
-from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk
+from haiku_cli.store.records import DocumentRecord, DocumentSummary, DocumentWrite, NewChunk
 from haiku_cli.store.transaction import atomic_write
 from haiku_cli.store.writer import exclusive
 from haiku_cli.store.writes import new_id, write_documents
@@ -139,9 +139,11 @@ class _Part:
     first: bool
 
     @property
-    def document_id(self) -> str:
-        """The id the document is stored under (a replaced document keeps its id)."""
-        return self.replaces.id if self.replaces is not None else self.document.id
+    def stored(self) -> DocumentRecord:
+        """The document under the id it is stored with (a replaced document keeps its id)."""
+        if self.replaces is None:
+            return self.document
+        return self.document.model_copy(update={"id": self.replaces.id})
 
 
 class Ingestor:
@@ -329,7 +331,7 @@ class Ingestor:
             if p.first:
                 writes.append(DocumentWrite(document=p.document, chunks=chunks, replaces=p.replaces))
             else:
-                more.extend((p.document_id, c) for c in chunks)
+                more.extend((p.stored, c) for c in chunks)
         return writes, more
 
     async def _write(self, embedded: _Embedded) -> None:
@@ -338,7 +340,7 @@ class Ingestor:
 
 
 # A batch ready to write: whole or first parts of documents, and further chunks of documents written before.
-_Embedded = tuple[list[DocumentWrite], list[tuple[str, NewChunk]]]
+_Embedded = tuple[list[DocumentWrite], list[tuple[DocumentRecord, NewChunk]]]
 
 
 def _first_error(group: BaseExceptionGroup) -> BaseException:
@@ -474,7 +476,7 @@ async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = 
         new = await anyio.to_thread.run_sync(NewChunksTable, db, dimension)
         try:
             written = 0
-            pending: list[tuple[str, str | None, Chunk]] = []  # (document id, title, chunk)
+            pending: list[tuple[DocumentSummary, Chunk]] = []
             for start in range(0, len(docs), _REBUILD_DOCUMENTS):
                 ids = [d.id for d in docs[start : start + _REBUILD_DOCUMENTS]]
                 full = await anyio.to_thread.run_sync(lambda ids=ids: get_documents(db, ids, content=True))
@@ -486,7 +488,8 @@ async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = 
                         )
                     )
                     progress.add_total(len(chunks))
-                    pending.extend((doc.id, doc.title, c) for c in chunks)
+                    summary = doc.summary()  # its chunks carry its fields, not its content
+                    pending.extend((summary, c) for c in chunks)
                     while len(pending) >= BATCH_CHUNKS:
                         batch, pending = pending[:BATCH_CHUNKS], pending[BATCH_CHUNKS:]
                         written += await _rebuild_batch(new, embedder, batch, progress)
@@ -505,10 +508,8 @@ _REBUILD_DOCUMENTS = 64
 
 
 async def _rebuild_batch(
-    new: NewChunksTable, embedder: Embedder, batch: list[tuple[str, str | None, Chunk]], progress: Progress
+    new: NewChunksTable, embedder: Embedder, batch: list[tuple[DocumentSummary, Chunk]], progress: Progress
 ) -> int:
-    rows = await embed_chunks(embedder, [(title, c) for _, title, c in batch], progress.advance)
-    await anyio.to_thread.run_sync(
-        new.add, [(doc_id, row) for (doc_id, _, _), row in zip(batch, rows, strict=True)]
-    )
+    rows = await embed_chunks(embedder, [(doc.title, c) for doc, c in batch], progress.advance)
+    await anyio.to_thread.run_sync(new.add, [(doc, row) for (doc, _), row in zip(batch, rows, strict=True)])
     return len(rows)

@@ -15,10 +15,20 @@ from haiku_cli.store.database import Database
 from haiku_cli.store.handle import is_read_failure, read_errors, storage_failure
 from haiku_cli.store.indexes import FTS_INDEX
 from haiku_cli.store.reads import document_ids, in_list
+from haiku_cli.store.schema import DOCUMENT_FIELDS
 
 SearchType = Literal["hybrid", "vector", "fts"]
 
 _COLUMNS = ["id", "document_id", "order", "text", "heading_path", "pages"]
+# A chunk's copy of its document's fields (schema version 2): hits are built without a document lookup.
+_DOCUMENT_COLUMNS = list(DOCUMENT_FIELDS.values())
+
+
+def chunk_columns(db: Database) -> list[str]:
+    """The chunk columns a candidate is read from: with its document's fields where the table has them."""
+    return _COLUMNS + _DOCUMENT_COLUMNS if db.chunks_carry_documents else _COLUMNS
+
+
 # An ANN index ranks by quantised distances; re-ranking this many times k by exact distance fixes
 # their order (at 100k chunks 5 recalls as much as 10 or 50, and reads half the vectors of 10).
 _REFINE_FACTOR = 5
@@ -78,6 +88,9 @@ class Candidate:
     order: int
     heading_path: list[str] = field(default_factory=list)
     pages: list[int] = field(default_factory=list)
+    # Its document's uri, title and metadata (JSON) as the chunk row holds them; None: an old layout's
+    # row without them, looked up in the documents table when the candidate becomes a hit.
+    document: tuple[str | None, str | None, str | None] | None = None
     search_text: str = ""  # only when asked for: set-wide BM25 analyses it
     similarity: float | None = None
     bm25: float | None = None
@@ -122,7 +135,8 @@ def find_candidates(
     wants_text = search_type in ("fts", "hybrid") and bool(query.strip())
     if wants_vector:
         assert query_vector is not None
-    text_columns = [*_COLUMNS, "_score"]
+    columns = chunk_columns(db)
+    text_columns = [*columns, "_score"]
     if query_vector is not None:
         text_columns.append("vector")
     if with_search_text:
@@ -131,7 +145,7 @@ def find_candidates(
         k=k,
         where=where,
         vector=query_vector if wants_vector else None,
-        vector_columns=[*_COLUMNS, "_distance"],
+        vector_columns=[*columns, "_distance"],
         text=query if wants_text else None,
         text_columns=text_columns,
         refine_factor=_REFINE_FACTOR if search_type == "vector" else _POOL_REFINE_FACTOR,
@@ -177,6 +191,10 @@ def _candidates(db: Database, rows: pa.Table, score: str) -> tuple[list[Candidat
         Candidate(db.name, chunk_id, document_id, text, order, list(headings or []), list(pages or []))
         for chunk_id, document_id, order, text, headings, pages in zip(*chunks, strict=True)
     ]
+    if all(name in rows.column_names for name in _DOCUMENT_COLUMNS):
+        documents = zip(*(rows.column(name).to_pylist() for name in _DOCUMENT_COLUMNS), strict=True)
+        for cand, document in zip(cands, documents, strict=True):
+            cand.document = document
     return cands, scores
 
 

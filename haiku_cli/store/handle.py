@@ -49,6 +49,7 @@ class Database:
         self.meta = read_meta(self.meta_table)
         chunks = tables.get(schema.CHUNKS)
         self.chunks = chunks if chunks is not None else conn.open_table(self.chunks_table_name)
+        self._chunk_columns: tuple[str, frozenset[str]] | None = None  # (table name, its columns)
 
     @property
     def name(self) -> str:
@@ -64,6 +65,19 @@ class Database:
     def chunks_table_name(self) -> str:
         """The live chunks table; `rebuild` writes a new one and switches this in one commit."""
         return self.meta.get(CHUNKS_TABLE, schema.CHUNKS)
+
+    @property
+    def chunk_columns(self) -> frozenset[str]:
+        """The live chunks table's columns, read once per table (a rebuild switches tables, not columns)."""
+        name = self.chunks.name
+        if self._chunk_columns is None or self._chunk_columns[0] != name:
+            self._chunk_columns = (name, frozenset(self.chunks.schema.names))
+        return self._chunk_columns[1]
+
+    @property
+    def chunks_carry_documents(self) -> bool:
+        """Whether chunk rows hold their document's uri, title and metadata (schema version 2 on)."""
+        return set(schema.DOCUMENT_FIELDS.values()) <= self.chunk_columns
 
     @property
     def schema_version(self) -> int:

@@ -52,6 +52,7 @@ class DatabaseInfo(BaseModel):
     embedder: str
     dimension: int
     schema_version: int
+    upgrade: str | None = None  # how to bring an older layout up to this haiku's (None: current)
     versions: dict[str, int]
     indexes: list[dict[str, Any]]
 
@@ -68,9 +69,17 @@ def database_info(db: Database) -> DatabaseInfo:
         embedder=db.embedder.name,
         dimension=db.embedder.dimension,
         schema_version=db.schema_version,
+        upgrade=_upgrade(db),
         versions={schema.DOCUMENTS: db.documents.version, schema.CHUNKS: db.chunks.version},
         indexes=[s.__dict__ for s in index_states(db.chunks)],
     )
+
+
+def _upgrade(db: Database) -> str | None:
+    # Version 1 keeps working; it only looks each search's documents up (a few ms per database).
+    if db.chunks_carry_documents:
+        return None
+    return "older layout: each search also looks its documents up; haiku rebuild upgrades it"
 
 
 def history(db: Database) -> list[TableVersion]:

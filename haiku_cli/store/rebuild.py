@@ -10,7 +10,7 @@ from haiku_cli.store import schema
 from haiku_cli.store.database import CHUNKS_TABLE, Database
 from haiku_cli.store.indexes import create_fts_index, refresh_indexes
 from haiku_cli.store.maintenance import after_write
-from haiku_cli.store.records import NewChunk
+from haiku_cli.store.records import DocumentSummary, NewChunk
 from haiku_cli.store.transaction import storage_errors
 from haiku_cli.store.writer import ensure_held
 from haiku_cli.store.writes import make_chunk_rows
@@ -37,23 +37,25 @@ class NewChunksTable:
             self.table = db.conn.create_table(self.name, schema=schema.chunks_schema(dimension))
             create_fts_index(self.table)
 
-    def add(self, rows: Sequence[tuple[str, NewChunk]]) -> None:
-        """Write one batch of (document id, chunk) rows."""
+    def add(self, rows: Sequence[tuple[DocumentSummary, NewChunk]]) -> None:
+        """Write one batch of (document, chunk) rows."""
         with storage_errors(self.db, "cannot be rebuilt"):
             ensure_held(self.db)
             self.table.add(make_chunk_rows(self.table, rows))
 
     def switch(self, embedder_name: str) -> None:
-        """Make the new table live (with its embedder) in one commit, and drop the old one."""
+        """Make the new table live (with its embedder and schema version) in one commit; drop the old one."""
         db = self.db
         with storage_errors(db, "cannot be rebuilt"):
             refresh_indexes(self.table)
             ensure_held(db)
             live = db.chunks_table_name
             # The single commit that makes the rebuild visible: table, embedder and dimension together.
+            # The new table has the current layout (chunks carry their documents' fields).
             db.set_meta_many(
                 {
                     CHUNKS_TABLE: self.name,
+                    "schema_version": str(schema.SCHEMA_VERSION),
                     "embedder_name": embedder_name,
                     "embedder_dimension": str(self.dimension),
                 }

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+# 2: each chunk row carries its document's uri, title and metadata (DOCUMENT_FIELDS), so a search
+# builds its hits without looking documents up. A version-1 database (chunks without them) is read
+# and written as it is; `haiku rebuild` rewrites its chunks in the version-2 layout.
+SCHEMA_VERSION = 2
 DOCUMENTS = "documents"
 CHUNKS = "chunks"
 META = "meta"
 
 _TS = pa.timestamp("us", tz="UTC")
+# A chunk's copy of its document's fields, by document field: written with the chunk, whenever its
+# document is written (every change of a document rewrites its chunks).
+DOCUMENT_FIELDS = {"uri": "document_uri", "title": "document_title", "metadata": "document_metadata"}
 
 
 def documents_schema() -> pa.Schema:
@@ -29,11 +35,14 @@ def documents_schema() -> pa.Schema:
 
 
 def chunks_schema(dimension: int) -> pa.Schema:
-    """One row per chunk, with its embedding."""
+    """One row per chunk, with its embedding and its document's uri, title and metadata."""
     return pa.schema(
         [
             pa.field("id", pa.string(), nullable=False),
             pa.field("document_id", pa.string(), nullable=False),
+            pa.field("document_uri", pa.string()),
+            pa.field("document_title", pa.string()),
+            pa.field("document_metadata", pa.string()),  # JSON object, as the document's
             pa.field("order", pa.int32()),
             pa.field("text", pa.string()),
             # What full-text search indexes: the text with its document title and heading path, so a

@@ -14,7 +14,7 @@ from haiku_cli.store.database import Database
 from haiku_cli.store.indexes import analyze_many
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import count_documents, in_list, sql_string
-from haiku_cli.store.records import DocumentWrite, NewChunk
+from haiku_cli.store.records import DocumentSummary, DocumentWrite, NewChunk
 from haiku_cli.store.transaction import atomic_write, storage_errors
 from haiku_cli.store.writer import LOCK_FILE, checkpoint, ensure_held, exclusive
 
@@ -27,31 +27,54 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
-def make_chunk_rows(chunks: Table, new: Sequence[tuple[str, NewChunk]]) -> list[dict]:
-    """Rows for new (document id, chunk) pairs of table `chunks`: fresh ids, search lengths in terms."""
+def make_chunk_rows(chunks: Table, new: Sequence[tuple[DocumentSummary, NewChunk]]) -> list[dict]:
+    """Rows for new (document, chunk) pairs of table `chunks`: fresh ids, search lengths in terms.
+
+    Each row carries its document's uri, title and metadata where the table has those columns (schema
+    version 2); a version-1 table gets the rows it accepts. `document.id` is the id it is stored under.
+    """
+    copies = set(schema.DOCUMENT_FIELDS.values()) <= set(chunks.schema.names)
+    copied: dict[str, dict[str, str | None]] = {}  # per document: its fields, encoded once
     rows = []
-    for document_id, chunk in new:
-        row = {"id": new_id(), "document_id": document_id, **chunk.model_dump()}
+    for document, chunk in new:
+        row = {"id": new_id(), "document_id": document.id, **chunk.model_dump()}
         row["search_text"] = chunk.search_text or chunk.text
+        if copies:
+            if document.id not in copied:
+                fields = document_fields(document)
+                copied[document.id] = {schema.DOCUMENT_FIELDS[k]: v for k, v in fields.items()}
+            row |= copied[document.id]
         rows.append(row)
     for row, terms in zip(rows, analyze_many(chunks, [r["search_text"] for r in rows]), strict=True):
         row["search_tokens"] = len(terms)
     return rows
 
 
+def document_fields(document: DocumentSummary) -> dict[str, str | None]:
+    """A document's uri, title and metadata (JSON) as its stored row holds them (and its chunks' copy)."""
+    return {
+        "uri": document.uri,
+        "title": document.title,
+        "metadata": json.dumps(document.metadata, ensure_ascii=False),
+    }
+
+
 def write_documents(
-    db: Database, writes: Sequence[DocumentWrite], more_chunks: Sequence[tuple[str, NewChunk]] = ()
+    db: Database,
+    writes: Sequence[DocumentWrite],
+    more_chunks: Sequence[tuple[DocumentSummary, NewChunk]] = (),
 ) -> None:
     """Insert or replace documents and their chunks in one all-or-nothing write, then refresh indexes.
 
-    `more_chunks` are (document id, chunk) pairs of documents written earlier in the same enclosing
-    `atomic_write`: a long document is written in parts so its vectors are never all held at once.
+    `more_chunks` are (document, chunk) pairs of documents written earlier in the same enclosing
+    `atomic_write` (under their stored ids): a long document is written in parts so its vectors are
+    never all held at once.
     """
     if not writes and not more_chunks:
         return
     replaced = [w.replaces.id for w in writes if w.replaces is not None]
     doc_rows = []
-    new_chunks: list[tuple[str, NewChunk]] = list(more_chunks)
+    new_chunks: list[tuple[DocumentSummary, NewChunk]] = list(more_chunks)
     for w in writes:
         doc = w.document
         if w.replaces is not None:
@@ -59,16 +82,14 @@ def write_documents(
         doc_rows.append(
             {
                 "id": doc.id,
-                "uri": doc.uri,
-                "title": doc.title,
-                "metadata": json.dumps(doc.metadata, ensure_ascii=False),
+                **document_fields(doc),
                 "content": doc.content,
                 "content_hash": doc.content_hash,
                 "created_at": doc.created_at,
                 "updated_at": doc.updated_at,
             }
         )
-        new_chunks.extend((doc.id, c) for c in w.chunks)
+        new_chunks.extend((doc, c) for c in w.chunks)
     chunk_rows = make_chunk_rows(db.chunks, new_chunks)
     with exclusive(db):
         with atomic_write(db), storage_errors(db, "cannot be written"):

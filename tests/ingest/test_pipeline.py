@@ -12,6 +12,7 @@ import pytest
 from haiku_cli.errors import DatabaseError, ModelError
 from haiku_cli.ingest import pipeline
 from haiku_cli.store import EmbedderSpec, Location, open_database, reads
+from tests.support.old_layout import create_v1_database
 
 
 class FailingAfter:
@@ -41,15 +42,19 @@ def _folder(tmp_path: Path, n: int) -> Path:
     return folder
 
 
-def _db(tmp_path: Path, embedder):
+def _db(tmp_path: Path, embedder, layout: str = "current"):
     loc = Location("t", str(tmp_path / "t.lancedb"))
+    if layout == "v1":  # made by a haiku of schema version 1: chunks without their documents' fields
+        create_v1_database(loc, embedder.name, embedder.dimension)
     return open_database(loc, create_with=EmbedderSpec(embedder.name, embedder.dimension), writable=True)
 
 
+@pytest.mark.parametrize("layout", ["current", "v1"])
 def test_a_failure_after_some_batches_undoes_the_whole_add(
-    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch, layout: str
 ) -> None:
-    db = _db(tmp_path, embedder)
+    db = _db(tmp_path, embedder, layout)
+    columns = db.chunks.schema.names
     anyio.run(lambda: pipeline.add_text(db, embedder, "Already here.", title="Kept", metadata={}))
     monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)  # several batches, each its own commit
     folder = _folder(tmp_path, 7)
@@ -66,6 +71,7 @@ def test_a_failure_after_some_batches_undoes_the_whole_add(
     report = anyio.run(lambda: pipeline.add_sources(again, embedder, [str(folder)], title=None, metadata={}))
     assert [o.status for o in report.outcomes] == ["added"] * 7
     assert reads.count_documents(again) == 8
+    assert again.chunks.schema.names == columns  # an add keeps a database's layout
 
 
 class BadFirstBatch:
@@ -246,6 +252,40 @@ def test_a_long_document_is_written_in_parts_and_replaced_whole(
     assert [c.order for c in chunks] == list(range(updated.chunks))
     assert all("beta" in c.text and "alpha" not in c.text for c in chunks)
     assert reads.count_chunks(db) == updated.chunks + 1
+
+
+def _chunk_copies(db) -> dict[str, set[tuple]]:
+    """Per document id: the distinct (uri, title, metadata) its chunk rows carry."""
+    columns = ["document_id", "document_uri", "document_title", "document_metadata"]
+    copies: dict[str, set[tuple]] = {}
+    for row in db.chunks.to_arrow().select(columns).to_pylist():
+        copies.setdefault(row["document_id"], set()).add(tuple(row[c] for c in columns[1:]))
+    return copies
+
+
+def _document_fields(db) -> dict[str, set[tuple]]:
+    rows = db.documents.to_arrow().select(["id", "uri", "title", "metadata"]).to_pylist()
+    return {r["id"]: {(r["uri"], r["title"], r["metadata"])} for r in rows}
+
+
+def test_every_chunk_carries_its_documents_fields_through_parts_and_updates(
+    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = _db(tmp_path, embedder)
+    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)  # the long document is written in parts
+    folder = _folder(tmp_path, 2)
+    (folder / "long.md").write_text(_long_text(5, "alpha"))
+    add = pipeline.add_sources
+    anyio.run(lambda: add(db, embedder, [str(folder)], title=None, metadata={"team": "ops"}))
+    assert _chunk_copies(db) == _document_fields(db)
+    assert {t for (_, t, _) in set().union(*_chunk_copies(db).values())} == {"Doc 0", "Doc 1", "long"}
+    # New metadata alone, then a new title alone, re-chunk the unchanged files: the copies follow.
+    again = anyio.run(lambda: add(db, embedder, [str(folder)], title=None, metadata={"team": "ëdge", "n": 2}))
+    renamed = anyio.run(lambda: add(db, embedder, [str(folder / "long.md")], title="Renamed", metadata={}))
+    assert [o.status for o in again.outcomes + renamed.outcomes] == ["updated"] * 4
+    copies = _chunk_copies(db)
+    assert copies == _document_fields(db)
+    assert ("Renamed", '{"team": "ëdge", "n": 2}') in {(t, m) for (_, t, m) in set().union(*copies.values())}
 
 
 class Recording:

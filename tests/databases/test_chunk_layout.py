@@ -1,0 +1,100 @@
+"""Hits carry their documents' uri, title and metadata, from chunk rows (schema 2) or looked up (schema 1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from haiku_cli.databases import operations
+from haiku_cli.databases.selection import Selection
+from haiku_cli.search.candidates import find_candidates
+from haiku_cli.store import Location, open_database, reads, schema
+from tests.conftest import fill
+from tests.support.old_layout import create_v1_database
+
+NOTES = [
+    {"text": "The espresso machine needs descaling every month.", "title": "Coffee", "metadata": {"a": 1}},
+    {"text": "Espresso grinders drift; recalibrate the burrs.", "metadata": {"tags": ["ü", "x"]}},
+    {"text": "Sourdough starter must be fed daily, like an espresso habit."},
+]
+QUERY = "espresso machine grinders sourdough"
+KINDS = ("hybrid", "vector", "fts")
+
+
+def _add_file(ws, location: Location, tmp_path: Path) -> None:
+    path = tmp_path / "brewing.md"
+    path.write_text("# Brewing\n\nEspresso brewing ratios: one to two, in thirty seconds.\n")
+    anyio.run(lambda: operations.add_sources(ws, location, [str(path)], title=None, metadata={"src": "file"}))
+
+
+def _hits(ws, location: Location) -> dict[str, list[tuple]]:
+    """Per search type, every hit as a user sees it (the chunk's id aside: a rebuild gives new ids)."""
+    out = {}
+    selection = Selection((location,))
+    for kind in KINDS:
+        hits = anyio.run(lambda kind=kind: operations.search(ws, selection, QUERY, search_type=kind))
+        out[kind] = [
+            (h.rank, h.document_id, h.document_uri, h.document_title, h.metadata, h.content, h.heading_path)
+            for h in hits
+        ]
+    return out
+
+
+def _assert_hits_match_documents(location: Location, hits: dict[str, list[tuple]]) -> None:
+    db = open_database(location)
+    docs = {d.id: d for d in reads.list_documents(db, limit=None)}
+    assert {h[1] for h in hits["hybrid"]} == set(docs)  # every document is found
+    for kind_hits in hits.values():
+        for _, document_id, uri, title, metadata, *_ in kind_hits:
+            doc = docs[document_id]
+            assert (uri, title, metadata) == (doc.uri, doc.title, doc.metadata)
+
+
+def _carry_documents(location: Location) -> bool:
+    """Whether the candidates of a search come with their documents' fields (no lookup to make hits)."""
+    db = open_database(location)
+    cands = find_candidates(db, query="espresso", query_vector=None, search_type="fts", k=10)
+    return bool(cands) and all(c.document is not None for c in cands)
+
+
+def test_a_new_databases_hits_carry_its_documents_fields(make_db, workspace, tmp_path: Path) -> None:
+    location, _ = make_db("notes", NOTES)
+    ws = workspace()
+    _add_file(ws, location, tmp_path)
+    assert open_database(location).schema_version == schema.SCHEMA_VERSION == 2
+    assert _carry_documents(location)
+    hits = _hits(ws, location)
+    _assert_hits_match_documents(location, hits)
+    assert any(h[2] and h[2].endswith("brewing.md") and h[4] == {"src": "file"} for h in hits["fts"])
+
+
+@pytest.fixture
+def v1_database(workspace, embedder, tmp_path: Path) -> Location:
+    """A schema-version-1 database holding NOTES and a file, added by this haiku."""
+    location = Location("old", str(tmp_path / "old.lancedb"))
+    create_v1_database(location, embedder.name, embedder.dimension)
+    ws = workspace()
+    fill(ws, location, NOTES)
+    _add_file(ws, location, tmp_path)
+    return location
+
+
+def test_an_old_layout_database_is_searched_written_and_upgraded_by_rebuild(v1_database, workspace) -> None:
+    ws = workspace()
+    old = open_database(v1_database)
+    assert old.schema_version == 1 and not old.chunks_carry_documents
+    assert reads.count_documents(old) == 4  # it took the adds, in rows its table accepts
+    assert not _carry_documents(v1_database)
+    before = _hits(ws, v1_database)
+    _assert_hits_match_documents(v1_database, before)
+    info = anyio.run(lambda: operations.info(ws, v1_database))
+    assert info.schema_version == 1 and "haiku rebuild" in (info.upgrade or "")
+
+    anyio.run(lambda: operations.rebuild(ws, v1_database))
+    new = open_database(v1_database)
+    assert new.schema_version == 2 and new.chunks_carry_documents
+    assert anyio.run(lambda: operations.info(ws, v1_database)).upgrade is None
+    assert _carry_documents(v1_database)
+    assert _hits(ws, v1_database) == before
