@@ -30,20 +30,17 @@ def new_id() -> str:
 def make_chunk_rows(chunks: Table, new: Sequence[tuple[DocumentSummary, NewChunk]]) -> list[dict]:
     """Rows for new (document, chunk) pairs of table `chunks`: fresh ids, search lengths in terms.
 
-    Each row carries its document's uri, title and metadata where the table has those columns (schema
-    version 2); a version-1 table gets the rows it accepts. `document.id` is the id it is stored under.
+    Each row carries its document's uri, title and metadata (schema version 2); `document.id` is the
+    id the document is stored under.
     """
-    copies = set(schema.DOCUMENT_FIELDS.values()) <= set(chunks.schema.names)
     copied: dict[str, dict[str, str | None]] = {}  # per document: its fields, encoded once
     rows = []
     for document, chunk in new:
-        row = {"id": new_id(), "document_id": document.id, **chunk.model_dump()}
+        if document.id not in copied:
+            fields = document_fields(document)
+            copied[document.id] = {schema.DOCUMENT_FIELDS[k]: v for k, v in fields.items()}
+        row = {"id": new_id(), "document_id": document.id, **copied[document.id], **chunk.model_dump()}
         row["search_text"] = chunk.search_text or chunk.text
-        if copies:
-            if document.id not in copied:
-                fields = document_fields(document)
-                copied[document.id] = {schema.DOCUMENT_FIELDS[k]: v for k, v in fields.items()}
-            row |= copied[document.id]
         rows.append(row)
     for row, terms in zip(rows, analyze_many(chunks, [r["search_text"] for r in rows]), strict=True):
         row["search_tokens"] = len(terms)
@@ -94,6 +91,9 @@ def write_documents(
     with exclusive(db):
         with atomic_write(db), storage_errors(db, "cannot be written"):
             ensure_held(db)
+            if chunk_rows and not db.chunks_carry_documents:
+                # A schema-version-1 table (as of now: the lock is held) takes its own rows.
+                chunk_rows = [_without_document_fields(row) for row in chunk_rows]
             if replaced:
                 db.chunks.delete(in_list("document_id", replaced))
                 db.documents.delete(in_list("id", replaced))
@@ -103,6 +103,13 @@ def write_documents(
                 db.chunks.add(chunk_rows)
             checkpoint("data-written")
         after_write(db)
+
+
+def _without_document_fields(row: dict) -> dict:
+    return {k: v for k, v in row.items() if k not in _DOCUMENT_COLUMNS}
+
+
+_DOCUMENT_COLUMNS = frozenset(schema.DOCUMENT_FIELDS.values())
 
 
 def delete_document(db: Database, document_id: str) -> None:
