@@ -38,7 +38,8 @@ Result types (pydantic; `model_dump(mode="json")` is the CLI's `--json`, see doc
     `AnalyzeResult`, `Citation`, `Execution`, `ResolvedConfig`.
 
 Errors (every failure meant for a user is a `HaikuError` with a one-line message and an `exit_code`)
-    `HaikuError`, `InputError`, `DatabaseError`, `ModelError`, `ExitCode`.
+    `HaikuError`, `InputError`, `DatabaseError`, `ModelError`, `ExitCode`; `error.hint` is a `Hint` (or
+    None): the next step (list the ids, add documents first) for a front door to word as its own command.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ if TYPE_CHECKING:
     )
     from haiku_cli.databases.selection import Selection
     from haiku_cli.databases.workspace import Workspace
-    from haiku_cli.errors import DatabaseError, ExitCode, HaikuError, InputError, ModelError
+    from haiku_cli.errors import DatabaseError, ExitCode, HaikuError, Hint, InputError, ModelError
     from haiku_cli.ingest.pipeline import IngestReport, SourceOutcome, parse_metadata
     from haiku_cli.sandbox.runner import Execution
     from haiku_cli.search.candidates import SearchType
@@ -144,6 +145,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Citation": ("haiku_cli.capabilities.citations", "Citation"),
     "Execution": ("haiku_cli.sandbox.runner", "Execution"),
     "HaikuError": ("haiku_cli.errors", "HaikuError"),
+    "Hint": ("haiku_cli.errors", "Hint"),
     "InputError": ("haiku_cli.errors", "InputError"),
     "DatabaseError": ("haiku_cli.errors", "DatabaseError"),
     "ModelError": ("haiku_cli.errors", "ModelError"),
@@ -168,6 +170,7 @@ __all__ = [
     "Execution",
     "ExitCode",
     "HaikuError",
+    "Hint",
     "IngestReport",
     "InputError",
     "Location",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import IntEnum
+from typing import Literal
 
 
 class ExitCode(IntEnum):
@@ -19,10 +22,45 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130  # Ctrl-C
 
 
+@dataclass(frozen=True)
+class Hint:
+    """What the user can do next, worded by each front door its own way (a CLI command, an MCP tool).
+
+    `chosen_by` is the CLI option that picked the database (`--database notes`), for the CLI's wording.
+    """
+
+    action: Literal["list_documents", "add_documents"]
+    database: str
+    chosen_by: str = ""
+
+
 class HaikuError(Exception):
-    """An error with a one-line message meant for the user."""
+    """An error with a one-line message meant for the user, and optionally a `Hint` of what to do next.
+
+    The message itself names no command: `str(error)` reads the same to a CLI user, an MCP client and a
+    model; each front door adds the hint in its own terms.
+    """
 
     exit_code: ExitCode = ExitCode.INPUT
+
+    def __init__(self, message: str = "", *, hint: Hint | None = None) -> None:
+        """The message, and what to do next when the fix is a command or a tool call."""
+        super().__init__(message)
+        self.hint = hint
+        self.parts: tuple[HaikuError, ...] = ()
+
+    @classmethod
+    def of_several(cls, errors: Sequence[HaikuError]) -> HaikuError:
+        """One error for several (e.g. every database that failed to open): a line each, hints kept."""
+        if len(errors) == 1:
+            return errors[0]
+        combined = cls("\n".join(str(e) for e in errors))
+        combined.parts = tuple(errors)
+        return combined
+
+    def each(self) -> tuple[HaikuError, ...]:
+        """The errors this one stands for: its parts, or itself."""
+        return self.parts or (self,)
 
 
 class InputError(HaikuError):

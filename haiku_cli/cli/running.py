@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperArgument, TyperCommand
 
 from haiku_cli.cli import output
-from haiku_cli.errors import ExitCode, HaikuError
+from haiku_cli.errors import ExitCode, HaikuError, Hint
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -112,7 +112,8 @@ def fail(exc: BaseException) -> ExitCode:
         _silence_stdout()
         return ExitCode.OK
     if isinstance(exc, HaikuError):
-        for line in str(exc).splitlines() or [type(exc).__name__]:
+        text = "\n".join(str(part) + _hint(part.hint) for part in exc.each())
+        for line in text.splitlines() or [type(exc).__name__]:
             output.error(line)
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
@@ -125,6 +126,16 @@ def fail(exc: BaseException) -> ExitCode:
     output.error(f"internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
     output.error("rerun with --debug for the traceback, and please report it")
     return ExitCode.INTERNAL
+
+
+def _hint(hint: Hint | None) -> str:
+    """The next step as a command to run (the MCP server words the same hints as tool calls)."""
+    if hint is None:
+        return ""
+    option = f" {hint.chosen_by}" if hint.chosen_by else ""
+    if hint.action == "list_documents":
+        return f"; haiku list{option} shows the ids"
+    return f"; add documents to it first (haiku add-src PATH{option})"
 
 
 def _silence_stdout() -> None:

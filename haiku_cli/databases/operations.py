@@ -27,7 +27,7 @@ from haiku_cli.databases.results import (
 )
 from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
-from haiku_cli.errors import DatabaseError, InputError
+from haiku_cli.errors import DatabaseError, Hint, InputError
 from haiku_cli.search.candidates import SearchType
 from haiku_cli.search.hits import SearchHit
 from haiku_cli.store import maintenance, reads, writes
@@ -237,9 +237,9 @@ async def get_document(ws: Workspace, location: Location, document_id: str) -> D
 
 
 def _no_document(document_id: str, location: Location) -> InputError:
-    where = f" {location.chosen_by}" if location.chosen_by else ""
     return InputError(
-        f"no document with id '{document_id}' in database '{location.name}'; haiku list{where} shows the ids"
+        f"no document with id '{document_id}' in database '{location.name}'",
+        hint=Hint("list_documents", location.name, location.chosen_by),
     )
 
 

@@ -72,17 +72,16 @@ class DatabasePool:
         ]
         results = await in_threads(calls)
         opened, refreshed = results[: len(missing)], results[len(missing) :]
-        errors = [str(r) for r in refreshed if isinstance(r, DatabaseError)]
+        errors = [r for r in (*refreshed, *opened) if isinstance(r, DatabaseError)]
         for loc, result in zip(cached, refreshed, strict=True):
             if isinstance(result, DatabaseError):
                 self._open.pop(_key(loc, writable), None)
-        errors += [str(r) for r in opened if isinstance(r, DatabaseError)]
         for loc, result in zip(missing, opened, strict=True):
             if isinstance(result, Database):
                 result.write_policy = self.write_policy
                 self._open[_key(loc, writable)] = result
         if errors:
-            raise DatabaseError("\n".join(errors))
+            raise DatabaseError.of_several(errors)
         return [self._open[_key(loc, writable)] for loc in selection.locations]
 
     async def open_one(

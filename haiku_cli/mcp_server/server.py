@@ -14,6 +14,7 @@ from haiku_cli.api import (
     DocumentList,
     DocumentWithChunks,
     HaikuError,
+    Hint,
     InputError,
     SearchResults,
 )
@@ -67,7 +68,8 @@ def build_server(scope: ServerScope) -> MCPServer:
                 if isinstance(cause, ValidationError):
                     raise ToolError(_invalid_arguments(cause)) from cause
                 if isinstance(cause, HaikuError):
-                    raise ToolError(" ".join(str(cause).split("\n"))) from cause
+                    text = " ".join(str(part) + _hint(part.hint) for part in cause.each())
+                    raise ToolError(" ".join(text.split("\n"))) from cause
                 if cause is not None and not isinstance(cause, ToolError):
                     raise ToolError(
                         f"internal error in haiku ({type(cause).__name__}); please report it"
@@ -148,6 +150,15 @@ def build_server(scope: ServerScope) -> MCPServer:
             return await scope.answer("analyze", question, databases)  # type: ignore[return-value]
 
     return server
+
+
+def _hint(hint: Hint | None) -> str:
+    # The next step in terms of this server's tools: a client cannot run `haiku list` or add documents.
+    if hint is None:
+        return ""
+    if hint.action == "list_documents":
+        return f"; list_documents with database '{hint.database}' gives the ids"
+    return "; list_databases shows which databases in scope exist"
 
 
 def _invalid_arguments(exc: ValidationError) -> str:

@@ -6,7 +6,7 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from haiku_cli.errors import DatabaseError, InputError
+from haiku_cli.errors import DatabaseError, Hint, InputError
 from haiku_cli.store import schema
 from haiku_cli.store.handle import (
     CHUNKS_TABLE,
@@ -76,8 +76,8 @@ def open_database(
     if not exists(location):
         if create_with is None:
             raise DatabaseError(
-                f"database '{location.name}' does not exist yet; add documents to it first "
-                f"(haiku add-src PATH{' ' + location.chosen_by if location.chosen_by else ''})"
+                f"database '{location.name}' does not exist yet",
+                hint=Hint("add_documents", location.name, location.chosen_by),
             )
         return _create_exclusively(location, create_with)
     try:

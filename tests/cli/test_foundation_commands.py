@@ -390,6 +390,12 @@ def test_the_not_written_yet_hint_names_the_database_to_add_to(cli, write_config
     assert "(haiku add-src PATH --database papers)" in by_name.stderr
     by_path = cli("list", "--db", str(tmp_path / "other.lancedb"))
     assert f"(haiku add-src PATH --db {tmp_path / 'other.lancedb'})" in by_path.stderr
+    both = cli("search", "anything")  # several databases failing at once: a line each, each with its hint
+    assert both.stderr.splitlines() == [
+        f"haiku: database '{name}' does not exist yet; add documents to it first "
+        f"(haiku add-src PATH --database {name})"
+        for name in ("notes", "papers")
+    ]
 
 
 def test_a_huge_configured_search_limit_is_a_config_error(cli, write_config) -> None:

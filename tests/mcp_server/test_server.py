@@ -158,7 +158,8 @@ def test_list_documents_needs_no_name_with_one_database_in_scope(scope) -> None:
         (
             "get_document",
             {"database": "alpha", "document_id": "nope"},
-            "no document with id 'nope' in database",
+            "no document with id 'nope' in database 'alpha'; "
+            "list_documents with database 'alpha' gives the ids",
         ),
     ],
 )
@@ -189,6 +190,21 @@ def test_a_database_not_created_yet_is_skipped_and_named_as_by_the_cli(scope, tm
     (searched,) = call(ServerScope(served.ws, Selection(locations)), ("search", {"query": "tides"}))
     assert searched.structured_content["not_created"] == ["later"]
     assert {h["database"] for h in hits(searched)} == {"alpha", "beta"}
+
+
+def test_errors_name_the_tool_to_call_next_never_a_haiku_command(scope, tmp_path: Path) -> None:
+    # The CLI's hints ("haiku list --database alpha", "haiku add-src PATH") mean nothing to an MCP client.
+    served = scope()
+    later = Location("later", str(tmp_path / "later.lancedb"), chosen_by="--database later")
+    missing_doc, never_written = call(
+        ServerScope(served.ws, Selection((*served.selection.locations, later))),
+        ("get_document", {"database": "alpha", "document_id": "nope"}),
+        ("list_documents", {"database": "later"}),
+    )
+    assert "haiku" not in error_text(missing_doc) and "--database" not in error_text(missing_doc)
+    assert error_text(never_written) == (
+        "database 'later' does not exist yet; list_databases shows which databases in scope exist"
+    )
 
 
 def test_no_tool_writes_to_a_database(scope, corpus: Path) -> None:
