@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output, render
-from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Filter, Json, workspace
+from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Filter, Json, whole_number, workspace
 from haiku_cli.cli.running import add_command, run
 
 if TYPE_CHECKING:
@@ -40,9 +40,13 @@ def list_(
     ctx: typer.Context,
     filter_: Filter = None,
     limit: Annotated[
-        int, typer.Option("--limit", "-n", help="At most this many documents.", metavar="N")
+        int,
+        typer.Option("--limit", "-n", help="At most this many documents.", metavar="N", parser=whole_number),
     ] = 50,
-    offset: Annotated[int, typer.Option("--offset", help="Skip this many documents first.", metavar="N")] = 0,
+    offset: Annotated[
+        int,
+        typer.Option("--offset", help="Skip this many documents first.", metavar="N", parser=whole_number),
+    ] = 0,
     database: DatabaseNames = None,
     db: DatabasePaths = None,
     json: Json = False,

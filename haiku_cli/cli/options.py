@@ -56,9 +56,25 @@ Filter = Annotated[
         metavar="SQL",
     ),
 ]
+
+
+def whole_number(value: str) -> int:
+    """Parse a count option: typer's own wording for `--limit abc` is pydantic's ("Input should be ...")."""
+    try:
+        return int(value)
+    except ValueError:
+        raise typer.BadParameter(f"expected a whole number, got {value!r}") from None
+
+
 Limit = Annotated[
     int | None,
-    typer.Option("--limit", "-n", help="How many results (default: [search] limit, 10).", metavar="N"),
+    typer.Option(
+        "--limit",
+        "-n",
+        help="How many results (default: [search] limit, 10).",
+        metavar="N",
+        parser=whole_number,
+    ),
 ]
 
 SessionName = Annotated[
