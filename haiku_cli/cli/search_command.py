@@ -54,6 +54,9 @@ def search(
     if from_file is None and query is None:
         raise usage_error("give a QUERY to search for (or --from FILE)", ctx)
     queries = read_queries(from_file) if from_file is not None else [(None, query or "")]
+    if not queries:  # as an empty QUERY is: a script that meant to search learns nothing was searched
+        where = "standard input" if from_file == "-" else from_file
+        raise InputError(f"no queries in {where}; give one query per line")
     ws = workspace(ctx)
     selection = ws.select_many(database or [], db or [])
 

@@ -136,6 +136,34 @@ def test_search_from_stdin(cli, owls: Path) -> None:
     assert all(len(row["hits"]) == 1 for row in lines)
 
 
+@pytest.mark.parametrize(
+    ("args", "stdin", "code"),
+    [
+        (("search", "owl", "--type", "fuzzy"), None, ExitCode.INPUT),
+        (("search", "owl", "--limit", "0"), None, ExitCode.INPUT),
+        (("search", "owl", "--limit", "abc"), None, ExitCode.USAGE),
+        (("search", "owl", "--database", "nope"), None, ExitCode.INPUT),
+        (("list", "--database", "nope"), None, ExitCode.INPUT),
+        (("add-src", "nope.md"), None, ExitCode.INPUT),
+        (("add", "-"), "", ExitCode.INPUT),
+        (("search", "--from", "-"), "", ExitCode.INPUT),
+        (("search", "--from", "-"), "\n  \n", ExitCode.INPUT),
+        (("list",), "broken TOML", ExitCode.INPUT),
+    ],
+)
+def test_common_mistakes_exit_as_the_readme_table_says(
+    cli, write_config, args: tuple[str, ...], stdin: str | None, code: ExitCode
+) -> None:
+    if stdin == "broken TOML":
+        write_config("[databases\n")
+        stdin = None
+    result = cli(*args, input=stdin)
+    assert result.exit_code == code, result.stderr
+    assert "Input should" not in result.stderr  # pydantic's wording, not ours
+    if code == ExitCode.INPUT:
+        assert result.stderr.startswith("haiku: ") and result.stderr.count("\n") == 1, result.stderr
+
+
 def test_a_missing_query_file_is_one_line(cli, tmp_path: Path) -> None:
     result = cli("search", "--from", str(tmp_path / "none.txt"))
     assert result.exit_code == ExitCode.INPUT
