@@ -115,11 +115,32 @@ async def add_sources(
     )
 
 
+class _RemovedMeanwhile(Exception):
+    """The database this add opened was removed while it waited for the writer lock."""
+
+
 async def _adding(
     ws: Workspace, location: Location, add: Callable[[Database], Awaitable[pipeline.IngestReport]]
 ) -> pipeline.IngestReport:
     """Run an add holding the writer lock. A database it created is removed again when the add fails
     or stores nothing: `list` and `info` then say it does not exist, as before the add."""
+    try:
+        return await _add_once(ws, location, add)
+    except _RemovedMeanwhile:
+        # Another first add created the database, failed and removed it while this one waited for its
+        # lock: nothing was written here yet, so this add creates it afresh, as a first add would.
+        pass
+    try:
+        return await _add_once(ws, location, add)
+    except _RemovedMeanwhile:
+        raise DatabaseError(
+            f"database '{location.name}' was removed by another writer while this add waited; run it again"
+        ) from None
+
+
+async def _add_once(
+    ws: Workspace, location: Location, add: Callable[[Database], Awaitable[pipeline.IngestReport]]
+) -> pipeline.IngestReport:
     path = location.local_path
     new_folder = path is not None and not await anyio.to_thread.run_sync(path.exists)
     existed = await anyio.to_thread.run_sync(exists, location)
@@ -132,8 +153,15 @@ async def _adding(
             # If the store fails here too, an empty database stays behind: the add's own error is the news.
             await anyio.to_thread.run_sync(partial(writes.remove_unwritten, db, folder=new_folder))
 
+    async def removed() -> bool:
+        return not await anyio.to_thread.run_sync(exists, location)
+
+    locked = False
     try:
         async with _writing(db):
+            locked = True
+            if await removed():
+                raise _RemovedMeanwhile
             try:
                 report = await add(db)
             except BaseException:
@@ -142,6 +170,11 @@ async def _adding(
             if not any(o.status in ("added", "updated") for o in report.outcomes):
                 await remove_if_created()
             return report
+    except DatabaseError:
+        # Taking the lock reads the tables at their latest versions, which fails if they were dropped.
+        if not locked and await removed():
+            raise _RemovedMeanwhile from None
+        raise
     finally:
         ws.pool.forget(location)
 
