@@ -32,10 +32,10 @@ def load_settings(explicit: Path | None = None) -> tuple[Settings, Path]:
             raise InputError(f"cannot read config file {path}: {exc}") from exc
         except tomllib.TOMLDecodeError as exc:
             raise InputError(f"config file {path} is not valid TOML: {exc}") from exc
-    elif named_by(explicit) is not None:
+    elif (named := named_by(explicit)) is not None:
         # A named file that is not there is a typo or a missing mount, not a wish for the defaults.
         raise InputError(
-            f"config file {path} (named by {named_by(explicit)}) does not exist; create it "
+            f"config file {path} (named by {named}) does not exist; create it "
             "(an empty file means the defaults) or name another"
         )
     try:
