@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -15,9 +15,10 @@ from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import InputError
 from haiku_cli.search import bm25
-from haiku_cli.search.candidates import Candidate, SearchType, find_candidates
+from haiku_cli.search.candidates import Candidate, CandidateQuery, SearchType, candidates_of, chunk_columns
 from haiku_cli.search.fusion import DEFAULT_VECTOR_WEIGHT, as_one_pool, fuse
 from haiku_cli.search.hits import SearchHit
+from haiku_cli.search.lookups import Reads
 from haiku_cli.store.database import Database, EmbedderSpec, parse_json_object
 from haiku_cli.store.reads import get_documents_of
 from haiku_cli.store.records import DocumentRecord
@@ -128,67 +129,38 @@ async def _search_once(
         if query_vector is None:
             assert embed_query is not None
             query_vector = await embed_query(query)
-    k = candidate_depth(limit, search_type)
     rescoring = search_type != "vector" and len(dbs) > 1
-    lookups: list[Callable[[], Any]] = [
-        partial(
-            pool.bounded,
-            db.location,
-            partial(
-                find_candidates,
-                db,
-                query=query,
-                query_vector=query_vector,
-                search_type=search_type,
-                k=k,
-                document_filter=document_filter,
-                with_search_text=rescoring,
-                parts=len(dbs),
-            ),
-        )
-        for db in dbs
-    ]
-    if rescoring:
-        # What set-wide BM25 needs besides the candidates, read while they are being found.
-        lookups += [partial(bm25.query_terms, dbs[0], query), *(partial(bm25.corpus_size, db) for db in dbs)]
-    found = await in_threads(lookups)
-    per_db: list[list[Candidate]] = found[: len(dbs)]
-    if rescoring:
-        await _rescore_full_text(
-            dbs, per_db, found[len(dbs)], found[len(dbs) + 1 :], k, bool(document_filter)
-        )
+    asked = CandidateQuery(
+        query,
+        query_vector,
+        search_type,
+        candidate_depth(limit, search_type),
+        document_filter,
+        with_search_text=rescoring,
+        parts=len(dbs),
+    )
+    reads = Reads(dbs, pool)
+
+    def find() -> list[list[Candidate]]:
+        columns = [pool.bounded(db.location, partial(chunk_columns, db)) for db in dbs]  # read once per table
+        return reads.run(_find(reads, dbs, columns, asked, rescoring))
+
+    # Every read of every database in one run: on LanceDB's own loop when it allows (one hand-off).
+    (per_db,) = await in_threads([find])
     pooled = [c for cands in per_db for c in cands]
     if search_type == "hybrid" and len(dbs) > 1:
-        pooled = as_one_pool(pooled, k)  # fused from the pool one database would have had
+        pooled = as_one_pool(pooled, asked.k)  # fused from the pool one database would have had
     ranked = fuse(pooled, search_type=search_type, vector_weight=vector_weight)[:limit]
     return await _hydrate(dbs, ranked)
 
 
-async def _rescore_full_text(
-    dbs: list[Database],
-    per_db: list[list[Candidate]],
-    terms: bm25.QueryTerms,
-    sizes: list[bm25.TermStats],
-    k: int,
-    filtered: bool,
-) -> None:
-    """Put every database's BM25 on the scale of the whole set (see haiku_cli.search.bm25)."""
-    (analyzed,) = await in_threads([partial(bm25.analyzed_candidates, dbs[0], per_db, terms.terms)])
-    combined = sum(sizes, bm25.TermStats())
-    lookups = []
-    for db, size, cands in zip(dbs, sizes, analyzed, strict=True):
-        # Fewer full-text hits than asked for means every chunk matching a term is among them.
-        exhaustive = not filtered and len(cands.candidates) < k
-        known = bm25.frequencies_from_scores(size, terms.terms, cands, exhaustive)
-        combined.frequency.update(known)
-        lookups += [
-            partial(bm25.term_frequency, db, terms, t) for t in dict.fromkeys(terms.terms) if t not in known
-        ]
-    # What the scores do not settle is looked up, every database at once (one round on a far-away store).
-    if lookups:
-        combined = sum(await in_threads(lookups), combined)
-    for cands in analyzed:
-        bm25.rescore(cands, terms.terms, combined)
+async def _find(
+    reads: Reads, dbs: list[Database], columns: list[list[str]], asked: CandidateQuery, rescoring: bool
+) -> list[list[Candidate]]:
+    found, per_db = await candidates_of(reads, dbs, columns, asked)
+    if rescoring:
+        await bm25.rescore_set(reads, dbs, found, per_db, asked)  # see haiku_cli.search.bm25
+    return per_db
 
 
 async def _hydrate(dbs: list[Database], ranked: list[tuple[Candidate, float]]) -> list[SearchHit]:

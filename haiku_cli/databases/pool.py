@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TypeVar
@@ -27,18 +28,30 @@ class DatabasePool:
 
     def bounded(self, location: Location, call: Callable[[], T]) -> T:
         """Run a blocking read of a networked database within the timeout, else fail naming it."""
-        if self.timeout_seconds is None or not location.can_stall:
+        seconds = self._deadline(location)
+        if seconds is None:
             return call()
-        seconds = self.timeout_seconds
         load_driver()  # the import is local work: it must not count against the store's time
+        return with_deadline(call, seconds, partial(self._stalled, location, seconds))
 
-        def stalled() -> DatabaseError:
-            return DatabaseError(
-                f"database '{location.name}' did not answer within {seconds:g} s; "
-                "check the store, or raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT)"
-            )
+    async def within(self, location: Location, read: Awaitable[T]) -> T:
+        """Await a read of a networked database on LanceDB's loop within the timeout, else fail naming it."""
+        seconds = self._deadline(location)
+        if seconds is None:
+            return await read
+        try:
+            return await asyncio.wait_for(read, seconds)
+        except TimeoutError:
+            raise self._stalled(location, seconds) from None
 
-        return with_deadline(call, seconds, stalled)
+    def _deadline(self, location: Location) -> float | None:
+        return None if self.timeout_seconds is None or not location.can_stall else self.timeout_seconds
+
+    def _stalled(self, location: Location, seconds: float) -> DatabaseError:
+        return DatabaseError(
+            f"database '{location.name}' did not answer within {seconds:g} s; "
+            "check the store, or raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT)"
+        )
 
     async def clients_covering(
         self, selection: Selection, *, writable: bool = False, create_with: EmbedderSpec | None = None

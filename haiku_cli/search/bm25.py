@@ -13,10 +13,12 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
-from haiku_cli.search.candidates import Candidate
+from haiku_cli.search.candidates import Candidate, CandidateQuery
+from haiku_cli.search.lookups import Found, Reads, each
 from haiku_cli.store.database import Database
 from haiku_cli.store.indexes import analyze_many
 from haiku_cli.store.maintenance import corpus_totals
@@ -70,15 +72,24 @@ class QueryTerms:
     lookup: dict[str, str]  # term -> a query word that analyzes to exactly that term
 
 
-def query_terms(db: Database, query: str) -> QueryTerms:
-    """Analyze the query with the database's full-text analyzer."""
-    words = list(dict.fromkeys(_WORD.findall(query)))
-    analyzed, *per_word = analyze_many(db.chunks, [query, *words])
+def query_words(query: str) -> list[str]:
+    """The query's distinct words, each analyzed alone to find a word that looks its term up."""
+    return list(dict.fromkeys(_WORD.findall(query)))
+
+
+def _query_terms(words: Sequence[str], analyzed: list[str], per_word: Sequence[list[str]]) -> QueryTerms:
     lookup: dict[str, str] = {}
     for word, terms in zip(words, per_word, strict=True):
         if len(terms) == 1:
             lookup.setdefault(terms[0], word)
     return QueryTerms(analyzed, lookup)
+
+
+def query_terms(db: Database, query: str) -> QueryTerms:
+    """Analyze the query with the database's full-text analyzer."""
+    words = query_words(query)
+    analyzed, *per_word = analyze_many(db.chunks, [query, *words])
+    return _query_terms(words, analyzed, per_word)
 
 
 # Statistics of a table version never change, so they are kept for the life of the process (a host
@@ -88,31 +99,23 @@ _corpus: dict[tuple[str, str, int], TermStats] = {}
 _frequency: dict[tuple[str, str, int, str], int] = {}
 
 
-def _version_key(db: Database) -> tuple[str, str, int]:
-    return (db.location.uri, db.chunks_table_name, db.chunks.version)
+def _version_key(db: Database, version: int | None) -> tuple[str, str, int]:
+    return (db.location.uri, db.chunks_table_name, db.chunks.version if version is None else version)
 
 
-def corpus_size(db: Database) -> TermStats:
-    """One database's chunk count and total length in terms (no term frequencies yet)."""
-    key = _version_key(db)
+def _remember(cache: dict, key: tuple, value: object) -> None:
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    cache[key] = value
+
+
+def corpus_size(db: Database, version: int | None = None) -> TermStats:
+    """One database's chunk count and total length in terms (no term frequencies yet), at `version` of
+    its chunks table (None: the version its handle reads)."""
+    key = _version_key(db, version)
     if key not in _corpus:
-        if len(_corpus) >= _CACHE_LIMIT:
-            _corpus.clear()
-        _corpus[key] = TermStats(*corpus_totals(db))
+        _remember(_corpus, key, TermStats(*corpus_totals(db)))
     return _corpus[key]
-
-
-def term_frequency(db: Database, query: QueryTerms, term: str) -> TermStats:
-    """How many of one database's chunks hold `term` (one full-text lookup per table version)."""
-    key = (*_version_key(db), term)
-    if key not in _frequency:
-        # Look a term up by a word that analyzes to it: re-analyzing a stem need not give the stem.
-        word = query.lookup.get(term, term)
-        found = db.chunks.search(word, query_type="fts", fts_columns="search_text").select(["_score"])
-        if len(_frequency) >= _CACHE_LIMIT:
-            _frequency.clear()
-        _frequency[key] = found.limit(max(db.chunks.count_rows(), 1)).to_arrow().num_rows
-    return TermStats(frequency=Counter({term: _frequency[key]}))
 
 
 def analyzed_candidates(
@@ -123,16 +126,77 @@ def analyzed_candidates(
     Every haiku database analyzes with the same analyzer (`create_fts_index`'s), so `db`'s analyzes the
     candidates of all of them, in one call: a call costs about a millisecond whatever its length.
     """
-    ranked = [[c for c in candidates if c.bm25 is not None] for candidates in per_db]
+    ranked = _ranked(per_db)
+    return _analyzed(
+        ranked, query, analyze_many(db.chunks, [c.search_text for found in ranked for c in found])
+    )
+
+
+def _ranked(per_db: Sequence[Sequence[Candidate]]) -> list[list[Candidate]]:
+    return [[c for c in candidates if c.bm25 is not None] for candidates in per_db]
+
+
+def _analyzed(ranked: list[list[Candidate]], query: Sequence[str], texts: list[list[str]]) -> list[Analyzed]:
     terms = list(dict.fromkeys(query))
-    texts = iter(analyze_many(db.chunks, [c.search_text for found in ranked for c in found]))
+    each_text = iter(texts)
     out = []
     for found in ranked:
-        analyzed = [next(texts) for _ in found]
+        analyzed = [next(each_text) for _ in found]
         counts = np.array([[text.count(t) for t in terms] for text in analyzed], dtype=np.float64)
         lengths = np.array([len(text) for text in analyzed], dtype=np.float64)
         out.append(Analyzed(found, terms, lengths, counts.reshape(len(found), len(terms))))
     return out
+
+
+async def rescore_set(
+    reads: Reads,
+    dbs: Sequence[Database],
+    found: Sequence[Found],
+    per_db: Sequence[Sequence[Candidate]],
+    query: CandidateQuery,
+) -> None:
+    """Put every database's BM25 on the scale of the whole set, with the reads of one run.
+
+    One analyzer call makes the query's terms and every candidate's; each database's statistics come
+    from the table version its rows came from (cached), and the term frequencies its scores do not
+    settle are looked up, every database at once.
+    """
+    words = query_words(query.text)
+    ranked = _ranked(per_db)
+    texts = [c.search_text for cands in ranked for c in cands]
+    analyzed_query, *analyzed = await reads.analyze(dbs[0], [query.text, *words, *texts])
+    terms = _query_terms(words, analyzed_query, analyzed[: len(words)])
+    candidates = _analyzed(ranked, terms.terms, analyzed[len(words) :])
+    keys = [_version_key(db, rows.version) for db, rows in zip(dbs, found, strict=True)]
+    sizes = [_corpus.get(key) for key in keys]
+    unknown = [i for i, size in enumerate(sizes) if size is None]
+    if unknown:  # the first query of a table version: read from meta, or counted
+        calls = [(dbs[i], reads.in_thread(dbs[i], partial(corpus_size, dbs[i], keys[i][2]))) for i in unknown]
+        for i, size in zip(unknown, await each(calls), strict=True):
+            sizes[i] = size
+    combined = sum(sizes, TermStats())  # type: ignore[arg-type]
+    missing: list[tuple[Database, int, tuple[str, str, int, str]]] = []
+    for db, rows, key, size, cands in zip(dbs, found, keys, sizes, candidates, strict=True):
+        # Fewer full-text hits than asked for means every chunk matching a term is among them.
+        exhaustive = not query.document_filter and len(cands.candidates) < query.k
+        known = frequencies_from_scores(size, terms.terms, cands, exhaustive)  # type: ignore[arg-type]
+        combined.frequency.update(known)
+        for term in dict.fromkeys(t for t in terms.terms if t not in known):
+            count = _frequency.get((*key, term))
+            if count is None:
+                missing.append((db, rows.rows, (*key, term)))
+            else:
+                combined.frequency[term] += count
+    # What the scores do not settle is looked up (once per table version), every database at once.
+    # A term is looked up by a word that analyzes to it: re-analyzing a stem need not give the stem.
+    counts = await each(
+        [(db, reads.matching(db, terms.lookup.get(k[3], k[3]), rows)) for db, rows, k in missing]
+    )
+    for (_, _, key), count in zip(missing, counts, strict=True):
+        _remember(_frequency, key, count)
+        combined.frequency[key[3]] += count
+    for cands in candidates:
+        rescore(cands, terms.terms, combined)
 
 
 def frequencies_from_scores(

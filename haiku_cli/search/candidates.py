@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Literal
@@ -10,9 +11,9 @@ import numpy as np
 import pyarrow as pa
 
 from haiku_cli.errors import InputError
-from haiku_cli.search.lookups import Lookup, run_lookup
+from haiku_cli.search.lookups import Found, Lookup, Reads, Unbounded, each
 from haiku_cli.store.database import Database
-from haiku_cli.store.handle import is_read_failure, read_errors, storage_failure
+from haiku_cli.store.handle import is_read_failure, storage_failure
 from haiku_cli.store.indexes import FTS_INDEX
 from haiku_cli.store.reads import document_ids, in_list
 from haiku_cli.store.schema import DOCUMENT_FIELDS
@@ -112,6 +113,62 @@ def chunk_filter(db: Database, document_filter: str | None) -> str | Literal[Fal
     return in_list("document_id", ids)
 
 
+@dataclass(frozen=True)
+class CandidateQuery:
+    """What to find in each database of a search: up to k vector and k full-text candidates.
+
+    With `with_search_text` the full-text candidates carry the text their BM25 score was computed on.
+    `parts` is how many databases are searched together (vector search narrows in a fan-out).
+    """
+
+    text: str
+    vector: np.ndarray | None
+    search_type: SearchType
+    k: int
+    document_filter: str | None = None
+    with_search_text: bool = False
+    parts: int = 1
+
+    def lookup(self, columns: list[str], where: str | Literal[False] | None) -> Lookup:
+        """The lookup of a database with these chunk columns (`chunk_columns`), of the chunks `where`
+        selects (False: none, so nothing is asked)."""
+        wants_vector = self.search_type in ("vector", "hybrid") and where is not False
+        wants_text = self.search_type in ("fts", "hybrid") and bool(self.text.strip()) and where is not False
+        if wants_vector:
+            assert self.vector is not None
+        text_columns = [*columns, "_score"]
+        if self.vector is not None:
+            text_columns.append("vector")
+        if self.with_search_text:
+            text_columns.append("search_text")
+        return Lookup(
+            k=self.k,
+            where=where or None,
+            vector=self.vector if wants_vector else None,
+            vector_columns=[*columns, "_distance"],
+            text=self.text if wants_text else None,
+            text_columns=text_columns,
+            refine_factor=_REFINE_FACTOR if self.search_type == "vector" else _POOL_REFINE_FACTOR,
+            ef=partial(ann_ef if self.search_type == "vector" else pool_ef, parts=self.parts),
+        )
+
+
+async def candidates_of(
+    reads: Reads, dbs: Sequence[Database], columns: Sequence[list[str]], query: CandidateQuery
+) -> tuple[list[Found], list[list[Candidate]]]:
+    """Every database's lookup, all at once, and the candidates each found; every candidate gets an exact
+    cosine similarity when the query has a vector. `columns` are each database's `chunk_columns`, read
+    before (reading them may call LanceDB's synchronous API, which its own loop must not)."""
+    wheres: list[str | Literal[False] | None] = [None] * len(dbs)
+    if query.document_filter:
+        wheres = await each(
+            [(db, reads.in_thread(db, partial(chunk_filter, db, query.document_filter))) for db in dbs]
+        )
+    asks = [query.lookup(cols, where) for cols, where in zip(columns, wheres, strict=True)]
+    found = await each([(db, reads.lookup(db, ask)) for db, ask in zip(dbs, asks, strict=True)])
+    return found, [_found_candidates(db, rows, query) for db, rows in zip(dbs, found, strict=True)]
+
+
 def find_candidates(
     db: Database,
     *,
@@ -123,36 +180,14 @@ def find_candidates(
     with_search_text: bool = False,
     parts: int = 1,
 ) -> list[Candidate]:
-    """Up to k vector and k full-text candidates; every candidate gets an exact cosine similarity.
+    """One database's candidates (see `CandidateQuery`), from a thread not running an event loop."""
+    asked = CandidateQuery(query, query_vector, search_type, k, document_filter, with_search_text, parts)
+    reads = Reads([db], Unbounded())
+    _, (found,) = reads.run(candidates_of(reads, [db], [chunk_columns(db)], asked))
+    return found
 
-    With `with_search_text` the full-text candidates carry the text their BM25 score was computed on.
-    `parts` is how many databases are searched together (vector search narrows in a fan-out).
-    """
-    where = chunk_filter(db, document_filter)
-    if where is False:
-        return []
-    wants_vector = search_type in ("vector", "hybrid")
-    wants_text = search_type in ("fts", "hybrid") and bool(query.strip())
-    if wants_vector:
-        assert query_vector is not None
-    columns = chunk_columns(db)
-    text_columns = [*columns, "_score"]
-    if query_vector is not None:
-        text_columns.append("vector")
-    if with_search_text:
-        text_columns.append("search_text")
-    lookup = Lookup(
-        k=k,
-        where=where,
-        vector=query_vector if wants_vector else None,
-        vector_columns=[*columns, "_distance"],
-        text=query if wants_text else None,
-        text_columns=text_columns,
-        refine_factor=_REFINE_FACTOR if search_type == "vector" else _POOL_REFINE_FACTOR,
-        ef=partial(ann_ef if search_type == "vector" else pool_ef, parts=parts),
-    )
-    with read_errors(db):
-        found_rows = run_lookup(db, lookup)
+
+def _found_candidates(db: Database, found_rows: Found, query: CandidateQuery) -> list[Candidate]:
     found: dict[str, Candidate] = {}
     for cand, distance in zip(*_candidates(db, found_rows.vector_rows, "_distance"), strict=True):
         cand.similarity = 1.0 - distance
@@ -164,15 +199,17 @@ def find_candidates(
         if is_read_failure(found_rows.text_error):
             raise storage_failure(db.name, "cannot be read", found_rows.text_error) from found_rows.text_error
         reason = str(found_rows.text_error).splitlines()[0]
-        raise InputError(f"full-text search failed for {query!r}: {reason}") from found_rows.text_error
+        raise InputError(f"full-text search failed for {query.text!r}: {reason}") from found_rows.text_error
     text_rows = found_rows.text_rows
     if not text_rows.num_rows:
         return list(found.values())
     cands, scores = _candidates(db, text_rows, "_score")
-    search_texts = text_rows.column("search_text").to_pylist() if with_search_text else [""] * len(cands)
+    with_text = query.with_search_text
+    search_texts = text_rows.column("search_text").to_pylist() if with_text else [""] * len(cands)
     # Score full-text-only hits by exact cosine too, so fusion never treats "not in the vector top-k"
     # as "dissimilar" (one matrix product over the rows' vectors, not one per row).
-    similarities = _similarities(text_rows, query_vector) if query_vector is not None else [None] * len(cands)
+    vector = query.vector
+    similarities = _similarities(text_rows, vector) if vector is not None else [None] * len(cands)
     for new, score, search_text, similarity in zip(cands, scores, search_texts, similarities, strict=True):
         cand = found.get(new.chunk_id) or new
         cand.bm25 = float(score)

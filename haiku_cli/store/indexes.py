@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 from haiku_cli.store.handle import Database
 
 if TYPE_CHECKING:
-    from lancedb.table import Table
+    from lancedb.table import AsyncTable, Table
 
 # From this many chunks on, vector search goes through an IVF_HNSW_SQ index. Measured on 384-dim
 # vectors (benchmarks/index_upkeep.py threshold): the index pays from ~5k chunks and at 10k halves a
@@ -72,15 +73,38 @@ _SEPARATOR = "zzhaikutextbreakzz"
 
 def analyze_many(chunks: Table, texts: Sequence[str]) -> list[list[str]]:
     """`fts_tokens` of each text, in one call to the analyzer."""
+    joined = _joined(texts)
+    if joined is not None and (split := _split(fts_tokens(chunks, joined), len(texts))) is not None:
+        return split
+    return [fts_tokens(chunks, t) for t in texts]
+
+
+async def analyze_many_async(table: AsyncTable, texts: Sequence[str]) -> list[list[str]]:
+    """`analyze_many` through LanceDB's async table, for a coroutine already on LanceDB's loop."""
+
+    async def tokens(text: str) -> list[str]:
+        return [token.text for token in await table.tokenize(text, index_name=FTS_INDEX)]
+
+    joined = _joined(texts)
+    if joined is not None and (split := _split(await tokens(joined), len(texts))) is not None:
+        return split
+    return list(await asyncio.gather(*(tokens(t) for t in texts)))
+
+
+def _joined(texts: Sequence[str]) -> str | None:
     if len(texts) < 2 or any(_SEPARATOR in t.lower() for t in texts):
-        return [fts_tokens(chunks, t) for t in texts]
+        return None
+    return f" {_SEPARATOR} ".join(texts)
+
+
+def _split(terms: list[str], count: int) -> list[list[str]] | None:
     out: list[list[str]] = [[]]
-    for term in fts_tokens(chunks, f" {_SEPARATOR} ".join(texts)):
+    for term in terms:
         if term == _SEPARATOR:
             out.append([])
         else:
             out[-1].append(term)
-    return out if len(out) == len(texts) else [fts_tokens(chunks, t) for t in texts]
+    return out if len(out) == count else None
 
 
 def refresh_indexes(chunks: Table, *, merge_all: bool = False) -> None:

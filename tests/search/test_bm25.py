@@ -10,6 +10,7 @@ import pytest
 from haiku_cli.search import bm25
 from haiku_cli.search.candidates import find_candidates
 from haiku_cli.store.database import Database
+from haiku_cli.store.indexes import analyze_many
 from tests.support.single_chunks import single_chunk_database, word_texts
 
 
@@ -21,7 +22,10 @@ def db(tmp_path: Path) -> Database:
 
 
 def _counted(db: Database, query: bm25.QueryTerms) -> dict[str, int]:
-    return {t: bm25.term_frequency(db, query, t).frequency[t] for t in dict.fromkeys(query.terms)}
+    """How many chunks hold each query term, counted over every chunk's analyzed text."""
+    texts = db.chunks.search().select(["search_text"]).limit(1000).to_arrow().column("search_text")
+    analyzed = analyze_many(db.chunks, texts.to_pylist())
+    return {t: sum(t in terms for terms in analyzed) for t in dict.fromkeys(query.terms)}
 
 
 @pytest.mark.parametrize(
