@@ -136,8 +136,8 @@ def threshold(corpus: Corpus, sizes: list[int], work: Path, queries_n: int, roun
 def upkeep(corpus: Corpus, base: Path, work: Path, args: argparse.Namespace) -> dict:
     """Writes of `args.batch` chunks onto a copy of `base`, each with the store's upkeep, measured."""
     if args.policy == "count":
-        indexes.vector_segment_rows = lambda chunks: None  # no per-segment merging: the old rule
-    indexes.MAX_VECTOR_DELTAS = args.max_deltas or indexes.MAX_VECTOR_DELTAS
+        indexes.segment_rows = lambda chunks, index: None  # no per-segment merging: the old rule
+    indexes.MAX_INDEX_DELTAS = args.max_deltas or indexes.MAX_INDEX_DELTAS
     indexes.REBUILD_DELTA_SHARE = args.share or indexes.REBUILD_DELTA_SHARE
     path = work / f"upkeep-{args.policy}-{os.getpid()}.lancedb"
     shutil.rmtree(path, ignore_errors=True)
@@ -147,7 +147,7 @@ def upkeep(corpus: Corpus, base: Path, work: Path, args: argparse.Namespace) -> 
     per_write = args.batch // CHUNKS_PER_DOC
     rng = np.random.default_rng(first)
     queries = [corpus.query(rng, first + args.writes * per_write) for _ in range(args.queries)]
-    out: dict = {"policy": args.policy, "max_deltas": indexes.MAX_VECTOR_DELTAS}
+    out: dict = {"policy": args.policy, "max_deltas": indexes.MAX_INDEX_DELTAS}
     out |= {"rebuild_share": indexes.REBUILD_DELTA_SHARE, "base_chunks": db.chunks.count_rows()}
     out |= {"writes": [], "queries": []}
     out["queries"].append({"after": 0, **measure({"db": path}, queries, args.rounds)["db"]})
@@ -182,7 +182,7 @@ def main() -> None:
     u.add_argument("--policy", choices=("tiered", "count"), default="tiered")
     u.add_argument("--writes", type=int, default=30)
     u.add_argument("--batch", type=int, default=1000, help="chunks per write")
-    u.add_argument("--max-deltas", type=int, help="MAX_VECTOR_DELTAS (default: the store's)")
+    u.add_argument("--max-deltas", type=int, help="MAX_INDEX_DELTAS (default: the store's)")
     u.add_argument("--share", type=float, help="REBUILD_DELTA_SHARE (default: the store's)")
     u.add_argument("--every", type=int, default=10, help="measure queries after this many writes")
     c = sub.add_parser("compare")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from haiku_cli.store.handle import Database
 
@@ -21,12 +22,14 @@ if TYPE_CHECKING:
 VECTOR_INDEX_MIN_ROWS = 10_000
 FTS_INDEX = "text_idx"
 VECTOR_INDEX = "vector_idx"
-# Each write after the ANN index exists adds a delta segment that every query then searches too
-# (at 110k chunks, 171 segments made vector search 2x slower). Past this many deltas beside the base,
+# Each write after an index exists adds a delta segment that every query then searches too (at 110k
+# chunks, 171 vector segments made vector search 2x slower). Past this many deltas beside the base,
 # the newest are merged among themselves (cost proportional to their rows, not the table's)...
-MAX_VECTOR_DELTAS = 4
+MAX_INDEX_DELTAS = 4
 # ...and once the deltas hold this share of the base's rows, the whole index is rebuilt as one.
 REBUILD_DELTA_SHARE = 0.5
+# A write adds a data file; once a table has more than this many, they are compacted into few.
+MAX_FRAGMENTS = 16
 # Without Lance's per-segment merge (pylance missing), past this many segments the index is rebuilt.
 MAX_VECTOR_SEGMENTS = 8
 # Columns filtered by exact id or uri (get_documents, find_by_uri during ingest, chunks of a document).
@@ -45,7 +48,7 @@ class IndexState:
     segments: int = 1
 
 
-def create_fts_index(chunks: Table) -> None:
+def create_fts_index(chunks: Table, *, replace: bool = False) -> None:
     """The full-text index, made with the (empty) table so its analyzer can count tokens from the start."""
     # English stemming and stop words: BM25 over raw surface forms ranks noticeably worse.
     with warnings.catch_warnings():
@@ -58,6 +61,7 @@ def create_fts_index(chunks: Table) -> None:
             language="English",
             with_position=False,
             name=FTS_INDEX,
+            replace=replace,
         )
 
 
@@ -117,6 +121,8 @@ def refresh_indexes(chunks: Table, *, merge_all: bool = False) -> None:
         return
     if FTS_INDEX not in {i.name for i in chunks.list_indices()}:
         create_fts_index(chunks)
+    else:
+        _fold_text_rows(chunks, merge_all=merge_all)
     states = refresh_keys(chunks, CHUNK_KEYS)
     vector = states.get(VECTOR_INDEX)
     if vector is None and rows >= VECTOR_INDEX_MIN_ROWS:
@@ -125,22 +131,51 @@ def refresh_indexes(chunks: Table, *, merge_all: bool = False) -> None:
         _bound_vector_segments(chunks, vector.segments, merge_all=merge_all)
 
 
+def _fold_text_rows(chunks: Table, *, merge_all: bool) -> None:
+    # LanceDB's optimize folds new rows into the full-text index by rewriting all of it (0.6 s of CPU
+    # per write at 100k chunks, growing with the table). Indexed as a segment of their own they cost
+    # only their rows, and BM25 over several segments scores exactly as over one (it takes its
+    # statistics from the whole index; benchmarks/README.md); the segments are then bounded as the
+    # vector index's are. Without Lance's own API, LanceDB's optimize (refresh_keys) folds them as before.
+    if not _merged_newest(chunks, FTS_INDEX, 0):
+        return
+    sizes = segment_rows(chunks, FTS_INDEX)
+    if sizes is None:  # a Lance that does not report segment sizes: merge all of them, as LanceDB did
+        stats = chunks.index_stats(FTS_INDEX)
+        merge = (stats.num_indices or 1) if stats else 1
+    else:
+        merge = _segments_to_merge(sizes, merge_all=merge_all)
+    if merge and not _merged_newest(chunks, FTS_INDEX, merge):
+        create_fts_index(chunks, replace=True)  # a Lance that folds but cannot merge: keep them bounded
+
+
 def _bound_vector_segments(chunks: Table, segments: int, *, merge_all: bool) -> None:
     # Each segment is one more HNSW graph every query searches, so their number is bounded; but
     # rebuilding the whole graph costs time proportional to the table (83 s of CPU at 100k), so a
     # write only merges the small segments written since the last rebuild, and rebuilds the whole
     # index only once those hold REBUILD_DELTA_SHARE of its rows: paid once per such growth.
-    sizes = vector_segment_rows(chunks)
+    sizes = segment_rows(chunks, VECTOR_INDEX)
     if sizes is not None:
-        base, deltas = sizes[0], sizes[1:]
-        if merge_all or sum(deltas) >= base * REBUILD_DELTA_SHARE:
-            create_vector_index(chunks)
+        merge = _segments_to_merge(sizes, merge_all=merge_all)
+        if merge == len(sizes):
+            create_vector_index(chunks)  # retrained on every row, not only merged
             return
-        if len(deltas) <= MAX_VECTOR_DELTAS or _merged_newest(chunks, _deltas_to_merge(deltas)):
+        if merge == 0 or _merged_newest(chunks, VECTOR_INDEX, merge):
             return
     # No per-segment control (or it failed): rebuild past a count, as LanceDB alone can.
     if merge_all or segments > MAX_VECTOR_SEGMENTS:
         create_vector_index(chunks)
+
+
+def _segments_to_merge(sizes: Sequence[int], *, merge_all: bool) -> int:
+    """How many of an index's newest segments (rows in each, the base first) to merge: every one once
+    the deltas hold REBUILD_DELTA_SHARE of the base, some once there are more than MAX_INDEX_DELTAS."""
+    base, deltas = sizes[0], sizes[1:]
+    if not deltas:
+        return 0
+    if merge_all or sum(deltas) >= base * REBUILD_DELTA_SHARE:
+        return len(sizes)
+    return _deltas_to_merge(deltas) if len(deltas) > MAX_INDEX_DELTAS else 0
 
 
 def _deltas_to_merge(deltas: Sequence[int]) -> int:
@@ -153,30 +188,37 @@ def _deltas_to_merge(deltas: Sequence[int]) -> int:
     return take
 
 
-def vector_segment_rows(chunks: Table) -> list[int] | None:
-    """Rows in each segment of the vector index, oldest (the base) first; None if Lance cannot say."""
+def segment_rows(chunks: Table, index: str) -> list[int] | None:
+    """Rows in each segment of an index, oldest (the base) first; None if Lance cannot say."""
     try:
-        dataset = _lance_dataset(chunks)
+        dataset = lance_dataset(chunks)
         if dataset is None:
             return None
-        segments = dataset.stats.index_stats(VECTOR_INDEX)["indices"]
-        return [sum(p["size"] for p in seg["partitions"]) for seg in segments]
+        segments = dataset.stats.index_stats(index)["indices"]
+        return [_rows_of(seg) for seg in segments]
     except Exception:  # a Lance release that reports otherwise: fall back to counting segments
         return None
 
 
-def _merged_newest(chunks: Table, count: int) -> bool:
-    """Merge the `count` newest delta segments through Lance; False if Lance could not.
+def _rows_of(segment: dict) -> int:
+    if "num_docs" in segment:  # full text
+        return int(segment["num_docs"])
+    return sum(p["size"] for p in segment["partitions"])  # vector: rows per IVF partition
+
+
+def _merged_newest(chunks: Table, index: str, count: int) -> bool:
+    """Merge the `count` newest segments of an index through Lance (0: index the rows it lacks as a
+    segment of their own); False if Lance could not.
 
     pylance is a second copy of the engine beside LanceDB's own: should the two releases ever disagree
     on the files, the write that is being indexed must not fail for it (its rows are already stored),
-    so upkeep falls back to LanceDB's own rebuild rule instead.
+    so upkeep falls back to LanceDB's own rules instead.
     """
     try:
-        dataset = _lance_dataset(chunks)
+        dataset = lance_dataset(chunks)
         if dataset is None:
             return False
-        dataset.optimize.optimize_indices(index_names=[VECTOR_INDEX], num_indices_to_merge=count)
+        dataset.optimize.optimize_indices(index_names=[index], num_indices_to_merge=count)
     except Exception:
         return False
     finally:
@@ -184,13 +226,19 @@ def _merged_newest(chunks: Table, count: int) -> bool:
     return True
 
 
-def _lance_dataset(chunks: Table):
-    # Merging some delta segments and not others is only in Lance's own Python API (pylance), which
-    # LanceDB uses for the same files; LanceDB's `optimize` merges all or none.
+def lance_dataset(chunks: Table) -> Any:
+    """The table as Lance's own dataset (pylance), or None without it.
+
+    Merging some delta segments and not others, or indexing without compacting, is only in Lance's own
+    Python API, which LanceDB uses for the same files; LanceDB's `optimize` does all of it or none.
+    """
     try:
         import lance  # noqa: F401
     except ImportError:
         return None
+    # Segment sizes come from index statistics, which would otherwise carry every IVF centroid and print
+    # a deprecation warning on the user's terminal at each write.
+    os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
     return chunks.to_lance()
 
 
@@ -215,11 +263,39 @@ def refresh_keys(table: Table, keys: Sequence[str]) -> dict[str, IndexState]:
 
         for key in missing:
             table.create_index(key, config=BTree(), name=f"{key}_idx")
-    if any(s.unindexed_rows for s in states.values()):
-        table.optimize()
-    if missing or any(s.unindexed_rows for s in states.values()):
+    stale = [s.name for s in states.values() if s.unindexed_rows]
+    if stale:
+        _fold_new_rows(table, stale)
+    if missing or stale:
         states = {s.name: s for s in index_states(table)}
     return states
+
+
+def _fold_new_rows(table: Table, stale: Sequence[str]) -> None:
+    # LanceDB's optimize also compacts the table's files, and once the new rows are indexed that merges
+    # each write's small file into the large ones: the whole table rewritten per write (0.3 s of CPU at
+    # 10k documents, growing with them). Through Lance the indexes alone are brought up to date, and
+    # files are compacted only once they pile up.
+    for name in stale:
+        # Vector and full-text deltas stay segments of their own (bounded by refresh_indexes); a
+        # B-tree's new rows are merged into it, as LanceDB does.
+        if not _merged_newest(table, name, 0 if name in (VECTOR_INDEX, FTS_INDEX) else 1):
+            table.optimize()  # no Lance, or it refused: LanceDB's own way
+            return
+    compact_if_fragmented(table)
+
+
+def compact_if_fragmented(table: Table) -> None:
+    """Merge the table's data files once a write leaves more than MAX_FRAGMENTS of them."""
+    try:
+        dataset = lance_dataset(table)
+        if dataset is None or len(dataset.get_fragments()) <= MAX_FRAGMENTS:
+            return
+        dataset.optimize.compact_files()
+    except Exception:  # compaction only saves reads later; a Lance that cannot leaves the files as they are
+        return
+    finally:
+        table.checkout_latest()
 
 
 def has_vector_index(db: Database) -> bool:

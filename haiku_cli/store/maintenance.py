@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from haiku_cli.store import schema
 from haiku_cli.store.database import PENDING_WRITE, Database
-from haiku_cli.store.indexes import DOCUMENT_KEYS, index_states, refresh_indexes, refresh_keys
+from haiku_cli.store.indexes import DOCUMENT_KEYS, index_states, lance_dataset, refresh_indexes, refresh_keys
 from haiku_cli.store.reads import count_chunks, count_documents
 from haiku_cli.store.records import UtcDatetime
 from haiku_cli.store.transaction import storage_errors
@@ -137,7 +137,22 @@ def cleanup_superseded(db: Database, keep: timedelta = KEEP_SUPERSEDED) -> None:
         for table in (db.documents, db.chunks, db.meta_table):
             older_than = _superseded_cutoff(table, keep)
             if older_than is not None:
-                table.optimize(cleanup_older_than=older_than)  # also compacts small files
+                _drop_versions(table, older_than)
+
+
+def _drop_versions(table: Table, older_than: timedelta) -> None:
+    # Through Lance only the old versions' files go; LanceDB's optimize would compact the table too
+    # (a rewrite of every small file, which `refresh_keys` does only once they pile up).
+    try:
+        dataset = lance_dataset(table)
+        if dataset is not None:
+            dataset.cleanup_old_versions(older_than=older_than)
+            return
+    except Exception:  # a Lance that refuses: LanceDB's own way below
+        pass
+    finally:
+        table.checkout_latest()
+    table.optimize(cleanup_older_than=older_than)
 
 
 def _superseded_cutoff(table: Table, keep: timedelta) -> timedelta | None:

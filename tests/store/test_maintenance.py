@@ -25,6 +25,7 @@ from haiku_cli.store.database import PENDING_WRITE, Database
 from haiku_cli.store.maintenance import cleanup_superseded, vacuum
 from haiku_cli.store.reads import in_list, sql_string
 from haiku_cli.store.writes import new_id, write_documents
+from tests.support.single_chunks import WORDS
 
 DIM = 8
 
@@ -45,7 +46,11 @@ def _add(db: Database, n_docs: int, chunks_each: int, seed: int) -> list[Documen
             created_at=now, updated_at=now,
         )  # fmt: skip
         chunks = [
-            NewChunk(order=i, text=f"{name} piece {i}", vector=rng.standard_normal(DIM).tolist())
+            NewChunk(
+                order=i,
+                text=f"{name} piece {i} {' '.join(rng.choice(WORDS, size=4))}",
+                vector=rng.standard_normal(DIM).tolist(),
+            )
             for i in range(chunks_each)
         ]
         writes.append(DocumentWrite(document=doc, chunks=chunks))
@@ -67,25 +72,33 @@ def _finds_itself(db: Database, chunk: NewChunk) -> bool:
     return found.select(["text"]).limit(1).to_list()[0]["text"] == chunk.text
 
 
-def test_small_writes_merge_new_segments_among_themselves_not_the_index(db: Database, monkeypatch) -> None:
+def test_small_writes_merge_new_segments_among_themselves_not_the_index(
+    db: Database, monkeypatch, capfd
+) -> None:
     _needs_lance()
     monkeypatch.setattr(indexes, "VECTOR_INDEX_MIN_ROWS", 300)
     _add(db, 100, 10, seed=0)
-    assert indexes.vector_segment_rows(db.chunks) == [1000]
+    assert indexes.segment_rows(db.chunks, indexes.VECTOR_INDEX) == [1000]
     written, segments = [], []
     for seed in range(1, 16):
         written += _add(db, 2 if seed % 3 else 5, 10, seed=seed)
-        sizes = indexes.vector_segment_rows(db.chunks)
+        sizes = indexes.segment_rows(db.chunks, indexes.VECTOR_INDEX)
         segments.append(len(sizes))
         # The index over the first 1,000 rows is never rebuilt by these small writes: each one pays for
         # its own rows and for merging the other new segments, not for the whole table.
         assert sizes[0] == 1000
         assert sum(sizes) == db.chunks.count_rows()
-    assert max(segments) == 1 + indexes.MAX_VECTOR_DELTAS  # bounded, where it grew by one per write
+        # The full-text index likewise: new rows are a segment of their own, the first 1,000 stay as built.
+        text_sizes = indexes.segment_rows(db.chunks, indexes.FTS_INDEX)
+        assert text_sizes[0] == 1000 and sum(text_sizes) == db.chunks.count_rows()
+        assert len(text_sizes) <= 1 + indexes.MAX_INDEX_DELTAS
+    assert max(segments) == 1 + indexes.MAX_INDEX_DELTAS  # bounded, where it grew by one per write
     assert segments[-1] < len(segments)
-    assert all(s.segments == 1 for s in indexes.index_states(db.chunks) if s.name != indexes.VECTOR_INDEX)
+    keys = [s for s in indexes.index_states(db.chunks) if s.name.removesuffix("_idx") in indexes.CHUNK_KEYS]
+    assert len(keys) == 2 and all(s.segments == 1 for s in keys)
     # Every write's rows stay findable through the merged segments.
     assert all(_finds_itself(db, w.chunks[3]) for w in written)
+    assert "WARN" not in capfd.readouterr().err  # Lance's notices stay off the user's terminal
 
 
 def test_the_index_is_rebuilt_as_one_once_new_rows_reach_half_of_it(db: Database, monkeypatch) -> None:
@@ -95,7 +108,7 @@ def test_the_index_is_rebuilt_as_one_once_new_rows_reach_half_of_it(db: Database
     sizes = []
     for seed in range(1, 5):
         last = _add(db, 5, 10, seed=seed)
-        sizes.append(indexes.vector_segment_rows(db.chunks))
+        sizes.append(indexes.segment_rows(db.chunks, indexes.VECTOR_INDEX))
     # 50, 100 and 150 new rows sit beside the 400 indexed first; at 200 (half) the index is rebuilt.
     assert sizes == [[400, 50], [400, 50, 50], [400, 50, 50, 50], [600]]
     assert _finds_itself(db, last[2].chunks[7])
@@ -104,11 +117,11 @@ def test_the_index_is_rebuilt_as_one_once_new_rows_reach_half_of_it(db: Database
 def test_without_lance_the_index_is_rebuilt_past_a_segment_count(db: Database, monkeypatch) -> None:
     # LanceDB alone can merge all segments or none: past MAX_VECTOR_SEGMENTS it rebuilds the index.
     # As if pylance were not installed (hiding the module itself would break LanceDB's own imports).
-    monkeypatch.setattr(indexes, "_lance_dataset", lambda chunks: None)
+    monkeypatch.setattr(indexes, "lance_dataset", lambda chunks: None)
     monkeypatch.setattr(indexes, "VECTOR_INDEX_MIN_ROWS", 300)
     monkeypatch.setattr(indexes, "MAX_VECTOR_SEGMENTS", 3)
     _add(db, 30, 10, seed=0)
-    assert indexes.vector_segment_rows(db.chunks) is None
+    assert indexes.segment_rows(db.chunks, indexes.VECTOR_INDEX) is None
     assert _vector_segments(db) == 1
     counts = []
     for seed in range(1, 5):
@@ -124,7 +137,7 @@ def test_a_merge_lance_refuses_falls_back_to_the_rebuild_rule(db: Database, monk
     # segments stay bounded by LanceDB's own rule.
     _needs_lance()
     monkeypatch.setattr(indexes, "VECTOR_INDEX_MIN_ROWS", 300)
-    monkeypatch.setattr(indexes, "MAX_VECTOR_DELTAS", 1)
+    monkeypatch.setattr(indexes, "MAX_INDEX_DELTAS", 1)
     monkeypatch.setattr(indexes, "MAX_VECTOR_SEGMENTS", 3)
     _add(db, 100, 10, seed=0)
 
@@ -136,14 +149,55 @@ def test_a_merge_lance_refuses_falls_back_to_the_rebuild_rule(db: Database, monk
         def optimize(self) -> object:
             raise OSError("unsupported index version")
 
-    real = indexes._lance_dataset
-    monkeypatch.setattr(indexes, "_lance_dataset", lambda chunks: Refusing(real(chunks)))
+    real = indexes.lance_dataset
+    monkeypatch.setattr(indexes, "lance_dataset", lambda chunks: Refusing(real(chunks)))
     counts = []
     for seed in range(1, 5):
         last = _add(db, 2, 10, seed=seed)
         counts.append(_vector_segments(db))
     assert counts == [2, 3, 1, 2]  # the write that made a fourth segment rebuilt the index as one
     assert _finds_itself(db, last[-1].chunks[3])
+
+
+def _full_text(db: Database, query: str) -> list[tuple[float, str]]:
+    found = db.chunks.search(query, query_type="fts", fts_columns="search_text").select(["text", "_score"])
+    return sorted((round(r["_score"], 4), r["text"]) for r in found.limit(10_000).to_list())
+
+
+def test_full_text_segments_score_exactly_as_one_index(db: Database) -> None:
+    # Small writes index their rows as full-text segments of their own (not a rewrite of the whole
+    # index); BM25 over the segments must find and score every chunk as the merged index does.
+    _needs_lance()
+    _add(db, 40, 5, seed=0)
+    for seed in range(1, 4):
+        _add(db, 2, 5, seed=seed)
+    assert indexes.segment_rows(db.chunks, indexes.FTS_INDEX) == [200, 10, 10, 10]
+    queries = ["river", "delta flood", "tide marsh silt", "s2d1 piece", "bank current bank"]
+    segmented = [_full_text(db, q) for q in queries]
+    vacuum(db)
+    assert indexes.segment_rows(db.chunks, indexes.FTS_INDEX) == [230]
+    assert [_full_text(db, q) for q in queries] == segmented
+    assert all(segmented)
+
+
+def _fragments(table) -> list[int]:
+    return [f.count_rows() for f in table.to_lance().get_fragments()]
+
+
+def test_writes_leave_existing_files_alone_until_they_pile_up(db: Database, monkeypatch) -> None:
+    # Compacting at every write would rewrite the whole table each time (what LanceDB's optimize does);
+    # a write's file is kept as it is until there are more than MAX_FRAGMENTS, then they are merged.
+    _needs_lance()
+    monkeypatch.setattr(indexes, "MAX_FRAGMENTS", 4)
+    _add(db, 20, 2, seed=0)
+    counts = []
+    for seed in range(1, 6):
+        _add(db, 1, 2, seed=seed)
+        counts.append(_fragments(db.documents))
+    assert counts[:3] == [[20, 1], [20, 1, 1], [20, 1, 1, 1]]
+    assert counts[3:] == [[24], [24, 1]]  # a fifth file made them too many: merged into one
+    assert len(_fragments(db.chunks)) <= 4 + 1
+    assert reads.count_documents(db) == 25 and db.chunks.count_rows() == 50
 
 
 def test_vacuum_merges_every_index_into_one_segment(db: Database, monkeypatch) -> None:
