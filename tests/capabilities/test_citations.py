@@ -36,8 +36,10 @@ def test_citations_resolve_after_another_handles_vacuum_removed_their_version(ma
 
 
 def test_a_store_that_fails_a_citation_lookup_is_a_database_error(make_db, workspace, tmp_path: Path) -> None:
-    _, ws, selection, chunk_ids = _cited(make_db, workspace)
+    _, _, selection, chunk_ids = _cited(make_db, workspace)
     shutil.rmtree(tmp_path / "notes.lancedb" / "chunks.lance" / "data")
+    # A fresh process's handle: the one that searched may still hold the rows it read in memory.
+    ws = workspace()
     with pytest.raises(DatabaseError) as failed:
         anyio.run(lambda: resolve_citations(ws.pool, selection, chunk_ids))
     assert failed.value.exit_code == ExitCode.DATABASE
