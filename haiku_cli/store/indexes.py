@@ -232,13 +232,15 @@ def lance_dataset(chunks: Table) -> Any:
     Merging some delta segments and not others, or indexing without compacting, is only in Lance's own
     Python API, which LanceDB uses for the same files; LanceDB's `optimize` does all of it or none.
     """
+    # Lance's own logging (set up at its import) stays off the user's terminal as LanceDB's does; and
+    # segment sizes come from index statistics, which would otherwise carry every IVF centroid and
+    # warn about it at each write.
+    os.environ.setdefault("LANCE_LOG", "error")
+    os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
     try:
         import lance  # noqa: F401
     except ImportError:
         return None
-    # Segment sizes come from index statistics, which would otherwise carry every IVF centroid and print
-    # a deprecation warning on the user's terminal at each write.
-    os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
     return chunks.to_lance()
 
 
