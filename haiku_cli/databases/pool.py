@@ -10,7 +10,14 @@ from typing import TypeVar
 from haiku_cli.databases.concurrency import in_threads, with_deadline
 from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import DatabaseError
-from haiku_cli.store.database import Database, EmbedderSpec, load_driver, open_database, refresh_reader
+from haiku_cli.store.database import (
+    Database,
+    EmbedderSpec,
+    is_fresh,
+    load_driver,
+    open_database,
+    refresh_reader,
+)
 from haiku_cli.store.handle import is_missing_file
 from haiku_cli.store.location import Location
 from haiku_cli.store.writer import WaitPolicy
@@ -78,8 +85,12 @@ class DatabasePool:
                 return exc
             return None
 
-        # Reused reader handles catch up with writes made since they opened (see refresh_reader).
+        # Reused reader handles catch up with writes made since they opened (see refresh_reader); one
+        # that has just looked needs no worker thread to learn that it need not look again.
         cached = [] if writable else [loc for loc in selection.locations if loc not in missing]
+        cached = [loc for loc in cached if not is_fresh(self._open[_key(loc, False)])]
+        if not missing and not cached:
+            return [self._open[_key(loc, writable)] for loc in selection.locations]
         calls = [partial(open_or_error, loc) for loc in missing] + [
             partial(refresh_or_error, loc) for loc in cached
         ]

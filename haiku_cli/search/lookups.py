@@ -103,7 +103,7 @@ class Reads:
         """The rows `lookup` asks of `db`'s chunks."""
         if not self._lance:
             return await self.in_thread(db, partial(_run_sync, db, lookup))
-        return await self._bounds.within(db.location, _run_async(_table(db), lookup))
+        return await self._bounds.within(db.location, _run_async(_table(db), lookup, _table_key(db)))
 
     async def analyze(self, db: Database, texts: Sequence[str]) -> list[list[str]]:
         """Each text's terms under `db`'s full-text analyzer, in one call."""
@@ -145,9 +145,26 @@ def _table(db: Database) -> Any:
     return bridge[0]
 
 
-async def _run_async(table: Any, lookup: Lookup) -> Found:
-    rows, listed, version = await asyncio.gather(table.count_rows(), table.list_indices(), table.version())
-    indexes = {i.name for i in listed}
+# A table version's row count and indexes never change, so a host serving many queries reads them once
+# per version (listing the indexes cost more than the version's number); keyed by location and table.
+_SHAPES_LIMIT = 10_000
+_shapes: dict[tuple[str, str, int], tuple[int, set[str]]] = {}
+
+
+def _table_key(db: Database) -> tuple[str, str]:
+    return (db.location.uri, db.chunks_table_name)
+
+
+async def _run_async(table: Any, lookup: Lookup, key: tuple[str, str]) -> Found:
+    version = await table.version()
+    shape = _shapes.get((*key, version))
+    if shape is None:
+        count, listed = await asyncio.gather(table.count_rows(), table.list_indices())
+        shape = (count, {i.name for i in listed})
+        if len(_shapes) >= _SHAPES_LIMIT:
+            _shapes.clear()
+        _shapes[(*key, version)] = shape
+    rows, indexes = shape
     if rows == 0:
         return _empty(lookup, indexes, version=version)
     jobs = []

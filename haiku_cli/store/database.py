@@ -103,13 +103,18 @@ def open_database(
 _FRESH_SECONDS = 1.0
 
 
+def is_fresh(db: Database) -> bool:
+    """Whether a reader's handle looked at the store so recently that `refresh_reader` would not look."""
+    return time.monotonic() - db.read_at < _FRESH_SECONDS
+
+
 def refresh_reader(db: Database) -> None:
     """Bring a reader's long-lived handle up to date, as a fresh open would.
 
     A handle stays on the versions it opened at, which a later write's version cleanup or a `vacuum`
     may delete; a host that answers many queries (MCP, chat) must also see documents added since.
     """
-    if time.monotonic() - db.read_at < _FRESH_SECONDS:
+    if is_fresh(db):
         return  # the queries of one command come close together: one look at the store serves them all
     catch_up(db)
     if PENDING_WRITE in db.meta:

@@ -3,6 +3,7 @@ reader handle follows later writes, even when a vacuum deleted the versions it f
 
 from __future__ import annotations
 
+import asyncio
 from functools import partial
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from haiku_cli.databases.concurrency import concurrently
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
+from haiku_cli.errors import DatabaseError
 from haiku_cli.store import EmbedderSpec, Location, open_database, reads
 from haiku_cli.store.maintenance import vacuum
 from haiku_cli.store.writes import write_documents
@@ -88,3 +90,16 @@ def test_list_get_info_and_history_right_after_another_handles_vacuum_read_the_l
     listed, got, info, _ = read_all()
     assert len(listed.documents) == 3 and got.document.id == ids[0] and len(got.chunks) == 1
     assert (info.documents, info.chunks) == (3, 3)
+
+
+async def test_a_read_awaited_on_lancedbs_loop_is_bounded_by_the_storage_timeout() -> None:
+    # A search awaits every database's reads in one coroutine; a networked store that stops answering
+    # must still fail within [storage] timeout_seconds, naming its database, as a blocking read does.
+    pool = DatabasePool(timeout_seconds=0.2)
+    remote = Location("papers", "s3://lab/papers.lancedb")
+    with pytest.raises(DatabaseError, match=r"^database 'papers' did not answer within 0.2 s; "):
+        await pool.within(remote, asyncio.sleep(60))
+    assert await pool.within(remote, asyncio.sleep(0, "answered")) == "answered"
+    # A local database never stalls on a network: its reads are not bounded.
+    local = Location("notes", "/tmp/notes.lancedb")
+    assert await pool.within(local, asyncio.sleep(0.3, "slow but local")) == "slow but local"
