@@ -2,9 +2,10 @@
 
 On the databases `benchmarks/scale.py` leaves (`SIZE/one.lancedb` and `SIZE/part0..3.lancedb`), it times
 (1) each LanceDB call a full-text search makes on one part, alone, and (2) the bare calls of a whole
-full-text search (per database: the full-text query for 3 x 10 candidates with the columns search reads,
-one analyzer call over their texts; then the documents of the hits) gathered in one coroutine on
-LanceDB's own loop, with none of haiku's Python around them, beside (3) `fanout.search_set` itself.
+full-text search (per database the full-text query for 3 x 10 candidates with the columns search reads;
+over several databases one analyzer call over the query and every candidate's text, for set-wide BM25;
+then the documents of the hits) gathered in one coroutine on LanceDB's own loop, with none of haiku's
+Python around them, beside (3) `fanout.search_set` itself.
 (2) is what no change to haiku's own code can go below while every database answers its own queries:
 the split's (2) over one database's (2) is the fan-out ratio's floor for full text.
 
@@ -103,18 +104,19 @@ def bare_search(locations: list[Location], queries: list[str], n: int) -> dict:
     chunks, documents, run = _tables(locations)
 
     async def one_database(table: Any, query: str) -> Any:
-        found = (
+        return (
             await table.query()
             .nearest_to_text(query, columns="search_text")
             .select(_COLUMNS)
             .limit(30)
             .to_arrow()
         )
-        await table.tokenize(_SEPARATOR.join(found.column("search_text").to_pylist()), index_name=FTS_INDEX)
-        return found
 
     async def search(query: str) -> None:
         found = await asyncio.gather(*(one_database(t, query) for t in chunks))
+        if len(chunks) > 1:  # one analyzer call for the query and every candidate, as set-wide BM25 makes
+            texts = [query, *(text for f in found for text in f.column("search_text").to_pylist())]
+            await chunks[0].tokenize(_SEPARATOR.join(texts), index_name=FTS_INDEX)
         # The hits of a top 10 lie in a few documents of each database: fetch 3 per database.
         wanted = [list(dict.fromkeys(f.column("document_id").to_pylist()[:3])) for f in found]
         await asyncio.gather(
