@@ -37,19 +37,26 @@ _REFINE_FACTOR = 5
 # similarity either way): refining 2 x k picks the same 50 as 5 x k for 99.97% of them at 100k chunks,
 # for 12% less CPU in the vector lookup (benchmarks/README.md).
 _POOL_REFINE_FACTOR = 2
-# How widely the HNSW graph is searched, per chunk in the table: recall@10 against exact search
-# reaches 0.95 at ef 2,500 on 100k hashed-word vectors. Smaller tables need relatively more (at 30k,
-# ef 750 gives 0.948 and 1,200 gives 0.963), and there the search's fixed cost dominates, so the
-# breadth never drops below _EF_MIN. Capped where recall@10 reaches 0.95 in the largest tables measured:
-# one graph of 1M hashed-word vectors recalls 0.898 at ef 4,000 (24 ms of CPU), 0.948 at 10,000 and 0.957
-# at 12,000 (51 ms); re-ranking more than 5 x k gains nothing there, so the breadth is what recall costs
-# (benchmarks/README.md).
-_EF_PER_ROW = 1 / 40
+# How widely the HNSW graph is searched, per chunk in the table: recall@10 against exact search on
+# 100k hashed-word vectors is 0.947 at ef 2,500 and 0.955 at 3,000 (one rebuilt graph; another gave
+# 0.952 at 2,500), so 1 / 33 leaves a margin. Smaller tables need relatively more (at 30k, ef 750
+# gives 0.948 and 1,200 gives 0.963), and there the search's fixed cost dominates, so the breadth
+# never drops below _EF_MIN. Capped where recall@10 reaches 0.95 in the largest tables measured: one
+# graph of 1M hashed-word vectors recalls 0.898 at ef 4,000 (24 ms of CPU), 0.948 at 10,000 and 0.957
+# at 12,000 (51 ms); re-ranking more than 5 x k gains nothing there, so the breadth is what recall
+# costs (benchmarks/README.md).
+_EF_PER_ROW = 1 / 33
 _EF_MIN = 1_200
 _EF_MAX = 12_000
-# Hybrid search's pool is capped lower: fusion re-ranks it, and at 1M chunks ef 2,000 keeps the hybrid top
-# 10 of a near-exact search on 58 of 60 queries (ef 4,000: 59) for 0.65x the time.
+# Hybrid search's pool is searched half as widely as vector search was at 1 / 40: fusion re-ranks it
+# (see pool_ef), and at 1M chunks ef 2,000 keeps the hybrid top 10 of a near-exact search on 58 of 60
+# queries (ef 4,000: 59) for 0.65x the time.
+_POOL_EF_PER_ROW = 1 / 80
 _POOL_EF_MAX = 2_000
+
+
+def _breadth(rows: int, per_row: float, floor: int, cap: int) -> int:
+    return min(max(int(rows * per_row), floor), cap)
 
 
 def ann_ef(rows: int, limit: int, parts: int = 1) -> int:
@@ -57,24 +64,25 @@ def ann_ef(rows: int, limit: int, parts: int = 1) -> int:
 
     A table searched as one of `parts` databases of a fan-out needs less than alone: the set's top
     `limit` is merged from every part's, so each part's floor is `_EF_MIN` shared among the parts (100k
-    chunks over 4 databases: ef 625 per part recalls 0.96 of the exact top 10, ef 1,200 0.975).
+    chunks over 4 databases: ef 757 per part by its size; 625 recalled 0.96 of the exact top 10, 750
+    0.967, 1,200 0.975).
     """
-    floor = _EF_MIN // max(parts, 1)
-    return max(limit * _REFINE_FACTOR, min(max(int(rows * _EF_PER_ROW), floor), _EF_MAX))
+    breadth = _breadth(rows, _EF_PER_ROW, _EF_MIN // max(parts, 1), _EF_MAX)
+    return max(limit * _REFINE_FACTOR, breadth)
 
 
 def pool_ef(rows: int, limit: int, parts: int = 1) -> int:
-    """The HNSW breadth for hybrid search's vector pool: half vector search's per chunk in the table.
+    """The HNSW breadth for hybrid search's vector pool, narrower than vector search's.
 
     Fusion ranks the pool by exact similarity and BM25, so a neighbour the narrower search misses
     rarely reaches the top: at 100k chunks the hybrid top 10 overlaps a near-exact search's (ef 16,000)
-    0.990 (vector search's breadth: 0.995) for 0.85x the time (benchmarks/README.md). The pool is the
+    0.990 (ef 2,500: 0.995) for 0.85x the time (benchmarks/README.md). The pool is the
     set's top 50, deeper than vector search's top 10, so in a fan-out each part shares the floor with
     half as many: at 100k over 4 databases, ef 600 per part keeps the split's top 10 identical to one
     database's on 52 of 60 queries (ef 300: 51; 1,200: 52). In the largest tables the pool has its own,
     lower cap (`_POOL_EF_MAX`).
     """
-    breadth = min(ann_ef(rows // 2, limit, max(parts // 2, 1)), _POOL_EF_MAX)
+    breadth = _breadth(rows, _POOL_EF_PER_ROW, _EF_MIN // max(parts // 2, 1), _POOL_EF_MAX)
     return max(limit * _REFINE_FACTOR, breadth)
 
 
