@@ -284,11 +284,11 @@ def _fold_new_rows(table: Table, stale: Sequence[str]) -> None:
         if not _merged_newest(table, name, 0 if name in (VECTOR_INDEX, FTS_INDEX) else 1):
             table.optimize()  # no Lance, or it refused: LanceDB's own way
             return
-    compact_if_fragmented(table)
+    _compact_if_fragmented(table)
 
 
-def compact_if_fragmented(table: Table) -> None:
-    """Merge the table's data files once a write leaves more than MAX_FRAGMENTS of them."""
+def _compact_if_fragmented(table: Table) -> None:
+    # Merge the table's data files once a write leaves more than MAX_FRAGMENTS of them.
     try:
         dataset = lance_dataset(table)
         if dataset is None or len(dataset.get_fragments()) <= MAX_FRAGMENTS:
