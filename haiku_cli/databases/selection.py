@@ -10,7 +10,7 @@ from pathlib import Path
 from haiku_cli.config.paths import data_dir
 from haiku_cli.config.settings import Settings
 from haiku_cli.errors import InputError
-from haiku_cli.store.database import exists
+from haiku_cli.store.database import exists, refuse_a_file
 from haiku_cli.store.location import Location
 
 DEFAULT_NAME = "default"
@@ -108,9 +108,7 @@ def from_path(path: Path) -> Location:
 
 
 def _usable(loc: Location) -> Location:
-    path = loc.local_path
-    if path is not None and path.is_file():
-        raise InputError(f"database '{loc.name}' at {path} is a file, not a database folder")
+    refuse_a_file(loc)
     return loc
 
 

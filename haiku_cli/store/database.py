@@ -54,6 +54,7 @@ def exists(location: Location) -> bool:
     A local folder holding other files is refused rather than reported missing: it can never be created
     there, so "add documents first" would send the user to an add that refuses.
     """
+    refuse_a_file(location)
     path = location.local_path
     if path is not None and not (path / f"{schema.META}.lance").exists():
         _refuse_foreign_folder(location, path)
@@ -65,6 +66,13 @@ def exists(location: Location) -> bool:
         raise
     except Exception as exc:  # an unreachable store is a failure, not "missing"
         raise DatabaseError(f"database '{location.name}' cannot be reached: {failure_reason(exc)}") from exc
+
+
+def refuse_a_file(location: Location) -> None:
+    """Refuse a local database path that names a file: it can be neither read nor created there."""
+    path = location.local_path
+    if path is not None and path.is_file():
+        raise InputError(f"database '{location.name}' at {path} is a file, not a database folder")
 
 
 def open_database(

@@ -383,6 +383,18 @@ def test_reading_a_configured_folder_of_other_files_says_to_fix_the_config(
     ]
 
 
+def test_databases_shows_a_configured_file_as_an_error_row(cli, write_config, tmp_path: Path) -> None:
+    # list/search refuse it as a file; the overview must not call it merely "not created yet".
+    (tmp_path / "notes.txt").write_text("mine")
+    write_config(f'[databases]\nnotes = "{tmp_path}/notes.txt"\nother = "{tmp_path}/other.lancedb"\n')
+    cli("add", "some text", "--database", "other")
+    overview = json.loads(cli("databases", "--json").stdout)
+    assert [(d["database"], d["exists"], d["error"]) for d in overview] == [
+        ("notes", False, f"database 'notes' at {tmp_path}/notes.txt is a file, not a database folder"),
+        ("other", True, None),
+    ]
+
+
 def test_the_not_written_yet_hint_names_the_database_to_add_to(cli, write_config, tmp_path: Path) -> None:
     write_config(f'[databases]\nnotes = "{tmp_path}/notes.lancedb"\npapers = "{tmp_path}/papers.lancedb"\n')
     by_name = cli("info", "--database", "papers")
