@@ -69,10 +69,16 @@ def exists(location: Location) -> bool:
 
 
 def refuse_a_file(location: Location) -> None:
-    """Refuse a local database path that names a file: it can be neither read nor created there."""
+    """Refuse a local database path that is, or lies inside, a file: it can be neither read nor created."""
     path = location.local_path
-    if path is not None and path.is_file():
+    if path is None:
+        return
+    if path.is_file():
         raise InputError(f"database '{location.name}' at {path} is a file, not a database folder")
+    # e.g. HAIKU_DATA_DIR naming a file: "does not exist yet" would lead to an add failing on an OS error.
+    blocker = next((parent for parent in path.parents if parent.is_file()), None)
+    if blocker is not None:
+        raise InputError(f"database '{location.name}' cannot be at {path}: {blocker} is a file, not a folder")
 
 
 def open_database(

@@ -395,6 +395,17 @@ def test_databases_shows_a_configured_file_as_an_error_row(cli, write_config, tm
     ]
 
 
+def test_a_data_dir_that_is_a_file_is_bad_input(cli, monkeypatch, tmp_path: Path) -> None:
+    # "does not exist yet; add documents" would send the user to an add that fails with a raw OS error.
+    (tmp_path / "data").write_text("not a folder")
+    monkeypatch.setenv("HAIKU_DATA_DIR", str(tmp_path / "data"))
+    for command in (("list",), ("search", "x"), ("add", "some text")):
+        result = cli(*command)
+        assert result.exit_code == ExitCode.INPUT and result.stderr.count("\n") == 1, result.stderr
+        assert f"{tmp_path}/data is a file, not a folder" in result.stderr
+    assert (tmp_path / "data").read_text() == "not a folder"
+
+
 def test_the_not_written_yet_hint_names_the_database_to_add_to(cli, write_config, tmp_path: Path) -> None:
     write_config(f'[databases]\nnotes = "{tmp_path}/notes.lancedb"\npapers = "{tmp_path}/papers.lancedb"\n')
     by_name = cli("info", "--database", "papers")
