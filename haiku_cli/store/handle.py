@@ -136,10 +136,14 @@ def failure_reason(exc: BaseException) -> str:
     for needles, plain in _KNOWN_FAILURES:
         if any(n in lowered for n in needles):
             return plain
+    return plain_first_line(exc)
+
+
+def plain_first_line(exc: BaseException) -> str:
+    """The first line of LanceDB's message without the Rust source locations it adds (`scanner.rs:834:33`)."""
+    text = str(exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
-    # LanceDB prefixes its messages with Rust source locations; they mean nothing to a user.
-    first = re.sub(r",?\s*[\w/.-]+\.rs:\d+:\d+", "", first)
-    return first[:300]
+    return re.sub(r",?\s*[\w/.-]+\.rs:\d+:\d+", "", first)[:300]
 
 
 def is_missing_file(exc: BaseException | None) -> bool:

@@ -7,7 +7,13 @@ from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 from haiku_cli.errors import InputError
-from haiku_cli.store.handle import Database, is_read_failure, parse_json_object, storage_failure
+from haiku_cli.store.handle import (
+    Database,
+    is_read_failure,
+    parse_json_object,
+    plain_first_line,
+    storage_failure,
+)
 from haiku_cli.store.records import ChunkRecord, DocumentRecord
 
 _DOC_COLUMNS = ["id", "uri", "title", "metadata", "content_hash", "created_at", "updated_at"]
@@ -53,12 +59,7 @@ def _query_rows(db: Database, table: Any, where: str | None, columns: list[str],
             raise storage_failure(db.name, "cannot be read", exc) from exc
         if not where:
             raise
-        raise InputError(f"invalid filter {where!r}: {_first_line(exc)}") from exc
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0][:300] if lines else type(exc).__name__
+        raise InputError(f"invalid filter {where!r}: {plain_first_line(exc)}") from exc
 
 
 def _document(row: dict[str, Any]) -> DocumentRecord:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from haiku_cli.errors import InputError
 from haiku_cli.store import reads
 from haiku_cli.store.reads import get_documents, get_documents_of, list_documents
 from tests.support.single_chunks import single_chunk_database
@@ -26,3 +27,13 @@ def test_documents_of_several_databases_in_one_call(tmp_path: Path, monkeypatch,
     assert found == [get_documents(db, ids) for db, ids in wanted]
     assert [sorted(d.title for d in docs.values()) for docs in found] == [["d0", "d2"], ["d0", "d1"]]
     assert get_documents_of([(first, [])]) == [{}]
+
+
+def test_an_invalid_filter_names_the_problem_without_lances_source_locations(tmp_path: Path) -> None:
+    db = single_chunk_database(tmp_path / "a.lancedb", ["alpha"], [[1.0, 0.0]])
+    # metadata is a JSON string, so a struct access fails inside Lance, whose message ends in a .rs path.
+    with pytest.raises(InputError) as raised:
+        list_documents(db, where="metadata.project = 'thesis'")
+    message = str(raised.value)
+    assert message.startswith("invalid filter \"metadata.project = 'thesis'\": ")
+    assert "is not Struct" in message and ".rs:" not in message and "/.cargo/" not in message
