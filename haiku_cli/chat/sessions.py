@@ -172,6 +172,10 @@ class SessionStore:
         so two chats on one session never silently drop each other's questions.
         """
         path = self.path(session.name)
+        # A data dir naming a file would otherwise read as "unreadable", i.e. changed by another process.
+        blocker = next((p for p in (self.root, *self.root.parents) if p.is_file()), None)
+        if blocker is not None:
+            raise InputError(f"cannot save session '{session.name}': {blocker} is a file, not a folder")
         on_disk = self._revision(path)
         if on_disk != session.revision:
             raise InputError(

@@ -67,6 +67,15 @@ def test_a_save_over_another_process_save_is_refused() -> None:
     assert [t.question for t in store.load("s1").turns] == ["from the first chat"]
 
 
+def test_a_data_dir_that_is_a_file_is_named_not_blamed_on_another_process(tmp_path: Path) -> None:
+    (tmp_path / "data").write_text("not a folder")  # HAIKU_DATA_DIR naming a file
+    store = SessionStore(tmp_path / "data" / "sessions")
+    with pytest.raises(InputError) as raised:
+        store.save(Session.start("s1", [Source(name="notes")]))
+    assert str(raised.value) == f"cannot save session 's1': {tmp_path / 'data'} is a file, not a folder"
+    assert (tmp_path / "data").read_text() == "not a folder"
+
+
 def test_list_newest_first_and_delete() -> None:
     store = SessionStore()
     store.save(answered(Session.start("old", [Source(name="notes")]), "q"))
