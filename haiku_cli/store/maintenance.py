@@ -79,7 +79,10 @@ def _upgrade(db: Database) -> str | None:
     # Version 1 keeps working; it only looks each search's documents up (a few ms per database).
     if db.chunks_carry_documents:
         return None
-    return "older layout: each search also looks its documents up; haiku rebuild upgrades it"
+    older = "older layout: each search also looks its documents up"
+    if db.location.read_only:  # rebuild would refuse it here
+        return f"{older}; rebuilding it (where it is not configured read_only) upgrades it"
+    return f"{older}; haiku rebuild upgrades it"
 
 
 def history(db: Database) -> list[TableVersion]:

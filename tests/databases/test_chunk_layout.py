@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import anyio
@@ -91,6 +92,10 @@ def test_an_old_layout_database_is_searched_written_and_upgraded_by_rebuild(v1_d
     _assert_hits_match_documents(v1_database, before)
     info = anyio.run(lambda: operations.info(ws, v1_database))
     assert info.schema_version == 1 and "haiku rebuild" in (info.upgrade or "")
+    # Configured read_only, the database would refuse that rebuild: info does not send the user there.
+    locked = dataclasses.replace(v1_database, read_only=True)
+    upgrade = anyio.run(lambda: operations.info(workspace(), locked)).upgrade or ""
+    assert "older layout" in upgrade and "haiku rebuild" not in upgrade
 
     anyio.run(lambda: operations.rebuild(ws, v1_database))
     new = open_database(v1_database)
