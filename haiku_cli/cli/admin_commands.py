@@ -128,7 +128,7 @@ def info(
 def vacuum(
     ctx: typer.Context, database: DatabaseNames = None, db: DatabasePaths = None, json: Json = False
 ) -> None:
-    """Compact the tables and remove old versions."""
+    """Compact the tables, remove old versions, and upgrade an older layout in place."""
     from haiku_cli import api
 
     ws, loc = _one(ctx, database, db)
@@ -137,7 +137,8 @@ def vacuum(
         output.print_model(done)
         return
     before, after = render.size(done.size_bytes_before), render.size(done.size_bytes_after)
-    output.out.print(f"vacuumed {done.database}: {before} → {after}", markup=False)
+    upgraded = " (layout upgraded: searches no longer look documents up)" if done.upgraded_layout else ""
+    output.out.print(f"vacuumed {done.database}: {before} → {after}{upgraded}", markup=False)
 
 
 def rebuild(

@@ -301,12 +301,14 @@ async def history(ws: Workspace, location: Location) -> DatabaseHistory:
 
 
 async def vacuum(ws: Workspace, location: Location) -> VacuumReport:
-    """`haiku vacuum`: compact and drop old versions."""
+    """`haiku vacuum`: compact, drop old versions, and upgrade an older layout in place."""
     db = await ws.pool.open_one(location, writable=True)
     async with _writing(db):
-        before, after = await anyio.to_thread.run_sync(lambda: maintenance.vacuum(db))
+        before, after, upgraded = await anyio.to_thread.run_sync(lambda: maintenance.vacuum(db))
     ws.pool.forget(location)
-    return VacuumReport(database=db.name, size_bytes_before=before, size_bytes_after=after)
+    return VacuumReport(
+        database=db.name, size_bytes_before=before, size_bytes_after=after, upgraded_layout=upgraded
+    )
 
 
 async def rebuild(

@@ -57,11 +57,13 @@ class DatabaseHistory(BaseModel):
 
 
 class VacuumReport(BaseModel):
-    """`haiku vacuum`: size on disk before and after (None for object storage)."""
+    """`haiku vacuum`: size on disk before and after (None for object storage), and whether the database's
+    older layout was upgraded to this haiku's."""
 
     database: str
     size_bytes_before: int | None
     size_bytes_after: int | None
+    upgraded_layout: bool = False
 
 
 class RebuildReport(BaseModel):

@@ -49,7 +49,8 @@ class Database:
         self.meta = read_meta(self.meta_table)
         chunks = tables.get(schema.CHUNKS)
         self.chunks = chunks if chunks is not None else conn.open_table(self.chunks_table_name)
-        self._chunk_columns: tuple[str, frozenset[str]] | None = None  # (table name, its columns)
+        # ((table name, version), its columns): `vacuum` adds columns to an older layout's table in place
+        self._chunk_columns: tuple[tuple[str, int], frozenset[str]] | None = None
 
     @property
     def name(self) -> str:
@@ -68,10 +69,10 @@ class Database:
 
     @property
     def chunk_columns(self) -> frozenset[str]:
-        """The live chunks table's columns, read once per table (a rebuild switches tables, not columns)."""
-        name = self.chunks.name
-        if self._chunk_columns is None or self._chunk_columns[0] != name:
-            self._chunk_columns = (name, frozenset(self.chunks.schema.names))
+        """The live chunks table's columns, read once per table version."""
+        key = (self.chunks.name, self.chunks.version)
+        if self._chunk_columns is None or self._chunk_columns[0] != key:
+            self._chunk_columns = (key, frozenset(self.chunks.schema.names))
         return self._chunk_columns[1]
 
     @property

@@ -17,7 +17,7 @@ from haiku_cli.store.indexes import DOCUMENT_KEYS, index_states, lance_dataset, 
 from haiku_cli.store.reads import count_chunks, count_documents
 from haiku_cli.store.records import UtcDatetime
 from haiku_cli.store.transaction import storage_errors
-from haiku_cli.store.writer import exclusive
+from haiku_cli.store.writer import ensure_held, exclusive
 
 if TYPE_CHECKING:
     from lancedb.table import Table
@@ -80,9 +80,9 @@ def _upgrade(db: Database) -> str | None:
     if db.chunks_carry_documents:
         return None
     older = "older layout: each search also looks its documents up"
-    if db.location.read_only:  # rebuild would refuse it here
-        return f"{older}; rebuilding it (where it is not configured read_only) upgrades it"
-    return f"{older}; haiku rebuild upgrades it"
+    if db.location.read_only:  # vacuum would refuse it here
+        return f"{older}; vacuuming it (where it is not configured read_only) upgrades it"
+    return f"{older}; haiku vacuum upgrades it in place (nothing is re-embedded)"
 
 
 def history(db: Database) -> list[TableVersion]:
@@ -173,11 +173,15 @@ def _superseded_cutoff(table: Table, keep: timedelta) -> timedelta | None:
     return now - max(expired) + timedelta(milliseconds=100) if expired else None
 
 
-def vacuum(db: Database) -> tuple[int | None, int | None]:
-    """Merge index segments, compact files and drop every old version; returns size before and after."""
+def vacuum(db: Database) -> tuple[int | None, int | None, bool]:
+    """Merge index segments, compact files, drop every old version and bring an older layout up to date.
+
+    Returns the size before and after, and whether the layout was upgraded.
+    """
     path = db.location.local_path
     before = _dir_size(path) if path is not None else None
     with exclusive(db), warnings.catch_warnings(), storage_errors(db, "cannot be vacuumed"):
+        upgraded = upgrade_layout(db)
         refresh_indexes(db.chunks, merge_all=True)
         refresh_keys(db.documents, DOCUMENT_KEYS)
         # Dropping every old version is what vacuum is for; LanceDB warns about it to other callers.
@@ -185,7 +189,33 @@ def vacuum(db: Database) -> tuple[int | None, int | None]:
         for table in (db.documents, db.chunks, db.meta_table):
             table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
     after = _dir_size(path) if path is not None else None
-    return before, after
+    return before, after, upgraded
+
+
+def upgrade_layout(db: Database) -> bool:
+    """Copy each document's uri, title and metadata into its chunk rows in place (schema 1 to 2).
+
+    Nothing is re-embedded and chunk ids stay (saved citations still resolve); `rebuild` upgrades too,
+    by re-embedding everything. False when there is nothing to do or no Lance to do it with.
+    """
+    if db.chunks_carry_documents:
+        return False
+    dataset = lance_dataset(db.chunks)
+    if dataset is None:
+        return False
+    rows = max(count_documents(db), 1)
+    fields = db.documents.search().select(["id", *schema.DOCUMENT_FIELDS]).limit(rows).to_arrow()
+    fields = fields.rename_columns(["document_id", *schema.DOCUMENT_FIELDS.values()])
+    ensure_held(db)
+    # The version first: from here an older haiku refuses the database rather than write chunk rows
+    # without the copies; a crash before the copies leaves a version-2 database searched as version 1
+    # (documents looked up) until the next vacuum, never a wrong one.
+    db.set_meta("schema_version", str(schema.SCHEMA_VERSION))
+    # One commit adding the three columns beside the existing data files: row addresses, and so the
+    # indexes, stay as they are.
+    dataset.merge(fields, left_on="document_id", right_on="document_id")
+    db.chunks.checkout_latest()
+    return True
 
 
 def _dir_size(path: Path) -> int:

@@ -6,7 +6,7 @@ import pyarrow as pa
 
 # 2: each chunk row carries its document's uri, title and metadata (DOCUMENT_FIELDS), so a search
 # builds its hits without looking documents up. A version-1 database (chunks without them) is read
-# and written as it is; `haiku rebuild` rewrites its chunks in the version-2 layout.
+# and written as it is; `haiku vacuum` adds the copies in place (`rebuild` re-embeds in the new layout).
 SCHEMA_VERSION = 2
 DOCUMENTS = "documents"
 CHUNKS = "chunks"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -11,7 +12,9 @@ import pytest
 from haiku_cli.databases import operations
 from haiku_cli.databases.selection import Selection
 from haiku_cli.search.candidates import find_candidates
-from haiku_cli.store import Location, open_database, reads, schema
+from haiku_cli.store import DocumentRecord, DocumentWrite, Location, NewChunk, open_database, reads, schema
+from haiku_cli.store.database import refresh_reader
+from haiku_cli.store.writes import new_id, write_documents
 from tests.conftest import fill
 from tests.support.old_layout import create_v1_database
 
@@ -91,11 +94,11 @@ def test_an_old_layout_database_is_searched_written_and_upgraded_by_rebuild(v1_d
     before = _hits(ws, v1_database)
     _assert_hits_match_documents(v1_database, before)
     info = anyio.run(lambda: operations.info(ws, v1_database))
-    assert info.schema_version == 1 and "haiku rebuild" in (info.upgrade or "")
-    # Configured read_only, the database would refuse that rebuild: info does not send the user there.
+    assert info.schema_version == 1 and "haiku vacuum" in (info.upgrade or "")
+    # Configured read_only, the database would refuse that vacuum: info does not send the user there.
     locked = dataclasses.replace(v1_database, read_only=True)
     upgrade = anyio.run(lambda: operations.info(workspace(), locked)).upgrade or ""
-    assert "older layout" in upgrade and "haiku rebuild" not in upgrade
+    assert "older layout" in upgrade and "haiku vacuum" not in upgrade
 
     anyio.run(lambda: operations.rebuild(ws, v1_database))
     new = open_database(v1_database)
@@ -103,3 +106,43 @@ def test_an_old_layout_database_is_searched_written_and_upgraded_by_rebuild(v1_d
     assert anyio.run(lambda: operations.info(ws, v1_database)).upgrade is None
     assert _carry_documents(v1_database)
     assert _hits(ws, v1_database) == before
+
+
+def _chunk_ids(ws, location: Location) -> list[str]:
+    selection = Selection((location,))
+    return [h.chunk_id for h in anyio.run(lambda: operations.search(ws, selection, QUERY, search_type="fts"))]
+
+
+def test_vacuum_upgrades_an_old_layout_in_place_without_re_embedding(
+    v1_database, workspace, tmp_path
+) -> None:
+    ws = workspace()
+    # A long-running process (MCP, chat) that opened the database before the upgrade.
+    running = open_database(v1_database)
+    assert not running.chunks_carry_documents
+    before, ids = _hits(ws, v1_database), _chunk_ids(ws, v1_database)
+
+    report = anyio.run(lambda: operations.vacuum(workspace(), v1_database))
+    assert report.upgraded_layout
+    db = open_database(v1_database)
+    assert db.schema_version == 2 and _carry_documents(v1_database)
+    assert anyio.run(lambda: operations.info(workspace(), v1_database)).upgrade is None
+    fresh = workspace()
+    assert _hits(fresh, v1_database) == before
+    assert _chunk_ids(fresh, v1_database) == ids  # the same chunks: saved citations still resolve
+    _assert_hits_match_documents(v1_database, before)
+
+    # The older process's next write lands in the new layout, its document's fields with it (not nulls).
+    text = "Espresso tamping pressure matters less than grind."
+    now = datetime.now(UTC)
+    doc = DocumentRecord(
+        id=new_id(), uri=None, title="Tamping", content=text, content_hash="t", created_at=now, updated_at=now
+    )
+    chunk = NewChunk(order=0, text=text, vector=[0.1] * running.embedder.dimension)
+    running.read_at = 0.0  # its last look at the store is old: it catches up, as a pooled handle does
+    refresh_reader(running)
+    write_documents(running, [DocumentWrite(document=doc, chunks=[chunk])])
+    written = open_database(v1_database).chunks.search().where(f"document_id = '{doc.id}'")
+    written = written.select(["document_title"]).to_list()
+    assert [r["document_title"] for r in written] == ["Tamping"]
+    assert not anyio.run(lambda: operations.vacuum(workspace(), v1_database)).upgraded_layout
