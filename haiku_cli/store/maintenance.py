@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -219,4 +220,13 @@ def upgrade_layout(db: Database) -> bool:
 
 
 def _dir_size(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    # Another process's write may remove old versions' files while they are being counted: a file or
+    # folder gone by the time it is looked at counts for nothing (os.walk skips folders it cannot list).
+    total = 0
+    for folder, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(folder, name)).st_size
+            except FileNotFoundError:
+                continue
+    return total

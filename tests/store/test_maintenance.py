@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -312,3 +313,29 @@ def test_no_cleanup_while_a_write_is_pending(db: Database, monkeypatch) -> None:
     time.sleep(0.3)
     cleanup_superseded(db, keep=timedelta(0))
     assert _oldest_versions(db) == oldest  # undoing that write needs its old versions
+
+
+def test_info_counts_the_size_while_another_process_removes_files(db: Database) -> None:
+    # A concurrent write's version cleanup deletes files while `info` is adding up the folder's size:
+    # a file gone by the time it is looked at must not fail the read ("data files are missing").
+    _add(db, 3, 2, seed=0)
+    churn = db.location.local_path / "chunks.lance" / "_versions" / "churn"
+    churn.mkdir()
+    stop = threading.Event()
+
+    def remove_files() -> None:
+        i = 0
+        while not stop.is_set():
+            f = churn / f"old-{i % 20}.manifest"
+            f.write_bytes(b"x" * 64)
+            f.unlink()
+            i += 1
+
+    remover = threading.Thread(target=remove_files)
+    remover.start()
+    try:
+        sizes = [maintenance.database_info(db).size_bytes for _ in range(300)]
+    finally:
+        stop.set()
+        remover.join()
+    assert all(size and size > 0 for size in sizes)
