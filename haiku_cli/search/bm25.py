@@ -18,7 +18,7 @@ from functools import partial
 import numpy as np
 
 from haiku_cli.search.candidates import Candidate, CandidateQuery
-from haiku_cli.search.lookups import Found, Reads, each
+from haiku_cli.search.lookups import Found, Reads, VersionFacts, each
 from haiku_cli.store.database import Database
 from haiku_cli.store.indexes import analyze_many
 from haiku_cli.store.maintenance import corpus_totals
@@ -94,19 +94,12 @@ def query_terms(db: Database, query: str) -> QueryTerms:
 
 # Statistics of a table version never change, so they are kept for the life of the process (a host
 # serving many queries counts each once); keyed by location, table and version, a write misses them.
-_CACHE_LIMIT = 100_000
-_corpus: dict[tuple[str, str, int], TermStats] = {}
-_frequency: dict[tuple[str, str, int, str], int] = {}
+_corpus: VersionFacts[TermStats] = VersionFacts(100_000)
+_frequency: VersionFacts[int] = VersionFacts(100_000)
 
 
 def _version_key(db: Database, version: int | None) -> tuple[str, str, int]:
     return (db.location.uri, db.chunks_table_name, db.chunks.version if version is None else version)
-
-
-def _remember(cache: dict, key: tuple, value: object) -> None:
-    if len(cache) >= _CACHE_LIMIT:
-        cache.clear()
-    cache[key] = value
 
 
 def corpus_size(db: Database, version: int | None = None) -> TermStats:
@@ -114,7 +107,7 @@ def corpus_size(db: Database, version: int | None = None) -> TermStats:
     its chunks table (None: the version its handle reads)."""
     key = _version_key(db, version)
     if key not in _corpus:
-        _remember(_corpus, key, TermStats(*corpus_totals(db)))
+        return _corpus.remember(key, TermStats(*corpus_totals(db)))
     return _corpus[key]
 
 
@@ -193,7 +186,7 @@ async def rescore_set(
         [(db, reads.matching(db, terms.lookup.get(k[3], k[3]), rows)) for db, rows, k in missing]
     )
     for (_, _, key), count in zip(missing, counts, strict=True):
-        _remember(_frequency, key, count)
+        _frequency.remember(key, count)
         combined.frequency[key[3]] += count
     for cands in candidates:
         rescore(cands, terms.terms, combined)

@@ -145,10 +145,25 @@ def _table(db: Database) -> Any:
     return bridge[0]
 
 
-# A table version's row count and indexes never change, so a host serving many queries reads them once
-# per version (listing the indexes cost more than the version's number); keyed by location and table.
-_SHAPES_LIMIT = 10_000
-_shapes: dict[tuple[str, str, int], tuple[int, set[str]]] = {}
+class VersionFacts(dict[tuple, T]):
+    """Facts of table versions, which never change, kept for the life of the process (a host serving
+    many queries reads each once); emptied whole when `limit` keys are held, so memory stays bounded."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def remember(self, key: tuple, value: T) -> T:
+        """Keep `value` under `key` and return it."""
+        if len(self) >= self.limit:
+            self.clear()
+        self[key] = value
+        return value
+
+
+# A table version's row count and indexes, read once per version (listing the indexes cost more than
+# reading the version's number); keyed by location, table and version.
+_shapes: VersionFacts[tuple[int, set[str]]] = VersionFacts(10_000)
 
 
 def _table_key(db: Database) -> tuple[str, str]:
@@ -160,10 +175,7 @@ async def _run_async(table: Any, lookup: Lookup, key: tuple[str, str]) -> Found:
     shape = _shapes.get((*key, version))
     if shape is None:
         count, listed = await asyncio.gather(table.count_rows(), table.list_indices())
-        shape = (count, {i.name for i in listed})
-        if len(_shapes) >= _SHAPES_LIMIT:
-            _shapes.clear()
-        _shapes[(*key, version)] = shape
+        shape = _shapes.remember((*key, version), (count, {i.name for i in listed}))
     rows, indexes = shape
     if rows == 0:
         return _empty(lookup, indexes, version=version)
