@@ -124,18 +124,16 @@ async def _adding(
 ) -> pipeline.IngestReport:
     """Run an add holding the writer lock. A database it created is removed again when the add fails
     or stores nothing: `list` and `info` then say it does not exist, as before the add."""
-    try:
-        return await _add_once(ws, location, add)
-    except _RemovedMeanwhile:
-        # Another first add created the database, failed and removed it while this one waited for its
-        # lock: nothing was written here yet, so this add creates it afresh, as a first add would.
-        pass
-    try:
-        return await _add_once(ws, location, add)
-    except _RemovedMeanwhile:
-        raise DatabaseError(
-            f"database '{location.name}' was removed by another writer while this add waited; run it again"
-        ) from None
+    for _ in range(2):
+        try:
+            return await _add_once(ws, location, add)
+        except _RemovedMeanwhile:
+            # Another first add created the database, failed and removed it while this one waited for
+            # its lock: nothing was written here yet, so this add creates it afresh, as a first add would.
+            continue
+    raise DatabaseError(
+        f"database '{location.name}' was removed by another writer while this add waited; run it again"
+    )
 
 
 async def _add_once(
