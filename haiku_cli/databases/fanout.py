@@ -30,15 +30,16 @@ MAX_QUERY_CHARS = 10_000
 MAX_LIMIT = MAX_SEARCH_LIMIT  # the same bound as [search] limit in the config
 
 
-def candidate_depth(limit: int, search_type: SearchType) -> int:
-    """How many candidates of each kind to take from each database for a final list of `limit`.
+def candidate_depth(limit: int, search_type: SearchType, parts: int = 1) -> int:
+    """How many candidates of each kind to take from each of `parts` databases for a final list of `limit`.
 
-    Vector search ranks by similarity alone, so each database's own top `limit` holds every final hit.
-    Full-text search in a fan-out rescores with the set's statistics, which moves a chunk only a few
-    places: each database's top 3 x `limit` gives the same top 10 as its top 50 on all 60 queries of
-    the 100k benchmark (benchmarks/README.md). Hybrid fusion takes a pool of 50 of each kind.
+    Vector search ranks by similarity alone, and full-text search of one database by its own BM25, so
+    there each database's top `limit` holds every final hit. Full-text search in a fan-out rescores
+    with the set's statistics, which moves a chunk only a few places: each database's top 3 x `limit`
+    gives the same top 10 as its top 50 on all 60 queries of the 100k benchmark (benchmarks/README.md).
+    Hybrid fusion takes a pool of 50 of each kind.
     """
-    if search_type == "vector":
+    if search_type == "vector" or (search_type == "fts" and parts == 1):
         return limit
     if search_type == "fts":
         return 3 * limit
@@ -134,7 +135,7 @@ async def _search_once(
         query,
         query_vector,
         search_type,
-        candidate_depth(limit, search_type),
+        candidate_depth(limit, search_type, len(dbs)),
         document_filter,
         with_search_text=rescoring,
         parts=len(dbs),
