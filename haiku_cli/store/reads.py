@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Iterable, Sequence
+from threading import Thread, current_thread
 from typing import Any
 
 from haiku_cli.errors import InputError
@@ -114,7 +115,34 @@ def async_table(table: Any) -> tuple[Any, Callable[[Coroutine[Any, Any, Any]], A
     inner = getattr(table, "_table", None)
     if not isinstance(inner, AsyncTable) or not callable(getattr(LOOP, "run", None)):
         return None
+    _refuse_reentry(LOOP)
     return inner, LOOP.run
+
+
+class LoopReentry(RuntimeError):
+    """A synchronous LanceDB call made on LanceDB's own event loop, which would wait on itself forever."""
+
+
+def _refuse_reentry(loop: Any) -> None:
+    """Make a blocking call into `loop` from its own thread fail at once instead of deadlocking.
+
+    Coroutines handed to LanceDB's loop (a search's reads) must await LanceDB, never call its synchronous
+    API: that call queues work on the very loop it then blocks, so the process would hang for good.
+    """
+    guarded_already = getattr(loop, "_haiku_refuses_reentry", False)
+    if guarded_already or not isinstance(getattr(loop, "thread", None), Thread):
+        return
+    run = loop.run
+
+    def guarded(future: Any) -> Any:
+        if current_thread() is loop.thread:  # read each call: a fork gives the loop a new thread
+            if hasattr(future, "close"):
+                future.close()  # never scheduled: no "coroutine was never awaited" warning
+            raise LoopReentry("a synchronous LanceDB call was made on LanceDB's own event loop")
+        return run(future)
+
+    loop.run = guarded
+    loop._haiku_refuses_reentry = True
 
 
 def get_documents_of(wanted: Sequence[tuple[Database, Iterable[str]]]) -> list[dict[str, DocumentRecord]]:

@@ -37,3 +37,22 @@ def test_an_invalid_filter_names_the_problem_without_lances_source_locations(tmp
     message = str(raised.value)
     assert message.startswith("invalid filter \"metadata.project = 'thesis'\": ")
     assert "is not Struct" in message and ".rs:" not in message and "/.cargo/" not in message
+
+
+@pytest.mark.timeout(60)
+def test_a_synchronous_lancedb_call_on_its_own_loop_fails_instead_of_hanging(tmp_path: Path) -> None:
+    db = single_chunk_database(tmp_path / "a.lancedb", ["alpha"], [[1.0, 0.0]])
+    bridge = reads.async_table(db.chunks)
+    assert bridge is not None
+    table, run = bridge
+
+    async def awaits_lancedb() -> int:
+        return await table.count_rows()
+
+    async def calls_the_sync_api() -> int:
+        return db.chunks.count_rows()  # blocks on the loop this coroutine runs on
+
+    assert run(awaits_lancedb()) == 1
+    with pytest.raises(reads.LoopReentry):
+        run(calls_the_sync_api())
+    assert run(awaits_lancedb()) == 1 and db.chunks.count_rows() == 1  # the loop still serves
