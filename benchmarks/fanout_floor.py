@@ -5,9 +5,11 @@ On the databases `benchmarks/scale.py` leaves (`SIZE/one.lancedb` and `SIZE/part
 full-text search (per database the full-text query for 3 x 10 candidates with the columns search reads;
 over several databases one analyzer call over the query and every candidate's text, for set-wide BM25;
 then the documents of the hits) gathered in one coroutine on LanceDB's own loop, with none of haiku's
-Python around them, beside (3) `fanout.search_set` itself.
-(2) is what no change to haiku's own code can go below while every database answers its own queries:
-the split's (2) over one database's (2) is the fan-out ratio's floor for full text.
+Python around them, beside (3) `fanout.search_set` itself, and (0) only the full-text queries for
+scores, with no column read. (2) is what no change to haiku's own code can go below while every
+database answers its own queries: the split's (2) over one database's (2) is the fan-out ratio's floor for
+full text; the split's (0) against one database's (3) shows how much of a whole search four bare
+queries already take.
 
     python benchmarks/fanout_floor.py --work /tmp/haiku-scale --size 100000 [--queries 120] [--json]
 """
@@ -130,6 +132,20 @@ def bare_search(locations: list[Location], queries: list[str], n: int) -> dict:
     return _timed(lambda i: run(search(queries[i % len(queries)])), n)
 
 
+def scores_only(locations: list[Location], queries: list[str], n: int) -> dict:
+    """Only each database's full-text query for 3 x 10 scores, gathered: no column, no rescoring.
+
+    No full-text search of the set can cost less while each database answers its own query.
+    """
+    chunks, _, run = _tables(locations)
+
+    async def search(query: str) -> None:
+        asks = [t.query().nearest_to_text(query, columns="search_text").select(["_score"]) for t in chunks]
+        await asyncio.gather(*(ask.limit(30).to_arrow() for ask in asks))
+
+    return _timed(lambda i: run(search(queries[i % len(queries)])), n)
+
+
 def haiku_search(locations: list[Location], queries: list[str], n: int) -> dict:
     """`fanout.search_set` with --type fts on a warm pool."""
     pool = DatabasePool()
@@ -164,7 +180,11 @@ def main() -> None:
     queries = [corpus.query(rng, args.size // CHUNKS_PER_DOC) for _ in range(QUERIES)]
     report: dict = {"chunks": args.size, "load_average": round(os.getloadavg()[0], 2)}
     report["per_call_one_part"] = per_call(split[0], queries, args.queries)
-    for name, run in (("bare_lancedb_calls", bare_search), ("haiku_search_set", haiku_search)):
+    for name, run in (
+        ("scores_only", scores_only),
+        ("bare_lancedb_calls", bare_search),
+        ("haiku_search_set", haiku_search),
+    ):
         report[name] = {"one": run(one, queries, args.queries), "split": run(split, queries, args.queries)}
         one_ms, split_ms = report[name]["one"], report[name]["split"]
         report[name]["split_over_one"] = {
