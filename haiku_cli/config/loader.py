@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tomllib
@@ -39,7 +40,9 @@ def load_settings(explicit: Path | None = None) -> tuple[Settings, Path]:
             "(an empty file means the defaults) or name another"
         )
     try:
-        settings = Settings.model_validate(data)
+        # Strict: TOML has real booleans and numbers, so `read_only = "yes"` or `max_executions = true` is a
+        # mistake to name, not a value to coerce. (Environment overrides are strings, parsed below.)
+        settings = Settings.model_validate(data, strict=True)
     except ValidationError as exc:
         raise InputError(_describe(exc, path)) from exc
     for name in settings.databases:
@@ -72,6 +75,8 @@ def _storage_from_env(settings: Settings) -> Settings:
             value = float(raw)
         except ValueError:
             raise InputError(f"{env} must be a number of seconds, got {raw!r}") from None
+        if not math.isfinite(value):  # float() reads "inf" and "nan"
+            raise InputError(f"{env} must be a finite number of seconds, got {raw!r}")
         if value < 0 or (key == "timeout_seconds" and value == 0):
             raise InputError(f"{env} must be a positive number of seconds, got {raw!r}")
         updates[key] = value
@@ -102,10 +107,21 @@ def _relative_to(settings: Settings, folder: Path) -> Settings:
 
 def _describe(exc: ValidationError, path: Path) -> str:
     err = exc.errors()[0]
-    key = ".".join(str(p) for p in err["loc"])
+    key = _toml_key(err["loc"])
     if err["type"] == "extra_forbidden":
         return f"unknown key '{key}' in config file {path}"
     return f"invalid value for '{key}' in config file {path}: {_expected(err)}"
+
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _toml_key(loc: tuple[int | str, ...]) -> str:
+    """A key as the docs name it: `[databases.notes] read_only`, or `embedder` at the top level."""
+    parts = [str(p) if _BARE_KEY.match(str(p)) else json.dumps(str(p)) for p in loc]
+    if len(parts) == 1:
+        return parts[0]
+    return f"[{'.'.join(parts[:-1])}] {parts[-1]}"
 
 
 # pydantic's wording ("Input should be a valid string", "instance of DatabaseSettings") speaks Python;
@@ -141,6 +157,8 @@ def _expected(err: ErrorDetails) -> str:
         return f"expected true or false, got {_toml(err['input'])}"
     if kind in _NUMBER_BOUNDS:
         return f"expected a number {_NUMBER_BOUNDS[kind].format(**ctx)}, got {_toml(err['input'])}"
+    if kind == "finite_number":
+        return f"expected a finite number, got {_toml(err['input'])}"
     if kind == "string_too_short":  # the MCP token: never echoed back
         return f"expected at least {ctx['min_length']} characters, got fewer"
     if kind == "value_error":

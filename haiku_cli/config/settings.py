@@ -8,8 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class _Strict(BaseModel):
-    # Unknown keys are a typo the user wants to hear about, not something to ignore.
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Unknown keys are a typo the user wants to hear about, not something to ignore; `inf` and `nan` (valid
+    # TOML floats) are no sensible limit, weight or timeout.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class DatabaseSettings(_Strict):
@@ -29,10 +30,17 @@ class DatabaseSettings(_Strict):
     @field_validator("storage_options", mode="before")
     @classmethod
     def _stringify(cls, value: Any) -> Any:
-        # LanceDB wants strings; TOML users naturally write `allow_http = true`.
+        # LanceDB wants strings; TOML users naturally write `allow_http = true` or `timeout = 30`. A table,
+        # an array or a date is left as it is, for validation to refuse rather than pass on its Python repr.
         if isinstance(value, dict):
-            return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+            return {k: _option_text(v) for k, v in value.items()}
         return value
+
+
+def _option_text(value: Any) -> Any:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value) if isinstance(value, int | float) else value
 
 
 class EmbedderSettings(_Strict):

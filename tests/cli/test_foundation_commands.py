@@ -216,6 +216,17 @@ def test_unknown_config_key_is_reported(cli, write_config) -> None:
     assert result.exit_code == ExitCode.INPUT and "unknown key 'serch'" in result.stderr
 
 
+def test_a_string_where_the_config_wants_true_or_false_is_refused(cli, write_config) -> None:
+    # `read_only = "yes"` used to be read as true: a user who quoted it gets told, not guessed for.
+    path = write_config('[databases]\nnotes = { uri = "notes.lancedb", read_only = "yes" }\n')
+    result = cli("databases")
+    assert result.exit_code == ExitCode.INPUT
+    assert result.stderr.strip() == (
+        f"haiku: invalid value for '[databases.notes] read_only' in config file {path}: "
+        'expected true or false, got "yes"'
+    )
+
+
 def test_help_everywhere(cli) -> None:
     for args in ([], ["search"], ["add-src"], ["config"], ["databases"]):
         result = cli(*args, "-h")
@@ -304,7 +315,7 @@ def test_an_empty_database_path_is_refused(cli, write_config, tmp_path: Path) ->
     assert empty.exit_code == ExitCode.INPUT and "--db" in empty.stderr
     write_config('[databases]\nnotes = ""\n')
     configured = cli("search", "x")
-    assert configured.exit_code == ExitCode.INPUT and "databases.notes.uri" in configured.stderr
+    assert configured.exit_code == ExitCode.INPUT and "[databases.notes] uri" in configured.stderr
 
 
 def test_a_database_path_that_is_a_file_says_so(cli, tmp_path: Path) -> None:
@@ -425,7 +436,7 @@ def test_a_huge_configured_search_limit_is_a_config_error(cli, write_config) -> 
     cli("add", "some text")
     write_config("[search]\nlimit = 1000000000\n")
     result = cli("search", "text")
-    assert result.exit_code == ExitCode.INPUT and "search.limit" in result.stderr
+    assert result.exit_code == ExitCode.INPUT and "[search] limit" in result.stderr
     assert "--limit" not in result.stderr
 
 

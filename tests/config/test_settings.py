@@ -63,7 +63,7 @@ def test_unknown_key_names_key_and_file(write_config) -> None:
     path = write_config("[search]\nlimt = 3\n")
     with pytest.raises(InputError) as err:
         load_settings()
-    assert "search.limt" in str(err.value) and str(path) in str(err.value)
+    assert "'[search] limt'" in str(err.value) and str(path) in str(err.value)
 
 
 def test_invalid_toml_is_one_clear_error(write_config) -> None:
@@ -89,6 +89,29 @@ def test_storage_waits_from_config_and_environment(write_config, monkeypatch: py
     monkeypatch.setenv("HAIKU_WRITE_WAIT", "soon")
     with pytest.raises(InputError, match="HAIKU_WRITE_WAIT must be a number of seconds"):
         load_settings()
+    monkeypatch.setenv("HAIKU_WRITE_WAIT", "inf")  # float() reads it; no wait is that long
+    with pytest.raises(InputError, match="HAIKU_WRITE_WAIT must be a finite number of seconds, got 'inf'"):
+        load_settings()
+
+
+def test_values_of_the_right_toml_type_are_read_as_written(write_config) -> None:
+    # Strictness refuses only the wrong type: an integer where a number of seconds is asked is fine, and
+    # storage options stay strings for LanceDB whatever scalar TOML type the user wrote.
+    write_config(
+        """
+[databases]
+notes = { uri = "n", read_only = true, storage_options = { allow_http = true, timeout = 30, ratio = 0.5 } }
+
+[sandbox]
+timeout_seconds = 5
+max_executions = 3
+"""
+    )
+    settings = load_settings()[0]
+    notes = settings.databases["notes"]
+    assert notes.read_only is True
+    assert notes.storage_options == {"allow_http": "true", "timeout": "30", "ratio": "0.5"}
+    assert (settings.sandbox.timeout_seconds, settings.sandbox.max_executions) == (5.0, 3)
 
 
 def test_mcp_token_from_config_and_environment_and_hidden_when_shown(
@@ -108,7 +131,7 @@ def test_mcp_token_from_config_and_environment_and_hidden_when_shown(
         load_settings()
     monkeypatch.delenv("HAIKU_MCP_TOKEN")
     write_config('[mcp]\nhttp_token = "short"\n')
-    with pytest.raises(InputError, match=r"invalid value for 'mcp\.http_token'"):
+    with pytest.raises(InputError, match=r"invalid value for '\[mcp\] http_token'"):
         load_settings()
 
 
@@ -119,14 +142,14 @@ def test_search_limit_is_bounded_as_the_limit_option_is(write_config) -> None:
     with pytest.raises(InputError) as err:
         load_settings()
     message = str(err.value)
-    assert "'search.limit'" in message and str(path) in message and "10000" in message
+    assert "'[search] limit'" in message and str(path) in message and "10000" in message
     assert "--limit" not in message
 
 
 @pytest.mark.parametrize(
     ("toml", "expected"),
     [
-        ("[databases]\nnotes = 3\n", "'databases.notes' in config file {path}: expected a path string or a"),
+        ("[databases]\nnotes = 3\n", "'[databases] notes' in config file {path}: expected a path string or a"),
         ("databases = 3\n", "'databases' in config file {path}: expected a [databases] table"),
     ],
 )
@@ -142,47 +165,87 @@ def test_a_database_entry_of_a_wrong_shape_says_what_to_write(write_config, toml
     [
         (
             "[databases]\nnotes = { uri = 3 }\n",
-            "databases.notes.uri",
+            "[databases.notes] uri",
             'expected text in quotes, e.g. uri = "..."',
         ),
         (
             "[databases]\nnotes = { read_only = true }\n",
-            "databases.notes.uri",
+            "[databases.notes] uri",
             'it has no uri; write uri = "..."',
         ),
         (
             '[databases]\nnotes = { uri = " " }\n',
-            "databases.notes.uri",
+            "[databases.notes] uri",
             "a database needs a path or URI; it is empty",
         ),
         (
             '[databases]\nnotes = { uri = "n", storage_options = 3 }\n',
-            "databases.notes.storage_options",
+            "[databases.notes] storage_options",
             'expected a table, e.g. storage_options = { key = "value" }',
         ),
         (
             '[databases]\nnotes = { uri = "n", read_only = "maybe" }\n',
-            "databases.notes.read_only",
+            "[databases.notes] read_only",
             'expected true or false, got "maybe"',
         ),
         ("embedder = 3\n", "embedder", "expected a table: its keys under a [embedder] heading"),
         (
             "[model]\nsearch_budget = 2.5\n",
-            "model.search_budget",
+            "[model] search_budget",
             "expected a whole number without quotes, got 2.5",
         ),
         (
             '[search]\nvector_weight = "x"\n',
-            "search.vector_weight",
+            "[search] vector_weight",
             'expected a number without quotes, got "x"',
         ),
-        ("[search]\nvector_weight = 2\n", "search.vector_weight", "expected a number of at most 1, got 2"),
+        ("[search]\nvector_weight = 2\n", "[search] vector_weight", "expected a number of at most 1, got 2"),
         (
             "[sandbox]\ntimeout_seconds = 0\n",
-            "sandbox.timeout_seconds",
+            "[sandbox] timeout_seconds",
             "expected a number more than 0, got 0",
         ),
-        ('[mcp]\nhttp_token = "a-secret"\n', "mcp.http_token", "expected at least 16 characters, got fewer"),
+        ('[mcp]\nhttp_token = "a-secret"\n', "[mcp] http_token", "expected at least 16 characters, got fewer"),
+        # TOML has real booleans and numbers: a string or a boolean standing in for one is not coerced.
+        (
+            '[databases]\nnotes = { uri = "n", read_only = "yes" }\n',
+            "[databases.notes] read_only",
+            'expected true or false, got "yes"',
+        ),
+        (
+            '[databases]\nnotes = { uri = "n", read_only = 1 }\n',
+            "[databases.notes] read_only",
+            "expected true or false, got 1",
+        ),
+        (
+            "[sandbox]\nmax_executions = true\n",
+            "[sandbox] max_executions",
+            "expected a whole number without quotes, got true",
+        ),
+        (
+            '[model]\nsearch_budget = "3"\n',
+            "[model] search_budget",
+            'expected a whole number without quotes, got "3"',
+        ),
+        ("[search]\nlimit = 5.0\n", "[search] limit", "expected a whole number without quotes, got 5.0"),
+        (
+            "[search]\nvector_weight = true\n",
+            "[search] vector_weight",
+            "expected a number without quotes, got true",
+        ),
+        (
+            '[storage]\nwrite_wait_seconds = "5"\n',
+            "[storage] write_wait_seconds",
+            'expected a number without quotes, got "5"',
+        ),
+        ("[ingest]\nmax_file_mb = inf\n", "[ingest] max_file_mb", "expected a finite number, got inf"),
+        ("[sandbox]\ntimeout_seconds = nan\n", "[sandbox] timeout_seconds", "expected a finite number, got nan"),
+        ("[embedder]\nmodel = false\n", "[embedder] model", 'expected text in quotes, e.g. model = "..."'),
+        (
+            '[databases]\n"my.notes" = { uri = "n", storage_options = { retry = { max = 3 } } }\n',
+            '[databases."my.notes".storage_options] retry',
+            'expected text in quotes, e.g. retry = "..."',
+        ),
     ],
 )
 def test_a_wrong_value_says_what_to_write_not_pydantic_wording(
