@@ -26,11 +26,14 @@ class ExitCode(IntEnum):
 class Hint:
     """What the user can do next, worded by each front door its own way (a CLI command, an MCP tool).
 
-    `chosen_by` is the CLI option that picked the database (`--database notes`), for the CLI's wording.
+    `list_documents` (to find an id) and `add_documents` (to a database not written yet) are about
+    `database`; `fts_or_narrow` (databases written with different embedders) is about a set: search it by
+    full text alone, or narrow it. `chosen_by` is the CLI option that picked the database (`--database
+    notes`, `--db PATH`), for the CLI's wording.
     """
 
-    action: Literal["list_documents", "add_documents"]
-    database: str
+    action: Literal["list_documents", "add_documents", "fts_or_narrow"]
+    database: str = ""
     chosen_by: str = ""
 
 

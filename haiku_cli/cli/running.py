@@ -132,6 +132,9 @@ def _hint(hint: Hint | None) -> str:
     """The next step as a command to run (the MCP server words the same hints as tool calls)."""
     if hint is None:
         return ""
+    if hint.action == "fts_or_narrow":  # narrowed with the option that chose the set: --database or --db
+        narrow_with = hint.chosen_by.split(" ")[0] or "--database"
+        return f"; search them together with --type fts, or narrow the selection with {narrow_with}"
     option = f" {hint.chosen_by}" if hint.chosen_by else ""
     if hint.action == "list_documents":
         return f"; haiku list{option} shows the ids"

@@ -13,7 +13,7 @@ from haiku_cli.config.settings import MAX_SEARCH_LIMIT
 from haiku_cli.databases.concurrency import concurrently, in_threads
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
-from haiku_cli.errors import InputError
+from haiku_cli.errors import Hint, InputError
 from haiku_cli.search import bm25
 from haiku_cli.search.candidates import Candidate, CandidateQuery, SearchType, candidates_of, chunk_columns
 from haiku_cli.search.fusion import DEFAULT_VECTOR_WEIGHT, as_one_pool, fuse
@@ -54,8 +54,8 @@ def check_embedders(dbs: list[Database], search_type: SearchType, configured: Em
     if len(set(specs.values())) > 1:
         detail = ", ".join(f"{name} ({spec.name})" for name, spec in specs.items())
         raise InputError(
-            f"these databases were written with different embedders: {detail}; "
-            "search them together with --type fts, or narrow the selection with --database"
+            f"these databases were written with different embedders: {detail}",
+            hint=Hint("fts_or_narrow", chosen_by=dbs[0].location.chosen_by),
         )
     if configured is not None:
         for db in dbs:

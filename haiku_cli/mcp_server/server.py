@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, ValidationError
@@ -66,10 +67,10 @@ def build_server(scope: ServerScope) -> MCPServer:
             except ToolError as exc:
                 cause = exc.__cause__
                 if isinstance(cause, ValidationError):
-                    raise ToolError(_invalid_arguments(cause)) from cause
+                    schema = next((t.input_schema for t in await self.list_tools() if t.name == name), {})
+                    raise ToolError(_invalid_arguments(cause, schema)) from cause
                 if isinstance(cause, HaikuError):
-                    text = " ".join(str(part) + _hint(part.hint) for part in cause.each())
-                    raise ToolError(" ".join(text.split("\n"))) from cause
+                    raise ToolError(_one_line(cause)) from cause
                 if cause is not None and not isinstance(cause, ToolError):
                     raise ToolError(
                         f"internal error in haiku ({type(cause).__name__}); please report it"
@@ -152,17 +153,59 @@ def build_server(scope: ServerScope) -> MCPServer:
     return server
 
 
+def _one_line(error: HaikuError) -> str:
+    """The error as one line: each database's failure, then each distinct next step once."""
+    parts = error.each()
+    messages = "; ".join(" ".join(str(part).split("\n")) for part in parts)
+    return messages + "".join(dict.fromkeys(_hint(part.hint) for part in parts))
+
+
 def _hint(hint: Hint | None) -> str:
-    # The next step in terms of this server's tools: a client cannot run `haiku list` or add documents.
+    # The next step in terms of this server's tools and arguments: a client cannot run `haiku list`, add
+    # documents or pass `--type`.
     if hint is None:
         return ""
     if hint.action == "list_documents":
         return f"; list_documents with database '{hint.database}' gives the ids"
+    if hint.action == "fts_or_narrow":
+        return (
+            "; search them together with type 'fts', "
+            "or narrow the databases argument to one embedder's databases"
+        )
     return "; list_databases shows which databases in scope exist"
 
 
-def _invalid_arguments(exc: ValidationError) -> str:
-    # The SDK reports pydantic's multi-line text; a client (or model) needs which argument and why.
+def _invalid_arguments(exc: ValidationError, schema: dict[str, Any]) -> str:
+    # The SDK reports pydantic's multi-line text ("Input should be a valid integer", a URL); a client (or
+    # model) needs which argument and what to send, worded as the CLI words `--limit abc`.
     error = exc.errors()[0]
-    where = ".".join(str(part) for part in error["loc"]) or "arguments"
-    return f"invalid argument '{where}': {error['msg']}"
+    loc = error["loc"]
+    if not loc:
+        return "invalid arguments: expected an object of argument names and values"
+    if error["type"] == "missing":
+        wanted = _WANTED.get(schema.get("properties", {}).get(str(loc[0]), {}).get("type", ""))
+        return f"missing argument '{loc[0]}'" + (f": expected {wanted}" if wanted else "")
+    where = f"{loc[0]}" + "".join(f"[{part}]" for part in loc[1:])  # databases[0]
+    return f"invalid argument '{where}': {_expected(error['type'], error['input'])}"
+
+
+# What an argument of each JSON schema type takes, and the schema type each pydantic error is about.
+_WANTED = {
+    "string": "text",
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+    "array": "a list",
+}
+_ERROR_KINDS = {"string": "string", "int": "integer", "float": "number", "bool": "boolean", "list": "array"}
+
+
+def _expected(kind: str, given: object) -> str:
+    shown = json.dumps(given, default=str)
+    shown = shown if len(shown) <= 40 else shown[:39] + "…"
+    wanted = _WANTED.get(_ERROR_KINDS.get(kind.split("_")[0], ""))
+    if wanted is None:
+        return f"unexpected value {shown}"
+    if kind == "list_type" and isinstance(given, str):
+        wanted += f", e.g. [{shown}]"
+    return f"expected {wanted}, got {shown}"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from haiku_cli.errors import ExitCode
+from tests.support.single_chunks import single_chunk_database
 
 
 @pytest.fixture
@@ -449,3 +450,23 @@ def test_get_or_delete_of_an_unknown_id_quotes_it_and_points_to_list(cli, tmp_pa
     db = str(tmp_path / "notes.lancedb")
     cli("add", "more text", "--db", db)
     assert f"haiku list --db {db} shows the ids" in cli("get", "nope", "--db", db).stderr
+
+
+def test_databases_of_different_embedders_point_to_the_flags_that_chose_them(
+    cli, write_config, tmp_path: Path
+) -> None:
+    notes, other = tmp_path / "notes.lancedb", tmp_path / "other.lancedb"
+    cli("add", "spring tides", "--db", str(notes))
+    single_chunk_database(other, ["spring tides"], [[1.0, 0.0, 0.0, 0.0]])
+    mixed = (
+        "these databases were written with different embedders: notes (haiku:all-minilm-l6-v2), other (t:e)"
+    )
+    by_path = cli("search", "tides", "--db", str(notes), "--db", str(other))
+    assert by_path.exit_code == ExitCode.INPUT
+    assert by_path.stderr.strip() == (
+        f"haiku: {mixed}; search them together with --type fts, or narrow the selection with --db"
+    )
+    write_config(f'[databases]\nnotes = "{notes}"\nother = "{other}"\n')
+    by_name = cli("search", "tides")
+    assert by_name.stderr.strip().endswith("or narrow the selection with --database")
+    assert cli("search", "tides", "--type", "fts").exit_code == 0

@@ -149,7 +149,10 @@ def test_search_limit_is_bounded_as_the_limit_option_is(write_config) -> None:
 @pytest.mark.parametrize(
     ("toml", "expected"),
     [
-        ("[databases]\nnotes = 3\n", "'[databases] notes' in config file {path}: expected a path string or a"),
+        (
+            "[databases]\nnotes = 3\n",
+            "'[databases] notes' in config file {path}: expected a path string or a",
+        ),
         ("databases = 3\n", "'databases' in config file {path}: expected a [databases] table"),
     ],
 )
@@ -205,7 +208,11 @@ def test_a_database_entry_of_a_wrong_shape_says_what_to_write(write_config, toml
             "[sandbox] timeout_seconds",
             "expected a number more than 0, got 0",
         ),
-        ('[mcp]\nhttp_token = "a-secret"\n', "[mcp] http_token", "expected at least 16 characters, got fewer"),
+        (
+            '[mcp]\nhttp_token = "a-secret"\n',
+            "[mcp] http_token",
+            "expected at least 16 characters, got fewer",
+        ),
         # TOML has real booleans and numbers: a string or a boolean standing in for one is not coerced.
         (
             '[databases]\nnotes = { uri = "n", read_only = "yes" }\n',
@@ -239,7 +246,11 @@ def test_a_database_entry_of_a_wrong_shape_says_what_to_write(write_config, toml
             'expected a number without quotes, got "5"',
         ),
         ("[ingest]\nmax_file_mb = inf\n", "[ingest] max_file_mb", "expected a finite number, got inf"),
-        ("[sandbox]\ntimeout_seconds = nan\n", "[sandbox] timeout_seconds", "expected a finite number, got nan"),
+        (
+            "[sandbox]\ntimeout_seconds = nan\n",
+            "[sandbox] timeout_seconds",
+            "expected a finite number, got nan",
+        ),
         ("[embedder]\nmodel = false\n", "[embedder] model", 'expected text in quotes, e.g. model = "..."'),
         (
             '[databases]\n"my.notes" = { uri = "n", storage_options = { retry = { max = 3 } } }\n',

@@ -21,6 +21,7 @@ from haiku_cli.store.database import open_database
 from haiku_cli.store.location import Location
 from tests.capabilities.analysis_script import cite_printed, execute
 from tests.capabilities.script import Script, text
+from tests.support.single_chunks import single_chunk_database
 
 READ_TOOLS = {"list_databases", "search", "get_document", "list_documents"}
 
@@ -147,12 +148,26 @@ def test_list_documents_needs_no_name_with_one_database_in_scope(scope) -> None:
         ("search", {"query": "  "}, "the query is empty; give some words to search for"),
         ("search", {"query": "x", "type": "fuzzy"}, "unknown search type 'fuzzy'; use hybrid, vector or fts"),
         ("search", {"query": "x", "limit": 0}, "limit must be between 1 and 100"),
+        # Argument errors say what to send, as the CLI says `--limit abc`, never pydantic's own words.
         (
             "search",
             {"query": "x", "limit": "many"},
-            "invalid argument 'limit': Input should be a valid integer",
+            "invalid argument 'limit': expected a whole number, got \"many\"",
         ),
-        ("search", {}, "invalid argument 'query': Field required"),
+        (
+            "search",
+            {"query": "x", "limit": 2.5},
+            "invalid argument 'limit': expected a whole number, got 2.5",
+        ),
+        ("search", {}, "missing argument 'query': expected text"),
+        ("search", {"query": ["tides"]}, "invalid argument 'query': expected text, got [\"tides\"]"),
+        (
+            "search",
+            {"query": "x", "databases": "alpha"},
+            'invalid argument \'databases\': expected a list, e.g. ["alpha"], got "alpha"',
+        ),
+        ("search", {"query": "x", "databases": [1]}, "invalid argument 'databases[0]': expected text, got 1"),
+        ("get_document", {"database": "alpha"}, "missing argument 'document_id': expected text"),
         ("search", {"query": "x", "filter": "((("}, "invalid filter '((('"),
         ("list_documents", {"database": "alpha", "offset": -1}, "offset must be 0 or more"),
         (
@@ -167,6 +182,7 @@ def test_bad_input_is_a_one_line_tool_error_and_the_server_carries_on(scope, too
     bad, good = call(scope(), (tool, args), ("search", {"query": "lava", "type": "fts"}))
     text = error_text(bad)
     assert text.startswith(message) and "\n" not in text and "Traceback" not in text
+    assert "Input should" not in text and "pydantic" not in text
     assert hits(good)[0]["document_title"] == "Volcanoes"
 
 
@@ -204,6 +220,37 @@ def test_errors_name_the_tool_to_call_next_never_a_haiku_command(scope, tmp_path
     assert "haiku" not in error_text(missing_doc) and "--database" not in error_text(missing_doc)
     assert error_text(never_written) == (
         "database 'later' does not exist yet; list_databases shows which databases in scope exist"
+    )
+
+
+def test_databases_of_different_embedders_name_the_search_arguments_not_cli_flags(
+    scope, tmp_path: Path
+) -> None:
+    served = scope()
+    single_chunk_database(tmp_path / "other.lancedb", ["spring tides"], [[1.0, 0.0, 0.0, 0.0]])
+    other = Location("other", str(tmp_path / "other.lancedb"), chosen_by="--database other")
+    mixed, by_text = call(
+        ServerScope(served.ws, Selection((*served.selection.locations, other))),
+        ("search", {"query": "tides"}),
+        ("search", {"query": "tides", "type": "fts"}),
+    )
+    assert error_text(mixed) == (
+        "these databases were written with different embedders: alpha (haiku:all-minilm-l6-v2), "
+        "beta (haiku:all-minilm-l6-v2), other (t:e); search them together with type 'fts', "
+        "or narrow the databases argument to one embedder's databases"
+    )
+    assert {h["database"] for h in hits(by_text)} == {"alpha", "beta", "other"}
+
+
+def test_several_databases_failing_read_as_one_sentence_each_then_the_next_step_once(
+    scope, tmp_path: Path
+) -> None:
+    served = scope()
+    later = (Location(name, str(tmp_path / f"{name}.lancedb")) for name in ("later", "never"))
+    (searched,) = call(ServerScope(served.ws, Selection(tuple(later))), ("search", {"query": "tides"}))
+    assert error_text(searched) == (
+        "database 'later' does not exist yet; database 'never' does not exist yet; "
+        "list_databases shows which databases in scope exist"
     )
 
 
