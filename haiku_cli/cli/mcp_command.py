@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from haiku_cli.cli import output
-from haiku_cli.cli.options import DatabaseNames, DatabasePaths, ModelName, workspace
+from haiku_cli.cli.options import DatabaseNames, DatabasePaths, ModelName, port_number, workspace
 from haiku_cli.cli.running import add_command, run
 
 
@@ -36,8 +36,7 @@ def mcp(
         int,
         typer.Option(
             "--port",
-            min=0,
-            max=65535,
+            parser=port_number,
             help="Port to listen on with --http (0: any free one).",
             metavar="PORT",
         ),

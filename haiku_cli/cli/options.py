@@ -66,6 +66,14 @@ def whole_number(value: str) -> int:
         raise typer.BadParameter(f"expected a whole number, got {value!r}") from None
 
 
+def port_number(value: str) -> int:
+    """Parse a TCP port (0 for any free one), in the same words as `whole_number`."""
+    port = whole_number(value)
+    if not 0 <= port <= 65535:
+        raise typer.BadParameter(f"expected a port number from 0 to 65535, got {value!r}")
+    return port
+
+
 Limit = Annotated[
     int | None,
     typer.Option(

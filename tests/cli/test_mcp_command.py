@@ -32,3 +32,18 @@ def test_an_unknown_database_is_refused_before_serving(cli) -> None:
     result = cli("mcp", "--database", "nope")
     assert result.exit_code == 1
     assert result.stderr.startswith("haiku: unknown database 'nope'")
+
+
+@pytest.mark.parametrize(
+    ("port", "expected"),
+    [
+        ("abc", "expected a whole number, got 'abc'"),
+        ("99999", "expected a port number from 0 to 65535, got '99999'"),
+        ("-1", "expected a port number from 0 to 65535, got '-1'"),
+    ],
+)
+def test_a_port_that_is_not_one_says_what_to_give(cli, port: str, expected: str) -> None:
+    # Typer's own wording for `--port abc` was pydantic's ("Input should be a valid integer ...").
+    result = cli("mcp", "--http", "--port", port)
+    assert result.exit_code == 2
+    assert f"Invalid value for '--port': {expected}" in result.stderr and "Input should" not in result.stderr
