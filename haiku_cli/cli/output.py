@@ -18,16 +18,21 @@ if TYPE_CHECKING:
 
 
 # rich honours NO_COLOR and drops styling when the stream is not a terminal.
-# On a terminal rich wraps at word boundaries; a pipe gets every line (and table row) whole.
+# On a terminal rich wraps at word boundaries; a pipe or a log file gets every line (and table row) whole,
+# on stdout and stderr alike (a note cut at 80 columns breaks `grep` of a log).
 class _Console(Console):
     def on_broken_pipe(self) -> None:
         # rich would exit with 1 here; the command's error boundary treats a closed pipe as success.
         raise BrokenPipeError(errno.EPIPE, "the reader closed the pipe")
 
 
-_piped = not sys.stdout.isatty()
-out = _Console(highlight=False, soft_wrap=_piped, width=100_000 if _piped else None)
-err = _Console(stderr=True, highlight=False)
+def _console(stream: Any, **kw: Any) -> _Console:
+    piped = not stream.isatty()
+    return _Console(highlight=False, soft_wrap=piped, width=100_000 if piped else None, **kw)
+
+
+out = _console(sys.stdout)
+err = _console(sys.stderr, stderr=True)
 
 
 def print_json(data: Any) -> None:

@@ -99,12 +99,18 @@ def read_queries(source: str) -> list[tuple[str, str]]:
         line = line.strip()
         if not line:
             continue
-        if line.startswith("{"):
-            try:
-                obj = jsonlib.loads(line)
-                queries.append((str(obj.get("id", n)), str(obj["query"])))
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                raise InputError(f"{source}:{n}: expected JSON with a 'query' field ({exc})") from exc
-        else:
-            queries.append((str(n), line))
+        queries.append(_json_query(line, f"{source}:{n}", n) if line.startswith("{") else (str(n), line))
     return queries
+
+
+def _json_query(line: str, where: str, n: int) -> tuple[str, str]:
+    try:
+        obj = jsonlib.loads(line)
+    except ValueError as exc:
+        raise InputError(f"{where}: not valid JSON ({exc})") from exc
+    if not isinstance(obj, dict) or "query" not in obj:
+        raise InputError(f"{where}: expected JSON with a 'query' field")
+    # `{"query": null}` must not search for the word "None".
+    if not isinstance(obj["query"], str):
+        raise InputError(f"{where}: expected the query as text in quotes, got {jsonlib.dumps(obj['query'])}")
+    return str(obj.get("id", n)), obj["query"]

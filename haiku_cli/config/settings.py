@@ -43,11 +43,20 @@ def _option_text(value: Any) -> Any:
     return str(value) if isinstance(value, int | float) else value
 
 
+def _not_empty(value: str | None) -> str | None:
+    # `name = ""` reads as "not set" in one place and as a bad model string in another: say so at load.
+    if value is not None and not value.strip():
+        raise ValueError("it is empty; give a value or leave the key out for the default")
+    return value
+
+
 class EmbedderSettings(_Strict):
     """Which embedding model new databases are written with."""
 
     model: str | None = None  # None: the bundled all-MiniLM-L6-v2
     base_url: str | None = None
+
+    _set = field_validator("model", "base_url")(_not_empty)
 
 
 class ModelSettings(_Strict):
@@ -56,6 +65,8 @@ class ModelSettings(_Strict):
     name: str | None = None  # any pydantic-ai model string, e.g. "openai:gpt-4o"
     base_url: str | None = None
     search_budget: int = Field(default=5, ge=1)
+
+    _set = field_validator("name", "base_url")(_not_empty)
 
 
 # LanceDB's limit is a C integer (3 x limit candidates past 2**31 overflow it); a longer list is a listing,

@@ -172,6 +172,26 @@ def test_search_from_file_json_lines(cli, tmp_path: Path) -> None:
     assert "Owls" in lines[0]["hits"][0]["content"] and "Herons" in lines[1]["hits"][0]["content"]
 
 
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ('{"query": null}', "expected the query as text in quotes, got null"),  # never a search for "None"
+        ('{"query": ["owls"]}', 'expected the query as text in quotes, got ["owls"]'),
+        ('{"id": "q1"}', "expected JSON with a 'query' field"),
+        ('{"query": "owls"', "not valid JSON ("),
+    ],
+)
+def test_a_json_query_line_that_is_not_one_names_the_line(
+    cli, tmp_path: Path, line: str, expected: str
+) -> None:
+    cli("add", "Owls hunt at night.")
+    queries = tmp_path / "q.txt"
+    queries.write_text(f"owls\n{line}\n")
+    result = cli("search", "--from", str(queries), "--json")
+    assert result.exit_code == ExitCode.INPUT and result.stdout == ""
+    assert result.stderr.startswith(f"haiku: {queries}:2: {expected}") and result.stderr.count("\n") == 1
+
+
 def test_a_missing_config_named_by_haiku_config_fails_but_config_path_shows_it(
     cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,21 @@ def test_piped_output_is_plain_and_errors_have_no_traceback(tmp_path: Path) -> N
     assert "Tides" in found.stdout and "\x1b[" not in found.stdout  # no colour codes in a pipe
     bad = _run("search", "x", "--filter", "(((")
     assert bad.returncode == 1 and "Traceback" not in bad.stderr and bad.stderr.startswith("haiku: ")
+
+
+def test_notes_on_stderr_are_whole_lines_in_a_pipe(tmp_path: Path) -> None:
+    # A log of stderr is grepped line by line: a note is not cut at the 80 columns rich assumes in a pipe.
+    config = tmp_path / "two.toml"
+    config.write_text(
+        f'[databases]\nnotes = "{tmp_path}/n.lancedb"\nnot_yet_written_papers = "{tmp_path}/p.lancedb"\n'
+    )
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | {"HAIKU_CONFIG": str(config)}
+    run = partial(subprocess.run, capture_output=True, text=True, env=env)
+    assert run([*_haiku(), "add", "moon tides", "-d", "notes"]).returncode == 0
+    found = run([*_haiku(), "search", "tides"])
+    assert found.returncode == 0 and found.stderr == (
+        "(database 'not_yet_written_papers' is not created yet: nothing added to it; searched the others)\n"
+    )
 
 
 def test_python_dash_m_works() -> None:

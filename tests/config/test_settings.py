@@ -252,6 +252,17 @@ def test_a_database_entry_of_a_wrong_shape_says_what_to_write(write_config, toml
             "expected a finite number, got nan",
         ),
         ("[embedder]\nmodel = false\n", "[embedder] model", 'expected text in quotes, e.g. model = "..."'),
+        # An empty model string read as "not configured" in one place and as a bad model in another.
+        (
+            '[model]\nname = ""\n',
+            "[model] name",
+            "it is empty; give a value or leave the key out for the default",
+        ),
+        (
+            '[embedder]\nmodel = " "\n',
+            "[embedder] model",
+            "it is empty; give a value or leave the key out for the default",
+        ),
         (
             '[databases]\n"my.notes" = { uri = "n", storage_options = { retry = { max = 3 } } }\n',
             '[databases."my.notes".storage_options] retry',
