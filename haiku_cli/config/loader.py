@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import os
@@ -9,11 +10,11 @@ import re
 import tomllib
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from haiku_cli.config.paths import config_path, named_by
-from haiku_cli.config.settings import MIN_TOKEN_CHARS, Settings
+from haiku_cli.config.settings import MIN_TOKEN_CHARS, DatabaseSettings, Settings
 from haiku_cli.errors import InputError
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -106,11 +107,35 @@ def _relative_to(settings: Settings, folder: Path) -> Settings:
 
 
 def _describe(exc: ValidationError, path: Path) -> str:
-    err = exc.errors()[0]
+    # A misspelt key is also a missing one (`url` for `uri`): the typo is what to name.
+    err = min(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
     key = _toml_key(err["loc"])
     if err["type"] == "extra_forbidden":
-        return f"unknown key '{key}' in config file {path}"
+        return f"unknown key '{key}' in config file {path}{_known(err['loc'])}"
+    if err["type"] == "missing":
+        return f"missing key '{key}' in config file {path}: write {err['loc'][-1]} = \"...\""
     return f"invalid value for '{key}' in config file {path}: {_expected(err)}"
+
+
+def _known(loc: tuple[int | str, ...]) -> str:
+    """The key that was probably meant, else the keys its table takes."""
+    table: type[BaseModel] | None = Settings
+    for part in loc[:-1]:
+        if table is Settings and part == "databases":
+            table = None  # the next part is a database's name
+        elif table is None:
+            table = DatabaseSettings
+        else:
+            annotation = table.model_fields[str(part)].annotation
+            table = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    if table is None:
+        return ""
+    keys = list(table.model_fields)
+    close = difflib.get_close_matches(str(loc[-1]), keys, n=1)
+    if close:
+        return f"; did you mean '{close[0]}'?"
+    where = f"[{'.'.join(str(p) for p in loc[:-1])}]" if len(loc) > 1 else "the top level"
+    return f"; {where} takes {', '.join(keys)}"
 
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -141,8 +166,6 @@ def _expected(err: ErrorDetails) -> str:
         if len(loc) == 1:
             return 'expected a [databases] table of name = "path" entries'
         return 'expected a path string or a { uri = "..." } table'
-    if kind == "missing":
-        return f'it has no {leaf}; write {leaf} = "..."'
     if kind in ("model_type", "dict_type", "model_attributes_type"):
         if len(loc) == 1:
             return f"expected a table: its keys under a [{leaf}] heading"

@@ -164,17 +164,39 @@ def test_a_database_entry_of_a_wrong_shape_says_what_to_write(write_config, toml
 
 
 @pytest.mark.parametrize(
+    ("toml", "expected"),
+    [
+        # A misspelt key is named (not the key it leaves missing), with the key probably meant...
+        (
+            '[databases]\nnotes = { url = "n" }\n',
+            "unknown key '[databases.notes] url' in config file {path}; did you mean 'uri'?",
+        ),
+        ("[serach]\nlimit = 3\n", "unknown key 'serach' in config file {path}; did you mean 'search'?"),
+        # ...or the keys its table takes.
+        (
+            '[model]\nmodel = "openai:gpt-4o"\n',
+            "unknown key '[model] model' in config file {path}; [model] takes name, base_url, search_budget",
+        ),
+        (
+            "[databases]\nnotes = { read_only = true }\n",
+            "missing key '[databases.notes] uri' in config file {path}: write uri = \"...\"",
+        ),
+    ],
+)
+def test_a_misspelt_or_missing_key_says_which_key_to_write(write_config, toml: str, expected: str) -> None:
+    path = write_config(toml)
+    with pytest.raises(InputError) as err:
+        load_settings()
+    assert str(err.value) == expected.format(path=path)
+
+
+@pytest.mark.parametrize(
     ("toml", "key", "expected"),
     [
         (
             "[databases]\nnotes = { uri = 3 }\n",
             "[databases.notes] uri",
             'expected text in quotes, e.g. uri = "..."',
-        ),
-        (
-            "[databases]\nnotes = { read_only = true }\n",
-            "[databases.notes] uri",
-            'it has no uri; write uri = "..."',
         ),
         (
             '[databases]\nnotes = { uri = " " }\n',
