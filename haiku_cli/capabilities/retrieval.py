@@ -184,7 +184,9 @@ def cite_report(citations: Sequence[Citation], resolution: Resolution[ResolvedCh
     ]
     lines += [
         f"Not cited: {i!r} is not a chunk id in the searched databases; "
-        "use ids exactly as shown in square brackets in search results."
+        "use ids exactly as shown in square brackets in search results. A chunk found earlier in the "
+        "conversation may have changed since (its document re-added, or the database rebuilt with "
+        "another chunk size): search again for what it said."
         for i in resolution.missing
     ]
     lines += [

@@ -465,9 +465,11 @@ async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = 
 
     Documents are read, embedded and written in batches, so memory holds a few batches whatever the
     size of the database; a failure or Ctrl-C drops the new table and leaves the database as it was.
+    Documents keep their ids, and so does each chunk that comes out identical (`KeptIds`), so saved
+    citations of it still resolve; only chunks that changed (e.g. with the chunk size) get new ids.
     """
     from haiku_cli.store.reads import get_documents, list_documents
-    from haiku_cli.store.rebuild import NewChunksTable
+    from haiku_cli.store.rebuild import KeptIds, NewChunksTable
 
     progress = progress or _NoProgress()
     dimension = await embedder.resolve_dimension()
@@ -476,10 +478,11 @@ async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = 
         new = await anyio.to_thread.run_sync(NewChunksTable, db, dimension)
         try:
             written = 0
-            pending: list[tuple[DocumentSummary, Chunk]] = []
+            pending: list[_Rebuilt] = []
             for start in range(0, len(docs), _REBUILD_DOCUMENTS):
                 ids = [d.id for d in docs[start : start + _REBUILD_DOCUMENTS]]
                 full = await anyio.to_thread.run_sync(lambda ids=ids: get_documents(db, ids, content=True))
+                kept = await anyio.to_thread.run_sync(KeptIds, db, ids)
                 for doc in (full[i] for i in ids if i in full):
                     stored = from_stored(doc.uri, doc.title, doc.content)
                     chunks = await anyio.to_thread.run_sync(
@@ -489,7 +492,9 @@ async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = 
                     )
                     progress.add_total(len(chunks))
                     summary = doc.summary()  # its chunks carry its fields, not its content
-                    pending.extend((summary, c) for c in chunks)
+                    pending.extend(
+                        (summary, c, kept.take(doc.id, c.text, c.heading_path, c.pages)) for c in chunks
+                    )
                     while len(pending) >= BATCH_CHUNKS:
                         batch, pending = pending[:BATCH_CHUNKS], pending[BATCH_CHUNKS:]
                         written += await _rebuild_batch(new, embedder, batch, progress)
@@ -503,13 +508,20 @@ async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = 
     return written
 
 
-# Documents whose content a rebuild reads at once; their chunks go on in batches of BATCH_CHUNKS.
+# Documents whose content (and stored chunk keys) a rebuild reads at once; their chunks go on in
+# batches of BATCH_CHUNKS.
 _REBUILD_DOCUMENTS = 64
+# A rebuilt chunk with its document, and the stored id it keeps (None: a new one).
+_Rebuilt = tuple[DocumentSummary, Chunk, str | None]
 
 
 async def _rebuild_batch(
-    new: NewChunksTable, embedder: Embedder, batch: list[tuple[DocumentSummary, Chunk]], progress: Progress
+    new: NewChunksTable, embedder: Embedder, batch: list[_Rebuilt], progress: Progress
 ) -> int:
-    rows = await embed_chunks(embedder, [(doc.title, c) for doc, c in batch], progress.advance)
-    await anyio.to_thread.run_sync(new.add, [(doc, row) for (doc, _), row in zip(batch, rows, strict=True)])
+    rows = await embed_chunks(embedder, [(doc.title, c) for doc, c, _ in batch], progress.advance)
+    for row, (_, _, kept) in zip(rows, batch, strict=True):
+        row.id = kept
+    await anyio.to_thread.run_sync(
+        new.add, [(doc, row) for (doc, _, _), row in zip(batch, rows, strict=True)]
+    )
     return len(rows)

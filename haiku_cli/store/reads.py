@@ -202,8 +202,20 @@ def get_chunks(db: Database, ids: Iterable[str]) -> dict[str, ChunkRecord]:
 
 def chunks_of(db: Database, document_id: str) -> list[ChunkRecord]:
     """A document's chunks in order."""
-    rows = _query_rows(db, db.chunks, f"document_id = {sql_string(document_id)}", _CHUNK_COLUMNS, None)
-    return sorted((ChunkRecord(**r) for r in rows), key=lambda c: c.order)
+    return chunks_of_documents(db, [document_id])[document_id]
+
+
+def chunks_of_documents(db: Database, document_ids: Iterable[str]) -> dict[str, list[ChunkRecord]]:
+    """The chunks of several documents, each in order (one query, through the document_id index)."""
+    ids = list(dict.fromkeys(document_ids))
+    if not ids:
+        return {}
+    out: dict[str, list[ChunkRecord]] = {i: [] for i in ids}
+    for row in _query_rows(db, db.chunks, in_list("document_id", ids), _CHUNK_COLUMNS, None):
+        out[row["document_id"]].append(ChunkRecord(**row))
+    for chunks in out.values():
+        chunks.sort(key=lambda c: c.order)
+    return out
 
 
 def count_documents(db: Database) -> int:

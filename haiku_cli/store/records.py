@@ -51,8 +51,9 @@ class ChunkRecord(BaseModel):
 
 
 class NewChunk(BaseModel):
-    """A chunk to be written, with its embedding."""
+    """A chunk to be written, with its embedding; `id` None gets a fresh id (a rebuild passes a kept one)."""
 
+    id: str | None = None
     order: int
     text: str
     heading_path: list[str] = Field(default_factory=list)

@@ -28,7 +28,7 @@ def new_id() -> str:
 
 
 def make_chunk_rows(chunks: Table, new: Sequence[tuple[DocumentSummary, NewChunk]]) -> list[dict]:
-    """Rows for new (document, chunk) pairs of table `chunks`: fresh ids, search lengths in terms.
+    """Rows for new (document, chunk) pairs of table `chunks`: ids (fresh unless kept), search lengths.
 
     Each row carries its document's uri, title and metadata (schema version 2); `document.id` is the
     id the document is stored under.
@@ -39,7 +39,12 @@ def make_chunk_rows(chunks: Table, new: Sequence[tuple[DocumentSummary, NewChunk
         if document.id not in copied:
             fields = document_fields(document)
             copied[document.id] = {schema.DOCUMENT_FIELDS[k]: v for k, v in fields.items()}
-        row = {"id": new_id(), "document_id": document.id, **copied[document.id], **chunk.model_dump()}
+        row = {
+            "id": chunk.id or new_id(),
+            "document_id": document.id,
+            **copied[document.id],
+            **chunk.model_dump(exclude={"id"}),
+        }
         row["search_text"] = chunk.search_text or chunk.text
         rows.append(row)
     for row, terms in zip(rows, analyze_many(chunks, [r["search_text"] for r in rows]), strict=True):

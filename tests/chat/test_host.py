@@ -18,6 +18,8 @@ from haiku_cli.chat.host import ChatHost, ask_in_session
 from haiku_cli.chat.sessions import SessionStore
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError, ModelError
+from haiku_cli.ingest import pipeline
+from haiku_cli.store import open_database
 from tests.capabilities.analysis_script import execute, last_output
 from tests.capabilities.script import _CHUNK_ID, call, chunk_ids, returns, search, text
 from tests.chat.streaming import Hang, StreamScript
@@ -173,6 +175,56 @@ def test_resumed_session_keeps_citing_an_earlier_chunk_by_id(kb: Workspace, work
         "Capital of France?",
         "Remind me of the capital?",
     ]
+
+
+class _Resized:
+    """The real embedder, chunking documents to `max_tokens` (as another configured chunk size would)."""
+
+    def __init__(self, real: Any, max_tokens: int) -> None:
+        self._real, self.max_tokens = real, max_tokens
+        self.name, self.dimension, self.count_tokens = real.name, real.dimension, real.count_tokens
+        self.embed_documents, self.resolve_dimension = real.embed_documents, real.resolve_dimension
+
+
+def _rebuild(ws: Workspace, name: str, max_tokens: int | None = None) -> None:
+    """Rebuild a configured database (at another chunk size when `max_tokens` is given)."""
+    db = open_database(ws.locations[name], writable=True)
+    embedder = ws.embedder if max_tokens is None else _Resized(ws.embedder, max_tokens)
+    anyio.run(lambda: pipeline.rebuild(db, embedder))
+
+
+def test_a_resumed_session_cites_its_earlier_chunk_after_a_rebuild(kb: Workspace, workspace) -> None:
+    ask(open_host(kb, StreamScript(*grounded("capital of France", "Paris [1]."))), "Capital of France?")
+    earlier = SessionStore().load("talk").turns[0].citations[0]
+    _rebuild(kb, "notes")
+
+    def cite_earlier(messages: list[ModelMessage]) -> Any:
+        return call(("cite", {"chunk_ids": [earlier.chunk_id]}))
+
+    answer = ask(open_host(workspace(), StreamScript(cite_earlier, text("Paris [1]."))), "The capital?")
+    assert answer.grounded and not answer.violation
+    assert [c.model_dump(exclude={"index"}) for c in answer.citations] == [
+        earlier.model_dump(exclude={"index"})
+    ]
+
+
+def test_a_chunk_changed_by_a_rebuild_is_reported_to_the_model_which_searches_again(
+    kb: Workspace, workspace
+) -> None:
+    ask(open_host(kb, StreamScript(*grounded("capital of France", "Paris [1]."))), "Capital of France?")
+    earlier = SessionStore().load("talk").turns[0].citations[0]
+    _rebuild(kb, "notes", max_tokens=16)  # every note is cut in smaller pieces: new chunks, new ids
+
+    def cite_earlier(messages: list[ModelMessage]) -> Any:
+        return call(("cite", {"chunk_ids": [earlier.chunk_id]}))
+
+    script = StreamScript(cite_earlier, *grounded("capital of France", "Paris [1]."))
+    answer = ask(open_host(workspace(), script), "The capital?")
+    [told] = returns(script.seen[1], "cite")[-1:]
+    assert f"{earlier.chunk_id!r} is not a chunk id in the searched databases" in told
+    assert "search again" in told
+    [citation] = answer.citations
+    assert answer.grounded and citation.chunk_id != earlier.chunk_id and "Paris" in citation.content
 
 
 def test_resuming_with_another_selection_is_refused_unless_rescoped(kb: Workspace) -> None:

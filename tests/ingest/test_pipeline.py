@@ -289,12 +289,13 @@ def test_every_chunk_carries_its_documents_fields_through_parts_and_updates(
 
 
 class Recording:
-    """The real embedder, recording how many texts each call embeds (what a rebuild holds at once)."""
+    """The real embedder, recording how many texts each call embeds (what a rebuild holds at once);
+    `max_tokens` other than the real one's chunks documents to another size."""
 
-    def __init__(self, real) -> None:
+    def __init__(self, real, max_tokens: int | None = None) -> None:
         self._real = real
         self.calls: list[int] = []
-        self.name, self.dimension, self.max_tokens = real.name, real.dimension, real.max_tokens
+        self.name, self.dimension, self.max_tokens = real.name, real.dimension, max_tokens or real.max_tokens
         self.count_tokens = real.count_tokens
 
     async def embed_documents(self, texts, on_progress=None):
@@ -337,6 +338,63 @@ def test_a_rebuild_that_fails_part_way_leaves_the_database_as_it_was(
     again = open_database(db.location)
     assert again.chunks_table_name == "chunks" and _chunk_texts(again) == before
     assert sorted(again.conn.list_tables().tables) == tables  # the half-built table is gone
+
+
+def _chunks_by_id(db) -> dict[str, tuple[str, str, list[int]]]:
+    """Every chunk id with its document id, text and pages."""
+    rows = db.chunks.to_arrow().select(["id", "document_id", "text", "pages"]).to_pylist()
+    return {r["id"]: (r["document_id"], r["text"], r["pages"]) for r in rows}
+
+
+def _sections(*sizes: int) -> str:
+    """A Markdown document of one section per size: that many sentences of section-specific words."""
+    return "\n\n".join(
+        f"# Part {i}\n\n" + " ".join(f"Sentence {j} of part {i} says something." for j in range(n))
+        for i, n in enumerate(sizes)
+    )
+
+
+@pytest.mark.parametrize("layout", ["current", "v1"])
+def test_a_rebuild_of_an_unchanged_database_keeps_every_document_and_chunk_id(
+    tmp_path: Path, embedder, monkeypatch, layout: str
+) -> None:
+    db = _db(tmp_path, embedder, layout)
+    folder = _folder(tmp_path, 5)
+    (folder / "long.md").write_text(_sections(2, 30, 2))  # several chunks, one section cut in pieces
+    repeated = " ".join(f"Sentence {j} says the same." for j in range(20))  # over half a chunk
+    (folder / "twice.md").write_text(f"# Same\n\n{repeated}\n\n{repeated}\n")  # two identical chunks
+    anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
+    before, documents = _chunks_by_id(db), reads.list_documents(db, limit=None)
+    assert len(before) == 11 and len({text for _, text, _ in before.values()}) == 10
+    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 3)  # ids are kept across batches too
+    monkeypatch.setattr(pipeline, "_REBUILD_DOCUMENTS", 2)
+    anyio.run(lambda: pipeline.rebuild(db, embedder))
+    again = open_database(db.location)
+    assert _chunks_by_id(again) == before
+    assert reads.list_documents(again, limit=None) == documents
+    # Each chunk was written again (in the current layout), not carried over.
+    assert again.chunks_table_name != "chunks" and "document_title" in again.chunks.schema.names
+
+
+def test_a_rebuild_with_a_smaller_chunk_size_gives_new_ids_only_to_changed_chunks(
+    tmp_path: Path, embedder
+) -> None:
+    db = _db(tmp_path, embedder)
+    # Part 0 is long and is cut anew at the smaller size; parts 1 and 2 fit either size, and stay.
+    anyio.run(lambda: pipeline.add_text(db, embedder, _sections(30, 2, 3), title="Parts", metadata={}))
+    before = {text: id_ for id_, (_, text, _) in _chunks_by_id(db).items()}
+    assert anyio.run(lambda: pipeline.rebuild(db, Recording(embedder, max_tokens=96))) > len(before)
+    after = {text: id_ for id_, (_, text, _) in _chunks_by_id(open_database(db.location)).items()}
+    unchanged = before.keys() & after.keys()
+    assert {t for t in unchanged if " of part 0 " not in t} == {t for t in before if " of part 0 " not in t}
+    assert len(unchanged) < len(before) < len(after)  # part 0 was cut differently
+    assert all(after[t] == before[t] for t in unchanged)  # even where their order changed
+    assert not set(before.values()) & {after[t] for t in after.keys() - unchanged}  # changed: new ids
+    # Back to the first size: the chunks that were identical at both sizes still have their first ids.
+    anyio.run(lambda: pipeline.rebuild(db, embedder))
+    final = {text: id_ for id_, (_, text, _) in _chunks_by_id(open_database(db.location)).items()}
+    assert final.keys() == before.keys()
+    assert {t for t in final if final[t] == before[t]} == unchanged
 
 
 def test_the_report_lists_sources_in_the_order_given(tmp_path: Path, embedder, monkeypatch) -> None:
