@@ -24,6 +24,7 @@ from tests.capabilities.analysis_script import execute, last_output
 from tests.capabilities.script import _CHUNK_ID, call, chunk_ids, returns, search, text
 from tests.chat.streaming import Hang, StreamScript
 from tests.conftest import fill
+from tests.support.resized_embedder import Resized
 
 
 def prompts(messages: list[ModelMessage]) -> list[str]:
@@ -177,19 +178,10 @@ def test_resumed_session_keeps_citing_an_earlier_chunk_by_id(kb: Workspace, work
     ]
 
 
-class _Resized:
-    """The real embedder, chunking documents to `max_tokens` (as another configured chunk size would)."""
-
-    def __init__(self, real: Any, max_tokens: int) -> None:
-        self._real, self.max_tokens = real, max_tokens
-        self.name, self.dimension, self.count_tokens = real.name, real.dimension, real.count_tokens
-        self.embed_documents, self.resolve_dimension = real.embed_documents, real.resolve_dimension
-
-
 def _rebuild(ws: Workspace, name: str, max_tokens: int | None = None) -> None:
     """Rebuild a configured database (at another chunk size when `max_tokens` is given)."""
     db = open_database(ws.locations[name], writable=True)
-    embedder = ws.embedder if max_tokens is None else _Resized(ws.embedder, max_tokens)
+    embedder = ws.embedder if max_tokens is None else Resized(ws.embedder, max_tokens)
     anyio.run(lambda: pipeline.rebuild(db, embedder))
 
 

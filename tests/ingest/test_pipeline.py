@@ -13,6 +13,7 @@ from haiku_cli.errors import DatabaseError, ModelError
 from haiku_cli.ingest import pipeline
 from haiku_cli.store import EmbedderSpec, Location, open_database, reads
 from tests.support.old_layout import create_v1_database
+from tests.support.resized_embedder import Resized
 
 
 class FailingAfter:
@@ -289,13 +290,12 @@ def test_every_chunk_carries_its_documents_fields_through_parts_and_updates(
 
 
 class Recording:
-    """The real embedder, recording how many texts each call embeds (what a rebuild holds at once);
-    `max_tokens` other than the real one's chunks documents to another size."""
+    """The real embedder, recording how many texts each call embeds (what a rebuild holds at once)."""
 
-    def __init__(self, real, max_tokens: int | None = None) -> None:
+    def __init__(self, real) -> None:
         self._real = real
         self.calls: list[int] = []
-        self.name, self.dimension, self.max_tokens = real.name, real.dimension, max_tokens or real.max_tokens
+        self.name, self.dimension, self.max_tokens = real.name, real.dimension, real.max_tokens
         self.count_tokens = real.count_tokens
 
     async def embed_documents(self, texts, on_progress=None):
@@ -383,7 +383,7 @@ def test_a_rebuild_with_a_smaller_chunk_size_gives_new_ids_only_to_changed_chunk
     # Part 0 is long and is cut anew at the smaller size; parts 1 and 2 fit either size, and stay.
     anyio.run(lambda: pipeline.add_text(db, embedder, _sections(30, 2, 3), title="Parts", metadata={}))
     before = {text: id_ for id_, (_, text, _) in _chunks_by_id(db).items()}
-    assert anyio.run(lambda: pipeline.rebuild(db, Recording(embedder, max_tokens=96))) > len(before)
+    assert anyio.run(lambda: pipeline.rebuild(db, Resized(embedder, max_tokens=96))) > len(before)
     after = {text: id_ for id_, (_, text, _) in _chunks_by_id(open_database(db.location)).items()}
     unchanged = before.keys() & after.keys()
     assert {t for t in unchanged if " of part 0 " not in t} == {t for t in before if " of part 0 " not in t}
