@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import Field, ValidationError
+from pydantic import BeforeValidator, Field, ValidationError
+from pydantic_core import PydanticCustomError
 
 from haiku_cli import __version__
 from haiku_cli.api import (
@@ -42,6 +43,16 @@ Databases = Annotated[
 _ENUM = {"enum": list(SEARCH_TYPES)}
 _LIMIT = f"How many hits, 1 to {MAX_LIMIT} (default 10)."
 _PAGE = f"Page size, 1 to {MAX_LIMIT}."
+
+
+def _not_true_or_false(value: Any) -> Any:
+    # pydantic's lax mode reads JSON `true` as the count 1; a number given as "5" is still read.
+    if isinstance(value, bool):
+        raise PydanticCustomError("int_type", "expected a whole number")
+    return value
+
+
+NOT_TRUE_OR_FALSE = BeforeValidator(_not_true_or_false)
 
 
 def require_sdk() -> None:
@@ -99,9 +110,7 @@ def build_server(scope: ServerScope) -> MCPServer:
             str,
             Field(description="hybrid (default), vector or fts.", json_schema_extra={"enum": SEARCH_TYPES}),
         ] = "hybrid",
-        limit: Annotated[
-            int | None, Field(description=f"How many hits, 1 to {MAX_LIMIT} (default 10).")
-        ] = None,
+        limit: Annotated[int | None, Field(description=_LIMIT), NOT_TRUE_OR_FALSE] = None,
         filter: Annotated[
             str | None,
             Field(description="SQL condition over document fields: uri, title, metadata, created_at."),
@@ -123,8 +132,8 @@ def build_server(scope: ServerScope) -> MCPServer:
         database: Annotated[
             str | None, Field(description="The database to list (optional when only one is in scope).")
         ] = None,
-        limit: Annotated[int, Field(description=_PAGE)] = 50,
-        offset: Annotated[int, Field(description="How many documents to skip.")] = 0,
+        limit: Annotated[int, Field(description=_PAGE), NOT_TRUE_OR_FALSE] = 50,
+        offset: Annotated[int, Field(description="How many documents to skip."), NOT_TRUE_OR_FALSE] = 0,
     ) -> DocumentList:
         """A page of one database's documents, oldest first."""
         return await scope.list_documents(database, limit, offset)

@@ -160,6 +160,16 @@ def test_list_documents_needs_no_name_with_one_database_in_scope(scope) -> None:
             "invalid argument 'limit': expected a whole number, got 2.5",
         ),
         ("search", {}, "missing argument 'query': expected text"),
+        (
+            "search",
+            {"query": "x", "limit": True},
+            "invalid argument 'limit': expected a whole number, got true",
+        ),
+        (
+            "list_documents",
+            {"offset": False},
+            "invalid argument 'offset': expected a whole number, got false",
+        ),
         ("search", {"query": ["tides"]}, "invalid argument 'query': expected text, got [\"tides\"]"),
         (
             "search",
