@@ -92,14 +92,25 @@ def _search_type(value: str) -> SearchType:
 def read_queries(source: str) -> list[tuple[str, str]]:
     """Queries from a file ('-' is stdin): each line plain text or JSON {"id", "query"}; blank lines skipped.
 
-    A JSON line needs a 'query' field; its 'id' defaults to the line number.
+    A JSON line needs a 'query' field; its 'id' defaults to the line number. Every line is checked before
+    any is searched, so a bad one on line 900 is named at once rather than after 899 searches.
     """
+    from haiku_cli.databases.fanout import MAX_QUERY_CHARS
+
     queries = []
     for n, line in enumerate(read_text(source, what="queries").splitlines(), start=1):
         line = line.strip()
         if not line:
             continue
-        queries.append(_json_query(line, f"{source}:{n}", n) if line.startswith("{") else (str(n), line))
+        where = f"{source}:{n}"
+        qid, text = _json_query(line, where, n) if line.startswith("{") else (str(n), line)
+        if not text.strip():
+            raise InputError(f"{where}: the query is empty")
+        if len(text) > MAX_QUERY_CHARS:
+            raise InputError(
+                f"{where}: the query is {len(text):,} characters long; the most is {MAX_QUERY_CHARS:,}"
+            )
+        queries.append((qid, text))
     return queries
 
 
