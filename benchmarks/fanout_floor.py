@@ -39,7 +39,7 @@ from haiku_cli.store import Location, open_database  # noqa: E402
 from haiku_cli.store.indexes import FTS_INDEX  # noqa: E402
 from haiku_cli.store.reads import async_table, in_list  # noqa: E402
 
-_COLUMNS = ["id", "document_id", "order", "text", "heading_path", "pages", "_score", "search_text"]
+_COLUMNS = ["id", "document_id", "text", "heading_path", "pages", "_score", "search_text"]
 _DOCUMENT_COLUMNS = ["id", "uri", "title", "metadata"]
 _SEPARATOR = " zzhaikutextbreakzz "
 

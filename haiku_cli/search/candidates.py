@@ -20,7 +20,7 @@ from haiku_cli.store.schema import DOCUMENT_FIELDS
 
 SearchType = Literal["hybrid", "vector", "fts"]
 
-_COLUMNS = ["id", "document_id", "order", "text", "heading_path", "pages"]
+_COLUMNS = ["id", "document_id", "text", "heading_path", "pages"]  # what a hit shows; each costs a read
 # A chunk's copy of its document's fields (schema version 2): hits are built without a document lookup.
 _DOCUMENT_COLUMNS = list(DOCUMENT_FIELDS.values())
 
@@ -94,7 +94,6 @@ class Candidate:
     chunk_id: str
     document_id: str
     text: str
-    order: int
     heading_path: list[str] = field(default_factory=list)
     pages: list[int] = field(default_factory=list)
     # Its document's uri, title and metadata (JSON) as the chunk row holds them; None: an old layout's
@@ -233,8 +232,8 @@ def _candidates(db: Database, rows: pa.Table, score: str) -> tuple[list[Candidat
     columns = [rows.column(name).to_pylist() for name in [*_COLUMNS, score]]
     *chunks, scores = columns
     cands = [
-        Candidate(db.name, chunk_id, document_id, text, order, list(headings or []), list(pages or []))
-        for chunk_id, document_id, order, text, headings, pages in zip(*chunks, strict=True)
+        Candidate(db.name, chunk_id, document_id, text, list(headings or []), list(pages or []))
+        for chunk_id, document_id, text, headings, pages in zip(*chunks, strict=True)
     ]
     if all(name in rows.column_names for name in _DOCUMENT_COLUMNS):
         documents = zip(*(rows.column(name).to_pylist() for name in _DOCUMENT_COLUMNS), strict=True)

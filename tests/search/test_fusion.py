@@ -8,7 +8,7 @@ from haiku_cli.search.fusion import as_one_pool, fuse
 
 def _cand(db: str, chunk: str, sim: float, bm25: float | None = None, by_vector: bool = False) -> Candidate:
     return Candidate(
-        database=db, chunk_id=chunk, document_id=chunk, text=chunk, order=0,
+        database=db, chunk_id=chunk, document_id=chunk, text=chunk,
         similarity=sim, bm25=bm25, by_vector=by_vector,
     )  # fmt: skip
 
