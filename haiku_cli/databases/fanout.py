@@ -15,7 +15,7 @@ from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import Hint, InputError
 from haiku_cli.search import bm25
-from haiku_cli.search.candidates import Candidate, CandidateQuery, SearchType, candidates_of, chunk_columns
+from haiku_cli.search.candidates import Candidate, CandidateQuery, SearchType, candidates_of
 from haiku_cli.search.fusion import DEFAULT_VECTOR_WEIGHT, as_one_pool, fuse
 from haiku_cli.search.hits import SearchHit
 from haiku_cli.search.lookups import Reads
@@ -143,8 +143,7 @@ async def _search_once(
     reads = Reads(dbs, pool)
 
     def find() -> list[list[Candidate]]:
-        columns = [pool.bounded(db.location, partial(chunk_columns, db)) for db in dbs]  # read once per table
-        return reads.run(_find(reads, dbs, columns, asked, rescoring))
+        return reads.run(_find(reads, dbs, asked, rescoring))
 
     # Every read of every database in one run: on LanceDB's own loop when it allows (one hand-off).
     (per_db,) = await in_threads([find])
@@ -156,9 +155,9 @@ async def _search_once(
 
 
 async def _find(
-    reads: Reads, dbs: list[Database], columns: list[list[str]], asked: CandidateQuery, rescoring: bool
+    reads: Reads, dbs: list[Database], asked: CandidateQuery, rescoring: bool
 ) -> list[list[Candidate]]:
-    found, per_db = await candidates_of(reads, dbs, columns, asked)
+    found, per_db = await candidates_of(reads, dbs, asked)
     if rescoring:
         await bm25.rescore_set(reads, dbs, found, per_db, asked)  # see haiku_cli.search.bm25
     return per_db

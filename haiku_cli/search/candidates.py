@@ -22,12 +22,8 @@ SearchType = Literal["hybrid", "vector", "fts"]
 
 _COLUMNS = ["id", "document_id", "text", "heading_path", "pages"]  # what a hit shows; each costs a read
 # A chunk's copy of its document's fields (schema version 2): hits are built without a document lookup.
+# Asked of every table; a lookup leaves out those an old layout's table lacks.
 _DOCUMENT_COLUMNS = list(DOCUMENT_FIELDS.values())
-
-
-def chunk_columns(db: Database) -> list[str]:
-    """The chunk columns a candidate is read from: with its document's fields where the table has them."""
-    return _COLUMNS + _DOCUMENT_COLUMNS if db.chunks_carry_documents else _COLUMNS
 
 
 # An ANN index ranks by quantised distances; re-ranking this many times k by exact distance fixes
@@ -136,9 +132,9 @@ class CandidateQuery:
     with_search_text: bool = False
     parts: int = 1
 
-    def lookup(self, columns: list[str], where: str | Literal[False] | None) -> Lookup:
-        """The lookup of a database with these chunk columns (`chunk_columns`), of the chunks `where`
-        selects (False: none, so nothing is asked)."""
+    def lookup(self, where: str | Literal[False] | None) -> Lookup:
+        """The lookup of the chunks `where` selects in a database (False: none, so nothing is asked)."""
+        columns = _COLUMNS + _DOCUMENT_COLUMNS
         wants_vector = self.search_type in ("vector", "hybrid") and where is not False
         wants_text = self.search_type in ("fts", "hybrid") and bool(self.text.strip()) and where is not False
         if wants_vector:
@@ -161,17 +157,16 @@ class CandidateQuery:
 
 
 async def candidates_of(
-    reads: Reads, dbs: Sequence[Database], columns: Sequence[list[str]], query: CandidateQuery
+    reads: Reads, dbs: Sequence[Database], query: CandidateQuery
 ) -> tuple[list[Found], list[list[Candidate]]]:
     """Every database's lookup, all at once, and the candidates each found; every candidate gets an exact
-    cosine similarity when the query has a vector. `columns` are each database's `chunk_columns`, read
-    before (reading them may call LanceDB's synchronous API, which its own loop must not)."""
+    cosine similarity when the query has a vector."""
     wheres: list[str | Literal[False] | None] = [None] * len(dbs)
     if query.document_filter:
         wheres = await each(
             [(db, reads.in_thread(db, partial(chunk_filter, db, query.document_filter))) for db in dbs]
         )
-    asks = [query.lookup(cols, where) for cols, where in zip(columns, wheres, strict=True)]
+    asks = [query.lookup(where) for where in wheres]
     found = await each([(db, reads.lookup(db, ask)) for db, ask in zip(dbs, asks, strict=True)])
     return found, [_found_candidates(db, rows, query) for db, rows in zip(dbs, found, strict=True)]
 
@@ -190,7 +185,7 @@ def find_candidates(
     """One database's candidates (see `CandidateQuery`), from a thread not running an event loop."""
     asked = CandidateQuery(query, query_vector, search_type, k, document_filter, with_search_text, parts)
     reads = Reads([db], Unbounded())
-    _, (found,) = reads.run(candidates_of(reads, [db], [chunk_columns(db)], asked))
+    _, (found,) = reads.run(candidates_of(reads, [db], asked))
     return found
 
 

@@ -161,9 +161,23 @@ class VersionFacts(dict[tuple, T]):
         return value
 
 
-# A table version's row count and indexes, read once per version (listing the indexes cost more than
-# reading the version's number); keyed by location, table and version.
-_shapes: VersionFacts[tuple[int, set[str]]] = VersionFacts(10_000)
+@dataclass(frozen=True)
+class _Shape:
+    """What a lookup needs to know of a table version: its rows, indexes and columns."""
+
+    rows: int
+    indexes: set[str]
+    columns: frozenset[str]
+
+    def select(self, wanted: list[str]) -> list[str]:
+        """The wanted columns this version has (an old layout lacks some); scores are always there."""
+        return [c for c in wanted if c in self.columns or c in _SCORES]
+
+
+_SCORES = frozenset({"_score", "_distance"})
+# A table version's shape, read once per version (listing the indexes cost more than reading the
+# version's number); keyed by location, table and version.
+_shapes: VersionFacts[_Shape] = VersionFacts(10_000)
 
 
 def _table_key(db: Database) -> tuple[str, str]:
@@ -174,9 +188,11 @@ async def _run_async(table: Any, lookup: Lookup, key: tuple[str, str]) -> Found:
     version = await table.version()
     shape = _shapes.get((*key, version))
     if shape is None:
-        count, listed = await asyncio.gather(table.count_rows(), table.list_indices())
-        shape = _shapes.remember((*key, version), (count, {i.name for i in listed}))
-    rows, indexes = shape
+        count, listed, schema = await asyncio.gather(table.count_rows(), table.list_indices(), table.schema())
+        shape = _shapes.remember(
+            (*key, version), _Shape(count, {i.name for i in listed}, frozenset(schema.names))
+        )
+    rows, indexes = shape.rows, shape.indexes
     if rows == 0:
         return _empty(lookup, indexes, version=version)
     jobs = []
@@ -186,12 +202,12 @@ async def _run_async(table: Any, lookup: Lookup, key: tuple[str, str]) -> Found:
             q = q.refine_factor(lookup.refine_factor).ef(lookup.ef(rows, lookup.k))
         if lookup.where:
             q = q.where(lookup.where)
-        jobs.append(q.select(lookup.vector_columns).limit(lookup.k).to_arrow())
+        jobs.append(q.select(shape.select(lookup.vector_columns)).limit(lookup.k).to_arrow())
     if lookup.text is not None:
         q = table.query().nearest_to_text(lookup.text, columns="search_text")
         if lookup.where:
             q = q.where(lookup.where)
-        jobs.append(q.select(lookup.text_columns).limit(lookup.k).to_arrow())
+        jobs.append(q.select(shape.select(lookup.text_columns)).limit(lookup.k).to_arrow())
     results = await asyncio.gather(*jobs, return_exceptions=True)
     found = _empty(lookup, indexes, rows, version)
     if lookup.vector is not None:
@@ -213,6 +229,7 @@ async def _run_async(table: Any, lookup: Lookup, key: tuple[str, str]) -> Found:
 def _run_sync(db: Database, lookup: Lookup) -> Found:
     rows = db.chunks.count_rows()
     indexes = {i.name for i in db.chunks.list_indices()}
+    shape = _Shape(rows, indexes, db.chunk_columns)
     found = _empty(lookup, indexes, rows, db.chunks.version)
     if rows == 0:
         return found
@@ -222,13 +239,13 @@ def _run_sync(db: Database, lookup: Lookup) -> Found:
             q = q.refine_factor(lookup.refine_factor).ef(lookup.ef(rows, lookup.k))
         if lookup.where:
             q = q.where(lookup.where, prefilter=True)
-        found.vector_rows = q.select(lookup.vector_columns).limit(lookup.k).to_arrow()
+        found.vector_rows = q.select(shape.select(lookup.vector_columns)).limit(lookup.k).to_arrow()
     if lookup.text is not None:
         try:
             q = db.chunks.search(lookup.text, query_type="fts", fts_columns="search_text")
             if lookup.where:
                 q = q.where(lookup.where, prefilter=True)
-            found.text_rows = q.select(lookup.text_columns).limit(lookup.k).to_arrow()
+            found.text_rows = q.select(shape.select(lookup.text_columns)).limit(lookup.k).to_arrow()
         except Exception as exc:
             found.text_error = exc
     return found
