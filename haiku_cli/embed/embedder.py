@@ -1,4 +1,7 @@
-"""`Embedder`: the one embedding interface the rest of haiku uses, over any pydantic-ai model."""
+"""`Embedder`: the one embedding interface the rest of haiku uses, over any pydantic-ai model.
+
+`ollama:` and `openai:` models are our own OpenAI-compatible client, with the same `embed` and `base_url`.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +18,10 @@ if TYPE_CHECKING:
     import numpy as np
     from pydantic_ai.embeddings import EmbeddingModel
 
+    from haiku_cli.embed.openai_compatible import OpenAICompatibleEmbeddingModel
+
+    RemoteModel = EmbeddingModel | OpenAICompatibleEmbeddingModel
+
 DEFAULT_REMOTE_MAX_TOKENS = 512  # a limit most embedding servers accept when the model does not say
 PROBE_TEXT = "dimension probe"
 
@@ -28,7 +35,7 @@ class Embedder:
 
     def __init__(
         self,
-        model: EmbeddingModel,
+        model: RemoteModel,
         *,
         name: str | None = None,
         dimension: int | None = None,
@@ -52,8 +59,8 @@ class Embedder:
         return f"Embedder(name={self._name!r})"
 
     @property
-    def model(self) -> EmbeddingModel:
-        """The wrapped pydantic-ai embedding model."""
+    def model(self) -> RemoteModel:
+        """The wrapped embedding model (pydantic-ai's, or our OpenAI-compatible client)."""
         return self._model
 
     @property

@@ -2,21 +2,34 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, get_args
 from urllib.parse import urlsplit
 
 from haiku_cli.embed import _bundle
 from haiku_cli.embed._errors import to_model_error
 from haiku_cli.embed.embedder import PROBE_TEXT, BundledEmbedder, Embedder
+from haiku_cli.embed.openai_compatible import (
+    NO_KEY,
+    OPENAI_DEFAULT_URL,
+    OpenAICompatibleEmbeddingModel,
+    openai_headers,
+)
 from haiku_cli.errors import HaikuError, ModelError
 
 if TYPE_CHECKING:
     from pydantic_ai.embeddings import EmbeddingModel
     from pydantic_ai.providers import Provider
 
+    # A model and what owns its connections (closed after the dimension probe).
+    Built = tuple[EmbeddingModel | OpenAICompatibleEmbeddingModel, AbstractAsyncContextManager[Any]]
+
 OLLAMA_DEFAULT_URL = "http://localhost:11434/v1"
+# Spoken by our own small client (openai_compatible.py): no pydantic-ai or openai import on the search path.
+OPENAI_COMPATIBLE = ("ollama", "openai")
 OPENAI_MAX_TOKENS = 8192  # OpenAI's documented input limit for its text-embedding-3 models
 EXAMPLES = f"{_bundle.DEFAULT_EMBEDDER_NAME}, ollama:nomic-embed-text or openai:text-embedding-3-small"
 
@@ -34,22 +47,22 @@ def load_embedder(model: str | None = None, *, base_url: str | None = None) -> E
         raise ModelError(f"embedding model {spec!r} must look like provider:model, e.g. {EXAMPLES}")
     if provider == "haiku":
         return _load_bundled(spec)
-    if not _offers_embeddings(provider):
+    if provider not in OPENAI_COMPATIBLE and not _offers_embeddings(provider):
         raise ModelError(f"{provider!r} is not a known embedding provider (in {spec!r}); try {EXAMPLES}")
 
-    def build() -> tuple[EmbeddingModel, Provider[Any] | None]:
-        return _build_remote(spec, provider, model_name, base_url)
+    def build() -> Built:
+        if provider in OPENAI_COMPATIBLE:
+            client = _build_openai_compatible(spec, provider, model_name, base_url)
+            return client, client
+        return _build_remote(spec, provider, base_url)
 
     remote, _ = build()
 
     async def probe() -> int:
         # A model of its own, so the probe's connections (on a private loop) are closed afterwards.
-        probe_model, probe_provider = build()
-        if probe_provider is None:
+        probe_model, owner = build()
+        async with owner:
             result = await probe_model.embed([PROBE_TEXT], input_type="document")
-        else:
-            async with probe_provider:
-                result = await probe_model.embed([PROBE_TEXT], input_type="document")
         return len(result.embeddings[0])
 
     custom_url = base_url or os.environ.get("OPENAI_BASE_URL")
@@ -64,14 +77,11 @@ def _load_bundled(spec: str) -> Embedder:
     return BundledEmbedder()
 
 
-def _build_remote(
-    spec: str, provider: str, model_name: str, base_url: str | None
-) -> tuple[EmbeddingModel, Provider[Any] | None]:
+def _build_remote(spec: str, provider: str, base_url: str | None) -> Built:
     """Create a pydantic-ai embedding model and the provider it owns, mapping failures to ModelError."""
     try:
-        if provider in ("ollama", "openai"):
-            return _build_openai_compatible(provider, model_name, base_url)
-        return _build_inferred(spec, base_url)
+        model, owner = _build_inferred(spec, base_url)
+        return model, owner or contextlib.nullcontext()
     except HaikuError:
         raise
     except ImportError as exc:
@@ -95,21 +105,20 @@ def _offers_embeddings(provider: str) -> bool:
 
 
 def _build_openai_compatible(
-    provider: str, model_name: str, base_url: str | None
-) -> tuple[EmbeddingModel, Provider[Any]]:
-    from pydantic_ai.embeddings.openai import OpenAIEmbeddingModel
-
-    prov: Provider[Any]
+    spec: str, provider: str, model_name: str, base_url: str | None
+) -> OpenAICompatibleEmbeddingModel:
+    """Our own client, configured from the same settings and variables pydantic-ai's providers read."""
     if provider == "ollama":
-        from pydantic_ai.providers.ollama import OllamaProvider
-
-        url = base_url or os.environ.get("OLLAMA_BASE_URL") or OLLAMA_DEFAULT_URL
-        prov = OllamaProvider(base_url=_with_v1(url))
+        url = _with_v1(base_url or os.environ.get("OLLAMA_BASE_URL") or OLLAMA_DEFAULT_URL)
+        key = os.environ.get("OLLAMA_API_KEY") or NO_KEY
     else:
-        from pydantic_ai.providers.openai import OpenAIProvider
-
-        prov = OpenAIProvider(base_url=base_url)  # None lets it read OPENAI_BASE_URL itself
-    return OpenAIEmbeddingModel(model_name, provider=prov), prov
+        custom_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        key = os.environ.get("OPENAI_API_KEY") or ""
+        if not key and not custom_url:  # OpenAI itself needs a key; a local server usually does not
+            hint = "set the OPENAI_API_KEY environment variable"
+            raise ModelError(f"cannot use embedding model '{spec}': {hint}")
+        url, key = custom_url or OPENAI_DEFAULT_URL, key or NO_KEY
+    return OpenAICompatibleEmbeddingModel(provider, model_name, url, key, openai_headers())
 
 
 def _build_inferred(spec: str, base_url: str | None) -> tuple[EmbeddingModel, Provider[Any] | None]:

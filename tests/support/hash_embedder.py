@@ -8,6 +8,7 @@ model is far too slow to embed tens of thousands of chunks in a test or a benchm
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import hashlib
 import json
@@ -15,6 +16,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
@@ -43,13 +45,39 @@ def word_slot(word: str, dimension: int) -> tuple[int, float]:
     return h % dimension, 1.0 if (h >> 63) & 1 else -1.0
 
 
-def _handler(embed: Callable[[list[str]], np.ndarray]) -> type[BaseHTTPRequestHandler]:
+@dataclass(frozen=True)
+class Reply:
+    """A scripted answer instead of embeddings: an error status, a malformed body, or a dropped connection."""
+
+    status: int = 200
+    body: object = b""  # bytes are sent as they are, anything else as JSON
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+    drop: bool = False  # close the connection without answering
+
+
+Intercept = Callable[[dict, dict[str, str]], Reply | None]
+"""Sees each request's JSON body and headers; returns a `Reply` to send instead of embeddings, or None."""
+
+
+def _handler(
+    embed: Callable[[list[str]], np.ndarray], intercept: Intercept | None
+) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive: one connection serves a whole ingest
         disable_nagle_algorithm = True  # else each response waits ~40 ms for a delayed ACK
 
+        def handle(self) -> None:
+            # The client may give up first (a timeout test) or be dropped on purpose.
+            with contextlib.suppress(ConnectionError):
+                super().handle()
+
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            reply = intercept(body, dict(self.headers)) if intercept is not None else None
+            if reply is not None:
+                self._send_reply(reply)
+                return
             texts = [body["input"]] if isinstance(body["input"], str) else list(body["input"])
             vectors = np.asarray(embed(texts), dtype=np.float32)
             as_base64 = body.get("encoding_format") == "base64"
@@ -70,6 +98,19 @@ def _handler(embed: Callable[[list[str]], np.ndarray]) -> type[BaseHTTPRequestHa
             self.end_headers()
             self.wfile.write(data)
 
+        def _send_reply(self, reply: Reply) -> None:
+            if reply.drop:
+                self.close_connection = True
+                return
+            data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+            self.send_response(reply.status)
+            self.send_header("Content-Type", reply.content_type)
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
         def log_message(self, *args: object) -> None:
             pass
 
@@ -84,9 +125,14 @@ def serve_hash_embedder(dimension: int = 64) -> Iterator[str]:
 
 
 @contextmanager
-def serve_embeddings(embed: Callable[[list[str]], np.ndarray]) -> Iterator[str]:
-    """An OpenAI-compatible /v1/embeddings server on 127.0.0.1 answering with `embed(texts)`."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(embed))
+def serve_embeddings(
+    embed: Callable[[list[str]], np.ndarray], intercept: Intercept | None = None
+) -> Iterator[str]:
+    """An OpenAI-compatible /v1/embeddings server on 127.0.0.1 answering with `embed(texts)`.
+
+    `intercept` may answer a request differently (see `Reply`), e.g. to test a client's error handling.
+    """
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(embed, intercept))
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
