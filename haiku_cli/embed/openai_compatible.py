@@ -120,24 +120,19 @@ class OpenAICompatibleEmbeddingModel:
 
         client = self._client_for_this_loop()
         for attempt in range(MAX_RETRIES + 1):
-            wait: float | None = None
             try:
                 response = await client.post(self._base_url + path, json=payload, headers=self._headers)
-            except httpx.TimeoutException as exc:
-                failure: Exception = ServerUnreachable(timeout=True)
-                cause: Exception = exc
-            except httpx.TransportError as exc:
-                failure, cause = ServerUnreachable(timeout=False), exc
+            except httpx.RequestError as exc:  # refused, dropped, timed out: retried like the SDK did
+                failure: Exception = ServerUnreachable(timeout=isinstance(exc, httpx.TimeoutException))
+                failure.__cause__ = exc
+                wait: float | None = 0.0
             else:
                 if response.status_code < 400:
                     return _decode(response.content)
-                body = _error_body(response)
-                failure = cause = ServerRejected(response.status_code, self._model_name, body)
+                failure = ServerRejected(response.status_code, self._model_name, _error_body(response))
                 wait = _retry_wait(response)
-                if wait is None:
-                    raise failure
-            if attempt == MAX_RETRIES:
-                raise failure from cause
+            if wait is None or attempt == MAX_RETRIES:
+                raise failure
             await anyio.sleep(wait or _backoff(attempt))
         raise AssertionError("unreachable")  # the loop either returns or raises
 
