@@ -55,13 +55,22 @@ def _rejected(exc: Exception, label: str, kind: Kind) -> str:
     from pydantic_ai.exceptions import ModelAuthenticationError, ModelHTTPError, ModelNotFoundError
 
     status = exc.status_code if isinstance(exc, ModelHTTPError) else None
-    code = f" (HTTP {status})" if status is not None else ""
     # Servers categorise inconsistently: trust the class when pydantic-ai set one, else the status.
-    if isinstance(exc, ModelAuthenticationError) or status in (401, 403):
+    credentials = isinstance(exc, ModelAuthenticationError) or status in (401, 403)
+    unknown = isinstance(exc, ModelNotFoundError) or status == 404
+    return rejection(kind, label, status, credentials=credentials, unknown_model=unknown, detail=exc)
+
+
+def rejection(
+    kind: str, label: str, status: int | None, *, credentials: bool, unknown_model: bool, detail: Exception
+) -> str:
+    """How a model server's refusal reads: its credentials refused, the model unknown, or its own words."""
+    code = f" (HTTP {status})" if status is not None else ""
+    if credentials:
         return f"the {kind} server rejected the credentials for '{label}'{code}; check the API key variable"
-    if isinstance(exc, ModelNotFoundError) or status == 404:
+    if unknown_model:
         return f"the {kind} server does not know {kind} '{label}'{code}"
-    return f"the {kind} server answered{code or ' with an error'} for '{label}': {first_sentence(exc)}"
+    return f"the {kind} server answered{code or ' with an error'} for '{label}': {first_sentence(detail)}"
 
 
 def _configuration_hint(exc: BaseException) -> str:

@@ -6,7 +6,7 @@ import sys
 
 from haiku_cli.embed.openai_compatible import ServerRejected, ServerUnreachable, UndecodableResponse
 from haiku_cli.errors import HaikuError, ModelError
-from haiku_cli.model_failures import describe_model_failure, first_sentence
+from haiku_cli.model_failures import describe_model_failure, first_sentence, rejection
 
 KIND = "embedding model"
 
@@ -37,9 +37,7 @@ def _describe_http_failure(exc: BaseException, label: str, base_url: str | None)
     if not isinstance(exc, ServerRejected):
         return None
     status = exc.status_code
-    if status in (401, 403) or exc.code == "invalid_api_key":
-        rejected = f"the {KIND} server rejected the credentials for '{label}' (HTTP {status})"
-        return ModelError(f"{rejected}; check the API key variable")
-    if status == 404 or exc.code == "model_not_found":
-        return ModelError(f"the {KIND} server does not know {KIND} '{label}' (HTTP {status})")
-    return ModelError(f"the {KIND} server answered (HTTP {status}) for '{label}': {first_sentence(exc)}")
+    credentials = status in (401, 403) or exc.code == "invalid_api_key"
+    unknown = status == 404 or exc.code == "model_not_found"
+    line = rejection(KIND, label, status, credentials=credentials, unknown_model=unknown, detail=exc)
+    return ModelError(line)
