@@ -153,7 +153,8 @@ def rebuild(
     if json:
         output.print_model(done)
         return
-    output.out.print(f"rebuilt {done.database}: {done.chunks} chunks ({done.embedder})", markup=False)
+    kept = render.kept_ids(done.kept_chunk_ids)
+    output.out.print(f"rebuilt {done.database}: {done.chunks} chunks{kept} ({done.embedder})", markup=False)
 
 
 def history(

@@ -187,7 +187,8 @@ def ingest_report(report: IngestReport) -> None:
             line = f"skipped: {printable(o.source)}: {printable(o.note or '')}"
             output.err.print(line, markup=False, style="yellow", soft_wrap=True)
         else:
-            detail = f" ({o.chunks} chunk{'' if o.chunks == 1 else 's'})" if o.chunks else ""
+            kept = kept_ids(o.kept_chunk_ids)
+            detail = f" ({o.chunks} chunk{'' if o.chunks == 1 else 's'}{kept})" if o.chunks else ""
             output.out.print(f"{o.status:9} {printable(o.source)} → {o.document_id}{detail}", markup=False)
             if o.note:
                 output.err.print(f"note: {o.note}", markup=False, style="yellow")
@@ -197,6 +198,11 @@ def ingest_report(report: IngestReport) -> None:
     if report.failed:
         summary += (", " if summary else "") + f"{len(report.failed)} failed"
     output.err.print(f"{report.database}: {summary or 'nothing to add'}", markup=False, style="dim")
+
+
+def kept_ids(n: int | None) -> str:
+    """What follows a count of chunks written again: ", N kept their ids" (nothing when none did)."""
+    return f", {n} kept {'its id' if n == 1 else 'their ids'}" if n else ""
 
 
 def answer(text: str) -> None:

@@ -317,9 +317,11 @@ async def rebuild(
 
     db = await ws.pool.open_one(location, writable=True)
     async with _writing(db):
-        count = await pipeline.rebuild(db, ws.embedder, progress)
+        done = await pipeline.rebuild(db, ws.embedder, progress)
     ws.pool.forget(location)
-    return RebuildReport(database=db.name, chunks=count, embedder=ws.embedder.name)
+    return RebuildReport(
+        database=db.name, chunks=done.chunks, kept_chunk_ids=done.kept_chunk_ids, embedder=ws.embedder.name
+    )
 
 
 def show_config(ws: Workspace) -> ResolvedConfig:

@@ -67,10 +67,11 @@ class VacuumReport(BaseModel):
 
 
 class RebuildReport(BaseModel):
-    """`haiku rebuild`: how many chunks were written, with which embedder."""
+    """`haiku rebuild`: how many chunks were written (how many kept their ids), with which embedder."""
 
     database: str
     chunks: int
+    kept_chunk_ids: int = 0  # chunks that came out identical and kept their ids (saved citations resolve)
     embedder: str
 
 

@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 import anyio.to_thread
 from pydantic import BaseModel, Field, PrivateAttr
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
     from haiku_cli.embed import Embedder
+    from haiku_cli.store.kept import Kept, KeptIds
     from haiku_cli.store.rebuild import NewChunksTable
 
 # "skipped": left out on purpose (a symlink out of the folder); "failed": could not be read or converted.
@@ -66,6 +67,8 @@ class SourceOutcome(BaseModel):
     chunks: int = 0
     error: str | None = None
     note: str | None = None  # read, but with something worth knowing (e.g. not UTF-8)
+    # "updated": how many of its chunks came out identical and kept their ids (None for the other statuses)
+    kept_chunk_ids: int | None = None
     # Where the source was given or found: batches report out of that order, the report is put back in it.
     _position: int = PrivateAttr(default=0)
 
@@ -111,13 +114,30 @@ def embedding_text(title: str | None, chunk: Chunk) -> str:
 
 
 async def embed_chunks(
-    embedder: Embedder, titled: Sequence[tuple[str | None, Chunk]], on_progress: Callable[[int], None]
+    embedder: Embedder,
+    titled: Sequence[tuple[str | None, Chunk]],
+    on_progress: Callable[[int], None],
+    kept: Sequence[Kept | None] | None = None,
 ) -> list[NewChunk]:
-    """Embed chunks (each with its document title) into rows to store, in order."""
+    """Embed chunks (each with its document title) into rows to store, in order.
+
+    `kept`, one per chunk: the stored chunk it keeps the id of, whose vector (when read) is reused
+    instead of embedding the same text again.
+    """
+    kept = kept or [None] * len(titled)
     texts = [embedding_text(title, c) for title, c in titled]
-    vectors = await embedder.embed_documents(texts, on_progress=on_progress)
+    missing = [i for i, k in enumerate(kept) if k is None or k.vector is None]
+    embedded = iter(
+        await embedder.embed_documents([texts[i] for i in missing], on_progress=on_progress)
+        if missing
+        else []
+    )
+    if len(missing) < len(texts):
+        on_progress(len(texts) - len(missing))
+    vectors = [next(embedded) if k is None or k.vector is None else k.vector for k in kept]
     return [
         NewChunk(
+            id=k.id if k else None,
             order=c.order,
             text=c.text,
             heading_path=list(c.heading_path),
@@ -125,7 +145,7 @@ async def embed_chunks(
             search_text=text,
             vector=vector.tolist(),
         )
-        for (_, c), text, vector in zip(titled, texts, vectors, strict=True)
+        for (_, c), text, vector, k in zip(titled, texts, vectors, kept, strict=True)
     ]
 
 
@@ -137,6 +157,9 @@ class _Part:
     chunks: list[Chunk]
     replaces: DocumentRecord | None
     first: bool
+    outcome: SourceOutcome
+    # The document's stored vectors may stand in for identical chunks' (same embedder, title, text).
+    reuse_vectors: bool = False
 
     @property
     def stored(self) -> DocumentRecord:
@@ -165,6 +188,9 @@ class Ingestor:
         self._unreported_chunks = 0
         # uri or content hash -> (document id, content hash) of each document queued by this add
         self._queued: dict[str, tuple[str, str]] = {}
+        # id -> stored chunks of the updated documents in the batch being embedded (read before any
+        # part of them is written), kept while a document goes on into the next batch
+        self._kept: dict[str, KeptIds] = {}
         self._empty_before: bool | None = None  # whether the database held no document when this add began
         self._to_embed: MemoryObjectSendStream[list[_Part]] | None = None
         self.position = 0  # of the source being handled, among those given and found (see SourceOutcome)
@@ -222,6 +248,16 @@ class Ingestor:
         outcome = self._outcome(
             source=source, status=status, document_id=document_id, chunks=len(chunks), note=note
         )
+        reuse_vectors = False
+        if existing is not None:
+            outcome.kept_chunk_ids = 0
+            # A chunk's vector embeds the title too; the stored vectors of a very long document are not
+            # all read at once (memory holds a few batches of vectors, never a whole big file).
+            reuse_vectors = (
+                record.title == existing.title
+                and len(chunks) <= _REUSE_VECTORS_UP_TO
+                and self.db.meta.get("embedder_name") == self.embedder.name
+            )
         self._queued[uri or digest] = (document_id, digest)
         self._unreported.append(outcome)
         self._unreported_chunks += len(chunks)
@@ -229,7 +265,7 @@ class Ingestor:
         start = 0
         while start < len(chunks):
             part = chunks[start : start + BATCH_CHUNKS - self._batch_chunks]
-            self._batch.append(_Part(record, part, existing, first=start == 0))
+            self._batch.append(_Part(record, part, existing, start == 0, outcome, reuse_vectors))
             self._batch_chunks += len(part)
             start += len(part)
             if self._batch_chunks >= BATCH_CHUNKS:
@@ -324,7 +360,8 @@ class Ingestor:
 
     async def _embed(self, batch: list[_Part]) -> _Embedded:
         titled = [(p.document.title, c) for p in batch for c in p.chunks]
-        embedded = iter(await embed_chunks(self.embedder, titled, self.progress.advance))
+        kept = await self._kept_chunks(batch)
+        embedded = iter(await embed_chunks(self.embedder, titled, self.progress.advance, kept))
         writes, more = [], []
         for p in batch:
             chunks = [next(embedded) for _ in p.chunks]
@@ -334,11 +371,41 @@ class Ingestor:
                 more.extend((p.stored, c) for c in chunks)
         return writes, more
 
+    async def _kept_chunks(self, batch: list[_Part]) -> list[Kept | None]:
+        """Per chunk of the batch, the stored chunk of its updated document it is identical to (or None).
+
+        The stored chunks of the documents updated from this batch on are read in one query, before any
+        part of them is written (this stage runs ahead of the writer, never behind it).
+        """
+        from haiku_cli.store.kept import KeptIds
+
+        updated = [p for p in batch if p.first and p.replaces is not None]
+        going_on = {p.replaces.id: self._kept[p.replaces.id] for p in batch if p.replaces and not p.first}
+        if updated:
+            ids = [p.replaces.id for p in updated if p.replaces]
+            reuse = {p.replaces.id for p in updated if p.replaces and p.reuse_vectors}
+            read = await anyio.to_thread.run_sync(lambda: KeptIds(self.db, ids, vectors_of=reuse))
+            going_on.update(dict.fromkeys(ids, read))
+        self._kept = going_on
+        out: list[Kept | None] = []
+        for p in batch:
+            if p.replaces is None:
+                out.extend([None] * len(p.chunks))
+                continue
+            stored = self._kept[p.replaces.id]
+            for c in p.chunks:
+                kept = stored.take(p.replaces.id, c.text, c.heading_path, c.pages)
+                out.append(kept)
+                p.outcome.kept_chunk_ids = (p.outcome.kept_chunk_ids or 0) + (kept is not None)
+        return out
+
     async def _write(self, embedded: _Embedded) -> None:
         writes, more = embedded
         await anyio.to_thread.run_sync(lambda: write_documents(self.db, writes, more_chunks=more))
 
 
+# Updated documents of up to this many chunks reuse the stored vectors of their identical chunks.
+_REUSE_VECTORS_UP_TO = 4 * BATCH_CHUNKS
 # A batch ready to write: whole or first parts of documents, and further chunks of documents written before.
 _Embedded = tuple[list[DocumentWrite], list[tuple[DocumentRecord, NewChunk]]]
 
@@ -460,7 +527,14 @@ async def _convert_all(
             ingestor.fail(label, str(exc))
 
 
-async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = None) -> int:
+class Rebuilt(NamedTuple):
+    """What a rebuild wrote: its chunks, and how many of them kept the id of an identical stored chunk."""
+
+    chunks: int
+    kept_chunk_ids: int
+
+
+async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = None) -> Rebuilt:
     """Re-chunk and re-embed every document into a new chunks table, switched in by one commit.
 
     Documents are read, embedded and written in batches, so memory holds a few batches whatever the
@@ -468,8 +542,9 @@ async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = 
     Documents keep their ids, and so does each chunk that comes out identical (`KeptIds`), so saved
     citations of it still resolve; only chunks that changed (e.g. with the chunk size) get new ids.
     """
+    from haiku_cli.store.kept import KeptIds
     from haiku_cli.store.reads import get_documents, list_documents
-    from haiku_cli.store.rebuild import KeptIds, NewChunksTable
+    from haiku_cli.store.rebuild import NewChunksTable
 
     progress = progress or _NoProgress()
     dimension = await embedder.resolve_dimension()
@@ -477,12 +552,14 @@ async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = 
         docs = await anyio.to_thread.run_sync(lambda: list_documents(db, limit=None))  # without content
         new = await anyio.to_thread.run_sync(NewChunksTable, db, dimension)
         try:
-            written = 0
+            written = Rebuilt(0, 0)
             pending: list[_Rebuilt] = []
             for start in range(0, len(docs), _REBUILD_DOCUMENTS):
                 ids = [d.id for d in docs[start : start + _REBUILD_DOCUMENTS]]
                 full = await anyio.to_thread.run_sync(lambda ids=ids: get_documents(db, ids, content=True))
-                kept = await anyio.to_thread.run_sync(KeptIds, db, ids)
+                kept = await anyio.to_thread.run_sync(
+                    lambda ids=ids: KeptIds(db, ids, what="cannot be rebuilt")
+                )
                 for doc in (full[i] for i in ids if i in full):
                     stored = from_stored(doc.uri, doc.title, doc.content)
                     chunks = await anyio.to_thread.run_sync(
@@ -497,9 +574,9 @@ async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = 
                     )
                     while len(pending) >= BATCH_CHUNKS:
                         batch, pending = pending[:BATCH_CHUNKS], pending[BATCH_CHUNKS:]
-                        written += await _rebuild_batch(new, embedder, batch, progress)
+                        written = _plus(written, await _rebuild_batch(new, embedder, batch, progress))
             if pending:
-                written += await _rebuild_batch(new, embedder, pending, progress)
+                written = _plus(written, await _rebuild_batch(new, embedder, pending, progress))
             await anyio.to_thread.run_sync(new.switch, embedder.name)
         except BaseException:
             with anyio.CancelScope(shield=True):
@@ -511,17 +588,20 @@ async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = 
 # Documents whose content (and stored chunk keys) a rebuild reads at once; their chunks go on in
 # batches of BATCH_CHUNKS.
 _REBUILD_DOCUMENTS = 64
-# A rebuilt chunk with its document, and the stored id it keeps (None: a new one).
-_Rebuilt = tuple[DocumentSummary, Chunk, str | None]
+# A rebuilt chunk with its document, and the stored chunk whose id it keeps (None: a new one).
+_Rebuilt = tuple[DocumentSummary, Chunk, "Kept | None"]
+
+
+def _plus(a: Rebuilt, b: Rebuilt) -> Rebuilt:
+    return Rebuilt(a.chunks + b.chunks, a.kept_chunk_ids + b.kept_chunk_ids)
 
 
 async def _rebuild_batch(
     new: NewChunksTable, embedder: Embedder, batch: list[_Rebuilt], progress: Progress
-) -> int:
-    rows = await embed_chunks(embedder, [(doc.title, c) for doc, c, _ in batch], progress.advance)
-    for row, (_, _, kept) in zip(rows, batch, strict=True):
-        row.id = kept
+) -> Rebuilt:
+    titled = [(doc.title, c) for doc, c, _ in batch]
+    rows = await embed_chunks(embedder, titled, progress.advance, [k for _, _, k in batch])
     await anyio.to_thread.run_sync(
         new.add, [(doc, row) for (doc, _, _), row in zip(batch, rows, strict=True)]
     )
-    return len(rows)
+    return Rebuilt(len(rows), sum(k is not None for _, _, k in batch))

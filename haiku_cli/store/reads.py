@@ -7,6 +7,8 @@ from collections.abc import Callable, Coroutine, Iterable, Sequence
 from threading import Thread, current_thread
 from typing import Any
 
+import pyarrow as pa
+
 from haiku_cli.errors import InputError
 from haiku_cli.store.handle import (
     Database,
@@ -46,6 +48,10 @@ def check_filter(where: str) -> None:
 
 
 def _query_rows(db: Database, table: Any, where: str | None, columns: list[str], limit: int | None):
+    return _query_arrow(db, table, where, columns, limit).to_pylist()
+
+
+def _query_arrow(db: Database, table: Any, where: str | None, columns: list[str], limit: int | None):
     if where:
         check_filter(where)
     query = table.search().select(columns)
@@ -53,7 +59,7 @@ def _query_rows(db: Database, table: Any, where: str | None, columns: list[str],
         query = query.where(where)
     query = query.limit(limit) if limit is not None else query.limit(table.count_rows() or 1)
     try:
-        return query.to_arrow().to_pylist()
+        return query.to_arrow()
     except Exception as exc:
         if is_read_failure(exc):
             # A file gone from under a reader (a concurrent vacuum) is the store's failure, not the filter's.
@@ -216,6 +222,14 @@ def chunks_of_documents(db: Database, document_ids: Iterable[str]) -> dict[str, 
     for chunks in out.values():
         chunks.sort(key=lambda c: c.order)
     return out
+
+
+def chunk_columns(db: Database, document_ids: Iterable[str], columns: list[str]) -> pa.Table:
+    """Some columns of the chunks of several documents, as Arrow (one query through the document_id index)."""
+    ids = list(dict.fromkeys(document_ids))
+    if not ids:
+        return pa.table({c: [] for c in columns})
+    return _query_arrow(db, db.chunks, in_list("document_id", ids), columns, None)
 
 
 def count_documents(db: Database) -> int:

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import uuid
-from collections import defaultdict, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from contextlib import suppress
 
 from haiku_cli.store import schema
 from haiku_cli.store.database import CHUNKS_TABLE, Database
 from haiku_cli.store.indexes import create_fts_index, refresh_indexes
 from haiku_cli.store.maintenance import after_write
-from haiku_cli.store.reads import chunks_of_documents
 from haiku_cli.store.records import DocumentSummary, NewChunk
 from haiku_cli.store.transaction import storage_errors
 from haiku_cli.store.writer import ensure_held
@@ -73,38 +69,3 @@ class NewChunksTable:
         # If the store fails here too, the next rebuild drops it: the rebuild's own error is the news.
         with suppress(Exception):
             self.db.conn.drop_table(self.name)
-
-
-def chunk_key(text: str, heading_path: Sequence[str], pages: Sequence[int]) -> bytes:
-    """What a rebuilt chunk must share with a stored chunk of its document to keep that chunk's id.
-
-    Its text, heading path and pages (what a citation shows and what is embedded), not its order: when
-    a new chunk size re-cuts the start of a document, an identical passage further on is still the
-    passage that saved citations point at.
-    """
-    encoded = json.dumps([text, list(heading_path), list(pages)], ensure_ascii=False).encode("utf-8")
-    return hashlib.blake2b(encoded, digest_size=16).digest()
-
-
-class KeptIds:
-    """The live chunks' ids of some documents, handed out to the identical chunks a rebuild makes.
-
-    Read per batch of documents (their keys, not their texts, are kept), so memory does not grow with
-    the database. A text repeated within a document is matched occurrence by occurrence, in order, and
-    each stored id is handed out at most once.
-    """
-
-    def __init__(self, db: Database, document_ids: Iterable[str]) -> None:
-        self._ids: dict[tuple[str, bytes], deque[str]] = defaultdict(deque)
-        with storage_errors(db, "cannot be rebuilt"):
-            stored = chunks_of_documents(db, document_ids)
-        for document_id, chunks in stored.items():
-            for c in chunks:
-                self._ids[(document_id, chunk_key(c.text, c.heading_path, c.pages))].append(c.id)
-
-    def take(
-        self, document_id: str, text: str, heading_path: Sequence[str], pages: Sequence[int]
-    ) -> str | None:
-        """The id of a stored chunk of the document identical to this one (not handed out yet), or None."""
-        ids = self._ids.get((document_id, chunk_key(text, heading_path, pages)))
-        return ids.popleft() if ids else None

@@ -21,6 +21,7 @@ from haiku_cli.errors import InputError, ModelError
 from haiku_cli.ingest import pipeline
 from haiku_cli.store import open_database
 from tests.capabilities.analysis_script import execute, last_output
+from tests.capabilities.conftest import NOTES
 from tests.capabilities.script import _CHUNK_ID, call, chunk_ids, returns, search, text
 from tests.chat.streaming import Hang, StreamScript
 from tests.conftest import fill
@@ -189,6 +190,24 @@ def test_a_resumed_session_cites_its_earlier_chunk_after_a_rebuild(kb: Workspace
     ask(open_host(kb, StreamScript(*grounded("capital of France", "Paris [1]."))), "Capital of France?")
     earlier = SessionStore().load("talk").turns[0].citations[0]
     _rebuild(kb, "notes")
+
+    def cite_earlier(messages: list[ModelMessage]) -> Any:
+        return call(("cite", {"chunk_ids": [earlier.chunk_id]}))
+
+    answer = ask(open_host(workspace(), StreamScript(cite_earlier, text("Paris [1]."))), "The capital?")
+    assert answer.grounded and not answer.violation
+    assert [c.model_dump(exclude={"index"}) for c in answer.citations] == [
+        earlier.model_dump(exclude={"index"})
+    ]
+
+
+def test_a_resumed_session_cites_its_earlier_chunk_after_its_document_is_re_added_with_new_metadata(
+    kb: Workspace, workspace
+) -> None:
+    ask(open_host(kb, StreamScript(*grounded("capital of France", "Paris [1]."))), "Capital of France?")
+    earlier = SessionStore().load("talk").turns[0].citations[0]
+    france = {**NOTES[0], "metadata": {"reviewed": "yes"}}
+    assert fill(kb, kb.locations["notes"], [france]) == [earlier.document_id]  # updated in place
 
     def cite_earlier(messages: list[ModelMessage]) -> Any:
         return call(("cite", {"chunk_ids": [earlier.chunk_id]}))

@@ -153,7 +153,9 @@ def test_info_history_vacuum_rebuild(cli, tmp_path: Path) -> None:
     assert json.loads(cli("history", "--db", db, "--json").stdout)["versions"]
     assert cli("vacuum", "--db", db).exit_code == 0
     rebuilt = cli("rebuild", "--db", db)
-    assert rebuilt.exit_code == 0 and "2 chunks" in rebuilt.stdout
+    assert rebuilt.exit_code == 0 and "2 chunks, 2 kept their ids" in rebuilt.stdout
+    as_json = json.loads(cli("rebuild", "--db", db, "--json").stdout)
+    assert (as_json["chunks"], as_json["kept_chunk_ids"]) == (2, 2)
     hit = json.loads(cli("search", "herons", "--db", db, "--json", "-n", "1").stdout)["hits"][0]
     assert hit["database"] == "work" and "herons" in hit["content"]
 
@@ -363,9 +365,11 @@ def test_readding_with_other_meta_or_title_updates_them(cli, tmp_path: Path) -> 
     # No --meta keeps what is stored; another --title is an update too.
     assert json.loads(cli("add-src", str(note), "--json").stdout)["outcomes"][0]["status"] == "unchanged"
     retitled = json.loads(cli("add-src", str(note), "--title", "Moon", "--json").stdout)["outcomes"][0]
-    assert retitled["status"] == "updated"
+    assert (retitled["status"], retitled["kept_chunk_ids"]) == ("updated", retitled["chunks"])
+    assert first["kept_chunk_ids"] is None  # only an update keeps ids
     doc = json.loads(cli("get", first["document_id"], "--json").stdout)["document"]
     assert (doc["title"], doc["metadata"]) == ("Moon", {"topic": "moon"})
+    assert "(1 chunk, 1 kept its id)" in cli("add-src", str(note), "--title", "Tides").stdout
 
 
 def test_database_names_complete_from_the_config(write_config, tmp_path) -> None:

@@ -317,7 +317,7 @@ def test_a_rebuild_embeds_and_writes_in_batches(tmp_path: Path, embedder, monkey
     before = _chunk_texts(db)
     monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
     recording = Recording(embedder)
-    assert anyio.run(lambda: pipeline.rebuild(db, recording)) == 7
+    assert anyio.run(lambda: pipeline.rebuild(db, recording)).chunks == 7
     assert recording.calls == [2, 2, 2, 1]  # never the whole database in one call
     again = open_database(db.location)
     assert _chunk_texts(again) == before and again.chunks_table_name != "chunks"
@@ -368,7 +368,7 @@ def test_a_rebuild_of_an_unchanged_database_keeps_every_document_and_chunk_id(
     assert len(before) == 11 and len({text for _, text, _ in before.values()}) == 10
     monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 3)  # ids are kept across batches too
     monkeypatch.setattr(pipeline, "_REBUILD_DOCUMENTS", 2)
-    anyio.run(lambda: pipeline.rebuild(db, embedder))
+    assert anyio.run(lambda: pipeline.rebuild(db, embedder)) == (11, 11)  # chunks, of which kept ids
     again = open_database(db.location)
     assert _chunks_by_id(again) == before
     assert reads.list_documents(again, limit=None) == documents
@@ -383,9 +383,10 @@ def test_a_rebuild_with_a_smaller_chunk_size_gives_new_ids_only_to_changed_chunk
     # Part 0 is long and is cut anew at the smaller size; parts 1 and 2 fit either size, and stay.
     anyio.run(lambda: pipeline.add_text(db, embedder, _sections(30, 2, 3), title="Parts", metadata={}))
     before = {text: id_ for id_, (_, text, _) in _chunks_by_id(db).items()}
-    assert anyio.run(lambda: pipeline.rebuild(db, Resized(embedder, max_tokens=96))) > len(before)
+    rebuilt = anyio.run(lambda: pipeline.rebuild(db, Resized(embedder, max_tokens=96)))
     after = {text: id_ for id_, (_, text, _) in _chunks_by_id(open_database(db.location)).items()}
     unchanged = before.keys() & after.keys()
+    assert rebuilt == (len(after), len(unchanged)) and rebuilt.chunks > len(before)
     assert {t for t in unchanged if " of part 0 " not in t} == {t for t in before if " of part 0 " not in t}
     assert len(unchanged) < len(before) < len(after)  # part 0 was cut differently
     assert all(after[t] == before[t] for t in unchanged)  # even where their order changed
@@ -414,3 +415,81 @@ def test_the_report_lists_sources_in_the_order_given(tmp_path: Path, embedder, m
         "unchanged",
         "unchanged",
     ]
+
+
+def _vectors_by_id(db) -> dict[str, list[float]]:
+    return {r["id"]: r["vector"] for r in db.chunks.to_arrow().select(["id", "vector"]).to_pylist()}
+
+
+def _add_file(db, embedder, path: Path, **given):
+    options = {"title": None, "metadata": {}} | given
+    (outcome,) = anyio.run(lambda: pipeline.add_sources(db, embedder, [str(path)], **options)).outcomes
+    return outcome
+
+
+def _db_with_file(tmp_path: Path, embedder, text: str, **given):
+    """A new database holding one Markdown file of `text`: the database, the file and its outcome."""
+    db, path = _db(tmp_path, embedder), tmp_path / "doc.md"
+    path.write_text(text)
+    return db, path, _add_file(db, embedder, path, **given)
+
+
+def test_a_re_add_with_a_new_title_keeps_every_chunk_id_and_embeds_the_title(
+    tmp_path: Path, embedder, monkeypatch
+) -> None:
+    db, path, first = _db_with_file(tmp_path, embedder, _sections(2, 30, 2))
+    before, vectors = _chunks_by_id(db), _vectors_by_id(db)
+    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)  # the document goes on over several batches
+    outcome = _add_file(db, embedder, path, title="Renamed")
+    assert (outcome.status, outcome.document_id) == ("updated", first.document_id)
+    assert outcome.kept_chunk_ids == outcome.chunks == len(before) > 2
+    assert _chunks_by_id(db) == before
+    # The title is part of what is embedded: every vector was made again.
+    assert all(v != vectors[i] for i, v in _vectors_by_id(db).items())
+    assert {title for (_, title, _) in set().union(*_chunk_copies(db).values())} == {"Renamed"}
+
+
+def test_a_re_add_with_one_paragraph_edited_gives_a_new_id_to_that_chunk_only(
+    tmp_path: Path, embedder, monkeypatch
+) -> None:
+    db, path, _ = _db_with_file(tmp_path, embedder, _sections(3, 3, 3, 3))
+    before = {text: id_ for id_, (_, text, _) in _chunks_by_id(db).items()}
+    assert len(before) == 4
+    path.write_text(
+        _sections(3, 3, 3, 3).replace("Sentence 1 of part 2 says", "Sentence 1 of part 2 now says")
+    )
+    recording = Recording(embedder)
+    outcome = _add_file(db, recording, path)
+    after = {text: id_ for id_, (_, text, _) in _chunks_by_id(db).items()}
+    (edited,) = after.keys() - before.keys()
+    assert "part 2 now says" in edited and after[edited] not in before.values()
+    assert {t: after[t] for t in after if t != edited} == {
+        t: i for t, i in before.items() if "of part 2" not in t
+    }
+    assert outcome.kept_chunk_ids == 3
+    assert recording.calls == [1]  # the unchanged chunks' vectors are reused (same title and embedder)
+
+
+def test_a_metadata_only_re_add_keeps_ids_and_vectors_without_embedding(tmp_path: Path, embedder) -> None:
+    db, path, _ = _db_with_file(tmp_path, embedder, _sections(2, 30, 2), metadata={"team": "ops"})
+    before, vectors = _chunks_by_id(db), _vectors_by_id(db)
+    recording = Recording(embedder)
+    outcome = _add_file(db, recording, path, metadata={"team": "dev"})
+    assert outcome.status == "updated" and outcome.kept_chunk_ids == len(before)
+    assert recording.calls == []
+    assert _chunks_by_id(db) == before and _vectors_by_id(db) == vectors
+    assert _chunk_copies(db) == _document_fields(db)  # the chunks carry the new metadata
+    assert reads.list_documents(db)[0].metadata == {"team": "dev"}
+
+
+def test_a_failed_update_leaves_the_chunks_and_their_ids_as_they_were(
+    tmp_path: Path, embedder, monkeypatch
+) -> None:
+    db, path, _ = _db_with_file(tmp_path, embedder, _sections(3, 3, 3, 3))
+    before = _chunks_by_id(db)
+    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 1)
+    with pytest.raises(ModelError):
+        _add_file(db, FailingAfter(embedder, 2), path, title="Renamed")
+    again = open_database(db.location)
+    assert _chunks_by_id(again) == before
+    assert reads.list_documents(again)[0].title != "Renamed"
