@@ -493,3 +493,24 @@ def test_a_failed_update_leaves_the_chunks_and_their_ids_as_they_were(
     again = open_database(db.location)
     assert _chunks_by_id(again) == before
     assert reads.list_documents(again)[0].title != "Renamed"
+
+
+def test_a_folder_re_added_with_new_metadata_over_many_batches_keeps_every_id_and_vector(
+    tmp_path: Path, embedder, monkeypatch
+) -> None:
+    db = _db(tmp_path, embedder)
+    folder = _folder(tmp_path, 5)
+    (folder / "long.md").write_text(_sections(2, 30, 2))
+    anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
+    before, vectors = _chunks_by_id(db), _vectors_by_id(db)
+    # Batches of 2: the embedder stage reads the next batch's stored chunks while the writer writes.
+    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
+    recording = Recording(embedder)
+    report = anyio.run(
+        lambda: pipeline.add_sources(db, recording, [str(folder)], title=None, metadata={"n": "2"})
+    )
+    assert [(o.status, o.kept_chunk_ids) for o in report.outcomes] == [
+        ("updated", o.chunks) for o in report.outcomes
+    ]
+    assert recording.calls == []
+    assert _chunks_by_id(db) == before and _vectors_by_id(db) == vectors
