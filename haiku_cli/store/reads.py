@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from threading import Thread, current_thread
 from typing import Any
@@ -66,7 +67,21 @@ def _query_arrow(db: Database, table: Any, where: str | None, columns: list[str]
             raise storage_failure(db.name, "cannot be read", exc) from exc
         if not where:
             raise
-        raise InputError(f"invalid filter {where!r}: {plain_first_line(exc)}") from exc
+        raise InputError(f"invalid filter {where!r}: {_filter_problem(exc)}") from exc
+
+
+def _filter_problem(exc: Exception) -> str:
+    """What LanceDB found wrong in a filter, without the `SELECT 1 FROM t WHERE` it wrapped the filter in."""
+    text = plain_first_line(exc)
+    parsed = re.search(r"sql parser error: (.*?)(?: at Line: \d+, Column: \d+)?\)", str(exc))
+    if parsed:  # the wrapper's text, and columns counted from its start, mean nothing to the user
+        text = (
+            parsed.group(1)
+            .replace("Expected: ", "expected ")
+            .replace("found: EOF", "found: the end of the filter")
+        )
+        text = text.replace("found: ", "found ")
+    return re.sub(r"^(Invalid input, )+", "", text)
 
 
 def _document(row: dict[str, Any]) -> DocumentRecord:

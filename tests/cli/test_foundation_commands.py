@@ -120,6 +120,13 @@ def test_bad_meta_and_bad_filter_are_one_line_errors(cli) -> None:
     bad_filter = cli("search", "text", "--filter", "title === 1")
     assert bad_filter.exit_code == ExitCode.INPUT
     assert bad_filter.stderr.count("\n") == 1 and "invalid filter" in bad_filter.stderr
+    # What is wrong in the user's own filter, not in the SELECT haiku wrapped it in.
+    unclosed = cli("list", "--filter", "(((")
+    assert unclosed.exit_code == ExitCode.INPUT and "SELECT" not in unclosed.stderr
+    assert (
+        unclosed.stderr
+        == "haiku: invalid filter '(((': expected an expression, found the end of the filter\n"
+    )
     bad_type = cli("search", "text", "--type", "magic")
     assert bad_type.exit_code == ExitCode.INPUT and "hybrid, vector or fts" in bad_type.stderr
 
