@@ -55,7 +55,7 @@ def add_src(
     ctx: typer.Context,
     sources: Annotated[
         list[str],
-        typer.Argument(help="Files, directories (recursive) and http(s) URLs.", metavar="SOURCE"),
+        typer.Argument(help="Files, directories (recursive), file:// and http(s) URLs.", metavar="SOURCE"),
     ],
     title: Title = None,
     meta: Meta = None,

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 from haiku_cli.ingest.convert.dispatch import suffix_kind
 from haiku_cli.ingest.convert.text import looks_binary
@@ -14,6 +16,8 @@ from haiku_cli.ingest.ignore import IgnoreRules
 # Directories that never hold sources worth indexing, whatever the ignore files say.
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
 _SNIFF_BYTES = 4096
+_FILE_URI = re.compile(r"file://(?:localhost)?(/.*)", re.IGNORECASE | re.DOTALL)
+_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,27 @@ class SkippedSource:
 def display_path(path: Path | str) -> str:
     """A path as it can be printed and stored: bytes of a non-UTF-8 name are shown as \\xNN escapes."""
     return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def local_path(source: str) -> str:
+    """The path a `file://` address names (search results print them), or `source` itself.
+
+    `file:///a%20b.md` and `file://localhost/a%20b.md` are `/a b.md`, so a document added by either form
+    is stored under the same uri as one added by its path, and adding it again updates it.
+    """
+    match = _FILE_URI.fullmatch(source)
+    # surrogateescape: percent-escaped bytes that are not UTF-8 name the file the way the system does.
+    return unquote(match.group(1), errors="surrogateescape") if match else source
+
+
+def unread_scheme(source: str) -> str | None:
+    """Why `source` cannot be added when it is an address of a kind haiku does not read (`s3://`, `ftp://`)."""
+    if not _SCHEME.match(source) or source.lower().startswith(("http://", "https://")):
+        return None
+    if os.path.lexists(source):
+        return None  # a local folder that happens to be named `ftp:`
+    where = " names a file on another host;" if source.lower().startswith("file://") else ""
+    return f"{display_path(source)}:{where} haiku reads only local paths and http(s) addresses"
 
 
 def iter_source_files(root: Path, *, follow_symlinks: bool = False) -> Iterator[Path | SkippedSource]:

@@ -53,6 +53,29 @@ def test_add_src_then_search_human_and_json(cli, docs: Path) -> None:
     assert top["database"] == "default" and top["document_uri"].endswith("search.txt") and top["rank"] == 1
 
 
+def test_file_addresses_search_prints_add_the_same_document(cli, tmp_path: Path) -> None:
+    note = tmp_path / "field notes é.md"
+    note.write_text("# Notes\n\nLanterns burn kerosene.\n", encoding="utf-8")
+    assert cli("add-src", str(note)).exit_code == 0
+    uri = json.loads(cli("search", "kerosene", "--json").stdout)["hits"][0]["document_uri"]
+    assert uri.startswith("file:///") and "%20" in uri  # as search prints it, pasted back
+    again = json.loads(cli("add-src", uri, "--json").stdout)
+    assert [o["status"] for o in again["outcomes"]] == ["unchanged"]
+    note.write_text("# Notes\n\nLanterns burn whale oil.\n", encoding="utf-8")
+    via_localhost = cli("add-src", uri.replace("file://", "file://localhost"), "--json")
+    assert [o["status"] for o in json.loads(via_localhost.stdout)["outcomes"]] == ["updated"]
+    listed = json.loads(cli("list", "--json").stdout)["documents"]
+    assert [d["uri"] for d in listed] == [uri]
+
+
+@pytest.mark.parametrize("address", ["ftp://example.com/notes.md", "s3://bucket/notes.md", "file://nas/x.md"])
+def test_addresses_of_other_kinds_are_refused_by_name(cli, address: str) -> None:
+    result = cli("add-src", address)
+    assert result.exit_code == ExitCode.INPUT
+    assert result.stderr.count("\n") == 1 and address in result.stderr
+    assert "only local paths and http(s) addresses" in result.stderr
+
+
 def test_readd_unchanged_is_noop_and_changed_replaces(cli, docs: Path) -> None:
     cli("add-src", str(docs))
     again = cli("add-src", str(docs), "--json")
