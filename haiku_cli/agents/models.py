@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from pydantic_ai.exceptions import UserError
 from pydantic_ai.models import Model, infer_model
 from pydantic_ai.providers import Provider, infer_provider_class
 from pydantic_ai.settings import ModelSettings as RequestSettings
@@ -14,6 +15,7 @@ from haiku_cli.errors import ModelError
 from haiku_cli.model_failures import describe_model_failure
 
 NO_MODEL = "no language model configured; pass --model or set [model] name / HAIKU_MODEL"
+EXAMPLES = "openai:gpt-4o, anthropic:claude-sonnet-4-0 or ollama:llama3.2"
 
 # One SDK retry rides out a blip; more would make a dead server look like a hang.
 REQUEST_SETTINGS: RequestSettings = {"max_retries": 1}
@@ -33,9 +35,17 @@ def build_model(name: str, base_url: str | None = None) -> Model:
     API keys are never passed here: providers read them from the environment.
     """
     with model_errors(name):
-        if base_url is None:
-            return infer_model(name)
-        return infer_model(name, provider_factory=lambda provider: _provider_at(provider, base_url))
+        try:
+            if base_url is None:
+                return infer_model(name)
+            return infer_model(name, provider_factory=lambda provider: _provider_at(provider, base_url))
+        except UserError as exc:
+            if not str(exc).startswith("Unknown model"):
+                raise
+            # pydantic-ai's "Unknown model: nonsense" does not say what a model name looks like.
+            provider, colon, _ = name.partition(":")
+            what = f"unknown model provider '{provider}' in {name!r}" if colon else f"unknown model {name!r}"
+            raise ModelError(f"{what}: a model looks like provider:model, e.g. {EXAMPLES}") from exc
 
 
 def resolve_model(settings: ModelSettings, model: str | Model | None = None) -> Model:

@@ -61,8 +61,6 @@ def test_openai_chat_uses_openai_base_url_from_the_environment(monkeypatch: pyte
     [
         ("openai-chat:gpt-4o", "OPENAI_API_KEY"),  # neither key nor base URL in the environment
         ("ollama:llama3", "OLLAMA_BASE_URL"),
-        ("nosuchprovider:model", "Unknown model"),
-        ("no-provider-at-all", "Unknown model"),
     ],
 )
 def test_unusable_model_strings_give_one_line(name: str, fragment: str, monkeypatch) -> None:
@@ -73,6 +71,20 @@ def test_unusable_model_strings_give_one_line(name: str, fragment: str, monkeypa
     message = str(info.value)
     assert fragment in message and "\n" not in message
     assert message.startswith(f"cannot use model '{name}'")
+
+
+@pytest.mark.parametrize(
+    ("name", "start"),
+    [
+        ("nonsense", "unknown model 'nonsense': "),
+        ("nosuchprovider:model", "unknown model provider 'nosuchprovider' in 'nosuchprovider:model': "),
+    ],
+)
+def test_unknown_model_strings_show_the_form_with_an_example(name: str, start: str) -> None:
+    with pytest.raises(ModelError) as info:
+        build_model(name)
+    message = str(info.value)
+    assert message.startswith(start) and "provider:model, e.g. openai:" in message and "\n" not in message
 
 
 def test_unknown_provider_with_a_base_url() -> None:
