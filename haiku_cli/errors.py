@@ -28,11 +28,12 @@ class Hint:
 
     `list_documents` (to find an id) and `add_documents` (to a database not written yet) are about
     `database`; `fts_or_narrow` (databases written with different embedders) is about a set: search it by
-    full text alone, or narrow it. `chosen_by` is the CLI option that picked the database (`--database
-    notes`, `--db PATH`), for the CLI's wording.
+    full text alone, or narrow it; `page_documents` says that listing, not searching, reaches every
+    document. `chosen_by` is the CLI option that picked the database (`--database notes`, `--db PATH`),
+    for the CLI's wording.
     """
 
-    action: Literal["list_documents", "add_documents", "fts_or_narrow"]
+    action: Literal["list_documents", "add_documents", "fts_or_narrow", "page_documents"]
     database: str = ""
     chosen_by: str = ""
 
@@ -41,15 +42,17 @@ class HaikuError(Exception):
     """An error with a one-line message meant for the user, and optionally a `Hint` of what to do next.
 
     The message itself names no command: `str(error)` reads the same to a CLI user, an MCP client and a
-    model; each front door adds the hint in its own terms.
+    model; each front door adds the hint in its own terms. A message about one argument starts with its
+    Python name (`limit must be at least 1`), given as `argument` so that the CLI can say `--limit`.
     """
 
     exit_code: ExitCode = ExitCode.INPUT
 
-    def __init__(self, message: str = "", *, hint: Hint | None = None) -> None:
-        """The message, and what to do next when the fix is a command or a tool call."""
+    def __init__(self, message: str = "", *, hint: Hint | None = None, argument: str = "") -> None:
+        """The message, the next step when it is a command or a tool call, and the argument it is about."""
         super().__init__(message)
         self.hint = hint
+        self.argument = argument
         self.parts: tuple[HaikuError, ...] = ()
 
     @classmethod

@@ -92,5 +92,7 @@ def test_add_list_page_get_and_delete_through_the_api(embedder, tmp_path: Path) 
 def test_list_refuses_a_zero_limit(embedder, tmp_path: Path) -> None:
     ws = api.Workspace.load(embedder=embedder)
     loc = ws.select_one(paths=[tmp_path / "x.lancedb"])
-    with pytest.raises(api.InputError, match="--limit must be at least 1"):
+    with pytest.raises(api.InputError) as info:
         anyio.run(lambda: api.list_documents(ws, loc, limit=0))
+    # Named as the Python argument: a library caller has no --limit (the CLI words it so).
+    assert str(info.value) == "limit must be at least 1" and info.value.argument == "limit"

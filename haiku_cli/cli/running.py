@@ -112,7 +112,7 @@ def fail(exc: BaseException) -> ExitCode:
         _silence_stdout()
         return ExitCode.OK
     if isinstance(exc, HaikuError):
-        text = "\n".join(str(part) + _hint(part.hint) for part in exc.each())
+        text = "\n".join(_message(part) + _hint(part.hint) for part in exc.each())
         for line in text.splitlines() or [type(exc).__name__]:
             output.error(line)
         return exc.exit_code
@@ -128,10 +128,20 @@ def fail(exc: BaseException) -> ExitCode:
     return ExitCode.INTERNAL
 
 
+def _message(error: HaikuError) -> str:
+    """The error's message, naming the argument it is about as its option (`limit` is `--limit`)."""
+    message = str(error)
+    if error.argument and message.startswith(error.argument):
+        return "--" + error.argument.replace("_", "-") + message[len(error.argument) :]
+    return message
+
+
 def _hint(hint: Hint | None) -> str:
     """The next step as a command to run (the MCP server words the same hints as tool calls)."""
     if hint is None:
         return ""
+    if hint.action == "page_documents":
+        return "; to see every document, use haiku list"
     if hint.action == "fts_or_narrow":  # narrowed with the option that chose the set: --database or --db
         narrow_with = hint.chosen_by.split(" ")[0] or "--database"
         return f"; search them together with --type fts, or narrow the selection with {narrow_with}"

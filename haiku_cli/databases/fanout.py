@@ -110,9 +110,11 @@ async def _search_once(
             "search with its key words or a short passage"
         )
     if limit < 1:
-        raise InputError("--limit must be at least 1")
+        raise InputError("limit must be at least 1", argument="limit")
     if limit > MAX_LIMIT:
-        raise InputError(f"--limit must be at most {MAX_LIMIT:,}; to see every document, use haiku list")
+        raise InputError(
+            f"limit must be at most {MAX_LIMIT:,}", argument="limit", hint=Hint("page_documents")
+        )
     query_vector: np.ndarray | None = None
     if search_type in ("hybrid", "vector"):
         assert embed_query is not None

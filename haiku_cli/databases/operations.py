@@ -242,9 +242,9 @@ async def list_documents(
 ) -> DocumentList:
     """`haiku list`: one page of documents, oldest first, saying whether more exist after it."""
     if limit < 1:
-        raise InputError("--limit must be at least 1")
+        raise InputError("limit must be at least 1", argument="limit")
     if offset < 0:
-        raise InputError("--offset must be 0 or more")
+        raise InputError("offset must be 0 or more", argument="offset")
     page = partial(reads.list_documents, where=document_filter, limit=limit + 1, offset=offset)
     docs = await read_one(ws.pool, location, page)
     return DocumentList(

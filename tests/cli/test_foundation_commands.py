@@ -154,6 +154,24 @@ def test_bad_meta_and_bad_filter_are_one_line_errors(cli) -> None:
     assert bad_type.exit_code == ExitCode.INPUT and "hybrid, vector or fts" in bad_type.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (("list", "--limit", "0"), "haiku: --limit must be at least 1\n"),
+        (("list", "--offset", "-1"), "haiku: --offset must be 0 or more\n"),
+        (("search", "text", "--limit", "0"), "haiku: --limit must be at least 1\n"),
+        (
+            ("search", "text", "--limit", "10001"),
+            "haiku: --limit must be at most 10,000; to see every document, use haiku list\n",
+        ),
+    ],
+)
+def test_out_of_range_numbers_name_the_option(cli, args: tuple[str, ...], line: str) -> None:
+    cli("add", "some text")
+    result = cli(*args)
+    assert result.exit_code == ExitCode.INPUT and result.stderr == line
+
+
 def test_reading_before_any_write_is_a_clear_error(cli, isolated: Path) -> None:
     result = cli("search", "anything")
     assert result.exit_code == ExitCode.DATABASE
