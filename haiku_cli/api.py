@@ -23,7 +23,7 @@ Operations (async; each is what one `haiku` command calls)
     `show_config(ws) -> ResolvedConfig` (sync: the config file, data dir and settings in effect),
     `ask(ws, selection, question, *, model, document_filter) -> AskResult`,
     `analyze(ws, selection, question, *, model, document_filter) -> AnalyzeResult`,
-    `parse_metadata(["k=v", ...]) -> dict`.
+    `parse_metadata(["k=v", ...]) -> dict`; `MAX_QUERY_CHARS` (the longest search query, in characters).
 
 Conversations (saved sessions; what `haiku chat` and `ask --session` run)
     `ChatHost` (`await ChatHost.open(ws, selection, session=NAME, model=...)`, then
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from haiku_cli.chat.host import ChatHost, SessionAnswer, ask_in_session
     from haiku_cli.chat.sessions import Session, SessionList, SessionStore, SessionSummary
     from haiku_cli.config.resolved import ResolvedConfig
+    from haiku_cli.databases.fanout import MAX_QUERY_CHARS
     from haiku_cli.databases.operations import (
         add_sources,
         add_text,
@@ -116,6 +117,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "ask": ("haiku_cli.agents.ask", "ask"),
     "analyze": ("haiku_cli.agents.analyze", "analyze"),
     "parse_metadata": ("haiku_cli.ingest.pipeline", "parse_metadata"),
+    "MAX_QUERY_CHARS": ("haiku_cli.databases.fanout", "MAX_QUERY_CHARS"),
     "ChatHost": ("haiku_cli.chat.host", "ChatHost"),
     "ask_in_session": ("haiku_cli.chat.host", "ask_in_session"),
     "SessionAnswer": ("haiku_cli.chat.host", "SessionAnswer"),
@@ -153,6 +155,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
 }
 
 __all__ = [
+    "MAX_QUERY_CHARS",
     "AnalyzeResult",
     "AskResult",
     "ChatHost",

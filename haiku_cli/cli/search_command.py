@@ -95,6 +95,8 @@ def read_queries(source: str) -> list[tuple[str, str]]:
     A JSON line needs a 'query' field; its 'id' defaults to the line number. Every line is checked before
     any is searched, so a bad one on line 900 is named at once rather than after 899 searches.
     """
+    from haiku_cli.api import MAX_QUERY_CHARS
+
     queries = []
     for n, line in enumerate(read_text(source, what="queries").splitlines(), start=1):
         line = line.strip()
@@ -104,6 +106,10 @@ def read_queries(source: str) -> list[tuple[str, str]]:
         qid, text = _json_query(line, where, n) if line.startswith("{") else (str(n), line)
         if not text.strip():
             raise InputError(f"{where}: the query is empty")
+        if len(text) > MAX_QUERY_CHARS:
+            raise InputError(
+                f"{where}: the query is {len(text):,} characters long; the most is {MAX_QUERY_CHARS:,}"
+            )
         queries.append((qid, text))
     return queries
 

@@ -229,8 +229,9 @@ def test_search_from_file_json_lines(cli, tmp_path: Path) -> None:
         ('{"query": ["owls"]}', 'expected the query as text in quotes, got ["owls"]'),
         ('{"id": "q1"}', "expected JSON with a 'query' field"),
         ('{"query": "owls"', "not valid JSON ("),
-        # Checked before any line is searched: not results for line 1, then an error without a line.
+        # Checked before any line is searched: no results for line 1, then an error without a line.
         ('{"query": " "}', "the query is empty"),
+        pytest.param("x" * 10_001, "the query is 10,001 characters long; the most is 10,000", id="too-long"),
     ],
 )
 def test_a_json_query_line_that_is_not_one_names_the_line(
