@@ -14,7 +14,15 @@ from haiku_cli.databases import operations
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.store.location import Location
 
-_ENV_KEYS = ("HAIKU_CONFIG", "HAIKU_DATA_DIR", "HAIKU_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "NO_COLOR")
+_ENV_KEYS = (
+    "HAIKU_CONFIG",
+    "HAIKU_CONFIG_DIR",
+    "HAIKU_DATA_DIR",
+    "HAIKU_MODEL",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "NO_COLOR",
+)
 
 
 @pytest.fixture(scope="session")

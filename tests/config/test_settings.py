@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from haiku_cli.config import Settings, config_path, load_settings
+from haiku_cli.config.paths import data_dir
 from haiku_cli.errors import InputError
 
 
@@ -44,6 +45,33 @@ def test_precedence_flag_over_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert config_path(explicit) == explicit
     monkeypatch.delenv("HAIKU_CONFIG")
     assert config_path().name == "config.toml" and "haiku" in str(config_path())
+
+
+def test_relative_paths_from_the_environment_are_made_absolute_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HAIKU_DATA_DIR", "rel/data")
+    monkeypatch.setenv("HAIKU_CONFIG", "~/../rel.toml")
+    assert data_dir() == tmp_path / "rel" / "data"
+    assert config_path().is_absolute() and ".." not in config_path().parts and "~" not in str(config_path())
+    assert config_path(Path("team.toml")) == tmp_path / "team.toml"
+
+
+def test_haiku_config_dir_names_the_folder_of_config_toml_and_haiku_config_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "team").mkdir()
+    (tmp_path / "team" / "config.toml").write_text("[search]\nlimit = 3\n")
+    monkeypatch.setenv("HAIKU_CONFIG_DIR", "team")
+    assert config_path() == tmp_path / "config.toml"  # HAIKU_CONFIG (set by `isolated`) wins
+    monkeypatch.delenv("HAIKU_CONFIG")
+    settings, path = load_settings()
+    assert path == tmp_path / "team" / "config.toml" and settings.search.limit == 3
+    monkeypatch.setenv("HAIKU_CONFIG_DIR", "nowhere")  # named, so a typo is an error, not the defaults
+    with pytest.raises(InputError, match=r"config.toml \(named by HAIKU_CONFIG_DIR\) does not exist"):
+        load_settings()
 
 
 def test_short_and_long_database_forms(write_config) -> None:
