@@ -12,7 +12,6 @@ from haiku_cli.cli.options import (
     DatabaseNames,
     DatabasePaths,
     Filter,
-    Json,
     ModelName,
     Rescope,
     SessionName,
@@ -44,7 +43,14 @@ def chat(
     delete_session: Annotated[
         str | None, typer.Option("--delete-session", help="Delete a saved session.", metavar="NAME")
     ] = None,
-    json: Json = False,
+    json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="With --list-sessions: print the list as JSON. "
+            "(Answers in JSON: haiku ask --session NAME --json.)",
+        ),
+    ] = False,
 ) -> None:
     """Talk with your documents: answers streamed with citations, follow-ups, saved sessions.
 
@@ -53,6 +59,22 @@ def chat(
     """
     from haiku_cli.api import SessionStore
 
+    if list_sessions or delete_session is not None:
+        given = {
+            "--list-sessions": list_sessions and delete_session is not None,
+            "--session": session is not None,
+            "--database": bool(database),
+            "--db": bool(db),
+            "--filter": filter_ is not None,
+            "--model": model is not None,
+            "--analysis": analysis,
+            "--rescope": rescope,
+            "--json": json and not list_sessions,
+        }
+        # A conversation's options do nothing here: say so rather than list or delete as if they did.
+        if extra := [option for option, on in given.items() if on]:
+            command = "--list-sessions" if list_sessions and delete_session is None else "--delete-session"
+            raise InputError(f"{command} takes no other option; drop {' and '.join(extra)}")
     if list_sessions:
         listed = run(SessionStore().summaries)
         if json:

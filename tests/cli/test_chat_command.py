@@ -147,3 +147,17 @@ def test_listing_sessions_before_any_says_there_are_none(cli) -> None:
     listed = cli("chat", "--list-sessions")
     assert listed.exit_code == 0 and listed.stdout == "no saved sessions\n"
     assert json.loads(cli("chat", "--list-sessions", "--json").stdout) == {"sessions": []}
+
+
+def test_listing_or_deleting_with_a_conversation_option_is_refused_by_name(cli) -> None:
+    # `--session X --list-sessions` used to list every session, as if X filtered it.
+    listed = cli("chat", "--session", "x", "--list-sessions")
+    assert listed.exit_code == 1 and listed.stdout == ""
+    assert listed.stderr == "haiku: --list-sessions takes no other option; drop --session\n"
+    both = cli("chat", "--delete-session", "x", "--list-sessions", "-d", "notes")
+    assert both.exit_code == 1 and "drop --list-sessions and --database" in both.stderr
+
+
+def test_json_help_says_it_is_for_the_session_list(cli) -> None:
+    shown = " ".join(cli("chat", "--help").stdout.split())
+    assert "--json With --list-sessions: print the list as JSON." in shown
