@@ -28,7 +28,7 @@ def mcp(
         str,
         typer.Option(
             "--host",
-            help="Address to listen on with --http (default 127.0.0.1: this machine).",
+            help="Address to listen on with --http (127.0.0.1: reachable from this machine only).",
             metavar="HOST",
         ),
     ] = "127.0.0.1",

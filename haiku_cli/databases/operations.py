@@ -258,6 +258,7 @@ async def list_documents(
 
 async def get_document(ws: Workspace, location: Location, document_id: str) -> DocumentWithChunks:
     """`haiku get`: one document with its chunks."""
+    document_id = document_id.strip()  # pasted with the space or newline around it
 
     def read(db: Database) -> DocumentWithChunks | None:
         doc = reads.get_document(db, document_id)
@@ -280,6 +281,7 @@ def _no_document(document_id: str, location: Location) -> InputError:
 
 async def delete_document(ws: Workspace, location: Location, document_id: str) -> DeletedDocument:
     """`haiku delete`: remove a document and its chunks together."""
+    document_id = document_id.strip()
     db = await ws.pool.open_one(location, writable=True)
     async with _writing(db):
         doc = await anyio.to_thread.run_sync(lambda: reads.get_document(db, document_id))

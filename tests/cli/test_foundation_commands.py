@@ -127,6 +127,7 @@ def test_add_text_with_title_and_meta_then_get_and_delete(cli) -> None:
         and got["document"]["content"] == "Lanterns burn kerosene."
     )
     assert "Lanterns burn kerosene." in cli("get", doc_id).stdout
+    assert "Lanterns burn kerosene." in cli("get", f" {doc_id}\n").stdout  # pasted with what surrounds it
     note = cli("add", "A second short note.")
     assert note.stdout.startswith("added ") and note.stdout.rstrip().endswith("(1 chunk)")
     filtered = json.loads(cli("list", "--filter", "metadata LIKE '%1901%'", "--json").stdout)
