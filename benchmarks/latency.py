@@ -35,7 +35,7 @@ from common import DEFAULT_DATA, load_beir, write_corpus_files
 from haiku_cli.databases import operations
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.ingest.chunking import Chunk
-from haiku_cli.ingest.pipeline import embedding_text
+from haiku_cli.ingest.embedding import embedding_text
 from haiku_cli.store.database import open_database
 from haiku_cli.store.location import Location
 

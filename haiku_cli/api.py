@@ -84,7 +84,8 @@ if TYPE_CHECKING:
     from haiku_cli.databases.selection import Selection
     from haiku_cli.databases.workspace import Workspace
     from haiku_cli.errors import DatabaseError, ExitCode, HaikuError, Hint, InputError, ModelError
-    from haiku_cli.ingest.pipeline import IngestReport, SourceOutcome, parse_metadata
+    from haiku_cli.ingest.metadata import parse_metadata
+    from haiku_cli.ingest.reports import IngestReport, SourceOutcome
     from haiku_cli.sandbox.runner import Execution
     from haiku_cli.search.candidates import SearchType
     from haiku_cli.search.hits import SearchHit
@@ -116,7 +117,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "ResolvedConfig": ("haiku_cli.config.resolved", "ResolvedConfig"),
     "ask": ("haiku_cli.agents.ask", "ask"),
     "analyze": ("haiku_cli.agents.analyze", "analyze"),
-    "parse_metadata": ("haiku_cli.ingest.pipeline", "parse_metadata"),
+    "parse_metadata": ("haiku_cli.ingest.metadata", "parse_metadata"),
     "MAX_QUERY_CHARS": ("haiku_cli.databases.fanout", "MAX_QUERY_CHARS"),
     "ChatHost": ("haiku_cli.chat.host", "ChatHost"),
     "ask_in_session": ("haiku_cli.chat.host", "ask_in_session"),
@@ -138,8 +139,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "DocumentSummary": ("haiku_cli.store.records", "DocumentSummary"),
     "DocumentRecord": ("haiku_cli.store.records", "DocumentRecord"),
     "ChunkRecord": ("haiku_cli.store.records", "ChunkRecord"),
-    "IngestReport": ("haiku_cli.ingest.pipeline", "IngestReport"),
-    "SourceOutcome": ("haiku_cli.ingest.pipeline", "SourceOutcome"),
+    "IngestReport": ("haiku_cli.ingest.reports", "IngestReport"),
+    "SourceOutcome": ("haiku_cli.ingest.reports", "SourceOutcome"),
     "DatabaseInfo": ("haiku_cli.store.maintenance", "DatabaseInfo"),
     "TableVersion": ("haiku_cli.store.maintenance", "TableVersion"),
     "AskResult": ("haiku_cli.agents.question", "AskResult"),

@@ -36,7 +36,7 @@ from haiku_cli.store.location import Location
 from haiku_cli.store.writer import exclusive
 
 if TYPE_CHECKING:
-    from haiku_cli.ingest import pipeline
+    from haiku_cli.ingest import reports
 
 
 async def _writable(ws: Workspace, location: Location) -> Database:
@@ -60,7 +60,7 @@ async def _writing(db: Database) -> AsyncIterator[Database]:
 
 async def add_text(
     ws: Workspace, location: Location, text: str, *, title: str | None, metadata: dict[str, Any]
-) -> pipeline.IngestReport:
+) -> reports.IngestReport:
     """`haiku add`: store a piece of text as a document."""
     from haiku_cli.ingest import pipeline  # the ingest path (file walking, ignore rules) loads on use
 
@@ -86,9 +86,9 @@ async def add_sources(
     *,
     title: str | None,
     metadata: dict[str, Any],
-    progress: pipeline.Progress | None = None,
+    progress: reports.Progress | None = None,
     follow_symlinks: bool = False,
-) -> pipeline.IngestReport:
+) -> reports.IngestReport:
     """`haiku add-src`: add files, directories and URLs; the report says which failed or were skipped."""
     from haiku_cli.ingest import pipeline
     from haiku_cli.ingest.sources import display_path, local_path, unread_scheme
@@ -124,8 +124,8 @@ class _RemovedMeanwhile(Exception):
 
 
 async def _adding(
-    ws: Workspace, location: Location, add: Callable[[Database], Awaitable[pipeline.IngestReport]]
-) -> pipeline.IngestReport:
+    ws: Workspace, location: Location, add: Callable[[Database], Awaitable[reports.IngestReport]]
+) -> reports.IngestReport:
     """Run an add holding the writer lock. A database it created is removed again when the add fails
     or stores nothing: `list` and `info` then say it does not exist, as before the add."""
     for _ in range(2):
@@ -141,8 +141,8 @@ async def _adding(
 
 
 async def _add_once(
-    ws: Workspace, location: Location, add: Callable[[Database], Awaitable[pipeline.IngestReport]]
-) -> pipeline.IngestReport:
+    ws: Workspace, location: Location, add: Callable[[Database], Awaitable[reports.IngestReport]]
+) -> reports.IngestReport:
     path = location.local_path
     new_folder = path is not None and not await anyio.to_thread.run_sync(path.exists)
     existed = await anyio.to_thread.run_sync(exists, location)
@@ -316,14 +316,14 @@ async def vacuum(ws: Workspace, location: Location) -> VacuumReport:
 
 
 async def rebuild(
-    ws: Workspace, location: Location, progress: pipeline.Progress | None = None
+    ws: Workspace, location: Location, progress: reports.Progress | None = None
 ) -> RebuildReport:
     """`haiku rebuild`: re-chunk and re-embed everything with the configured embedder, all-or-nothing."""
-    from haiku_cli.ingest import pipeline
+    from haiku_cli.ingest import rebuild as rebuilding
 
     db = await ws.pool.open_one(location, writable=True)
     async with _writing(db):
-        done = await pipeline.rebuild(db, ws.embedder, progress)
+        done = await rebuilding.rebuild(db, ws.embedder, progress)
     ws.pool.forget(location)
     return RebuildReport(
         database=db.name, chunks=done.chunks, kept_chunk_ids=done.kept_chunk_ids, embedder=ws.embedder.name

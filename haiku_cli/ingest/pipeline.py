@@ -2,29 +2,29 @@
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
-from pydantic import BaseModel, Field, PrivateAttr
 
 from haiku_cli.config.settings import IngestSettings
 from haiku_cli.errors import HaikuError, InputError
 from haiku_cli.ingest.chunking import Chunk, chunk_document
-from haiku_cli.ingest.document import ConvertedDocument, Segment
+from haiku_cli.ingest.document import ConvertedDocument
+from haiku_cli.ingest.embedding import BATCH_CHUNKS, embed_chunks
+from haiku_cli.ingest.reports import IngestReport, NoProgress, Progress, SourceOutcome, Status
+from haiku_cli.ingest.stored import content_hash, stored_content
 from haiku_cli.store.database import Database
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import count_documents, find_by_hash, find_by_uri
-from haiku_cli.store.records import DocumentRecord, DocumentSummary, DocumentWrite, NewChunk
+from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk
 from haiku_cli.store.transaction import atomic_write
-from haiku_cli.store.writer import exclusive
 from haiku_cli.store.writes import new_id, write_documents
 
 if TYPE_CHECKING:
@@ -32,121 +32,6 @@ if TYPE_CHECKING:
 
     from haiku_cli.embed import Embedder
     from haiku_cli.store.kept import Kept, KeptIds
-    from haiku_cli.store.rebuild import NewChunksTable
-
-# "skipped": left out on purpose (a symlink out of the folder); "failed": could not be read or converted.
-Status = Literal["added", "updated", "unchanged", "skipped", "failed"]
-# Chunks are embedded and written in batches of this many (a long document spans several), so memory
-# holds the vectors of a few batches, never of a whole folder or a whole big file. The add as a whole
-# stays one all-or-nothing write.
-BATCH_CHUNKS = 512
-PAGE_BREAK = "\f"
-
-
-class Progress(Protocol):
-    """Where long work reports how far it got (a rich bar on a terminal, nothing when piped)."""
-
-    def add_total(self, chunks: int) -> None: ...
-    def advance(self, chunks: int) -> None: ...
-
-
-class _NoProgress:
-    def add_total(self, chunks: int) -> None:
-        pass
-
-    def advance(self, chunks: int) -> None:
-        pass
-
-
-class SourceOutcome(BaseModel):
-    """What happened to one source."""
-
-    source: str
-    status: Status
-    document_id: str | None = None
-    chunks: int = 0
-    error: str | None = None
-    note: str | None = None  # read, but with something worth knowing (e.g. not UTF-8)
-    # "updated": how many of its chunks came out identical and kept their ids (None for the other statuses)
-    kept_chunk_ids: int | None = None
-    # Where the source was given or found: batches report out of that order, the report is put back in it.
-    _position: int = PrivateAttr(default=0)
-
-
-class IngestReport(BaseModel):
-    """The outcome of every source of one add, in the database it went to."""
-
-    database: str = ""
-    outcomes: list[SourceOutcome] = Field(default_factory=list)
-
-    @property
-    def failed(self) -> list[SourceOutcome]:
-        """The sources that could not be added."""
-        return [o for o in self.outcomes if o.status == "failed"]
-
-
-def content_hash(text: str) -> str:
-    """The hash that decides whether a re-added source changed."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def stored_content(doc: ConvertedDocument) -> str:
-    """The text stored for a document; each page ends with a form feed so rebuild can recover pages."""
-    if any(s.page is not None for s in doc.segments):
-        return "".join(s.text + PAGE_BREAK for s in doc.segments)
-    return doc.text
-
-
-def from_stored(uri: str | None, title: str | None, content: str) -> ConvertedDocument:
-    """Rebuild a converted document from stored content (the inverse of `stored_content`)."""
-    if content.endswith(PAGE_BREAK):
-        pages = content[: -len(PAGE_BREAK)].split(PAGE_BREAK)
-        segments = [Segment(text, page=i) for i, text in enumerate(pages, start=1)]
-    else:
-        segments = [Segment(content)]
-    return ConvertedDocument(uri=uri or "", title=title, segments=segments)
-
-
-def embedding_text(title: str | None, chunk: Chunk) -> str:
-    """What is embedded for a chunk: its title and heading path give short chunks their context."""
-    context = [p for p in [title, *chunk.heading_path] if p]
-    return (" > ".join(context) + "\n\n" + chunk.text) if context else chunk.text
-
-
-async def embed_chunks(
-    embedder: Embedder,
-    titled: Sequence[tuple[str | None, Chunk]],
-    on_progress: Callable[[int], None],
-    kept: Sequence[Kept | None] | None = None,
-) -> list[NewChunk]:
-    """Embed chunks (each with its document title) into rows to store, in order.
-
-    `kept`, one per chunk: the stored chunk it keeps the id of, whose vector (when read) is reused
-    instead of embedding the same text again.
-    """
-    kept = kept or [None] * len(titled)
-    texts = [embedding_text(title, c) for title, c in titled]
-    missing = [i for i, k in enumerate(kept) if k is None or k.vector is None]
-    embedded = iter(
-        await embedder.embed_documents([texts[i] for i in missing], on_progress=on_progress)
-        if missing
-        else []
-    )
-    if len(missing) < len(texts):
-        on_progress(len(texts) - len(missing))
-    vectors = [next(embedded) if k is None or k.vector is None else k.vector for k in kept]
-    return [
-        NewChunk(
-            id=k.id if k else None,
-            order=c.order,
-            text=c.text,
-            heading_path=list(c.heading_path),
-            pages=list(c.pages),
-            search_text=text,
-            vector=vector.tolist(),
-        )
-        for (_, c), text, vector, k in zip(titled, texts, vectors, kept, strict=True)
-    ]
 
 
 @dataclass
@@ -179,7 +64,7 @@ class Ingestor:
     def __init__(self, db: Database, embedder: Embedder, progress: Progress | None = None) -> None:
         self.db = db
         self.embedder = embedder
-        self.progress = progress or _NoProgress()
+        self.progress = progress or NoProgress()
         self.report = IngestReport(database=db.name)
         self._batch: list[_Part] = []
         self._batch_chunks = 0
@@ -283,14 +168,7 @@ class Ingestor:
         return find_by_uri(self.db, uri) if uri else find_by_hash(self.db, digest)
 
     def _outcome(self, **fields: Any) -> SourceOutcome:
-        outcome = SourceOutcome(**fields)
-        outcome._position = self.position
-        return outcome
-
-    def in_source_order(self) -> IngestReport:
-        """The report with its outcomes in the order the sources were given and found."""
-        self.report.outcomes.sort(key=lambda o: o._position)  # stable: a source's own outcomes keep theirs
-        return self.report
+        return SourceOutcome.at(self.position, **fields)
 
     def fail(self, source: str, error: str) -> None:
         """Record a source that could not be converted."""
@@ -420,17 +298,6 @@ def _first_error(group: BaseExceptionGroup) -> BaseException:
     return group
 
 
-def parse_metadata(pairs: Sequence[str]) -> dict[str, Any]:
-    """`k=v` pairs from the command line into a metadata dict."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"--meta takes KEY=VALUE, got {pair!r}")
-        out[key.strip()] = value
-    return out
-
-
 async def add_text(
     db: Database, embedder: Embedder, text: str, *, title: str | None, metadata: dict[str, Any]
 ) -> IngestReport:
@@ -498,7 +365,7 @@ async def add_sources(
         async with ingestor.pipelined():
             await _convert_all(ingestor, items, title=title, metadata=metadata, limits=limits)
     await anyio.to_thread.run_sync(after_write, db)
-    return ingestor.in_source_order()
+    return ingestor.report.in_source_order()
 
 
 async def _convert_all(
@@ -525,83 +392,3 @@ async def _convert_all(
             if exc.exit_code != InputError.exit_code:
                 raise  # a model or database failure stops the add, and undoes it
             ingestor.fail(label, str(exc))
-
-
-class Rebuilt(NamedTuple):
-    """What a rebuild wrote: its chunks, and how many of them kept the id of an identical stored chunk."""
-
-    chunks: int
-    kept_chunk_ids: int
-
-
-async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = None) -> Rebuilt:
-    """Re-chunk and re-embed every document into a new chunks table, switched in by one commit.
-
-    Documents are read, embedded and written in batches, so memory holds a few batches whatever the
-    size of the database; a failure or Ctrl-C drops the new table and leaves the database as it was.
-    Documents keep their ids, and so does each chunk that comes out identical (`KeptIds`), so saved
-    citations of it still resolve; only chunks that changed (e.g. with the chunk size) get new ids.
-    """
-    from haiku_cli.store.kept import KeptIds
-    from haiku_cli.store.reads import get_documents, list_documents
-    from haiku_cli.store.rebuild import NewChunksTable
-
-    progress = progress or _NoProgress()
-    dimension = await embedder.resolve_dimension()
-    with exclusive(db):  # held by the command already; a library caller gets it here
-        docs = await anyio.to_thread.run_sync(lambda: list_documents(db, limit=None))  # without content
-        new = await anyio.to_thread.run_sync(NewChunksTable, db, dimension)
-        try:
-            written = Rebuilt(0, 0)
-            pending: list[_Rebuilt] = []
-            for start in range(0, len(docs), _REBUILD_DOCUMENTS):
-                ids = [d.id for d in docs[start : start + _REBUILD_DOCUMENTS]]
-                full = await anyio.to_thread.run_sync(lambda ids=ids: get_documents(db, ids, content=True))
-                kept = await anyio.to_thread.run_sync(
-                    lambda ids=ids: KeptIds(db, ids, what="cannot be rebuilt")
-                )
-                for doc in (full[i] for i in ids if i in full):
-                    stored = from_stored(doc.uri, doc.title, doc.content)
-                    chunks = await anyio.to_thread.run_sync(
-                        lambda stored=stored: chunk_document(
-                            stored, embedder.count_tokens, max_tokens=embedder.max_tokens
-                        )
-                    )
-                    progress.add_total(len(chunks))
-                    summary = doc.summary()  # its chunks carry its fields, not its content
-                    pending.extend(
-                        (summary, c, kept.take(doc.id, c.text, c.heading_path, c.pages)) for c in chunks
-                    )
-                    while len(pending) >= BATCH_CHUNKS:
-                        batch, pending = pending[:BATCH_CHUNKS], pending[BATCH_CHUNKS:]
-                        written = _plus(written, await _rebuild_batch(new, embedder, batch, progress))
-            if pending:
-                written = _plus(written, await _rebuild_batch(new, embedder, pending, progress))
-            await anyio.to_thread.run_sync(new.switch, embedder.name)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(new.discard)
-            raise
-    return written
-
-
-# Documents whose content (and stored chunk keys) a rebuild reads at once; their chunks go on in
-# batches of BATCH_CHUNKS.
-_REBUILD_DOCUMENTS = 64
-# A rebuilt chunk with its document, and the stored chunk whose id it keeps (None: a new one).
-_Rebuilt = tuple[DocumentSummary, Chunk, "Kept | None"]
-
-
-def _plus(a: Rebuilt, b: Rebuilt) -> Rebuilt:
-    return Rebuilt(a.chunks + b.chunks, a.kept_chunk_ids + b.kept_chunk_ids)
-
-
-async def _rebuild_batch(
-    new: NewChunksTable, embedder: Embedder, batch: list[_Rebuilt], progress: Progress
-) -> Rebuilt:
-    titled = [(doc.title, c) for doc, c, _ in batch]
-    rows = await embed_chunks(embedder, titled, progress.advance, [k for _, _, k in batch])
-    await anyio.to_thread.run_sync(
-        new.add, [(doc, row) for (doc, _, _), row in zip(batch, rows, strict=True)]
-    )
-    return Rebuilt(len(rows), sum(k is not None for _, _, k in batch))

@@ -18,7 +18,7 @@ from haiku_cli.chat.host import ChatHost, ask_in_session
 from haiku_cli.chat.sessions import SessionStore
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError, ModelError
-from haiku_cli.ingest import pipeline
+from haiku_cli.ingest.rebuild import rebuild
 from haiku_cli.store import open_database
 from tests.capabilities.analysis_script import execute, last_output
 from tests.capabilities.conftest import NOTES
@@ -183,7 +183,7 @@ def _rebuild(ws: Workspace, name: str, max_tokens: int | None = None) -> None:
     """Rebuild a configured database (at another chunk size when `max_tokens` is given)."""
     db = open_database(ws.locations[name], writable=True)
     embedder = ws.embedder if max_tokens is None else Resized(ws.embedder, max_tokens)
-    anyio.run(lambda: pipeline.rebuild(db, embedder))
+    anyio.run(lambda: rebuild(db, embedder))
 
 
 def test_a_resumed_session_cites_its_earlier_chunk_after_a_rebuild(kb: Workspace, workspace) -> None:

@@ -12,7 +12,7 @@ from haiku_cli.databases import operations
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import ExitCode, ModelError
 from haiku_cli.store import Location, exists
-from tests.ingest.test_pipeline import FailingAfter
+from tests.ingest.support import FailingAfter
 
 
 def test_an_add_src_where_every_source_fails_creates_no_database(cli, isolated: Path) -> None:

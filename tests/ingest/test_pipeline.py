@@ -11,54 +11,19 @@ import pytest
 
 from haiku_cli.errors import DatabaseError, ModelError
 from haiku_cli.ingest import pipeline
-from haiku_cli.store import EmbedderSpec, Location, open_database, reads
-from tests.support.old_layout import create_v1_database
-from tests.support.resized_embedder import Resized
-
-
-class FailingAfter:
-    """The real embedder, made to fail (as a dead embedding server would) after some batches."""
-
-    def __init__(self, real, batches: int) -> None:
-        self._real = real
-        self._left = batches
-        self.name, self.dimension, self.max_tokens = real.name, real.dimension, real.max_tokens
-        self.count_tokens = real.count_tokens
-
-    async def embed_documents(self, texts, on_progress=None):
-        if self._left == 0:
-            raise ModelError("cannot reach embedding model test: Connection error.")
-        self._left -= 1
-        return await self._real.embed_documents(texts, on_progress=on_progress)
-
-    async def resolve_dimension(self) -> int:
-        return self.dimension
-
-
-def _folder(tmp_path: Path, n: int) -> Path:
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    for i in range(n):
-        (folder / f"d{i}.md").write_text(f"# Doc {i}\n\nParagraph about topic number {i}.\n")
-    return folder
-
-
-def _db(tmp_path: Path, embedder, layout: str = "current"):
-    loc = Location("t", str(tmp_path / "t.lancedb"))
-    if layout == "v1":  # made by a haiku of schema version 1: chunks without their documents' fields
-        create_v1_database(loc, embedder.name, embedder.dimension)
-    return open_database(loc, create_with=EmbedderSpec(embedder.name, embedder.dimension), writable=True)
+from haiku_cli.store import open_database, reads
+from tests.ingest.support import FailingAfter, Recording, chunks_by_id, docs_folder, new_db, sections
 
 
 @pytest.mark.parametrize("layout", ["current", "v1"])
 def test_a_failure_after_some_batches_undoes_the_whole_add(
     tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch, layout: str
 ) -> None:
-    db = _db(tmp_path, embedder, layout)
+    db = new_db(tmp_path, embedder, layout)
     columns = db.chunks.schema.names
     anyio.run(lambda: pipeline.add_text(db, embedder, "Already here.", title="Kept", metadata={}))
     monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)  # several batches, each its own commit
-    folder = _folder(tmp_path, 7)
+    folder = docs_folder(tmp_path, 7)
     with pytest.raises(ModelError):
         anyio.run(
             lambda: pipeline.add_sources(
@@ -104,10 +69,10 @@ class BadFirstBatch:
 def test_a_failed_write_while_the_next_batch_embeds_undoes_the_whole_add(
     tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    db = _db(tmp_path, embedder)
+    db = new_db(tmp_path, embedder)
     anyio.run(lambda: pipeline.add_text(db, embedder, "Already here.", title="Kept", metadata={}))
     monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
-    folder = _folder(tmp_path, 7)
+    folder = docs_folder(tmp_path, 7)
     bad = BadFirstBatch(embedder)
 
     async def add() -> None:
@@ -125,9 +90,9 @@ def test_a_failed_write_while_the_next_batch_embeds_undoes_the_whole_add(
 def test_a_pipelined_add_stores_every_batch_in_order_with_each_text_embedded_alone(
     tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    db = _db(tmp_path, embedder)
+    db = new_db(tmp_path, embedder)
     monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
-    folder = _folder(tmp_path, 7)
+    folder = docs_folder(tmp_path, 7)
     (folder / "d3.md").write_text("   \n")  # fails mid-way: no text
     report = anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
     # Reported in the order the files were found, though d3 failed before d2's batch was cut.
@@ -143,8 +108,8 @@ def test_a_pipelined_add_stores_every_batch_in_order_with_each_text_embedded_alo
 
 
 def test_readding_is_a_noop_and_a_change_replaces_in_place(tmp_path: Path, embedder) -> None:
-    db = _db(tmp_path, embedder)
-    folder = _folder(tmp_path, 2)
+    db = new_db(tmp_path, embedder)
+    folder = docs_folder(tmp_path, 2)
     first = anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
     second = anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
     assert [o.status for o in second.outcomes] == ["unchanged", "unchanged"]
@@ -155,15 +120,6 @@ def test_readding_is_a_noop_and_a_change_replaces_in_place(tmp_path: Path, embed
     assert updated.document_id == next(o.document_id for o in first.outcomes if o.source.endswith("d0.md"))
     assert "Rewritten" in reads.get_document(db, updated.document_id).content
     assert reads.count_documents(db) == 2
-
-
-def test_pdf_pages_survive_a_rebuild(tmp_path: Path, embedder) -> None:
-    from haiku_cli.ingest.document import ConvertedDocument, Segment
-
-    doc = ConvertedDocument(uri="file:///x.pdf", title="X", segments=[Segment("Only page text.", page=1)])
-    assert pipeline.from_stored(doc.uri, doc.title, pipeline.stored_content(doc)).segments == doc.segments
-    two = ConvertedDocument(uri="u", title="t", segments=[Segment("one", page=1), Segment("two", page=2)])
-    assert pipeline.from_stored("u", "t", pipeline.stored_content(two)).segments == two.segments
 
 
 class _Vanisher:
@@ -180,8 +136,8 @@ class _Vanisher:
 
 
 def test_a_file_that_vanishes_mid_add_is_reported_and_the_rest_added(tmp_path: Path, embedder) -> None:
-    db = _db(tmp_path, embedder)
-    folder = _folder(tmp_path, 3)
+    db = new_db(tmp_path, embedder)
+    folder = docs_folder(tmp_path, 3)
     report = anyio.run(
         lambda: pipeline.add_sources(
             db, embedder, [str(folder)], title=None, metadata={}, progress=_Vanisher(folder / "d1.md")
@@ -198,8 +154,8 @@ def test_a_file_that_vanishes_mid_add_is_reported_and_the_rest_added(tmp_path: P
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their permissions")
 def test_unreadable_files_and_folders_are_reported_and_the_rest_added(tmp_path: Path, embedder) -> None:
-    db = _db(tmp_path, embedder)
-    folder = _folder(tmp_path, 2)
+    db = new_db(tmp_path, embedder)
+    folder = docs_folder(tmp_path, 2)
     (folder / "d0.md").chmod(0)
     (folder / "locked").mkdir()
     (folder / "locked").chmod(0)
@@ -216,8 +172,8 @@ def test_unreadable_files_and_folders_are_reported_and_the_rest_added(tmp_path: 
 
 
 def test_a_source_given_twice_in_one_add_is_stored_once(tmp_path: Path, embedder) -> None:
-    db = _db(tmp_path, embedder)
-    folder = _folder(tmp_path, 2)
+    db = new_db(tmp_path, embedder)
+    folder = docs_folder(tmp_path, 2)
     report = anyio.run(
         lambda: pipeline.add_sources(
             db, embedder, [str(folder), str(folder / "d0.md")], title=None, metadata={}
@@ -237,9 +193,9 @@ def _long_text(n_paragraphs: int, word: str) -> str:
 def test_a_long_document_is_written_in_parts_and_replaced_whole(
     tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    db = _db(tmp_path, embedder)
+    db = new_db(tmp_path, embedder)
     monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
-    folder = _folder(tmp_path, 1)
+    folder = docs_folder(tmp_path, 1)
     (folder / "long.md").write_text(_long_text(5, "alpha"))
     first = anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
     long = next(o for o in first.outcomes if o.source.endswith("long.md"))
@@ -272,9 +228,9 @@ def _document_fields(db) -> dict[str, set[tuple]]:
 def test_every_chunk_carries_its_documents_fields_through_parts_and_updates(
     tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    db = _db(tmp_path, embedder)
+    db = new_db(tmp_path, embedder)
     monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)  # the long document is written in parts
-    folder = _folder(tmp_path, 2)
+    folder = docs_folder(tmp_path, 2)
     (folder / "long.md").write_text(_long_text(5, "alpha"))
     add = pipeline.add_sources
     anyio.run(lambda: add(db, embedder, [str(folder)], title=None, metadata={"team": "ops"}))
@@ -289,119 +245,10 @@ def test_every_chunk_carries_its_documents_fields_through_parts_and_updates(
     assert ("Renamed", '{"team": "ëdge", "n": 2}') in {(t, m) for (_, t, m) in set().union(*copies.values())}
 
 
-class Recording:
-    """The real embedder, recording how many texts each call embeds (what a rebuild holds at once)."""
-
-    def __init__(self, real) -> None:
-        self._real = real
-        self.calls: list[int] = []
-        self.name, self.dimension, self.max_tokens = real.name, real.dimension, real.max_tokens
-        self.count_tokens = real.count_tokens
-
-    async def embed_documents(self, texts, on_progress=None):
-        self.calls.append(len(texts))
-        return await self._real.embed_documents(texts, on_progress=on_progress)
-
-    async def resolve_dimension(self) -> int:
-        return self.dimension
-
-
-def _chunk_texts(db) -> list[str]:
-    return sorted(r["text"] for r in db.chunks.to_arrow().select(["text"]).to_pylist())
-
-
-def test_a_rebuild_embeds_and_writes_in_batches(tmp_path: Path, embedder, monkeypatch) -> None:
-    db = _db(tmp_path, embedder)
-    folder = _folder(tmp_path, 7)
-    anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
-    before = _chunk_texts(db)
-    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
-    recording = Recording(embedder)
-    assert anyio.run(lambda: pipeline.rebuild(db, recording)).chunks == 7
-    assert recording.calls == [2, 2, 2, 1]  # never the whole database in one call
-    again = open_database(db.location)
-    assert _chunk_texts(again) == before and again.chunks_table_name != "chunks"
-    hit = again.chunks.search(np.asarray(anyio.run(embedder.embed_query, "topic number 5")))
-    assert "number 5" in hit.limit(1).to_list()[0]["text"]
-
-
-def test_a_rebuild_that_fails_part_way_leaves_the_database_as_it_was(
-    tmp_path: Path, embedder, monkeypatch
-) -> None:
-    db = _db(tmp_path, embedder)
-    folder = _folder(tmp_path, 7)
-    anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
-    before, tables = _chunk_texts(db), sorted(db.conn.list_tables().tables)
-    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
-    with pytest.raises(ModelError):
-        anyio.run(lambda: pipeline.rebuild(db, FailingAfter(embedder, 2)))
-    again = open_database(db.location)
-    assert again.chunks_table_name == "chunks" and _chunk_texts(again) == before
-    assert sorted(again.conn.list_tables().tables) == tables  # the half-built table is gone
-
-
-def _chunks_by_id(db) -> dict[str, tuple[str, str, list[int]]]:
-    """Every chunk id with its document id, text and pages."""
-    rows = db.chunks.to_arrow().select(["id", "document_id", "text", "pages"]).to_pylist()
-    return {r["id"]: (r["document_id"], r["text"], r["pages"]) for r in rows}
-
-
-def _sections(*sizes: int) -> str:
-    """A Markdown document of one section per size: that many sentences of section-specific words."""
-    return "\n\n".join(
-        f"# Part {i}\n\n" + " ".join(f"Sentence {j} of part {i} says something." for j in range(n))
-        for i, n in enumerate(sizes)
-    )
-
-
-@pytest.mark.parametrize("layout", ["current", "v1"])
-def test_a_rebuild_of_an_unchanged_database_keeps_every_document_and_chunk_id(
-    tmp_path: Path, embedder, monkeypatch, layout: str
-) -> None:
-    db = _db(tmp_path, embedder, layout)
-    folder = _folder(tmp_path, 5)
-    (folder / "long.md").write_text(_sections(2, 30, 2))  # several chunks, one section cut in pieces
-    repeated = " ".join(f"Sentence {j} says the same." for j in range(20))  # over half a chunk
-    (folder / "twice.md").write_text(f"# Same\n\n{repeated}\n\n{repeated}\n")  # two identical chunks
-    anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
-    before, documents = _chunks_by_id(db), reads.list_documents(db, limit=None)
-    assert len(before) == 11 and len({text for _, text, _ in before.values()}) == 10
-    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 3)  # ids are kept across batches too
-    monkeypatch.setattr(pipeline, "_REBUILD_DOCUMENTS", 2)
-    assert anyio.run(lambda: pipeline.rebuild(db, embedder)) == (11, 11)  # chunks, of which kept ids
-    again = open_database(db.location)
-    assert _chunks_by_id(again) == before
-    assert reads.list_documents(again, limit=None) == documents
-    # Each chunk was written again (in the current layout), not carried over.
-    assert again.chunks_table_name != "chunks" and "document_title" in again.chunks.schema.names
-
-
-def test_a_rebuild_with_a_smaller_chunk_size_gives_new_ids_only_to_changed_chunks(
-    tmp_path: Path, embedder
-) -> None:
-    db = _db(tmp_path, embedder)
-    # Part 0 is long and is cut anew at the smaller size; parts 1 and 2 fit either size, and stay.
-    anyio.run(lambda: pipeline.add_text(db, embedder, _sections(30, 2, 3), title="Parts", metadata={}))
-    before = {text: id_ for id_, (_, text, _) in _chunks_by_id(db).items()}
-    rebuilt = anyio.run(lambda: pipeline.rebuild(db, Resized(embedder, max_tokens=96)))
-    after = {text: id_ for id_, (_, text, _) in _chunks_by_id(open_database(db.location)).items()}
-    unchanged = before.keys() & after.keys()
-    assert rebuilt == (len(after), len(unchanged)) and rebuilt.chunks > len(before)
-    assert {t for t in unchanged if " of part 0 " not in t} == {t for t in before if " of part 0 " not in t}
-    assert len(unchanged) < len(before) < len(after)  # part 0 was cut differently
-    assert all(after[t] == before[t] for t in unchanged)  # even where their order changed
-    assert not set(before.values()) & {after[t] for t in after.keys() - unchanged}  # changed: new ids
-    # Back to the first size: the chunks that were identical at both sizes still have their first ids.
-    anyio.run(lambda: pipeline.rebuild(db, embedder))
-    final = {text: id_ for id_, (_, text, _) in _chunks_by_id(open_database(db.location)).items()}
-    assert final.keys() == before.keys()
-    assert {t for t in final if final[t] == before[t]} == unchanged
-
-
 def test_the_report_lists_sources_in_the_order_given(tmp_path: Path, embedder, monkeypatch) -> None:
-    db = _db(tmp_path, embedder)
+    db = new_db(tmp_path, embedder)
     monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
-    folder = _folder(tmp_path, 4)
+    folder = docs_folder(tmp_path, 4)
     given = [folder / "d3.md", tmp_path / "missing.md", folder, folder / "d1.md"]
     report = anyio.run(
         lambda: pipeline.add_sources(db, embedder, [str(p) for p in given], title=None, metadata={})
@@ -429,7 +276,7 @@ def _add_file(db, embedder, path: Path, **given):
 
 def _db_with_file(tmp_path: Path, embedder, text: str, **given):
     """A new database holding one Markdown file of `text`: the database, the file and its outcome."""
-    db, path = _db(tmp_path, embedder), tmp_path / "doc.md"
+    db, path = new_db(tmp_path, embedder), tmp_path / "doc.md"
     path.write_text(text)
     return db, path, _add_file(db, embedder, path, **given)
 
@@ -437,13 +284,13 @@ def _db_with_file(tmp_path: Path, embedder, text: str, **given):
 def test_a_re_add_with_a_new_title_keeps_every_chunk_id_and_embeds_the_title(
     tmp_path: Path, embedder, monkeypatch
 ) -> None:
-    db, path, first = _db_with_file(tmp_path, embedder, _sections(2, 30, 2))
-    before, vectors = _chunks_by_id(db), _vectors_by_id(db)
+    db, path, first = _db_with_file(tmp_path, embedder, sections(2, 30, 2))
+    before, vectors = chunks_by_id(db), _vectors_by_id(db)
     monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)  # the document goes on over several batches
     outcome = _add_file(db, embedder, path, title="Renamed")
     assert (outcome.status, outcome.document_id) == ("updated", first.document_id)
     assert outcome.kept_chunk_ids == outcome.chunks == len(before) > 2
-    assert _chunks_by_id(db) == before
+    assert chunks_by_id(db) == before
     # The title is part of what is embedded: every vector was made again.
     assert all(v != vectors[i] for i, v in _vectors_by_id(db).items())
     assert {title for (_, title, _) in set().union(*_chunk_copies(db).values())} == {"Renamed"}
@@ -452,15 +299,15 @@ def test_a_re_add_with_a_new_title_keeps_every_chunk_id_and_embeds_the_title(
 def test_a_re_add_with_one_paragraph_edited_gives_a_new_id_to_that_chunk_only(
     tmp_path: Path, embedder, monkeypatch
 ) -> None:
-    db, path, _ = _db_with_file(tmp_path, embedder, _sections(3, 3, 3, 3))
-    before = {text: id_ for id_, (_, text, _) in _chunks_by_id(db).items()}
+    db, path, _ = _db_with_file(tmp_path, embedder, sections(3, 3, 3, 3))
+    before = {text: id_ for id_, (_, text, _) in chunks_by_id(db).items()}
     assert len(before) == 4
     path.write_text(
-        _sections(3, 3, 3, 3).replace("Sentence 1 of part 2 says", "Sentence 1 of part 2 now says")
+        sections(3, 3, 3, 3).replace("Sentence 1 of part 2 says", "Sentence 1 of part 2 now says")
     )
     recording = Recording(embedder)
     outcome = _add_file(db, recording, path)
-    after = {text: id_ for id_, (_, text, _) in _chunks_by_id(db).items()}
+    after = {text: id_ for id_, (_, text, _) in chunks_by_id(db).items()}
     (edited,) = after.keys() - before.keys()
     assert "part 2 now says" in edited and after[edited] not in before.values()
     assert {t: after[t] for t in after if t != edited} == {
@@ -471,13 +318,13 @@ def test_a_re_add_with_one_paragraph_edited_gives_a_new_id_to_that_chunk_only(
 
 
 def test_a_metadata_only_re_add_keeps_ids_and_vectors_without_embedding(tmp_path: Path, embedder) -> None:
-    db, path, _ = _db_with_file(tmp_path, embedder, _sections(2, 30, 2), metadata={"team": "ops"})
-    before, vectors = _chunks_by_id(db), _vectors_by_id(db)
+    db, path, _ = _db_with_file(tmp_path, embedder, sections(2, 30, 2), metadata={"team": "ops"})
+    before, vectors = chunks_by_id(db), _vectors_by_id(db)
     recording = Recording(embedder)
     outcome = _add_file(db, recording, path, metadata={"team": "dev"})
     assert outcome.status == "updated" and outcome.kept_chunk_ids == len(before)
     assert recording.calls == []
-    assert _chunks_by_id(db) == before and _vectors_by_id(db) == vectors
+    assert chunks_by_id(db) == before and _vectors_by_id(db) == vectors
     assert _chunk_copies(db) == _document_fields(db)  # the chunks carry the new metadata
     assert reads.list_documents(db)[0].metadata == {"team": "dev"}
 
@@ -485,24 +332,24 @@ def test_a_metadata_only_re_add_keeps_ids_and_vectors_without_embedding(tmp_path
 def test_a_failed_update_leaves_the_chunks_and_their_ids_as_they_were(
     tmp_path: Path, embedder, monkeypatch
 ) -> None:
-    db, path, _ = _db_with_file(tmp_path, embedder, _sections(3, 3, 3, 3))
-    before = _chunks_by_id(db)
+    db, path, _ = _db_with_file(tmp_path, embedder, sections(3, 3, 3, 3))
+    before = chunks_by_id(db)
     monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 1)
     with pytest.raises(ModelError):
         _add_file(db, FailingAfter(embedder, 2), path, title="Renamed")
     again = open_database(db.location)
-    assert _chunks_by_id(again) == before
+    assert chunks_by_id(again) == before
     assert reads.list_documents(again)[0].title != "Renamed"
 
 
 def test_a_folder_re_added_with_new_metadata_over_many_batches_keeps_every_id_and_vector(
     tmp_path: Path, embedder, monkeypatch
 ) -> None:
-    db = _db(tmp_path, embedder)
-    folder = _folder(tmp_path, 5)
-    (folder / "long.md").write_text(_sections(2, 30, 2))
+    db = new_db(tmp_path, embedder)
+    folder = docs_folder(tmp_path, 5)
+    (folder / "long.md").write_text(sections(2, 30, 2))
     anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
-    before, vectors = _chunks_by_id(db), _vectors_by_id(db)
+    before, vectors = chunks_by_id(db), _vectors_by_id(db)
     # Batches of 2: the embedder stage reads the next batch's stored chunks while the writer writes.
     monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
     recording = Recording(embedder)
@@ -513,4 +360,4 @@ def test_a_folder_re_added_with_new_metadata_over_many_batches_keeps_every_id_an
         ("updated", o.chunks) for o in report.outcomes
     ]
     assert recording.calls == []
-    assert _chunks_by_id(db) == before and _vectors_by_id(db) == vectors
+    assert chunks_by_id(db) == before and _vectors_by_id(db) == vectors

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from haiku_cli.ingest.chunking import Chunk
-from haiku_cli.ingest.pipeline import embedding_text
+from haiku_cli.ingest.embedding import embedding_text
 from haiku_cli.store import DocumentRecord, DocumentWrite, EmbedderSpec, Location, NewChunk, open_database
 from haiku_cli.store.indexes import VECTOR_INDEX, VECTOR_INDEX_MIN_ROWS, index_states
 from haiku_cli.store.writes import new_id, write_documents

@@ -1,0 +1,60 @@
+"""Embedding chunks: the text embedded for each (with its context), and the rows to store it becomes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from haiku_cli.store.records import NewChunk
+
+if TYPE_CHECKING:
+    from haiku_cli.embed import Embedder
+    from haiku_cli.ingest.chunking import Chunk
+    from haiku_cli.store.kept import Kept
+
+# Chunks are embedded and written in batches of this many (a long document spans several), so memory
+# holds the vectors of a few batches, never of a whole folder or a whole big file. The add as a whole
+# stays one all-or-nothing write.
+BATCH_CHUNKS = 512
+
+
+def embedding_text(title: str | None, chunk: Chunk) -> str:
+    """What is embedded for a chunk: its title and heading path give short chunks their context."""
+    context = [p for p in [title, *chunk.heading_path] if p]
+    return (" > ".join(context) + "\n\n" + chunk.text) if context else chunk.text
+
+
+async def embed_chunks(
+    embedder: Embedder,
+    titled: Sequence[tuple[str | None, Chunk]],
+    on_progress: Callable[[int], None],
+    kept: Sequence[Kept | None] | None = None,
+) -> list[NewChunk]:
+    """Embed chunks (each with its document title) into rows to store, in order.
+
+    `kept`, one per chunk: the stored chunk it keeps the id of, whose vector (when read) is reused
+    instead of embedding the same text again.
+    """
+    kept = kept or [None] * len(titled)
+    texts = [embedding_text(title, c) for title, c in titled]
+    missing = [i for i, k in enumerate(kept) if k is None or k.vector is None]
+    embedded = iter(
+        await embedder.embed_documents([texts[i] for i in missing], on_progress=on_progress)
+        if missing
+        else []
+    )
+    if len(missing) < len(texts):
+        on_progress(len(texts) - len(missing))
+    vectors = [next(embedded) if k is None or k.vector is None else k.vector for k in kept]
+    return [
+        NewChunk(
+            id=k.id if k else None,
+            order=c.order,
+            text=c.text,
+            heading_path=list(c.heading_path),
+            pages=list(c.pages),
+            search_text=text,
+            vector=vector.tolist(),
+        )
+        for (_, c), text, vector, k in zip(titled, texts, vectors, kept, strict=True)
+    ]

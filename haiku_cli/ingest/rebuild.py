@@ -1,0 +1,100 @@
+"""Rebuilding a database's chunks: re-chunk and re-embed every stored document into a new chunks table."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+import anyio.to_thread
+
+from haiku_cli.ingest.chunking import Chunk, chunk_document
+from haiku_cli.ingest.embedding import BATCH_CHUNKS, embed_chunks
+from haiku_cli.ingest.reports import NoProgress, Progress
+from haiku_cli.ingest.stored import from_stored
+from haiku_cli.store.database import Database
+from haiku_cli.store.records import DocumentSummary
+from haiku_cli.store.writer import exclusive
+
+if TYPE_CHECKING:
+    from haiku_cli.embed import Embedder
+    from haiku_cli.store.kept import Kept
+    from haiku_cli.store.rebuild import NewChunksTable
+
+
+class Rebuilt(NamedTuple):
+    """What a rebuild wrote: its chunks, and how many of them kept the id of an identical stored chunk."""
+
+    chunks: int
+    kept_chunk_ids: int
+
+
+async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = None) -> Rebuilt:
+    """Re-chunk and re-embed every document into a new chunks table, switched in by one commit.
+
+    Documents are read, embedded and written in batches, so memory holds a few batches whatever the
+    size of the database; a failure or Ctrl-C drops the new table and leaves the database as it was.
+    Documents keep their ids, and so does each chunk that comes out identical (`KeptIds`), so saved
+    citations of it still resolve; only chunks that changed (e.g. with the chunk size) get new ids.
+    """
+    from haiku_cli.store.kept import KeptIds
+    from haiku_cli.store.reads import get_documents, list_documents
+    from haiku_cli.store.rebuild import NewChunksTable
+
+    progress = progress or NoProgress()
+    dimension = await embedder.resolve_dimension()
+    with exclusive(db):  # held by the command already; a library caller gets it here
+        docs = await anyio.to_thread.run_sync(lambda: list_documents(db, limit=None))  # without content
+        new = await anyio.to_thread.run_sync(NewChunksTable, db, dimension)
+        try:
+            written = Rebuilt(0, 0)
+            pending: list[_Rebuilt] = []
+            for start in range(0, len(docs), _REBUILD_DOCUMENTS):
+                ids = [d.id for d in docs[start : start + _REBUILD_DOCUMENTS]]
+                full = await anyio.to_thread.run_sync(lambda ids=ids: get_documents(db, ids, content=True))
+                kept = await anyio.to_thread.run_sync(
+                    lambda ids=ids: KeptIds(db, ids, what="cannot be rebuilt")
+                )
+                for doc in (full[i] for i in ids if i in full):
+                    stored = from_stored(doc.uri, doc.title, doc.content)
+                    chunks = await anyio.to_thread.run_sync(
+                        lambda stored=stored: chunk_document(
+                            stored, embedder.count_tokens, max_tokens=embedder.max_tokens
+                        )
+                    )
+                    progress.add_total(len(chunks))
+                    summary = doc.summary()  # its chunks carry its fields, not its content
+                    pending.extend(
+                        (summary, c, kept.take(doc.id, c.text, c.heading_path, c.pages)) for c in chunks
+                    )
+                    while len(pending) >= BATCH_CHUNKS:
+                        batch, pending = pending[:BATCH_CHUNKS], pending[BATCH_CHUNKS:]
+                        written = _plus(written, await _rebuild_batch(new, embedder, batch, progress))
+            if pending:
+                written = _plus(written, await _rebuild_batch(new, embedder, pending, progress))
+            await anyio.to_thread.run_sync(new.switch, embedder.name)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(new.discard)
+            raise
+    return written
+
+
+# Documents whose content (and stored chunk keys) a rebuild reads at once; their chunks go on in
+# batches of BATCH_CHUNKS.
+_REBUILD_DOCUMENTS = 64
+# A rebuilt chunk with its document, and the stored chunk whose id it keeps (None: a new one).
+_Rebuilt = tuple[DocumentSummary, Chunk, "Kept | None"]
+
+
+def _plus(a: Rebuilt, b: Rebuilt) -> Rebuilt:
+    return Rebuilt(a.chunks + b.chunks, a.kept_chunk_ids + b.kept_chunk_ids)
+
+
+async def _rebuild_batch(
+    new: NewChunksTable, embedder: Embedder, batch: list[_Rebuilt], progress: Progress
+) -> Rebuilt:
+    titled = [(doc.title, c) for doc, c, _ in batch]
+    rows = await embed_chunks(embedder, titled, progress.advance, [k for _, _, k in batch])
+    await anyio.to_thread.run_sync(
+        new.add, [(doc, row) for (doc, _, _), row in zip(batch, rows, strict=True)]
+    )
+    return Rebuilt(len(rows), sum(k is not None for _, _, k in batch))

@@ -1,0 +1,93 @@
+"""Rebuilding against a real database: batched, all-or-nothing, and identical chunks keep their ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import numpy as np
+import pytest
+
+from haiku_cli.errors import ModelError
+from haiku_cli.ingest import pipeline, rebuild
+from haiku_cli.store import open_database, reads
+from tests.ingest.support import FailingAfter, Recording, chunks_by_id, docs_folder, new_db, sections
+from tests.support.resized_embedder import Resized
+
+
+def _chunk_texts(db) -> list[str]:
+    return sorted(r["text"] for r in db.chunks.to_arrow().select(["text"]).to_pylist())
+
+
+def test_a_rebuild_embeds_and_writes_in_batches(tmp_path: Path, embedder, monkeypatch) -> None:
+    db = new_db(tmp_path, embedder)
+    folder = docs_folder(tmp_path, 7)
+    anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
+    before = _chunk_texts(db)
+    monkeypatch.setattr(rebuild, "BATCH_CHUNKS", 2)
+    recording = Recording(embedder)
+    assert anyio.run(lambda: rebuild.rebuild(db, recording)).chunks == 7
+    assert recording.calls == [2, 2, 2, 1]  # never the whole database in one call
+    again = open_database(db.location)
+    assert _chunk_texts(again) == before and again.chunks_table_name != "chunks"
+    hit = again.chunks.search(np.asarray(anyio.run(embedder.embed_query, "topic number 5")))
+    assert "number 5" in hit.limit(1).to_list()[0]["text"]
+
+
+def test_a_rebuild_that_fails_part_way_leaves_the_database_as_it_was(
+    tmp_path: Path, embedder, monkeypatch
+) -> None:
+    db = new_db(tmp_path, embedder)
+    folder = docs_folder(tmp_path, 7)
+    anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
+    before, tables = _chunk_texts(db), sorted(db.conn.list_tables().tables)
+    monkeypatch.setattr(rebuild, "BATCH_CHUNKS", 2)
+    with pytest.raises(ModelError):
+        anyio.run(lambda: rebuild.rebuild(db, FailingAfter(embedder, 2)))
+    again = open_database(db.location)
+    assert again.chunks_table_name == "chunks" and _chunk_texts(again) == before
+    assert sorted(again.conn.list_tables().tables) == tables  # the half-built table is gone
+
+
+@pytest.mark.parametrize("layout", ["current", "v1"])
+def test_a_rebuild_of_an_unchanged_database_keeps_every_document_and_chunk_id(
+    tmp_path: Path, embedder, monkeypatch, layout: str
+) -> None:
+    db = new_db(tmp_path, embedder, layout)
+    folder = docs_folder(tmp_path, 5)
+    (folder / "long.md").write_text(sections(2, 30, 2))  # several chunks, one section cut in pieces
+    repeated = " ".join(f"Sentence {j} says the same." for j in range(20))  # over half a chunk
+    (folder / "twice.md").write_text(f"# Same\n\n{repeated}\n\n{repeated}\n")  # two identical chunks
+    anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
+    before, documents = chunks_by_id(db), reads.list_documents(db, limit=None)
+    assert len(before) == 11 and len({text for _, text, _ in before.values()}) == 10
+    monkeypatch.setattr(rebuild, "BATCH_CHUNKS", 3)  # ids are kept across batches too
+    monkeypatch.setattr(rebuild, "_REBUILD_DOCUMENTS", 2)
+    assert anyio.run(lambda: rebuild.rebuild(db, embedder)) == (11, 11)  # chunks, of which kept ids
+    again = open_database(db.location)
+    assert chunks_by_id(again) == before
+    assert reads.list_documents(again, limit=None) == documents
+    # Each chunk was written again (in the current layout), not carried over.
+    assert again.chunks_table_name != "chunks" and "document_title" in again.chunks.schema.names
+
+
+def test_a_rebuild_with_a_smaller_chunk_size_gives_new_ids_only_to_changed_chunks(
+    tmp_path: Path, embedder
+) -> None:
+    db = new_db(tmp_path, embedder)
+    # Part 0 is long and is cut anew at the smaller size; parts 1 and 2 fit either size, and stay.
+    anyio.run(lambda: pipeline.add_text(db, embedder, sections(30, 2, 3), title="Parts", metadata={}))
+    before = {text: id_ for id_, (_, text, _) in chunks_by_id(db).items()}
+    rebuilt = anyio.run(lambda: rebuild.rebuild(db, Resized(embedder, max_tokens=96)))
+    after = {text: id_ for id_, (_, text, _) in chunks_by_id(open_database(db.location)).items()}
+    unchanged = before.keys() & after.keys()
+    assert rebuilt == (len(after), len(unchanged)) and rebuilt.chunks > len(before)
+    assert {t for t in unchanged if " of part 0 " not in t} == {t for t in before if " of part 0 " not in t}
+    assert len(unchanged) < len(before) < len(after)  # part 0 was cut differently
+    assert all(after[t] == before[t] for t in unchanged)  # even where their order changed
+    assert not set(before.values()) & {after[t] for t in after.keys() - unchanged}  # changed: new ids
+    # Back to the first size: the chunks that were identical at both sizes still have their first ids.
+    anyio.run(lambda: rebuild.rebuild(db, embedder))
+    final = {text: id_ for id_, (_, text, _) in chunks_by_id(open_database(db.location)).items()}
+    assert final.keys() == before.keys()
+    assert {t for t in final if final[t] == before[t]} == unchanged
