@@ -14,6 +14,8 @@ from haiku_cli.cli.running import add_command, run
 if TYPE_CHECKING:
     from haiku_cli.api import Location, Workspace
 
+_PAGE = 50  # documents `list` shows by default
+
 DocumentId = Annotated[str, typer.Argument(help="The document's id (see `haiku list`).", metavar="ID")]
 
 
@@ -42,7 +44,7 @@ def list_(
     limit: Annotated[
         int,
         typer.Option("--limit", "-n", help="At most this many documents.", metavar="N", parser=whole_number),
-    ] = 50,
+    ] = _PAGE,
     offset: Annotated[
         int,
         typer.Option("--offset", help="Skip this many documents first.", metavar="N", parser=whole_number),
@@ -56,20 +58,21 @@ def list_(
 
     ws, loc = _one(ctx, database, db)
     page = run(lambda: api.list_documents(ws, loc, document_filter=filter_, limit=limit, offset=offset))
-    if page.truncated:
-        output.err.print(
-            f"(more documents follow; see them with --offset {offset + limit})", style="dim", markup=False
-        )
     if json:
-        output.print_model(page)
+        output.print_model(page)  # `truncated` says whether more follow
         return
     if not page.documents:
-        output.out.print("no documents", style="dim")
+        # Say why it is empty when the options are the reason, not the database.
+        why = " match the filter" if filter_ else ""
+        output.out.print(f"no documents{why}{f' after the first {offset}' if offset else ''}", style="dim")
         return
     render.table(
         ["id", "title", "uri", "updated"],
         [(d.id, d.title or "", d.uri or "", d.updated_at.strftime("%Y-%m-%d %H:%M")) for d in page.documents],
     )
+    if page.truncated:  # after the table, where a reader at the end of it looks
+        more = f"--offset {offset + limit}" + (f" --limit {limit}" if limit != _PAGE else "")
+        output.err.print(f"(more documents follow; see them with {more})", style="dim", markup=False)
 
 
 def get(

@@ -173,6 +173,19 @@ def test_out_of_range_numbers_name_the_option(cli, args: tuple[str, ...], line: 
     assert result.exit_code == ExitCode.INPUT and result.stderr == line
 
 
+def test_list_says_why_a_page_is_empty_and_how_to_see_the_next(cli) -> None:
+    for n in range(3):
+        cli("add", f"note {n}")
+    page = cli("list", "--limit", "2")
+    assert page.stdout.count("note ") == 2
+    assert page.stderr == "(more documents follow; see them with --offset 2 --limit 2)\n"
+    assert cli("list", "--offset", "2").stderr == ""  # the last page
+    assert cli("list", "--offset", "5").stdout == "no documents after the first 5\n"
+    assert cli("list", "--filter", "title = 'zz'").stdout == "no documents match the filter\n"
+    as_json = cli("list", "--limit", "2", "--json")
+    assert json.loads(as_json.stdout)["truncated"] and as_json.stderr == ""
+
+
 def test_reading_before_any_write_is_a_clear_error(cli, isolated: Path) -> None:
     result = cli("search", "anything")
     assert result.exit_code == ExitCode.DATABASE
