@@ -43,7 +43,11 @@ def _global(
     ctx: typer.Context,
     config: Annotated[
         Path | None,
-        typer.Option("--config", help="Config file (default: $HAIKU_CONFIG, else the user config dir)."),
+        typer.Option(
+            "--config",
+            help="Config file (default: $HAIKU_CONFIG, else config.toml in $HAIKU_CONFIG_DIR or the user "
+            "config dir).",
+        ),
     ] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
     version: Annotated[

@@ -28,9 +28,7 @@ def search(
     limit: Limit = None,
     search_type: Annotated[
         str,
-        typer.Option(
-            "--type", "-t", help="hybrid (default), vector or fts.", case_sensitive=False, metavar="TYPE"
-        ),
+        typer.Option("--type", "-t", help="hybrid, vector or fts.", case_sensitive=False, metavar="TYPE"),
     ] = "hybrid",
     filter_: Filter = None,
     from_file: Annotated[
