@@ -59,7 +59,8 @@ def list_(
     ws, loc = _one(ctx, database, db)
     page = run(lambda: api.list_documents(ws, loc, document_filter=filter_, limit=limit, offset=offset))
     if json:
-        output.print_model(page)  # `truncated` says whether more follow
+        output.print_model(page)
+        _more_follow(page.truncated, offset, limit)
         return
     if not page.documents:
         # Say why it is empty when the options are the reason, not the database.
@@ -70,7 +71,11 @@ def list_(
         ["id", "title", "uri", "updated"],
         [(d.id, d.title or "", d.uri or "", d.updated_at.strftime("%Y-%m-%d %H:%M")) for d in page.documents],
     )
-    if page.truncated:  # after the table, where a reader at the end of it looks
+    _more_follow(page.truncated, offset, limit)  # after the table, where a reader at its end looks
+
+
+def _more_follow(truncated: bool, offset: int, limit: int) -> None:
+    if truncated:
         more = f"--offset {offset + limit}" + (f" --limit {limit}" if limit != _PAGE else "")
         output.err.print(f"(more documents follow; see them with {more})", style="dim", markup=False)
 
