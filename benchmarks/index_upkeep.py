@@ -10,10 +10,16 @@ crossing the threshold pays.
 then --writes writes of --batch chunks each followed by the store's per-write upkeep (`after_write`);
 per write the upkeep's CPU and wall time and the vector index's segments, and every --every writes
 vector and hybrid p50 and recall@10. `--policy count` replays the rule before per-segment merging
-(rebuild the whole index past MAX_VECTOR_SEGMENTS segments) for comparison.
+(rebuild the whole index past MAX_VECTOR_SEGMENTS segments) for comparison. `--batch 10` is one note.
+
+`add`: whole `haiku add "note"` processes on a copy of `--base` (an `ollama:hash` database, as scale.py
+builds) with the hashing embedder served; with `--before TREE` the same from another checkout on its
+own copy, alternating order each round: median wall and CPU (user + system) and the CPU ratio.
 
     python benchmarks/index_upkeep.py threshold --sizes 2000,5000,10000,15000,25000 [--json]
     python benchmarks/index_upkeep.py upkeep --base /tmp/haiku-scale/100000/one.lancedb --policy tiered
+    python benchmarks/index_upkeep.py upkeep --base ... --batch 10 --writes 12 --queries 2 --rounds 1
+    python benchmarks/index_upkeep.py add --base /tmp/haiku-scale/100000/one.lancedb --before /tmp/before
     python benchmarks/index_upkeep.py compare --databases A.lancedb,B.lancedb   # interleaved queries
 """
 
@@ -24,6 +30,7 @@ import asyncio
 import json
 import os
 import shutil
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -36,13 +43,14 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.query_path import _ms  # noqa: E402
 from benchmarks.query_path import _timed as timed_queries  # noqa: E402
+from benchmarks.remote_embedder import _run as run_haiku  # noqa: E402
 from benchmarks.scale import CHUNKS_PER_DOC, DIMENSION, Corpus, _batch_tables, bulk_build  # noqa: E402
 from haiku_cli.databases.pool import DatabasePool  # noqa: E402
 from haiku_cli.databases.selection import Selection  # noqa: E402
 from haiku_cli.store import Location, indexes, open_database  # noqa: E402
 from haiku_cli.store.maintenance import after_write  # noqa: E402
 from haiku_cli.store.writer import exclusive  # noqa: E402
-from tests.support.hash_embedder import hash_vectors  # noqa: E402
+from tests.support.hash_embedder import hash_vectors, serve_hash_embedder  # noqa: E402
 
 KINDS = ("vector", "hybrid")
 
@@ -136,7 +144,7 @@ def threshold(corpus: Corpus, sizes: list[int], work: Path, queries_n: int, roun
 def upkeep(corpus: Corpus, base: Path, work: Path, args: argparse.Namespace) -> dict:
     """Writes of `args.batch` chunks onto a copy of `base`, each with the store's upkeep, measured."""
     if args.policy == "count":
-        indexes.segment_rows = lambda chunks, index: None  # no per-segment merging: the old rule
+        indexes._segment_rows = lambda lance, index: None  # no per-segment merging: the old rule
     indexes.MAX_INDEX_DELTAS = args.max_deltas or indexes.MAX_INDEX_DELTAS
     indexes.REBUILD_DELTA_SHARE = args.share or indexes.REBUILD_DELTA_SHARE
     path = work / f"upkeep-{args.policy}-{os.getpid()}.lancedb"
@@ -160,6 +168,7 @@ def upkeep(corpus: Corpus, base: Path, work: Path, args: argparse.Namespace) -> 
             db.chunks.add(chunks)
         cpu, wall = _cpu_wall(lambda: after_write(db))
         row = {"write": i + 1, "upkeep_cpu_s": round(cpu, 2), "upkeep_wall_s": round(wall, 2)}
+        row["upkeep_cpu_ms"], row["upkeep_wall_ms"] = round(cpu * 1000, 1), round(wall * 1000, 1)
         row["segments"] = next(s.segments for s in indexes.index_states(db.chunks) if s.name == "vector_idx")
         row["load_average"] = round(os.getloadavg()[0], 2)
         out["writes"].append(row)
@@ -169,6 +178,42 @@ def upkeep(corpus: Corpus, base: Path, work: Path, args: argparse.Namespace) -> 
             print(json.dumps(out["queries"][-1]), flush=True)
     cpus = [w["upkeep_cpu_s"] for w in out["writes"]]
     out["upkeep_cpu_total_s"], out["upkeep_cpu_max_s"] = round(sum(cpus), 1), max(cpus)
+    out["upkeep_cpu_median_s"] = round(statistics.median(w["upkeep_cpu_ms"] for w in out["writes"]) / 1000, 3)
+    return out
+
+
+def add_processes(base: Path, work: Path, trees: dict[str, Path], rounds: int) -> dict:
+    """Whole `haiku add "note"` processes on copies of `base` (one per tree), its embedder served."""
+    copies = {name: work / f"add-{name}-{os.getpid()}.lancedb" for name in trees}
+    for path in copies.values():
+        shutil.rmtree(path, ignore_errors=True)
+        shutil.copytree(base, path)
+    dimension = open_database(Location("base", str(base))).embedder.dimension
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
+    try:
+        with serve_hash_embedder(dimension) as url:
+            config = work / f"add-{os.getpid()}.toml"
+            config.write_text(f'[embedder]\nmodel = "ollama:hash"\nbase_url = "{url}"\n')
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OLLAMA", "HAIKU"))}
+            env.update(HAIKU_CONFIG=str(config), HAIKU_DATA_DIR=str(work / "data"))
+            for r in range(rounds + 1):  # the first round warms the copies and the page cache
+                for name in trees if r % 2 == 0 else reversed(trees):
+                    got = run_haiku(
+                        trees[name], env, "add", f"a note {r} about herons", "--db", str(copies[name])
+                    )
+                    if r:
+                        times[name].append(got)
+    finally:
+        for path in copies.values():
+            shutil.rmtree(path, ignore_errors=True)
+    out: dict = {}
+    for name, rows in times.items():
+        out[name] = {
+            "wall_s": round(statistics.median(w for w, _ in rows), 3),
+            "cpu_s": round(statistics.median(c for _, c in rows), 3),
+        }
+    if "before" in out:
+        out["before_over_after_cpu"] = round(out["before"]["cpu_s"] / out["after"]["cpu_s"], 2)
     return out
 
 
@@ -185,9 +230,12 @@ def main() -> None:
     u.add_argument("--max-deltas", type=int, help="MAX_INDEX_DELTAS (default: the store's)")
     u.add_argument("--share", type=float, help="REBUILD_DELTA_SHARE (default: the store's)")
     u.add_argument("--every", type=int, default=10, help="measure queries after this many writes")
+    a = sub.add_parser("add")
+    a.add_argument("--base", type=Path, required=True, help="a database whose embedder is ollama:hash")
+    a.add_argument("--before", type=Path, help="another haiku checkout to compare with this one")
     c = sub.add_parser("compare")
     c.add_argument("--databases", required=True, help="comma-separated databases of the same corpus")
-    for p in (t, u, c):
+    for p in (t, u, a, c):
         p.add_argument("--work", type=Path, default=Path("/tmp/haiku-index-upkeep"))
         p.add_argument("--queries", type=int, default=40)
         p.add_argument("--rounds", type=int, default=2)
@@ -199,6 +247,12 @@ def main() -> None:
         report = threshold(corpus, sizes, args.work, args.queries, args.rounds)
     elif args.mode == "upkeep":
         report = upkeep(corpus, args.base, args.work, args)
+    elif args.mode == "add":
+        trees = {"before": args.before, "after": REPO} if args.before else {"after": REPO}
+        report = {"load_average": round(os.getloadavg()[0], 2)}
+        report |= add_processes(args.base, args.work, trees, args.rounds)
+        report["load_average_after"] = round(os.getloadavg()[0], 2)
+        print(json.dumps(report), flush=True)
     else:
         paths = {p: Path(p) for p in args.databases.split(",")}
         docs = open_database(Location("first", next(iter(paths)))).documents.count_rows()

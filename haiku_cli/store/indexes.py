@@ -111,6 +111,26 @@ def _split(terms: list[str], count: int) -> list[list[str]] | None:
     return out if len(out) == count else None
 
 
+class LanceHandle:
+    """A table with its Lance dataset (pylance), opened once per upkeep and reopened only after a commit
+    made through LanceDB: each opening reads the manifest and starts with cold index caches (5 ms of CPU
+    at 100k chunks, paid about a dozen times per write before)."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self._dataset: Any = None
+
+    def dataset(self) -> Any:
+        """The dataset at the table's version (None without pylance)."""
+        if self._dataset is None or getattr(self._dataset, "version", None) != self.table.version:
+            self._dataset = lance_dataset(self.table)
+        return self._dataset
+
+    def committed(self) -> None:
+        """After a commit (or a failed one) through the dataset: the table handle moves to the latest."""
+        self.table.checkout_latest()  # a commit made through Lance is not seen by this handle until then
+
+
 def refresh_indexes(chunks: Table, *, merge_all: bool = False) -> None:
     """Fold newly written rows into the indexes, add missing ones, and merge piled-up delta segments.
 
@@ -119,52 +139,56 @@ def refresh_indexes(chunks: Table, *, merge_all: bool = False) -> None:
     rows = chunks.count_rows()
     if rows == 0:
         return
-    if FTS_INDEX not in {i.name for i in chunks.list_indices()}:
+    lance = LanceHandle(chunks)
+    had_text = FTS_INDEX in {i.name for i in chunks.list_indices()}
+    if not had_text:
         create_fts_index(chunks)
-    else:
-        _fold_text_rows(chunks, merge_all=merge_all)
-    states = refresh_keys(chunks, CHUNK_KEYS)
-    vector = states.get(VECTOR_INDEX)
+    # Only once Lance folded the rows: LanceDB's optimize (its fallback) merges text segments and
+    # compacts files itself. Files are compacted after the text segments are merged, as Lance merges
+    # only files that the same segments cover.
+    if _refresh_keys(lance, CHUNK_KEYS):
+        if had_text and lance.dataset() is not None:
+            _bound_text_segments(lance, merge_all=merge_all)
+        _compact_if_fragmented(lance)
+    vector = next((s for s in index_states(chunks) if s.name == VECTOR_INDEX), None)
     if vector is None and rows >= VECTOR_INDEX_MIN_ROWS:
         create_vector_index(chunks)
     elif vector is not None and vector.segments > 1:
-        _bound_vector_segments(chunks, vector.segments, merge_all=merge_all)
+        _bound_vector_segments(lance, vector.segments, merge_all=merge_all)
 
 
-def _fold_text_rows(chunks: Table, *, merge_all: bool) -> None:
+def _bound_text_segments(lance: LanceHandle, *, merge_all: bool) -> None:
     # LanceDB's optimize folds new rows into the full-text index by rewriting all of it (0.6 s of CPU
     # per write at 100k chunks, growing with the table). Indexed as a segment of their own they cost
     # only their rows, and BM25 over several segments scores exactly as over one (it takes its
     # statistics from the whole index; benchmarks/README.md); the segments are then bounded as the
-    # vector index's are. Without Lance's own API, LanceDB's optimize (refresh_keys) folds them as before.
-    if not _merged_newest(chunks, FTS_INDEX, 0):
-        return
-    sizes = segment_rows(chunks, FTS_INDEX)
+    # vector index's are.
+    sizes = _segment_rows(lance, FTS_INDEX)
     if sizes is None:  # a Lance that does not report segment sizes: merge all of them, as LanceDB did
-        stats = chunks.index_stats(FTS_INDEX)
+        stats = lance.table.index_stats(FTS_INDEX)
         merge = (stats.num_indices or 1) if stats else 1
     else:
         merge = _segments_to_merge(sizes, merge_all=merge_all)
-    if merge and not _merged_newest(chunks, FTS_INDEX, merge):
-        create_fts_index(chunks, replace=True)  # a Lance that folds but cannot merge: keep them bounded
+    if merge and not _merged_newest(lance, [FTS_INDEX], merge):
+        create_fts_index(lance.table, replace=True)  # a Lance that folds but cannot merge: keep them bounded
 
 
-def _bound_vector_segments(chunks: Table, segments: int, *, merge_all: bool) -> None:
+def _bound_vector_segments(lance: LanceHandle, segments: int, *, merge_all: bool) -> None:
     # Each segment is one more HNSW graph every query searches, so their number is bounded; but
     # rebuilding the whole graph costs time proportional to the table (83 s of CPU at 100k), so a
     # write only merges the small segments written since the last rebuild, and rebuilds the whole
     # index only once those hold REBUILD_DELTA_SHARE of its rows: paid once per such growth.
-    sizes = segment_rows(chunks, VECTOR_INDEX)
+    sizes = _segment_rows(lance, VECTOR_INDEX)
     if sizes is not None:
         merge = _segments_to_merge(sizes, merge_all=merge_all)
         if merge == len(sizes):
-            create_vector_index(chunks)  # retrained on every row, not only merged
+            create_vector_index(lance.table)  # retrained on every row, not only merged
             return
-        if merge == 0 or _merged_newest(chunks, VECTOR_INDEX, merge):
+        if merge == 0 or _merged_newest(lance, [VECTOR_INDEX], merge):
             return
     # No per-segment control (or it failed): rebuild past a count, as LanceDB alone can.
     if merge_all or segments > MAX_VECTOR_SEGMENTS:
-        create_vector_index(chunks)
+        create_vector_index(lance.table)
 
 
 def _segments_to_merge(sizes: Sequence[int], *, merge_all: bool) -> int:
@@ -190,8 +214,12 @@ def _deltas_to_merge(deltas: Sequence[int]) -> int:
 
 def segment_rows(chunks: Table, index: str) -> list[int] | None:
     """Rows in each segment of an index, oldest (the base) first; None if Lance cannot say."""
+    return _segment_rows(LanceHandle(chunks), index)
+
+
+def _segment_rows(lance: LanceHandle, index: str) -> list[int] | None:
     try:
-        dataset = lance_dataset(chunks)
+        dataset = lance.dataset()
         if dataset is None:
             return None
         segments = dataset.stats.index_stats(index)["indices"]
@@ -206,23 +234,23 @@ def _rows_of(segment: dict) -> int:
     return sum(p["size"] for p in segment["partitions"])  # vector: rows per IVF partition
 
 
-def _merged_newest(chunks: Table, index: str, count: int) -> bool:
-    """Merge the `count` newest segments of an index through Lance (0: index the rows it lacks as a
-    segment of their own); False if Lance could not.
+def _merged_newest(lance: LanceHandle, names: Sequence[str], count: int) -> bool:
+    """Merge the `count` newest segments of each named index through Lance, in one commit (0: index the
+    rows each lacks as a segment of their own); False if Lance could not.
 
     pylance is a second copy of the engine beside LanceDB's own: should the two releases ever disagree
     on the files, the write that is being indexed must not fail for it (its rows are already stored),
     so upkeep falls back to LanceDB's own rules instead.
     """
     try:
-        dataset = lance_dataset(chunks)
+        dataset = lance.dataset()
         if dataset is None:
             return False
-        dataset.optimize.optimize_indices(index_names=[index], num_indices_to_merge=count)
+        dataset.optimize.optimize_indices(index_names=list(names), num_indices_to_merge=count)
     except Exception:
         return False
     finally:
-        chunks.checkout_latest()  # a commit made through Lance is not seen by this handle until then
+        lance.committed()
     return True
 
 
@@ -252,52 +280,59 @@ def create_vector_index(chunks: Table) -> None:
     chunks.create_index("vector", config=IvfHnswSq(distance_type="cosine"), name=VECTOR_INDEX, replace=True)
 
 
-def refresh_keys(table: Table, keys: Sequence[str]) -> dict[str, IndexState]:
+def refresh_keys(table: Table, keys: Sequence[str]) -> None:
     """Add B-tree indexes on the key columns if missing and fold new rows into every index of the table.
 
-    Returns the indexes' state afterwards. Folding adds each index a delta segment over the new rows
-    (the full-text and scalar indexes merge theirs; the vector index is merged by `refresh_indexes`).
+    Folding adds each index a delta segment over the new rows (the scalar indexes merge theirs; the
+    vector and full-text ones are bounded by `refresh_indexes`).
     """
-    states = {s.name: s for s in index_states(table)}
-    missing = [k for k in keys if f"{k}_idx" not in states]
+    lance = LanceHandle(table)
+    if _refresh_keys(lance, keys):
+        _compact_if_fragmented(lance)
+
+
+def _refresh_keys(lance: LanceHandle, keys: Sequence[str]) -> bool:
+    # False when Lance could not fold the new rows and LanceDB's optimize did it instead.
+    table = lance.table
+    states = index_states(table)
+    present = {s.name for s in states}
+    missing = [k for k in keys if f"{k}_idx" not in present]
     if missing:
         from lancedb.index import BTree
 
         for key in missing:
             table.create_index(key, config=BTree(), name=f"{key}_idx")
-    stale = [s.name for s in states.values() if s.unindexed_rows]
-    if stale:
-        _fold_new_rows(table, stale)
-    if missing or stale:
-        states = {s.name: s for s in index_states(table)}
-    return states
+    stale = [s.name for s in states if s.unindexed_rows]
+    return not stale or _fold_new_rows(lance, stale)
 
 
-def _fold_new_rows(table: Table, stale: Sequence[str]) -> None:
+def _fold_new_rows(lance: LanceHandle, stale: Sequence[str]) -> bool:
     # LanceDB's optimize also compacts the table's files, and once the new rows are indexed that merges
     # each write's small file into the large ones: the whole table rewritten per write (0.3 s of CPU at
     # 10k documents, growing with them). Through Lance the indexes alone are brought up to date, and
-    # files are compacted only once they pile up.
-    for name in stale:
-        # Vector and full-text deltas stay segments of their own (bounded by refresh_indexes); a
-        # B-tree's new rows are merged into it, as LanceDB does.
-        if not _merged_newest(table, name, 0 if name in (VECTOR_INDEX, FTS_INDEX) else 1):
-            table.optimize()  # no Lance, or it refused: LanceDB's own way
-            return
-    _compact_if_fragmented(table)
+    # files are compacted only once they pile up. Vector and full-text deltas stay segments of their
+    # own (bounded by refresh_indexes); a B-tree's new rows are merged into it, as LanceDB does. Each
+    # group goes in one call: one commit (and one version for cleanup to drop) per group, not per index.
+    segmented = [n for n in stale if n in (VECTOR_INDEX, FTS_INDEX)]
+    merged = [n for n in stale if n not in segmented]
+    for names, count in ((segmented, 0), (merged, 1)):
+        if names and not _merged_newest(lance, names, count):
+            lance.table.optimize()  # no Lance, or it refused: LanceDB's own way
+            return False
+    return True
 
 
-def _compact_if_fragmented(table: Table) -> None:
+def _compact_if_fragmented(lance: LanceHandle) -> None:
     # Merge the table's data files once a write leaves more than MAX_FRAGMENTS of them.
     try:
-        dataset = lance_dataset(table)
+        dataset = lance.dataset()
         if dataset is None or len(dataset.get_fragments()) <= MAX_FRAGMENTS:
             return
         dataset.optimize.compact_files()
     except Exception:  # compaction only saves reads later; a Lance that cannot leaves the files as they are
         return
     finally:
-        table.checkout_latest()
+        lance.committed()
 
 
 def has_vector_index(db: Database) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import warnings
@@ -126,9 +127,43 @@ def _count_totals(db: Database) -> tuple[int, int]:
 
 def _store_corpus_totals(db: Database) -> None:
     # Keyed by table and version: a later write, or its undoing, makes it stale, never wrong.
-    chunks, tokens = _count_totals(db)
+    stored = json.loads(db.meta.get(CORPUS_TOTALS) or "{}")
+    known = stored.get("fragments", {}) if stored.get("table") == db.chunks_table_name else {}
+    fragments = _fragment_totals(db.chunks, known)
+    if fragments is None:
+        chunks, tokens = _count_totals(db)
+    else:
+        chunks, tokens = sum(f[0] for f in fragments.values()), sum(f[1] for f in fragments.values())
     totals = {"table": db.chunks_table_name, "version": db.chunks.version, "chunks": chunks, "tokens": tokens}
+    if fragments is not None:
+        totals["fragments"] = fragments
     db.set_meta(CORPUS_TOTALS, json.dumps(totals))
+
+
+def _fragment_totals(chunks: Table, known: dict[str, list[int]]) -> dict[str, list[int]] | None:
+    """Rows and index terms in each of the table's fragments (files), counted only for those not `known`.
+
+    Summing the whole column costs each write time proportional to the table (30 ms at 100k chunks).
+    A Lance fragment never changes in place: new rows come as new fragments, deletions as a new
+    deletion file, compaction as new fragments; so its description (data files and deletion file)
+    names its rows exactly, and the totals counted under that description still hold. None without Lance.
+    """
+    try:
+        dataset = lance_dataset(chunks)  # at the table's version
+        if dataset is None:
+            return None
+        out = {}
+        for fragment in dataset.get_fragments():
+            description = json.dumps(fragment.metadata.to_json(), sort_keys=True).encode()
+            key = hashlib.sha256(description).hexdigest()[:32]
+            if key in known:
+                out[key] = known[key]
+            else:
+                lengths = fragment.to_table(columns=["search_tokens"]).column("search_tokens")
+                out[key] = [len(lengths), int(pc.sum(lengths).as_py() or 0)]
+        return out
+    except Exception:  # a Lance release that describes fragments otherwise: the whole column is summed
+        return None
 
 
 def cleanup_superseded(db: Database, keep: timedelta = KEEP_SUPERSEDED) -> None:
