@@ -29,11 +29,11 @@ class Hint:
     `list_documents` (to find an id) and `add_documents` (to a database not written yet) are about
     `database`; `fts_or_narrow` (databases written with different embedders) is about a set: search it by
     full text alone, or narrow it; `page_documents` says that listing, not searching, reaches every
-    document. `chosen_by` is the CLI option that picked the database (`--database notes`, `--db PATH`),
-    for the CLI's wording.
+    document; `choose_model` that a model may also be passed when starting the front door. `chosen_by`
+    is the CLI option that picked the database (`--database notes`, `--db PATH`), for the CLI's wording.
     """
 
-    action: Literal["list_documents", "add_documents", "fts_or_narrow", "page_documents"]
+    action: Literal["list_documents", "add_documents", "fts_or_narrow", "page_documents", "choose_model"]
     database: str = ""
     chosen_by: str = ""
 

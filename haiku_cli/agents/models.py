@@ -11,10 +11,10 @@ from pydantic_ai.providers import Provider, infer_provider_class
 from pydantic_ai.settings import ModelSettings as RequestSettings
 
 from haiku_cli.config.settings import ModelSettings
-from haiku_cli.errors import ModelError
+from haiku_cli.errors import Hint, ModelError
 from haiku_cli.model_failures import describe_model_failure
 
-NO_MODEL = "no language model configured; pass --model or set [model] name / HAIKU_MODEL"
+NO_MODEL = "no language model configured: set [model] name in the config file or HAIKU_MODEL"
 EXAMPLES = "openai:gpt-4o, anthropic:claude-sonnet-4-0 or ollama:llama3.2"
 
 # One SDK retry rides out a blip; more would make a dead server look like a hang.
@@ -25,7 +25,7 @@ def model_name(settings: ModelSettings, override: str | None = None) -> str:
     """The model string: `--model`, else `HAIKU_MODEL` (folded into settings on load), else the config."""
     name = (override or settings.name or "").strip()
     if not name:
-        raise ModelError(NO_MODEL)
+        raise ModelError(NO_MODEL, hint=Hint("choose_model"))  # the CLI adds its --model
     return name
 
 

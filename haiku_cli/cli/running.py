@@ -142,6 +142,8 @@ def _hint(hint: Hint | None) -> str:
         return ""
     if hint.action == "page_documents":
         return "; to see every document, use haiku list"
+    if hint.action == "choose_model":
+        return ", or pass --model (e.g. --model openai:gpt-4o)"
     if hint.action == "fts_or_narrow":  # narrowed with the option that chose the set: --database or --db
         narrow_with = hint.chosen_by.split(" ")[0] or "--database"
         return f"; search them together with --type fts, or narrow the selection with {narrow_with}"

@@ -178,6 +178,8 @@ def _hint(hint: Hint | None) -> str:
         return f"; list_documents with database '{hint.database}' gives the ids"
     if hint.action == "page_documents":
         return "; list_documents pages through every document"
+    if hint.action == "choose_model":
+        return ", or start haiku mcp with --model"
     if hint.action == "fts_or_narrow":
         return (
             "; search them together with type 'fts', "

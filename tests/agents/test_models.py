@@ -130,3 +130,10 @@ def test_config_base_url_does_not_follow_a_model_of_another_provider(monkeypatch
     settings = ModelSettings(name="ollama:llama3", base_url="http://127.0.0.1:11434/v1")
     assert resolve_model(settings, "openai-chat:x").base_url.startswith("http://127.0.0.1:9999/v1")
     assert resolve_model(settings, "ollama:qwen3").base_url.startswith("http://127.0.0.1:11434/v1")
+
+
+def test_no_model_names_no_cli_option_and_leaves_the_wording_to_each_front_door() -> None:
+    with pytest.raises(ModelError) as info:
+        model_name(ModelSettings())
+    assert "--" not in str(info.value) and "HAIKU_MODEL" in str(info.value)
+    assert info.value.hint is not None and info.value.hint.action == "choose_model"

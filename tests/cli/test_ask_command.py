@@ -168,7 +168,8 @@ def test_no_model_configured_is_exit_4(cli) -> None:
     result = cli("ask", QUESTION)
     assert result.exit_code == 4
     assert result.stderr.strip() == (
-        "haiku: no language model configured; pass --model or set [model] name / HAIKU_MODEL"
+        "haiku: no language model configured: set [model] name in the config file or HAIKU_MODEL, "
+        "or pass --model (e.g. --model openai:gpt-4o)"
     )
 
 
