@@ -91,12 +91,12 @@ async def add_sources(
 ) -> reports.IngestReport:
     """`haiku add-src`: add files, directories and URLs; the report says which failed or were skipped."""
     from haiku_cli.ingest import pipeline
-    from haiku_cli.ingest.sources import display_path, local_path, unread_scheme
+    from haiku_cli.ingest.sources import as_source, display_path, unread_scheme
 
     # Checked before the database is opened, so that bad input never creates an empty one.
     if not sources:
         raise InputError("name at least one file, directory or URL to add")
-    sources = [local_path(s) for s in sources]
+    sources = [as_source(s) for s in sources]
     unread = [reason for reason in map(unread_scheme, sources) if reason]
     if unread:
         raise InputError("\n".join(unread))

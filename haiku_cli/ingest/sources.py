@@ -38,20 +38,23 @@ def display_path(path: Path | str) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
-def local_path(source: str) -> str:
-    """The path a `file://` address names (search results print them), or `source` itself.
+def as_source(source: str) -> str:
+    """The source as `add-src` reads it: a `file://` address as the path it names, `HTTP://` in lower case.
 
-    `file:///a%20b.md` and `file://localhost/a%20b.md` are `/a b.md`, so a document added by either form
-    is stored under the same uri as one added by its path, and adding it again updates it.
+    `file:///a%20b.md` and `file://localhost/a%20b.md` are `/a b.md` (search results print such uris), so a
+    document added by either form is stored under the same uri as one added by its path.
     """
     match = _FILE_URI.fullmatch(source)
-    # surrogateescape: percent-escaped bytes that are not UTF-8 name the file the way the system does.
-    return unquote(match.group(1), errors="surrogateescape") if match else source
+    if match:
+        # surrogateescape: percent-escaped bytes that are not UTF-8 name the file the way the system does.
+        return unquote(match.group(1), errors="surrogateescape")
+    scheme, sep, rest = source.partition("://")
+    return scheme.lower() + sep + rest if sep and scheme.lower() in ("http", "https") else source
 
 
 def unread_scheme(source: str) -> str | None:
-    """Why `source` cannot be added when it is an address of a kind haiku does not read (`s3://`, `ftp://`)."""
-    if not _SCHEME.match(source) or source.lower().startswith(("http://", "https://")):
+    """Why `source` (after `as_source`) cannot be added: an address of a kind haiku does not read (`s3://`)."""
+    if not _SCHEME.match(source) or source.startswith(("http://", "https://")):
         return None
     if os.path.lexists(source):
         return None  # a local folder that happens to be named `ftp:`

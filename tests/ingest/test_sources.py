@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from haiku_cli.ingest.sources import SkippedSource, iter_source_files
+from haiku_cli.ingest.sources import SkippedSource, as_source, iter_source_files, unread_scheme
 
 
 def touch(root: Path, rel: str, data: bytes = b"text\n") -> Path:
@@ -183,3 +183,26 @@ def test_parent_ignore_files_do_not_apply_outside_a_repository(tmp_path: Path) -
     touch(tmp_path, ".gitignore", b"*.log\n")
     touch(tmp_path, "docs/b.log")
     assert rels(tmp_path / "docs") == ["b.log"]
+
+
+@pytest.mark.parametrize(
+    ("given", "read_as"),
+    [
+        ("file:///notes/a%20b.md", "/notes/a b.md"),
+        ("FILE://localhost/notes/%C3%A9.md", "/notes/é.md"),
+        ("file:///notes/%FF.md", "/notes/" + b"\xff".decode("utf-8", "surrogateescape") + ".md"),
+        ("HTTPS://Example.org/Page", "https://Example.org/Page"),
+        ("notes/file:///x", "notes/file:///x"),
+    ],
+)
+def test_addresses_are_read_as_the_path_or_url_they_name(given: str, read_as: str) -> None:
+    assert as_source(given) == read_as and unread_scheme(read_as) is None
+
+
+def test_a_folder_named_like_a_scheme_is_still_a_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ftp:" / "x").mkdir(parents=True)
+    assert unread_scheme("ftp://x") is None
+    assert "haiku reads only local paths" in (unread_scheme("s3://x") or "")
