@@ -113,8 +113,8 @@ def _split(terms: list[str], count: int) -> list[list[str]] | None:
 
 class LanceHandle:
     """A table with its Lance dataset (pylance), opened once per upkeep and reopened only after a commit
-    made through LanceDB: each opening reads the manifest and starts with cold index caches (5 ms of CPU
-    at 100k chunks, paid about a dozen times per write before)."""
+    made through LanceDB: each opening reads the manifest again and starts with cold index caches (5 ms
+    of CPU at 100k chunks), and one write's upkeep asks for the dataset about a dozen times."""
 
     def __init__(self, table: Table) -> None:
         self.table = table
