@@ -19,6 +19,7 @@ from haiku_cli.ingest.chunking import Chunk, chunk_document
 from haiku_cli.ingest.document import ConvertedDocument
 from haiku_cli.ingest.embedding import BATCH_CHUNKS, embed_chunks
 from haiku_cli.ingest.reports import IngestReport, NoProgress, Progress, SourceOutcome, Status
+from haiku_cli.ingest.stages import two_stages
 from haiku_cli.ingest.stored import content_hash, stored_content
 from haiku_cli.store.database import Database
 from haiku_cli.store.maintenance import after_write
@@ -28,7 +29,7 @@ from haiku_cli.store.transaction import atomic_write
 from haiku_cli.store.writes import new_id, write_documents
 
 if TYPE_CHECKING:
-    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+    from anyio.streams.memory import MemoryObjectSendStream
 
     from haiku_cli.embed import Embedder
     from haiku_cli.store.kept import Kept, KeptIds
@@ -201,40 +202,16 @@ class Ingestor:
     async def pipelined(self) -> AsyncIterator[None]:
         """Run the embedder and the writer as stages beside the caller; on exit, flush and wait for both.
 
-        Batches are handed from stage to stage, never queued: at most three are held (being built, being
-        embedded, being written), so memory stays bounded however many sources there are.
-        A failure in any stage cancels the others (after the batch in hand) and is raised as itself.
+        At most three batches are held (being built, being embedded, being written), so memory stays
+        bounded however many sources there are; a failure anywhere is raised as itself (`two_stages`).
         """
-        to_embed, embed_queue = anyio.create_memory_object_stream[list[_Part]](0)
-        to_write, write_queue = anyio.create_memory_object_stream[_Embedded](0)
-        try:
-            async with anyio.create_task_group() as stages:
-                stages.start_soon(self._embed_stage, embed_queue, to_write)
-                stages.start_soon(self._write_stage, write_queue)
-                self._to_embed = to_embed
-                try:
-                    yield
-                    await self.flush()
-                finally:
-                    self._to_embed = None
-                    to_embed.close()  # the embed stage ends once it has taken the last batch
-        except BaseExceptionGroup as group:
-            error = _first_error(group)
-            raise error from error.__cause__  # the error itself, with its own cause
-
-    async def _embed_stage(
-        self,
-        batches: MemoryObjectReceiveStream[list[_Part]],
-        out: MemoryObjectSendStream[_Embedded],
-    ) -> None:
-        async with batches, out:
-            async for batch in batches:
-                await out.send(await self._embed(batch))
-
-    async def _write_stage(self, batches: MemoryObjectReceiveStream[_Embedded]) -> None:
-        async with batches:
-            async for embedded in batches:
-                await self._write(embedded)
+        async with two_stages(self._embed, self._write) as to_embed:
+            self._to_embed = to_embed
+            try:
+                yield
+                await self.flush()
+            finally:
+                self._to_embed = None
 
     async def _embed(self, batch: list[_Part]) -> _Embedded:
         titled = [(p.document.title, c) for p in batch for c in p.chunks]
@@ -286,16 +263,6 @@ class Ingestor:
 _REUSE_VECTORS_UP_TO = 4 * BATCH_CHUNKS
 # A batch ready to write: whole or first parts of documents, and further chunks of documents written before.
 _Embedded = tuple[list[DocumentWrite], list[tuple[DocumentRecord, NewChunk]]]
-
-
-def _first_error(group: BaseExceptionGroup) -> BaseException:
-    """The error that stopped a task group (the others were cancelled because of it)."""
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            return _first_error(exc)
-        if not isinstance(exc, anyio.get_cancelled_exc_class()):
-            return exc
-    return group
 
 
 async def add_text(
