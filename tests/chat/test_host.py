@@ -13,6 +13,7 @@ from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
 
 from haiku_cli.agents.question import AskResult
+from haiku_cli.capabilities.citations import Citation
 from haiku_cli.capabilities.compaction import CAPSULE_HEADING
 from haiku_cli.chat.host import ChatHost, ask_in_session
 from haiku_cli.chat.sessions import SessionStore
@@ -186,10 +187,11 @@ def _rebuild(ws: Workspace, name: str, max_tokens: int | None = None) -> None:
     anyio.run(lambda: rebuild(db, embedder))
 
 
-def test_a_resumed_session_cites_its_earlier_chunk_after_a_rebuild(kb: Workspace, workspace) -> None:
+def _still_cites_its_earlier_chunk(kb: Workspace, workspace, change: Callable[[Citation], None]) -> None:
+    """A session's first citation, the databases changed by `change`, then the same chunk cited again."""
     ask(open_host(kb, StreamScript(*grounded("capital of France", "Paris [1]."))), "Capital of France?")
     earlier = SessionStore().load("talk").turns[0].citations[0]
-    _rebuild(kb, "notes")
+    change(earlier)
 
     def cite_earlier(messages: list[ModelMessage]) -> Any:
         return call(("cite", {"chunk_ids": [earlier.chunk_id]}))
@@ -199,24 +201,20 @@ def test_a_resumed_session_cites_its_earlier_chunk_after_a_rebuild(kb: Workspace
     assert [c.model_dump(exclude={"index"}) for c in answer.citations] == [
         earlier.model_dump(exclude={"index"})
     ]
+
+
+def test_a_resumed_session_cites_its_earlier_chunk_after_a_rebuild(kb: Workspace, workspace) -> None:
+    _still_cites_its_earlier_chunk(kb, workspace, lambda earlier: _rebuild(kb, "notes"))
 
 
 def test_a_resumed_session_cites_its_earlier_chunk_after_its_document_is_re_added_with_new_metadata(
     kb: Workspace, workspace
 ) -> None:
-    ask(open_host(kb, StreamScript(*grounded("capital of France", "Paris [1]."))), "Capital of France?")
-    earlier = SessionStore().load("talk").turns[0].citations[0]
-    france = {**NOTES[0], "metadata": {"reviewed": "yes"}}
-    assert fill(kb, kb.locations["notes"], [france]) == [earlier.document_id]  # updated in place
+    def re_add(earlier: Citation) -> None:
+        france = {**NOTES[0], "metadata": {"reviewed": "yes"}}
+        assert fill(kb, kb.locations["notes"], [france]) == [earlier.document_id]  # updated in place
 
-    def cite_earlier(messages: list[ModelMessage]) -> Any:
-        return call(("cite", {"chunk_ids": [earlier.chunk_id]}))
-
-    answer = ask(open_host(workspace(), StreamScript(cite_earlier, text("Paris [1]."))), "The capital?")
-    assert answer.grounded and not answer.violation
-    assert [c.model_dump(exclude={"index"}) for c in answer.citations] == [
-        earlier.model_dump(exclude={"index"})
-    ]
+    _still_cites_its_earlier_chunk(kb, workspace, re_add)
 
 
 def test_a_chunk_changed_by_a_rebuild_is_reported_to_the_model_which_searches_again(
