@@ -6,7 +6,7 @@ import asyncio
 import re
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from threading import Thread, current_thread
-from typing import Any
+from typing import Any, NoReturn
 
 import pyarrow as pa
 
@@ -34,18 +34,35 @@ def in_list(column: str, values: Iterable[str]) -> str:
     return f"{column} IN ({', '.join(sql_string(v) for v in values)})"
 
 
-def check_filter(where: str) -> None:
-    """Refuse a filter with text after its condition (`1=1; DROP TABLE chunks`) rather than ignore it."""
-    in_string = False
+def check_filter(where: str) -> str:
+    """The filter as LanceDB is asked it; refuses text after its condition rather than ignore it.
+
+    LanceDB's parser stops at the end of the first whole condition and drops the rest (`created_at IS
+    NOT NULL garbage` matched like `created_at IS NOT NULL`). With balanced parentheses, the filter in
+    parentheses of its own must end where they close, so trailing text becomes a parse error.
+    """
+    in_string, depth = False, 0
     for i, ch in enumerate(where):
         if ch == "'":
             in_string = not in_string  # a doubled '' toggles twice: still inside the string
-        elif ch == ";" and not in_string:
-            rest = where[i:].strip()
-            raise InputError(
-                f"invalid filter {where!r}: unexpected text after the condition: {rest[:60]!r}; "
-                "a filter is one SQL condition"
-            )
+        elif in_string:
+            continue
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == ";" or depth < 0:
+            _trailing(where, where[i:])
+    if depth > 0:
+        raise InputError(f"invalid filter {where!r}: a '(' is not closed")
+    return f"({where})"
+
+
+def _trailing(where: str, rest: str) -> NoReturn:
+    raise InputError(
+        f"invalid filter {where!r}: unexpected text after the condition: {rest.strip()[:60]!r}; "
+        "a filter is one SQL condition"
+    )
 
 
 def _query_rows(db: Database, table: Any, where: str | None, columns: list[str], limit: int | None):
@@ -53,11 +70,9 @@ def _query_rows(db: Database, table: Any, where: str | None, columns: list[str],
 
 
 def _query_arrow(db: Database, table: Any, where: str | None, columns: list[str], limit: int | None):
-    if where:
-        check_filter(where)
     query = table.search().select(columns)
     if where:
-        query = query.where(where)
+        query = query.where(check_filter(where))
     query = query.limit(limit) if limit is not None else query.limit(table.count_rows() or 1)
     try:
         return query.to_arrow()
@@ -67,6 +82,9 @@ def _query_arrow(db: Database, table: Any, where: str | None, columns: list[str]
             raise storage_failure(db.name, "cannot be read", exc) from exc
         if not where:
             raise
+        trailing = re.search(r"Expected: \), found: (.+?)(?: at Line: \d+, Column: \d+)?\)", str(exc))
+        if trailing:  # the end of the parentheses check_filter put around the filter
+            _trailing(where, trailing.group(1))
         raise InputError(f"invalid filter {where!r}: {_filter_problem(exc)}") from exc
 
 

@@ -39,6 +39,26 @@ def test_an_invalid_filter_names_the_problem_without_lances_source_locations(tmp
     assert "is not Struct" in message and ".rs:" not in message and "/.cargo/" not in message
 
 
+@pytest.mark.parametrize(
+    ("where", "problem"),
+    [
+        ("title = 'd0' garbage", "unexpected text after the condition: 'garbage'"),
+        ("(title = 'd0') OR", "expected an expression"),
+        ("title = 'd0')", "unexpected text after the condition: ')'"),
+        ("(title = 'd0'", "a '(' is not closed"),
+    ],
+)
+def test_a_filter_with_text_after_its_condition_is_refused_not_cut_short(
+    tmp_path: Path, where: str, problem: str
+) -> None:
+    db = single_chunk_database(tmp_path / "a.lancedb", ["alpha", "beta"], [[1.0, 0.0]] * 2)
+    with pytest.raises(InputError) as raised:
+        list_documents(db, where=where)  # LanceDB alone matched the condition before the garbage: d0
+    assert problem in str(raised.value)
+    # Parentheses and semicolons inside strings are text, and a whole condition still filters.
+    assert [d.title for d in list_documents(db, where="title = 'd0' OR uri = 'a;b(c'")] == ["d0"]
+
+
 @pytest.mark.timeout(60)
 def test_a_synchronous_lancedb_call_on_its_own_loop_fails_instead_of_hanging(tmp_path: Path) -> None:
     db = single_chunk_database(tmp_path / "a.lancedb", ["alpha"], [[1.0, 0.0]])
