@@ -167,10 +167,12 @@ def _refuse_foreign_folder(location: Location, path: Path) -> None:
         {LOCK_FILE} | _DESKTOP_FILES | {f"{t}.lance" for t in (schema.DOCUMENTS, schema.CHUNKS, schema.META)}
     )
     if path.is_dir() and any(entry.name not in ours for entry in path.iterdir()):
+        # Read or written, the same fix: a database's own folder, or a new or empty one to create it in.
         if location.chosen_by.startswith("--database"):
-            fix = f"point [databases] {location.name} in the config file at a new or empty folder"
+            where = f"[databases] {location.name} in the config file"
+            fix = f"point {where} at a haiku database or a new or empty folder"
         else:
-            fix = "give a new or empty folder (e.g. --db ~/notes.lancedb)"
+            fix = "give the folder of a haiku database, or a new or empty folder (e.g. --db ~/notes.lancedb)"
         raise InputError(f"{path} is an existing folder that is not a haiku database; {fix}")
 
 

@@ -457,7 +457,10 @@ def test_a_database_folder_of_other_files_is_refused(cli, write_config, tmp_path
     write_config(f'[databases]\npapers = "{folder}"\n')
     configured = cli("add", "x")
     assert configured.exit_code == ExitCode.INPUT
-    assert "point [databases] papers in the config file at a new or empty folder" in configured.stderr
+    assert (
+        "point [databases] papers in the config file at a haiku database or a new or empty folder"
+        in configured.stderr
+    )
     assert [p.name for p in folder.iterdir()] == ["draft.md"]
 
 
@@ -470,7 +473,7 @@ def test_reading_a_configured_folder_of_other_files_says_to_fix_the_config(
     (folder / "todo.md").write_text("# Todo\n")
     write_config(f'[databases]\nnotes = "{folder}"\nother = "{tmp_path}/other.lancedb"\n')
     cli("add", "some text", "--database", "other")
-    fix = "point [databases] notes in the config file at a new or empty folder"
+    fix = "point [databases] notes in the config file at a haiku database or a new or empty folder"
     for command in (("info", "-d", "notes"), ("list", "-d", "notes"), ("search", "text")):
         result = cli(*command)
         assert result.exit_code == ExitCode.INPUT and result.stderr.count("\n") == 1, result.stderr
