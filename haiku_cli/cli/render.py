@@ -140,7 +140,7 @@ def database_info(facts: DatabaseInfo) -> None:
     """`haiku info` as a two-column table."""
     rows: list[tuple[str, object]] = [
         ("database", facts.database),
-        ("kind", facts.kind),
+        ("kind", f"{facts.kind}, read-only" if facts.read_only else facts.kind),
         ("documents", facts.documents),
         ("chunks", facts.chunks),
         ("size", size(facts.size_bytes)),

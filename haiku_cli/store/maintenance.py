@@ -48,6 +48,7 @@ class DatabaseInfo(BaseModel):
 
     database: str
     kind: str
+    read_only: bool = False  # configured so: haiku never writes it
     documents: int
     chunks: int
     size_bytes: int | None
@@ -65,6 +66,7 @@ def database_info(db: Database) -> DatabaseInfo:
     return DatabaseInfo(
         database=db.name,
         kind=db.location.kind,
+        read_only=db.location.read_only,
         documents=count_documents(db),
         chunks=count_chunks(db),
         size_bytes=_dir_size(path) if path is not None else None,

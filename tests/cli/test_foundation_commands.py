@@ -218,6 +218,14 @@ def test_info_history_vacuum_rebuild(cli, tmp_path: Path) -> None:
     assert (as_json["chunks"], as_json["kept_chunk_ids"]) == (2, 2)
     hit = json.loads(cli("search", "herons", "--db", db, "--json", "-n", "1").stdout)["hits"][0]
     assert hit["database"] == "work" and "herons" in hit["content"]
+    assert not info["read_only"] and "read-only" not in cli("info", "--db", db).stdout
+
+
+def test_info_says_a_database_is_configured_read_only(cli, write_config, tmp_path: Path) -> None:
+    cli("add", "A note about owls.", "--db", str(tmp_path / "notes.lancedb"))
+    write_config(f'[databases]\nnotes = {{ uri = "{tmp_path / "notes.lancedb"}", read_only = true }}\n')
+    assert json.loads(cli("info", "--json").stdout)["read_only"] is True
+    assert "local, read-only" in cli("info").stdout
 
 
 def test_search_from_file_json_lines(cli, tmp_path: Path) -> None:

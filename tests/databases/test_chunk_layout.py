@@ -97,8 +97,10 @@ def test_an_old_layout_database_is_searched_written_and_upgraded_by_rebuild(v1_d
     assert info.schema_version == 1 and "haiku vacuum" in (info.upgrade or "")
     # Configured read_only, the database would refuse that vacuum: info does not send the user there.
     locked = dataclasses.replace(v1_database, read_only=True)
-    upgrade = anyio.run(lambda: operations.info(workspace(), locked)).upgrade or ""
+    locked_info = anyio.run(lambda: operations.info(workspace(), locked))
+    upgrade = locked_info.upgrade or ""
     assert "older layout" in upgrade and "haiku vacuum" not in upgrade
+    assert locked_info.read_only and not info.read_only
 
     anyio.run(lambda: operations.rebuild(ws, v1_database))
     new = open_database(v1_database)
