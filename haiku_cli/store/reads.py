@@ -82,16 +82,22 @@ def _query_arrow(db: Database, table: Any, where: str | None, columns: list[str]
             raise storage_failure(db.name, "cannot be read", exc) from exc
         if not where:
             raise
-        trailing = re.search(r"Expected: \), found: (.+?)(?: at Line: \d+, Column: \d+)?\)", str(exc))
-        if trailing:  # the end of the parentheses check_filter put around the filter
-            _trailing(where, trailing.group(1))
-        raise InputError(f"invalid filter {where!r}: {_filter_problem(exc)}") from exc
+        try:  # the filter alone, as the user wrote it: what LanceDB finds wrong in it
+            table.search().select(columns[:1]).where(where).limit(1).to_arrow()
+        except Exception as plain:
+            raise InputError(f"invalid filter {where!r}: {_filter_problem(plain)}") from plain
+        # Whole alone but not in parentheses of its own: text after its condition, which LanceDB drops.
+        found = re.search(
+            r"Expected: \), found: (.+?)(?: at Line: \d+, Column: \d+)?\)$", str(exc).splitlines()[0]
+        )
+        _trailing(where, found.group(1) if found else "")
 
 
 def _filter_problem(exc: Exception) -> str:
     """What LanceDB found wrong in a filter, without the `SELECT 1 FROM t WHERE` it wrapped the filter in."""
     text = plain_first_line(exc)
-    parsed = re.search(r"sql parser error: (.*?)(?: at Line: \d+, Column: \d+)?\)", str(exc))
+    # The message ends "(sql parser error: ...)": up to its last ')', as what was found may be a ')'.
+    parsed = re.search(r"sql parser error: (.*?)(?: at Line: \d+, Column: \d+)?\)$", str(exc).splitlines()[0])
     if parsed:  # the wrapper's text, and columns counted from its start, mean nothing to the user
         text = (
             parsed.group(1)

@@ -147,10 +147,11 @@ def test_bad_meta_and_bad_filter_are_one_line_errors(cli) -> None:
     # What is wrong in the user's own filter, not in the SELECT haiku wrapped it in.
     unclosed = cli("list", "--filter", "(((")
     assert unclosed.exit_code == ExitCode.INPUT and "SELECT" not in unclosed.stderr
-    assert (
-        unclosed.stderr
-        == "haiku: invalid filter '(((': expected an expression, found the end of the filter\n"
-    )
+    assert unclosed.stderr == "haiku: invalid filter '(((': a '(' is not closed\n"
+    cut_short = cli("list", "--filter", "(created_at IS NOT NULL")
+    assert cut_short.stderr == "haiku: invalid filter '(created_at IS NOT NULL': a '(' is not closed\n"
+    incomplete = cli("list", "--filter", "created_at IS NOT NULL AND")
+    assert incomplete.stderr.endswith("expected an expression, found the end of the filter\n")
     bad_type = cli("search", "text", "--type", "magic")
     assert bad_type.exit_code == ExitCode.INPUT and "hybrid, vector or fts" in bad_type.stderr
 

@@ -43,7 +43,8 @@ def test_an_invalid_filter_names_the_problem_without_lances_source_locations(tmp
     ("where", "problem"),
     [
         ("title = 'd0' garbage", "unexpected text after the condition: 'garbage'"),
-        ("(title = 'd0') OR", "expected an expression"),
+        ("(title = 'd0') OR", "expected an expression, found the end of the filter"),
+        ("(title = )", "expected an expression, found )"),
         ("title = 'd0')", "unexpected text after the condition: ')'"),
         ("(title = 'd0'", "a '(' is not closed"),
     ],
