@@ -20,10 +20,15 @@ from haiku_cli.errors import InputError
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
 
+def _empty_config_dir(named: str, path: Path) -> bool:
+    return named == "HAIKU_CONFIG_DIR" and path.parent.is_dir()
+
+
 def load_settings(explicit: Path | None = None) -> tuple[Settings, Path]:
     """Load settings from the resolved config path; a missing file at the default location means defaults.
 
-    A file named by `--config` or `HAIKU_CONFIG` must exist.
+    A file named by `--config` or `HAIKU_CONFIG` must exist; a folder named by `HAIKU_CONFIG_DIR` must
+    exist, and without a config.toml in it the defaults apply, as in the default folder.
     """
     path = config_path(explicit)
     data: dict = {}
@@ -34,8 +39,11 @@ def load_settings(explicit: Path | None = None) -> tuple[Settings, Path]:
             raise InputError(f"cannot read config file {path}: {exc}") from exc
         except tomllib.TOMLDecodeError as exc:
             raise InputError(f"config file {path} is not valid TOML: {exc}") from exc
-    elif (named := named_by(explicit)) is not None:
-        # A named file that is not there is a typo or a missing mount, not a wish for the defaults.
+    elif (named := named_by(explicit)) is not None and (
+        named != "HAIKU_CONFIG_DIR" or not path.parent.is_dir()
+    ):
+        # A named file (or folder) that is not there is a typo or a missing mount, not a wish for the
+        # defaults; a named folder that is there but holds no config yet is the default folder's case.
         raise InputError(
             f"config file {path} (named by {named}) does not exist; create it "
             "(an empty file means the defaults) or name another"

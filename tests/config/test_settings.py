@@ -69,7 +69,12 @@ def test_haiku_config_dir_names_the_folder_of_config_toml_and_haiku_config_wins(
     monkeypatch.delenv("HAIKU_CONFIG")
     settings, path = load_settings()
     assert path == tmp_path / "team" / "config.toml" and settings.search.limit == 3
-    monkeypatch.setenv("HAIKU_CONFIG_DIR", "nowhere")  # named, so a typo is an error, not the defaults
+    (tmp_path / "team" / "config.toml").unlink()  # a folder without a config yet: the defaults, as by default
+    settings, path = load_settings()
+    assert path == tmp_path / "team" / "config.toml" and settings.search.limit == Settings().search.limit
+    monkeypatch.setenv(
+        "HAIKU_CONFIG_DIR", "nowhere"
+    )  # a folder that is not there is a typo, not the defaults
     with pytest.raises(InputError, match=r"config.toml \(named by HAIKU_CONFIG_DIR\) does not exist"):
         load_settings()
 
