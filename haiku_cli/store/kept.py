@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from haiku_cli.store.database import Database
-from haiku_cli.store.reads import chunk_columns
+from haiku_cli.store.reads import chunk_rows_of
 from haiku_cli.store.transaction import storage_errors
 
 
@@ -64,8 +64,8 @@ class KeptIds:
         with storage_errors(db, what):
             # The vectors only of the documents that ask for them (a second query when some do not):
             # another document of the batch may be a very long one.
-            self._add(chunk_columns(db, [i for i in ids if i not in vectors_of], _COLUMNS))
-            self._add(chunk_columns(db, [i for i in ids if i in vectors_of], [*_COLUMNS, "vector"]))
+            self._add(chunk_rows_of(db, [i for i in ids if i not in vectors_of], _COLUMNS))
+            self._add(chunk_rows_of(db, [i for i in ids if i in vectors_of], [*_COLUMNS, "vector"]))
 
     def _add(self, table: pa.Table) -> None:
         if not table.num_rows:

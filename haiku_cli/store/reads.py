@@ -59,9 +59,9 @@ def check_filter(where: str) -> str:
 
 
 def _trailing(where: str, rest: str) -> NoReturn:
+    shown = f": {rest.strip()[:60]!r}" if rest.strip() else ""
     raise InputError(
-        f"invalid filter {where!r}: unexpected text after the condition: {rest.strip()[:60]!r}; "
-        "a filter is one SQL condition"
+        f"invalid filter {where!r}: unexpected text after the condition{shown}; a filter is one SQL condition"
     )
 
 
@@ -87,25 +87,27 @@ def _query_arrow(db: Database, table: Any, where: str | None, columns: list[str]
         except Exception as plain:
             raise InputError(f"invalid filter {where!r}: {_filter_problem(plain)}") from plain
         # Whole alone but not in parentheses of its own: text after its condition, which LanceDB drops.
-        found = re.search(
-            r"Expected: \), found: (.+?)(?: at Line: \d+, Column: \d+)?\)$", str(exc).splitlines()[0]
-        )
+        found = re.fullmatch(r"Expected: \), found: (.+)", _parser_error(exc) or "")
         _trailing(where, found.group(1) if found else "")
 
 
-def _filter_problem(exc: Exception) -> str:
-    """What LanceDB found wrong in a filter, without the `SELECT 1 FROM t WHERE` it wrapped the filter in."""
-    text = plain_first_line(exc)
+def _parser_error(exc: Exception) -> str | None:
+    """LanceDB's SQL parser's own words, without the `SELECT 1 FROM t WHERE` it wrapped the filter in."""
     # The message ends "(sql parser error: ...)": up to its last ')', as what was found may be a ')'.
     parsed = re.search(r"sql parser error: (.*?)(?: at Line: \d+, Column: \d+)?\)$", str(exc).splitlines()[0])
-    if parsed:  # the wrapper's text, and columns counted from its start, mean nothing to the user
-        text = (
-            parsed.group(1)
-            .replace("Expected: ", "expected ")
-            .replace("found: EOF", "found: the end of the filter")
-        )
-        text = text.replace("found: ", "found ")
-    return re.sub(r"^(Invalid input, )+", "", text)
+    return parsed.group(1) if parsed else None
+
+
+def _filter_problem(exc: Exception) -> str:
+    """What LanceDB found wrong in a filter, in words about the filter alone."""
+    parsed = _parser_error(exc)
+    if parsed is None:
+        return re.sub(r"^(Invalid input, )+", "", plain_first_line(exc))
+    return (
+        parsed.replace("Expected: ", "expected ")
+        .replace("found: EOF", "found: the end of the filter")
+        .replace("found: ", "found ")
+    )
 
 
 def _document(row: dict[str, Any]) -> DocumentRecord:
@@ -263,7 +265,7 @@ def chunks_of_documents(db: Database, document_ids: Iterable[str]) -> dict[str, 
     return out
 
 
-def chunk_columns(db: Database, document_ids: Iterable[str], columns: list[str]) -> pa.Table:
+def chunk_rows_of(db: Database, document_ids: Iterable[str], columns: list[str]) -> pa.Table:
     """Some columns of the chunks of several documents, as Arrow (one query through the document_id index)."""
     ids = list(dict.fromkeys(document_ids))
     if not ids:
