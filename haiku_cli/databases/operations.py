@@ -91,7 +91,7 @@ async def add_sources(
 ) -> reports.IngestReport:
     """`haiku add-src`: add files, directories and URLs; the report says which failed or were skipped."""
     from haiku_cli.ingest import pipeline
-    from haiku_cli.ingest.sources import as_source, display_path, unread_scheme
+    from haiku_cli.ingest.sources import as_source, display_path, is_url, unread_scheme
 
     # Checked before the database is opened, so that bad input never creates an empty one.
     if not sources:
@@ -100,7 +100,7 @@ async def add_sources(
     unread = [reason for reason in map(unread_scheme, sources) if reason]
     if unread:
         raise InputError("\n".join(unread))
-    missing = [s for s in sources if not pipeline.is_url(s) and not os.path.lexists(Path(s).expanduser())]
+    missing = [s for s in sources if not is_url(s) and not os.path.lexists(Path(s).expanduser())]
     if len(missing) == len(sources):
         raise InputError("\n".join(f"{display_path(s)}: no such file or directory" for s in missing))
     return await _adding(

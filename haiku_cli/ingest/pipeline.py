@@ -281,11 +281,6 @@ async def add_text(
     return ingestor.report
 
 
-def is_url(source: str) -> bool:
-    """Whether a source argument is an http(s) URL rather than a path."""
-    return source.startswith(("http://", "https://"))
-
-
 async def add_sources(
     db: Database,
     embedder: Embedder,
@@ -303,7 +298,7 @@ async def add_sources(
     reported as failed. The whole add is one all-or-nothing write: a model or database failure, Ctrl-C
     or a kill leaves the database as it was before the command.
     """
-    from haiku_cli.ingest.sources import SkippedSource, display_path, iter_source_files
+    from haiku_cli.ingest.sources import SkippedSource, display_path, is_url, iter_source_files
 
     limits = limits or IngestSettings()
     items: list[tuple[int, str | Path]] = []  # with their positions among the sources given and found

@@ -38,6 +38,11 @@ def display_path(path: Path | str) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
+def is_url(source: str) -> bool:
+    """Whether a source argument is an http(s) URL rather than a path."""
+    return source.startswith(("http://", "https://"))
+
+
 def as_source(source: str) -> str:
     """The source as `add-src` reads it: a `file://` address as the path it names, `HTTP://` in lower case.
 
@@ -54,7 +59,7 @@ def as_source(source: str) -> str:
 
 def unread_scheme(source: str) -> str | None:
     """Why `source` (after `as_source`) cannot be added: an address of a kind haiku does not read (`s3://`)."""
-    if not _SCHEME.match(source) or source.startswith(("http://", "https://")):
+    if not _SCHEME.match(source) or is_url(source):
         return None
     if os.path.lexists(source):
         return None  # a local folder that happens to be named `ftp:`
