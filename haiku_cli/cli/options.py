@@ -52,7 +52,8 @@ Filter = Annotated[
     str | None,
     typer.Option(
         "--filter",
-        help="SQL condition over document fields: uri, title, metadata, created_at.",
+        help="SQL condition over document fields: uri, title, metadata.KEY, created_at (ISO dates), e.g. "
+        "\"metadata.year = '2024'\" (docs/search.md).",
         metavar="SQL",
     ),
 ]

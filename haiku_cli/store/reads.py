@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 import pyarrow as pa
 
 from haiku_cli.errors import InputError
+from haiku_cli.store.filters import FILTER_FIELDS, sql_string, translate
 from haiku_cli.store.handle import (
     Database,
     is_read_failure,
@@ -22,11 +23,6 @@ from haiku_cli.store.records import ChunkRecord, DocumentRecord
 
 _DOC_COLUMNS = ["id", "uri", "title", "metadata", "content_hash", "created_at", "updated_at"]
 _CHUNK_COLUMNS = ["id", "document_id", "order", "text", "heading_path", "pages"]
-
-
-def sql_string(value: str) -> str:
-    """Quote a value for a LanceDB SQL filter."""
-    return "'" + value.replace("'", "''") + "'"
 
 
 def in_list(column: str, values: Iterable[str]) -> str:
@@ -71,8 +67,9 @@ def _query_rows(db: Database, table: Any, where: str | None, columns: list[str],
 
 def _query_arrow(db: Database, table: Any, where: str | None, columns: list[str], limit: int | None):
     query = table.search().select(columns)
-    if where:
-        query = query.where(check_filter(where))
+    sql = translate(check_filter(where)) if where else None
+    if sql:
+        query = query.where(sql)
     query = query.limit(limit) if limit is not None else query.limit(table.count_rows() or 1)
     try:
         return query.to_arrow()
@@ -83,7 +80,7 @@ def _query_arrow(db: Database, table: Any, where: str | None, columns: list[str]
         if not where:
             raise
         try:  # the filter alone, as the user wrote it: what LanceDB finds wrong in it
-            table.search().select(columns[:1]).where(where).limit(1).to_arrow()
+            table.search().select(columns[:1]).where(translate(where)).limit(1).to_arrow()
         except Exception as plain:
             raise InputError(f"invalid filter {where!r}: {_filter_problem(plain)}") from plain
         # Whole alone but not in parentheses of its own: text after its condition, which LanceDB drops.
@@ -101,6 +98,9 @@ def _parser_error(exc: Exception) -> str | None:
 def _filter_problem(exc: Exception) -> str:
     """What LanceDB found wrong in a filter, in words about the filter alone."""
     parsed = _parser_error(exc)
+    unknown = re.search(r"No field named ([^.\s]+)", str(exc))
+    if unknown:
+        return f"there is no field {unknown.group(1)}; a filter can name {FILTER_FIELDS}"
     if parsed is None:
         return re.sub(r"^(Invalid input, )+", "", plain_first_line(exc))
     return (
