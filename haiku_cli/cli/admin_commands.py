@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from haiku_cli.cli import output, render
-from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Filter, Json, whole_number, workspace
+from haiku_cli.cli.options import ONE_DATABASE, Filter, Json, whole_number, workspace
 from haiku_cli.cli.running import add_command, run
 
 if TYPE_CHECKING:
-    from haiku_cli.api import Location, Workspace
+    from haiku_cli.api import Location
 
 _PAGE = 50  # documents `list` shows by default
 
@@ -33,11 +32,6 @@ def register(app: typer.Typer) -> None:
         add_command(app, name, fn)
 
 
-def _one(ctx: typer.Context, database: list[str] | None, db: list[Path] | None) -> tuple[Workspace, Location]:
-    ws = workspace(ctx)
-    return ws, ws.select_one(database or [], db or [])
-
-
 def list_(
     ctx: typer.Context,
     filter_: Filter = None,
@@ -49,14 +43,13 @@ def list_(
         int,
         typer.Option("--offset", help="Skip this many documents first.", metavar="N", parser=whole_number),
     ] = 0,
-    database: DatabaseNames = None,
-    db: DatabasePaths = None,
+    loc: Location = ONE_DATABASE,
     json: Json = False,
 ) -> None:
     """List documents, oldest first, a page at a time (50 unless --limit says otherwise)."""
     from haiku_cli import api
 
-    ws, loc = _one(ctx, database, db)
+    ws = workspace(ctx)
     page = run(lambda: api.list_documents(ws, loc, document_filter=filter_, limit=limit, offset=offset))
     if json:
         output.print_model(page)
@@ -83,14 +76,13 @@ def _more_follow(truncated: bool, offset: int, limit: int) -> None:
 def get(
     ctx: typer.Context,
     document_id: DocumentId,
-    database: DatabaseNames = None,
-    db: DatabasePaths = None,
+    loc: Location = ONE_DATABASE,
     json: Json = False,
 ) -> None:
     """Show one document with its content."""
     from haiku_cli import api
 
-    ws, loc = _one(ctx, database, db)
+    ws = workspace(ctx)
     found = run(lambda: api.get_document(ws, loc, document_id))
     if json:
         output.print_model(found)
@@ -101,14 +93,13 @@ def get(
 def delete(
     ctx: typer.Context,
     document_id: DocumentId,
-    database: DatabaseNames = None,
-    db: DatabasePaths = None,
+    loc: Location = ONE_DATABASE,
     json: Json = False,
 ) -> None:
     """Delete a document and its chunks."""
     from haiku_cli import api
 
-    ws, loc = _one(ctx, database, db)
+    ws = workspace(ctx)
     gone = run(lambda: api.delete_document(ws, loc, document_id))
     if json:
         output.print_model(gone)
@@ -119,13 +110,11 @@ def delete(
     )
 
 
-def info(
-    ctx: typer.Context, database: DatabaseNames = None, db: DatabasePaths = None, json: Json = False
-) -> None:
+def info(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) -> None:
     """Counts, size on disk, embedder, schema version, index state and table versions."""
     from haiku_cli import api
 
-    ws, loc = _one(ctx, database, db)
+    ws = workspace(ctx)
     facts = run(lambda: api.info(ws, loc))
     if json:
         output.print_model(facts)
@@ -133,13 +122,11 @@ def info(
         render.database_info(facts)
 
 
-def vacuum(
-    ctx: typer.Context, database: DatabaseNames = None, db: DatabasePaths = None, json: Json = False
-) -> None:
+def vacuum(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) -> None:
     """Compact the tables, remove old versions, and upgrade an older layout in place."""
     from haiku_cli import api
 
-    ws, loc = _one(ctx, database, db)
+    ws = workspace(ctx)
     done = run(lambda: api.vacuum(ws, loc))
     if json:
         output.print_model(done)
@@ -149,13 +136,11 @@ def vacuum(
     output.out.print(f"vacuumed {done.database}: {before} → {after}{upgraded}", markup=False)
 
 
-def rebuild(
-    ctx: typer.Context, database: DatabaseNames = None, db: DatabasePaths = None, json: Json = False
-) -> None:
+def rebuild(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) -> None:
     """Re-chunk and re-embed every document with the configured embedder (all-or-nothing)."""
     from haiku_cli import api
 
-    ws, loc = _one(ctx, database, db)
+    ws = workspace(ctx)
     with output.progress_bar(f"rebuilding {loc.name}") as bar:
         done = run(lambda: api.rebuild(ws, loc, bar))
     if json:
@@ -165,13 +150,11 @@ def rebuild(
     output.out.print(f"rebuilt {done.database}: {done.chunks} chunks{kept} ({done.embedder})", markup=False)
 
 
-def history(
-    ctx: typer.Context, database: DatabaseNames = None, db: DatabasePaths = None, json: Json = False
-) -> None:
+def history(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) -> None:
     """Table versions, newest first."""
     from haiku_cli import api
 
-    ws, loc = _one(ctx, database, db)
+    ws = workspace(ctx)
     found = run(lambda: api.history(ws, loc))
     if json:
         output.print_model(found)

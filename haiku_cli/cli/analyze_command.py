@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from haiku_cli.cli import output, render
-from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Filter, Json, ModelName, workspace
+from haiku_cli.cli.options import DATABASE_SET, Filter, Json, ModelName, workspace
 from haiku_cli.cli.running import add_command, run
+
+if TYPE_CHECKING:
+    from haiku_cli.api import Selection
 
 
 def register(app: typer.Typer) -> None:
@@ -22,8 +25,7 @@ def analyze(
         str,
         typer.Argument(help="A question that needs counting, comparing or tabulating.", metavar="QUESTION"),
     ],
-    database: DatabaseNames = None,
-    db: DatabasePaths = None,
+    selection: Selection = DATABASE_SET,
     filter_: Filter = None,
     model: ModelName = None,
     show_code: Annotated[
@@ -35,7 +37,6 @@ def analyze(
     from haiku_cli import api
 
     ws = workspace(ctx)
-    selection = ws.select_many(database or [], db or [])
     result = run(lambda: api.analyze(ws, selection, question, model=model, document_filter=filter_))
     render.not_created(result.not_created)
     if json:

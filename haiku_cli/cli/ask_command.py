@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from haiku_cli.cli import output, render
 from haiku_cli.cli.options import (
-    DatabaseNames,
-    DatabasePaths,
+    DATABASE_SET_IF_GIVEN,
     Filter,
     Json,
     ModelName,
@@ -18,6 +17,9 @@ from haiku_cli.cli.options import (
     workspace,
 )
 from haiku_cli.cli.running import add_command, run
+
+if TYPE_CHECKING:
+    from haiku_cli.api import Selection
 
 Question = Annotated[
     str, typer.Argument(help="The question to answer from your documents.", metavar="QUESTION")
@@ -32,8 +34,7 @@ def register(app: typer.Typer) -> None:
 def ask(
     ctx: typer.Context,
     question: Question,
-    database: DatabaseNames = None,
-    db: DatabasePaths = None,
+    chosen: Selection | None = DATABASE_SET_IF_GIVEN,
     filter_: Filter = None,
     model: ModelName = None,
     session: SessionName = None,
@@ -48,14 +49,13 @@ def ask(
 
     ws = workspace(ctx)
     if session is not None:
-        chosen = ws.select_many(database or [], db or []) if database or db else None
         result = run(
             lambda: api.ask_in_session(
                 ws, chosen, question, session=session, model=model, document_filter=filter_, rescope=rescope
             )
         )
     else:
-        selection = ws.select_many(database or [], db or [])
+        selection = chosen if chosen is not None else ws.select_many()
         result = run(lambda: api.ask(ws, selection, question, model=model, document_filter=filter_))
     render.not_created(result.not_created)
     if json:

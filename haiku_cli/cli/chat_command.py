@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from haiku_cli.cli import output, render
 from haiku_cli.cli.options import (
-    DatabaseNames,
-    DatabasePaths,
+    DATABASE_SET_IF_GIVEN,
     Filter,
     ModelName,
     Rescope,
@@ -20,6 +19,9 @@ from haiku_cli.cli.options import (
 from haiku_cli.cli.running import add_command, run
 from haiku_cli.errors import InputError
 
+if TYPE_CHECKING:
+    from haiku_cli.api import Selection
+
 
 def register(app: typer.Typer) -> None:
     """Add the chat command to the app."""
@@ -28,8 +30,7 @@ def register(app: typer.Typer) -> None:
 
 def chat(
     ctx: typer.Context,
-    database: DatabaseNames = None,
-    db: DatabasePaths = None,
+    chosen: Selection | None = DATABASE_SET_IF_GIVEN,
     filter_: Filter = None,
     model: ModelName = None,
     session: SessionName = None,
@@ -57,14 +58,11 @@ def chat(
     In a terminal: a line editor with history (Esc Enter for a new line), /help for commands, Ctrl-C
     cancels an answer, Ctrl-D exits. Otherwise one question per line from stdin, answered in turn.
     """
-    from haiku_cli.api import SessionStore
-
     if list_sessions or delete_session is not None:
         given = {
             "--list-sessions": list_sessions and delete_session is not None,
             "--session": session is not None,
-            "--database": bool(database),
-            "--db": bool(db),
+            _chosen_with(chosen): chosen is not None,
             "--filter": filter_ is not None,
             "--model": model is not None,
             "--analysis": analysis,
@@ -75,42 +73,75 @@ def chat(
         if extra := [option for option, on in given.items() if on]:
             command = "--list-sessions" if list_sessions and delete_session is None else "--delete-session"
             raise InputError(f"{command} takes no other option; drop {' and '.join(extra)}")
-    if list_sessions:
-        listed = run(SessionStore().summaries)
-        if json:
-            output.print_model(listed)
-        elif not listed.sessions:
-            output.out.print("no saved sessions", style="dim")
+        if delete_session is None:
+            _list_sessions(json)
         else:
-            render.table(
-                ["name", "questions", "databases", "updated"],
-                [
-                    (s.name, s.questions, ", ".join(s.databases), s.updated_at.strftime("%Y-%m-%d %H:%M"))
-                    for s in listed.sessions
-                ],
-            )
+            _delete_session(delete_session)
         return
     if json:
         raise InputError(
             "--json goes with --list-sessions; for JSON answers use haiku ask --session NAME --json"
         )
-    if delete_session is not None:
-        run(SessionStore().delete, delete_session)
-        output.err.print(f"deleted session {delete_session}", markup=False, style="dim")
-        return
+    _converse(
+        ctx, chosen, session=session, model=model, document_filter=filter_, analysis=analysis, rescope=rescope
+    )
 
+
+def _chosen_with(chosen: Selection | None) -> str:
+    """The option that chose the databases, `--database` or `--db`, to name it in an error."""
+    chosen_by = chosen.locations[0].chosen_by if chosen is not None else ""
+    return chosen_by.split(" ")[0] or "--database"
+
+
+def _list_sessions(json: bool) -> None:
+    """`--list-sessions`: the saved sessions, most recent first."""
+    from haiku_cli.api import SessionStore
+
+    listed = run(SessionStore().summaries)
+    if json:
+        output.print_model(listed)
+    elif not listed.sessions:
+        output.out.print("no saved sessions", style="dim")
+    else:
+        render.table(
+            ["name", "questions", "databases", "updated"],
+            [
+                (s.name, s.questions, ", ".join(s.databases), s.updated_at.strftime("%Y-%m-%d %H:%M"))
+                for s in listed.sessions
+            ],
+        )
+
+
+def _delete_session(name: str) -> None:
+    """`--delete-session NAME`."""
+    from haiku_cli.api import SessionStore
+
+    run(SessionStore().delete, name)
+    output.err.print(f"deleted session {name}", markup=False, style="dim")
+
+
+def _converse(
+    ctx: typer.Context,
+    chosen: Selection | None,
+    *,
+    session: str | None,
+    model: str | None,
+    document_filter: str | None,
+    analysis: bool,
+    rescope: bool,
+) -> None:
+    """The conversation: a line editor in a terminal, otherwise one question per line of stdin."""
     from haiku_cli.cli.chat_ui import converse
 
     ws = workspace(ctx)
-    selection = ws.select_many(database or [], db or []) if database or db else None
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     code = run(
         lambda: converse(
             ws,
-            selection,
+            chosen,
             session=session,
             model=model,
-            document_filter=filter_,
+            document_filter=document_filter,
             analysis=analysis,
             rescope=rescope,
             interactive=interactive,

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output, render
-from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Json, workspace
+from haiku_cli.cli.options import ONE_DATABASE, Json, workspace
 from haiku_cli.cli.running import add_command, exit_with, run
 from haiku_cli.cli.stdin import read_text
 from haiku_cli.errors import ExitCode
 
 if TYPE_CHECKING:
-    from haiku_cli.api import IngestReport
+    from haiku_cli.api import IngestReport, Location
 
 Title = Annotated[str | None, typer.Option("--title", help="Title for the document.", metavar="TITLE")]
 Meta = Annotated[
@@ -35,8 +35,7 @@ def add(
     text: Annotated[str, typer.Argument(help="The text to add; '-' reads standard input.", metavar="TEXT")],
     title: Title = None,
     meta: Meta = None,
-    database: DatabaseNames = None,
-    db: DatabasePaths = None,
+    location: Location = ONE_DATABASE,
     json: Json = False,
 ) -> None:
     """Add a piece of text as a document."""
@@ -46,7 +45,6 @@ def add(
     ws = workspace(ctx)
     if text == "-":
         text = read_text("-", what="the text to add", max_text_mb=ws.settings.ingest.max_text_mb)
-    location = ws.select_one(database or [], db or [])
     report = run(lambda: api.add_text(ws, location, text, title=title, metadata=metadata))
     _report(report, json)
 
@@ -66,8 +64,7 @@ def add_src(
             help="Add what symlinks lead to outside the folders given (skipped and reported otherwise).",
         ),
     ] = False,
-    database: DatabaseNames = None,
-    db: DatabasePaths = None,
+    location: Location = ONE_DATABASE,
     json: Json = False,
 ) -> None:
     """Add files, directories and URLs; unsupported or unreadable ones are reported and skipped."""
@@ -75,7 +72,6 @@ def add_src(
 
     metadata = api.parse_metadata(meta or [])
     ws = workspace(ctx)
-    location = ws.select_one(database or [], db or [])
     with output.progress_bar(f"adding to {location.name}") as bar:
         report = run(
             lambda: api.add_sources(

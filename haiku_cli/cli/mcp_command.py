@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import sys
 from functools import partial
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from haiku_cli.cli import output
-from haiku_cli.cli.options import DatabaseNames, DatabasePaths, ModelName, port_number, workspace
+from haiku_cli.cli.options import DATABASE_SET, ModelName, port_number, workspace
 from haiku_cli.cli.running import add_command, run
+
+if TYPE_CHECKING:
+    from haiku_cli.api import Selection
 
 
 def register(app: typer.Typer) -> None:
@@ -20,8 +23,7 @@ def register(app: typer.Typer) -> None:
 
 def mcp(
     ctx: typer.Context,
-    database: DatabaseNames = None,
-    db: DatabasePaths = None,
+    selection: Selection = DATABASE_SET,
     model: ModelName = None,
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
     host: Annotated[
@@ -57,7 +59,6 @@ def mcp(
 
     require_sdk()
     ws = workspace(ctx)
-    selection = ws.select_many(database or [], db or [])
     token = ws.settings.mcp.http_token
     if http and not is_loopback(host) and token is None:
         output.error(

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import enum
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 if TYPE_CHECKING:
-    from haiku_cli.api import Workspace
+    from haiku_cli.api import Location, Selection, Workspace
 
 
 def _database_names(ctx: typer.Context, incomplete: str) -> list[str]:
@@ -108,3 +112,68 @@ def workspace(ctx: typer.Context) -> Workspace:
         ws = Workspace.load(obj.get("config"), on_write_wait=output.note)
         root.obj = {**obj, "workspace": ws}
     return root.obj["workspace"]
+
+
+class Databases(enum.Enum):
+    """Which databases `--database NAME` / `--db PATH` choose for a command.
+
+    A command marks one parameter with a marker below as its default; `resolving_databases` puts both
+    options in its place and hands the command what they resolve to.
+    """
+
+    SET = "set"  # search, ask, analyze, mcp: a Selection, every configured database unless narrowed
+    SET_IF_GIVEN = "set if given"  # a session's question: a Selection, or None to keep the session's own
+    ONE = "one"  # every other command: exactly one Location, refused rather than guessed
+
+
+# The markers a command writes as its parameter's default (typed Any, as `typer.Option(...)` defaults are,
+# because the command receives the resolved value, not the marker).
+DATABASE_SET: Any = Databases.SET
+DATABASE_SET_IF_GIVEN: Any = Databases.SET_IF_GIVEN
+ONE_DATABASE: Any = Databases.ONE
+
+
+def resolving_databases(command: Callable[..., None]) -> Callable[..., None]:
+    """`command` taking `--database`/`--db` where its `Databases` parameter was, resolved once, here."""
+    signature = inspect.signature(command)
+    marked = [p for p in signature.parameters.values() if isinstance(p.default, Databases)]
+    if not marked:
+        return command
+    (chosen,) = marked
+    how: Databases = chosen.default
+    if "ctx" not in signature.parameters:
+        raise TypeError(f"{command.__name__} needs a ctx parameter to resolve its databases")
+    params: list[inspect.Parameter] = []
+    for param in signature.parameters.values():
+        if param is chosen:
+            kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+            params += [
+                inspect.Parameter("database", kind, default=None, annotation=DatabaseNames),
+                inspect.Parameter("db", kind, default=None, annotation=DatabasePaths),
+            ]
+        else:
+            # typer reads annotations as objects; this module's `from __future__` made them strings.
+            annotation = param.annotation
+            if isinstance(annotation, str):
+                annotation = eval(annotation, command.__globals__)  # what inspect's eval_str does
+            params.append(param.replace(annotation=annotation))
+
+    @functools.wraps(command)
+    def wrapped(**kwargs: Any) -> None:
+        names, paths = kwargs.pop("database") or [], kwargs.pop("db") or []
+        kwargs[chosen.name] = _resolve(how, workspace(kwargs["ctx"]), names, paths)
+        command(**kwargs)
+
+    wrapped.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapped.__annotations__ = {p.name: p.annotation for p in params}
+    return wrapped
+
+
+def _resolve(
+    how: Databases, ws: Workspace, names: list[str], paths: list[Path]
+) -> Selection | Location | None:
+    if how is Databases.ONE:
+        return ws.select_one(names, paths)
+    if how is Databases.SET_IF_GIVEN and not names and not paths:
+        return None
+    return ws.select_many(names, paths)

@@ -15,6 +15,7 @@ import typer
 from typer.core import TyperArgument, TyperCommand
 
 from haiku_cli.cli import output
+from haiku_cli.cli.options import resolving_databases
 from haiku_cli.errors import ExitCode, HaikuError, Hint
 
 T = TypeVar("T")
@@ -101,8 +102,8 @@ def _no_type(ctx: typer.Context) -> None:
 
 
 def add_command(app: typer.Typer, name: str, command: Callable[..., None]) -> None:
-    """Register `command` as `haiku NAME`, wrapped once in the error boundary."""
-    app.command(name, cls=_Command)(boundary(command))
+    """Register `command` as `haiku NAME`: its databases resolved, all of it inside the error boundary."""
+    app.command(name, cls=_Command)(boundary(resolving_databases(command)))
 
 
 def fail(exc: BaseException) -> ExitCode:

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output, render
-from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Filter, Json, Limit, workspace
+from haiku_cli.cli.options import DATABASE_SET, Filter, Json, Limit, workspace
 from haiku_cli.cli.running import add_command, run, usage_error
 from haiku_cli.cli.stdin import read_text
 from haiku_cli.errors import InputError
 
 if TYPE_CHECKING:
-    from haiku_cli.api import SearchType
+    from haiku_cli.api import SearchType, Selection
 
 
 def register(app: typer.Typer) -> None:
@@ -39,8 +39,7 @@ def search(
             metavar="FILE",
         ),
     ] = None,
-    database: DatabaseNames = None,
-    db: DatabasePaths = None,
+    selection: Selection = DATABASE_SET,
     json: Json = False,
 ) -> None:
     """Search the selected databases (all configured ones by default)."""
@@ -56,7 +55,6 @@ def search(
         where = "standard input" if from_file == "-" else from_file
         raise InputError(f"no queries in {where}; give one query per line")
     ws = workspace(ctx)
-    selection = ws.select_many(database or [], db or [])
 
     async def each() -> None:
         noted: set[str] = set()  # a skipped database is named once, not once per query

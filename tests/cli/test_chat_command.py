@@ -149,13 +149,15 @@ def test_listing_sessions_before_any_says_there_are_none(cli) -> None:
     assert json.loads(cli("chat", "--list-sessions", "--json").stdout) == {"sessions": []}
 
 
-def test_listing_or_deleting_with_a_conversation_option_is_refused_by_name(cli) -> None:
+def test_listing_or_deleting_with_a_conversation_option_is_refused_by_name(cli, tmp_path) -> None:
     # `--session X --list-sessions` used to list every session, as if X filtered it.
     listed = cli("chat", "--session", "x", "--list-sessions")
     assert listed.exit_code == 1 and listed.stdout == ""
     assert listed.stderr == "haiku: --list-sessions takes no other option; drop --session\n"
-    both = cli("chat", "--delete-session", "x", "--list-sessions", "-d", "notes")
+    both = cli("chat", "--delete-session", "x", "--list-sessions", "-d", "default")
     assert both.exit_code == 1 and "drop --list-sessions and --database" in both.stderr
+    by_path = cli("chat", "--list-sessions", "--db", str(tmp_path / "notes.lancedb"))
+    assert by_path.exit_code == 1 and by_path.stderr.endswith("drop --db\n")
 
 
 def test_json_help_says_it_is_for_the_session_list(cli) -> None:
