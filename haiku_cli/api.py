@@ -44,7 +44,9 @@ Errors (every failure meant for a user is a `HaikuError` with a one-line message
 
 from __future__ import annotations
 
+import ast
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -93,125 +95,25 @@ if TYPE_CHECKING:
     from haiku_cli.store.maintenance import DatabaseInfo, TableVersion
     from haiku_cli.store.records import ChunkRecord, DocumentRecord, DocumentSummary
 
-_OPERATIONS = "haiku_cli.databases.operations"
-_RESULTS = "haiku_cli.databases.results"
 
-# Exported name -> (module, attribute there).
-_EXPORTS: dict[str, tuple[str, str]] = {
-    "Workspace": ("haiku_cli.databases.workspace", "Workspace"),
-    "Selection": ("haiku_cli.databases.selection", "Selection"),
-    "Location": ("haiku_cli.store.location", "Location"),
-    "search": (_OPERATIONS, "search_results"),
-    "search_hits": (_OPERATIONS, "search"),
-    "list_documents": (_OPERATIONS, "list_documents"),
-    "get_document": (_OPERATIONS, "get_document"),
-    "delete_document": (_OPERATIONS, "delete_document"),
-    "add_text": (_OPERATIONS, "add_text"),
-    "add_sources": (_OPERATIONS, "add_sources"),
-    "info": (_OPERATIONS, "info"),
-    "history": (_OPERATIONS, "history"),
-    "vacuum": (_OPERATIONS, "vacuum"),
-    "rebuild": (_OPERATIONS, "rebuild"),
-    "overview": (_OPERATIONS, "overview"),
-    "show_config": (_OPERATIONS, "show_config"),
-    "ResolvedConfig": ("haiku_cli.config.resolved", "ResolvedConfig"),
-    "ask": ("haiku_cli.agents.ask", "ask"),
-    "analyze": ("haiku_cli.agents.analyze", "analyze"),
-    "parse_metadata": ("haiku_cli.ingest.metadata", "parse_metadata"),
-    "MAX_QUERY_CHARS": ("haiku_cli.databases.fanout", "MAX_QUERY_CHARS"),
-    "ChatHost": ("haiku_cli.chat.host", "ChatHost"),
-    "ask_in_session": ("haiku_cli.chat.host", "ask_in_session"),
-    "SessionAnswer": ("haiku_cli.chat.host", "SessionAnswer"),
-    "SessionStore": ("haiku_cli.chat.sessions", "SessionStore"),
-    "Session": ("haiku_cli.chat.sessions", "Session"),
-    "SessionSummary": ("haiku_cli.chat.sessions", "SessionSummary"),
-    "SessionList": ("haiku_cli.chat.sessions", "SessionList"),
-    "SearchResults": (_RESULTS, "SearchResults"),
-    "DocumentList": (_RESULTS, "DocumentList"),
-    "DocumentWithChunks": (_RESULTS, "DocumentWithChunks"),
-    "DeletedDocument": (_RESULTS, "DeletedDocument"),
-    "DatabaseHistory": (_RESULTS, "DatabaseHistory"),
-    "VacuumReport": (_RESULTS, "VacuumReport"),
-    "RebuildReport": (_RESULTS, "RebuildReport"),
-    "DatabaseOverview": (_RESULTS, "DatabaseOverview"),
-    "SearchHit": ("haiku_cli.search.hits", "SearchHit"),
-    "SearchType": ("haiku_cli.search.candidates", "SearchType"),
-    "DocumentSummary": ("haiku_cli.store.records", "DocumentSummary"),
-    "DocumentRecord": ("haiku_cli.store.records", "DocumentRecord"),
-    "ChunkRecord": ("haiku_cli.store.records", "ChunkRecord"),
-    "IngestReport": ("haiku_cli.ingest.reports", "IngestReport"),
-    "SourceOutcome": ("haiku_cli.ingest.reports", "SourceOutcome"),
-    "DatabaseInfo": ("haiku_cli.store.maintenance", "DatabaseInfo"),
-    "TableVersion": ("haiku_cli.store.maintenance", "TableVersion"),
-    "AskResult": ("haiku_cli.agents.question", "AskResult"),
-    "AnalyzeResult": ("haiku_cli.agents.analyze", "AnalyzeResult"),
-    "Citation": ("haiku_cli.capabilities.citations", "Citation"),
-    "Execution": ("haiku_cli.sandbox.runner", "Execution"),
-    "HaikuError": ("haiku_cli.errors", "HaikuError"),
-    "Hint": ("haiku_cli.errors", "Hint"),
-    "InputError": ("haiku_cli.errors", "InputError"),
-    "DatabaseError": ("haiku_cli.errors", "DatabaseError"),
-    "ModelError": ("haiku_cli.errors", "ModelError"),
-    "ExitCode": ("haiku_cli.errors", "ExitCode"),
-}
+def _exports() -> dict[str, tuple[str, str]]:
+    """Exported name -> (module, attribute there): read from the imports under TYPE_CHECKING above.
 
-__all__ = [
-    "MAX_QUERY_CHARS",
-    "AnalyzeResult",
-    "AskResult",
-    "ChatHost",
-    "ChunkRecord",
-    "Citation",
-    "DatabaseError",
-    "DatabaseHistory",
-    "DatabaseInfo",
-    "DatabaseOverview",
-    "DeletedDocument",
-    "DocumentList",
-    "DocumentRecord",
-    "DocumentSummary",
-    "DocumentWithChunks",
-    "Execution",
-    "ExitCode",
-    "HaikuError",
-    "Hint",
-    "IngestReport",
-    "InputError",
-    "Location",
-    "ModelError",
-    "RebuildReport",
-    "ResolvedConfig",
-    "SearchHit",
-    "SearchResults",
-    "SearchType",
-    "Selection",
-    "Session",
-    "SessionAnswer",
-    "SessionList",
-    "SessionStore",
-    "SessionSummary",
-    "SourceOutcome",
-    "TableVersion",
-    "VacuumReport",
-    "Workspace",
-    "add_sources",
-    "add_text",
-    "analyze",
-    "ask",
-    "ask_in_session",
-    "delete_document",
-    "get_document",
-    "history",
-    "info",
-    "list_documents",
-    "overview",
-    "parse_metadata",
-    "rebuild",
-    "search",
-    "search_hits",
-    "show_config",
-    "vacuum",
-]
+    Those imports are the one list of what this module exports: type checkers follow them, and at run
+    time each name is imported from the same place on first use.
+    """
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    (block,) = (n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    return {
+        alias.asname or alias.name: (node.module, alias.name)
+        for node in block.body
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
+
+
+_EXPORTS = _exports()
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:

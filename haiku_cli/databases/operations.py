@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -31,9 +30,9 @@ from haiku_cli.errors import DatabaseError, Hint, InputError
 from haiku_cli.search.candidates import SearchType
 from haiku_cli.search.hits import SearchHit
 from haiku_cli.store import maintenance, reads, writes
+from haiku_cli.store.adding import adding, writing
 from haiku_cli.store.database import Database, exists
 from haiku_cli.store.location import Location
-from haiku_cli.store.writer import exclusive
 
 if TYPE_CHECKING:
     from haiku_cli.ingest import reports
@@ -44,18 +43,6 @@ async def _writable(ws: Workspace, location: Location) -> Database:
     db = await ws.pool.open_one(location, writable=True, create_with=spec)
     db.check_embedder(spec)
     return db
-
-
-@asynccontextmanager
-async def _writing(db: Database) -> AsyncIterator[Database]:
-    """Hold the database's writer lock for a whole command; waiting for it happens off the event loop."""
-    held = exclusive(db)
-    await anyio.to_thread.run_sync(held.__enter__)
-    try:
-        yield db
-    finally:
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(lambda: held.__exit__(None, None, None))
 
 
 async def add_text(
@@ -119,66 +106,17 @@ async def add_sources(
     )
 
 
-class _RemovedMeanwhile(Exception):
-    """The database this add opened was removed while it waited for the writer lock."""
-
-
 async def _adding(
     ws: Workspace, location: Location, add: Callable[[Database], Awaitable[reports.IngestReport]]
 ) -> reports.IngestReport:
-    """Run an add holding the writer lock. A database it created is removed again when the add fails
-    or stores nothing: `list` and `info` then say it does not exist, as before the add."""
-    for _ in range(2):
-        try:
-            return await _add_once(ws, location, add)
-        except _RemovedMeanwhile:
-            # Another first add created the database, failed and removed it while this one waited for
-            # its lock: nothing was written here yet, so this add creates it afresh, as a first add would.
-            continue
-    raise DatabaseError(
-        f"database '{location.name}' was removed by another writer while this add waited; run it again"
+    """Run an add by the store's add protocol: a database it created goes again if nothing was stored."""
+    return await adding(
+        location,
+        partial(_writable, ws, location),
+        add,
+        stored=lambda report: any(o.status in ("added", "updated") for o in report.outcomes),
+        close=partial(ws.pool.forget, location),
     )
-
-
-async def _add_once(
-    ws: Workspace, location: Location, add: Callable[[Database], Awaitable[reports.IngestReport]]
-) -> reports.IngestReport:
-    path = location.local_path
-    new_folder = path is not None and not await anyio.to_thread.run_sync(path.exists)
-    existed = await anyio.to_thread.run_sync(exists, location)
-    db = await _writable(ws, location)
-
-    async def remove_if_created() -> None:
-        if existed:
-            return
-        with anyio.CancelScope(shield=True), suppress(DatabaseError):
-            # If the store fails here too, an empty database stays behind: the add's own error is the news.
-            await anyio.to_thread.run_sync(partial(writes.remove_unwritten, db, folder=new_folder))
-
-    async def removed() -> bool:
-        return not await anyio.to_thread.run_sync(exists, location)
-
-    locked = False
-    try:
-        async with _writing(db):
-            locked = True
-            if await removed():
-                raise _RemovedMeanwhile
-            try:
-                report = await add(db)
-            except BaseException:
-                await remove_if_created()
-                raise
-            if not any(o.status in ("added", "updated") for o in report.outcomes):
-                await remove_if_created()
-            return report
-    except DatabaseError:
-        # Taking the lock reads the tables at their latest versions, which fails if they were dropped.
-        if not locked and await removed():
-            raise _RemovedMeanwhile from None
-        raise
-    finally:
-        ws.pool.forget(location)
 
 
 async def search(
@@ -283,7 +221,7 @@ async def delete_document(ws: Workspace, location: Location, document_id: str) -
     """`haiku delete`: remove a document and its chunks together."""
     document_id = document_id.strip()
     db = await ws.pool.open_one(location, writable=True)
-    async with _writing(db):
+    async with writing(db):
         doc = await anyio.to_thread.run_sync(lambda: reads.get_document(db, document_id))
         if doc is None:
             raise _no_document(document_id, location)
@@ -307,7 +245,7 @@ async def history(ws: Workspace, location: Location) -> DatabaseHistory:
 async def vacuum(ws: Workspace, location: Location) -> VacuumReport:
     """`haiku vacuum`: compact, drop old versions, and upgrade an older layout in place."""
     db = await ws.pool.open_one(location, writable=True)
-    async with _writing(db):
+    async with writing(db):
         before, after, upgraded = await anyio.to_thread.run_sync(lambda: maintenance.vacuum(db))
     ws.pool.forget(location)
     return VacuumReport(
@@ -322,7 +260,7 @@ async def rebuild(
     from haiku_cli.ingest import rebuild as rebuilding
 
     db = await ws.pool.open_one(location, writable=True)
-    async with _writing(db):
+    async with writing(db):
         done = await rebuilding.rebuild(db, ws.embedder, progress)
     ws.pool.forget(location)
     return RebuildReport(

@@ -1,0 +1,109 @@
+"""How a write runs against a database: holding its writer lock, and an add undone when it created it.
+
+A failed or empty first add removes the database it created, so `list` and `info` say it does not exist,
+as before the add; an add that waited for the lock while another first add removed the database creates
+it afresh.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager, suppress
+from functools import partial
+from typing import TypeVar
+
+import anyio.to_thread
+
+from haiku_cli.errors import DatabaseError
+from haiku_cli.store.database import exists
+from haiku_cli.store.handle import Database
+from haiku_cli.store.location import Location
+from haiku_cli.store.writer import exclusive
+from haiku_cli.store.writes import remove_unwritten
+
+R = TypeVar("R")
+
+
+@asynccontextmanager
+async def writing(db: Database) -> AsyncIterator[Database]:
+    """Hold the database's writer lock for a whole command; waiting for it happens off the event loop."""
+    held = exclusive(db)
+    await anyio.to_thread.run_sync(held.__enter__)
+    try:
+        yield db
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(lambda: held.__exit__(None, None, None))
+
+
+class _RemovedMeanwhile(Exception):
+    """The database this add opened was removed while it waited for the writer lock."""
+
+
+async def adding(
+    location: Location,
+    open_writable: Callable[[], Awaitable[Database]],
+    add: Callable[[Database], Awaitable[R]],
+    *,
+    stored: Callable[[R], bool],
+    close: Callable[[], None],
+) -> R:
+    """Run `add` on the database `open_writable` opens (creating it if need be), holding the writer lock.
+
+    When the database did not exist before and the add fails or `stored` says it stored nothing, the
+    database is removed again. `close` drops the opened handle after each attempt.
+    """
+    for _ in range(2):
+        try:
+            return await _add_once(location, open_writable, add, stored)
+        except _RemovedMeanwhile:
+            # Another first add created the database, failed and removed it while this one waited for
+            # its lock: nothing was written here yet, so this add creates it afresh, as a first add would.
+            continue
+        finally:
+            close()
+    raise DatabaseError(
+        f"database '{location.name}' was removed by another writer while this add waited; run it again"
+    )
+
+
+async def _add_once(
+    location: Location,
+    open_writable: Callable[[], Awaitable[Database]],
+    add: Callable[[Database], Awaitable[R]],
+    stored: Callable[[R], bool],
+) -> R:
+    path = location.local_path
+    new_folder = path is not None and not await anyio.to_thread.run_sync(path.exists)
+    existed = await anyio.to_thread.run_sync(exists, location)
+    db = await open_writable()
+
+    async def remove_if_created() -> None:
+        if existed:
+            return
+        with anyio.CancelScope(shield=True), suppress(DatabaseError):
+            # If the store fails here too, an empty database stays behind: the add's own error is the news.
+            await anyio.to_thread.run_sync(partial(remove_unwritten, db, folder=new_folder))
+
+    async def removed() -> bool:
+        return not await anyio.to_thread.run_sync(exists, location)
+
+    locked = False
+    try:
+        async with writing(db):
+            locked = True
+            if await removed():
+                raise _RemovedMeanwhile
+            try:
+                report = await add(db)
+            except BaseException:
+                await remove_if_created()
+                raise
+            if not stored(report):
+                await remove_if_created()
+            return report
+    except DatabaseError:
+        # Taking the lock reads the tables at their latest versions, which fails if they were dropped.
+        if not locked and await removed():
+            raise _RemovedMeanwhile from None
+        raise
