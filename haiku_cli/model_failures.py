@@ -14,10 +14,24 @@ from haiku_cli.errors import HaikuError, ModelError
 Kind = Literal["model", "embedding model"]
 
 
+# The setting and variable that bound each request, named when a request runs out of time.
+_TIMEOUT_SETTING = {
+    "model": "[model] timeout_seconds (HAIKU_MODEL_TIMEOUT)",
+    "embedding model": "[embedder] timeout_seconds (HAIKU_EMBEDDER_TIMEOUT)",
+}
+
+
 def describe_model_failure(
-    exc: BaseException, label: str, base_url: str | None = None, *, kind: Kind = "model"
+    exc: BaseException,
+    label: str,
+    base_url: str | None = None,
+    *,
+    kind: Kind = "model",
+    timeout_seconds: float | None = None,
 ) -> HaikuError | None:
     """A one-line `ModelError` for a failure of model `label`, or None if `exc` is not a model failure.
+
+    `timeout_seconds`, when known, is the limit a timed-out request is reported against.
 
     None leaves other exceptions (bugs in haiku itself) to surface as internal errors, not as the model's.
     """
@@ -39,7 +53,7 @@ def describe_model_failure(
     if isinstance(exc, UserError | ImportError):
         return ModelError(f"cannot use {kind} '{label}': {_configuration_hint(exc)}")
     if isinstance(exc, ModelTimeoutError):
-        return ModelError(f"the {kind} server{where} timed out for '{label}'")
+        return ModelError(timed_out(kind, label, where, timeout_seconds))
     if isinstance(exc, ModelConnectionError):
         return ModelError(f"cannot reach the {kind} server{where} for '{label}': {first_sentence(exc)}")
     if isinstance(exc, ModelAuthenticationError | ModelNotFoundError | ModelHTTPError):
@@ -49,6 +63,15 @@ def describe_model_failure(
     if isinstance(exc, UnexpectedModelBehavior | UsageLimitExceeded):
         return ModelError(f"{kind} '{label}' did not produce a usable answer: {first_sentence(exc)}")
     return None
+
+
+def timed_out(kind: Kind, label: str, where: str, seconds: float | None) -> str:
+    """How a request that ran out of time reads: the limit it had, and the setting that raises it."""
+    within = f" within {seconds:g} s" if seconds is not None else " in time"
+    return (
+        f"the {kind} server{where} did not answer{within} for '{label}'; "
+        f"check the server, or raise {_TIMEOUT_SETTING[kind]}"
+    )
 
 
 def _rejected(exc: Exception, label: str, kind: Kind) -> str:

@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from pydantic_ai.exceptions import UserError
-from pydantic_ai.models import Model, infer_model
+from pydantic_ai import RunContext
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import UnexpectedModelBehavior, UserError
+from pydantic_ai.messages import ModelResponse
+from pydantic_ai.models import Model, ModelRequestContext, infer_model
 from pydantic_ai.providers import Provider, infer_provider_class
 from pydantic_ai.settings import ModelSettings as RequestSettings
 
@@ -17,8 +20,11 @@ from haiku_cli.model_failures import describe_model_failure
 NO_MODEL = "no language model configured: set [model] name in the config file or HAIKU_MODEL"
 EXAMPLES = "openai:gpt-4o, anthropic:claude-sonnet-4-0 or ollama:llama3.2"
 
-# One SDK retry rides out a blip; more would make a dead server look like a hang.
-REQUEST_SETTINGS: RequestSettings = {"max_retries": 1}
+
+def request_settings(settings: ModelSettings) -> RequestSettings:
+    """Per-request settings: one SDK retry rides out a blip (more would make a dead server look like a
+    hang), and each attempt gets `[model] timeout_seconds`, so a server that never answers fails the run."""
+    return {"max_retries": 1, "timeout": settings.timeout_seconds}
 
 
 def model_name(settings: ModelSettings, override: str | None = None) -> str:
@@ -73,12 +79,35 @@ def _provider_at(provider: str, base_url: str) -> Provider:
 
 
 @contextmanager
-def model_errors(label: str, base_url: str | None = None) -> Iterator[None]:
-    """Turn a language model's configuration, connection, authentication and HTTP failures into one line."""
+def model_errors(
+    label: str, base_url: str | None = None, timeout_seconds: float | None = None
+) -> Iterator[None]:
+    """Turn a language model's configuration, connection, authentication and HTTP failures into one line.
+
+    `timeout_seconds` is the configured limit a timed-out request is reported against.
+    """
     try:
         yield
     except Exception as exc:
-        described = describe_model_failure(exc, label, base_url)
+        described = describe_model_failure(exc, label, base_url, timeout_seconds=timeout_seconds)
         if described is None or described is exc:
             raise
         raise described from exc
+
+
+# What a model class raises when it indexes into a response that lacks what every answer has (an empty
+# `choices` list, a missing field): the server's answer was unusable, not haiku broken.
+_MALFORMED = (IndexError, KeyError, TypeError, AttributeError)
+
+
+class UnreadableResponses(AbstractCapability[object]):
+    """A response the model class could not read is the model's failure (exit 4), not an internal error."""
+
+    async def on_model_request_error(
+        self, ctx: RunContext[object], *, request_context: ModelRequestContext, error: Exception
+    ) -> ModelResponse:
+        """Re-raise a malformed-response error as pydantic-ai's own "unexpected model behaviour"."""
+        if isinstance(error, _MALFORMED):
+            what = f"its response could not be read ({type(error).__name__}: {error})"
+            raise UnexpectedModelBehavior(what) from error
+        raise error

@@ -13,12 +13,19 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.models import Model
 from pydantic_ai.usage import RunUsage
 
-from haiku_cli.agents.models import REQUEST_SETTINGS, model_errors, model_name, resolve_model
+from haiku_cli.agents.models import (
+    UnreadableResponses,
+    model_errors,
+    model_name,
+    request_settings,
+    resolve_model,
+)
 from haiku_cli.capabilities.citations import Citation, number_markers
 from haiku_cli.capabilities.policy import CitationPolicy, StreamedRedirect
 from haiku_cli.capabilities.retrieval import RetrievalCapability
 from haiku_cli.capabilities.scope import paths_of, sources_of
 from haiku_cli.capabilities.state import EvidenceState, HaikuDeps
+from haiku_cli.config.settings import ModelSettings
 from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError
@@ -43,16 +50,24 @@ def build_agent(
     model: Model,
     instructions: str,
     *,
+    settings: ModelSettings,
     streamed_redirect: StreamedRedirect = "before",
 ) -> Agent[HaikuDeps, str]:
-    """An agent answering one question per run with the given capabilities, under the citation policy."""
+    """An agent answering one question per run with the given capabilities, under the citation policy.
+
+    `settings` (the `[model]` section) bound each request in time.
+    """
     return Agent(
         model,
         deps_type=HaikuDeps,
         output_type=str,
         instructions=instructions,
-        capabilities=[*capabilities, CitationPolicy(streamed_redirect=streamed_redirect)],
-        model_settings=REQUEST_SETTINGS,
+        capabilities=[
+            *capabilities,
+            CitationPolicy(streamed_redirect=streamed_redirect),
+            UnreadableResponses(),
+        ],
+        model_settings=request_settings(settings),
         # The policy's one redirect spends an output retry; keep one more for an empty response.
         retries={"output": 2},
     )
@@ -81,8 +96,8 @@ async def answer_question(
     scope = evidence.evidence(deps)
     scope.sources = sources_of(ws, selection)
     scope.document_filter = document_filter
-    agent = build_agent([evidence], chosen, instructions)
-    with model_errors(label, chosen.base_url):
+    agent = build_agent([evidence], chosen, instructions, settings=ws.settings.model)
+    with model_errors(label, chosen.base_url, ws.settings.model.timeout_seconds):
         result = await agent.run(question, deps=deps)
     answered = collect(result.output, [evidence.evidence(deps)], result.usage, deps)
     return answered.model_copy(update={"databases": selection.names, "not_created": not_created})

@@ -85,7 +85,13 @@ class ChatHost:
         # `run()` with an event handler can retry, and the stream handler replaces a redirected draft.
         # `compaction=False` exists to measure what compaction saves (benchmarks/chat_requests.py).
         added = conversation_capabilities() if compaction else []
-        self.agent = build_agent([*self.evidence, *added], model, instructions, streamed_redirect="after")
+        self.agent = build_agent(
+            [*self.evidence, *added],
+            model,
+            instructions,
+            settings=ws.settings.model,
+            streamed_redirect="after",
+        )
 
     @classmethod
     async def open(
@@ -143,7 +149,7 @@ class ChatHost:
         deps = HaikuDeps.restore(copy.deepcopy(self.session.state))
         set_scope(deps, self.evidence, sources_of(self.ws, searched), self.session.document_filter)
         history = self.session.history()
-        with model_errors(self.label, self.model.base_url):
+        with model_errors(self.label, self.model.base_url, self.ws.settings.model.timeout_seconds):
             result = await self.agent.run(
                 question,
                 message_history=history or None,

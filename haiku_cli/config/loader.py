@@ -59,7 +59,7 @@ def load_settings(explicit: Path | None = None) -> tuple[Settings, Path]:
             raise InputError(
                 f"database name {name!r} in {path} is not valid: use letters, digits, '_', '-' and '.'"
             )
-    settings = _storage_from_env(settings)
+    settings = _seconds_from_env(settings)
     settings = _mcp_from_env(settings)
     settings = _relative_to(settings, path.parent)
     model_env = os.environ.get("HAIKU_MODEL")
@@ -70,13 +70,18 @@ def load_settings(explicit: Path | None = None) -> tuple[Settings, Path]:
     return settings, path
 
 
-# Environment overrides of [storage], for one command or a script: HAIKU_WRITE_WAIT=0 haiku add ...
-_STORAGE_ENV = {"HAIKU_WRITE_WAIT": "write_wait_seconds", "HAIKU_STORAGE_TIMEOUT": "timeout_seconds"}
+# Environment overrides of timeouts and waits, for one command or a script: HAIKU_WRITE_WAIT=0 haiku add ...
+_SECONDS_ENV = {
+    "HAIKU_WRITE_WAIT": ("storage", "write_wait_seconds"),
+    "HAIKU_STORAGE_TIMEOUT": ("storage", "timeout_seconds"),
+    "HAIKU_EMBEDDER_TIMEOUT": ("embedder", "timeout_seconds"),
+    "HAIKU_MODEL_TIMEOUT": ("model", "timeout_seconds"),
+}
 
 
-def _storage_from_env(settings: Settings) -> Settings:
-    updates = {}
-    for env, key in _STORAGE_ENV.items():
+def _seconds_from_env(settings: Settings) -> Settings:
+    updates: dict[str, dict[str, float]] = {}
+    for env, (section, key) in _SECONDS_ENV.items():
         raw = os.environ.get(env)
         if raw is None or not raw.strip():
             continue
@@ -88,10 +93,11 @@ def _storage_from_env(settings: Settings) -> Settings:
             raise InputError(f"{env} must be a finite number of seconds, got {raw!r}")
         if value < 0 or (key == "timeout_seconds" and value == 0):
             raise InputError(f"{env} must be a positive number of seconds, got {raw!r}")
-        updates[key] = value
-    if not updates:
-        return settings
-    return settings.model_copy(update={"storage": settings.storage.model_copy(update=updates)})
+        updates.setdefault(section, {})[key] = value
+    for section, values in updates.items():
+        part = getattr(settings, section).model_copy(update=values)
+        settings = settings.model_copy(update={section: part})
+    return settings
 
 
 def _mcp_from_env(settings: Settings) -> Settings:

@@ -55,6 +55,8 @@ class EmbedderSettings(_Strict):
 
     model: str | None = None  # None: the bundled all-MiniLM-L6-v2
     base_url: str | None = None
+    # Each request to a remote embedding server: a server that accepts and never answers fails the command.
+    timeout_seconds: float = Field(default=120.0, gt=0)
 
     _set = field_validator("model", "base_url")(_not_empty)
 
@@ -65,6 +67,8 @@ class ModelSettings(_Strict):
     name: str | None = None  # any pydantic-ai model string, e.g. "openai:gpt-4o"
     base_url: str | None = None
     search_budget: int = Field(default=5, ge=1)
+    # Each attempt at a model request (one retry follows a failed one); a stalled server fails the command.
+    timeout_seconds: float = Field(default=180.0, gt=0)
 
     _set = field_validator("name", "base_url")(_not_empty)
 

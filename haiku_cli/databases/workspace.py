@@ -62,7 +62,7 @@ class Workspace:
             from haiku_cli.embed import load_embedder
 
             cfg = self.settings.embedder
-            self._embedder = load_embedder(cfg.model, base_url=cfg.base_url)
+            self._embedder = load_embedder(cfg.model, base_url=cfg.base_url, timeout=cfg.timeout_seconds)
         return self._embedder
 
     def embedder_spec(self) -> EmbedderSpec:

@@ -6,7 +6,7 @@ import sys
 
 from haiku_cli.embed.openai_compatible import ServerRejected, ServerUnreachable, UndecodableResponse
 from haiku_cli.errors import HaikuError, ModelError
-from haiku_cli.model_failures import describe_model_failure, first_sentence, rejection
+from haiku_cli.model_failures import describe_model_failure, first_sentence, rejection, timed_out
 
 KIND = "embedding model"
 
@@ -29,7 +29,7 @@ def _describe_http_failure(exc: BaseException, label: str, base_url: str | None)
         return exc
     where = f" at {base_url}" if base_url else ""
     if isinstance(exc, ServerUnreachable) and exc.timeout:
-        return ModelError(f"the {KIND} server{where} timed out for '{label}'")
+        return ModelError(timed_out(KIND, label, where, exc.seconds))
     if isinstance(exc, ServerUnreachable):
         return ModelError(f"cannot reach the {KIND} server{where} for '{label}': {first_sentence(exc)}")
     if isinstance(exc, UndecodableResponse):

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 NO_KEY = "api-key-not-set"  # what keyless local servers were sent before; some proxies insist on a header
 CONNECT_TIMEOUT = 5.0
-READ_TIMEOUT = 600.0  # a large batch on a slow CPU server can take minutes
+DEFAULT_TIMEOUT = 120.0  # [embedder] timeout_seconds: a batch of 32 long texts on a slow CPU server
 MAX_RETRIES = 2
 MAX_RETRY_AFTER = 60.0  # a server asking for a longer wait gets an error now rather than a hung command
 
@@ -32,10 +32,11 @@ MAX_RETRY_AFTER = 60.0  # a server asking for a longer wait gets an error now ra
 class ServerUnreachable(Exception):
     """The request got no HTTP answer: connection refused or dropped, DNS failure, or a timeout."""
 
-    def __init__(self, *, timeout: bool) -> None:
-        """`timeout` tells a server that took too long from one that could not be reached."""
+    def __init__(self, *, timeout: bool, seconds: float = DEFAULT_TIMEOUT) -> None:
+        """`timeout` tells a server that took too long (`seconds`, the limit) from one not reached."""
         super().__init__("Request timed out." if timeout else "Connection error.")
         self.timeout = timeout
+        self.seconds = seconds
 
 
 class ServerRejected(Exception):
@@ -65,10 +66,22 @@ class OpenAICompatibleEmbeddingModel:
     """Embeds texts through POST {base_url}/embeddings; one HTTP connection pool per event loop."""
 
     def __init__(
-        self, system: str, model_name: str, base_url: str, api_key: str, headers: dict[str, str] | None = None
+        self,
+        system: str,
+        model_name: str,
+        base_url: str,
+        api_key: str,
+        headers: dict[str, str] | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
-        """Talk to `base_url` (ending in /v1 or wherever the API lives) about `model_name`."""
+        """Talk to `base_url` (ending in /v1 or wherever the API lives) about `model_name`.
+
+        `timeout` bounds each request (connecting is bounded by at most 5 s of it); one that times out is
+        not retried, so a server that accepts and never answers fails the call after `timeout` seconds.
+        """
         self._system = system
+        self._timeout = timeout
         self._model_name = model_name
         self._base_url = base_url.rstrip("/") + "/"
         self._headers = {"Authorization": f"Bearer {api_key}", **(headers or {})}
@@ -122,10 +135,13 @@ class OpenAICompatibleEmbeddingModel:
         for attempt in range(MAX_RETRIES + 1):
             try:
                 response = await client.post(self._base_url + path, json=payload, headers=self._headers)
-            except httpx.RequestError as exc:  # refused, dropped, timed out: retried like the SDK did
-                failure: Exception = ServerUnreachable(timeout=isinstance(exc, httpx.TimeoutException))
+            except httpx.RequestError as exc:  # refused or dropped: retried like the SDK did
+                timed_out = isinstance(exc, httpx.TimeoutException)
+                failure: Exception = ServerUnreachable(timeout=timed_out, seconds=self._timeout)
                 failure.__cause__ = exc
-                wait: float | None = 0.0
+                # A server that let a whole timeout pass is stalled, not blipping: waiting again would
+                # only multiply the time a user looks at a silent terminal.
+                wait: float | None = None if timed_out else 0.0
             else:
                 if response.status_code < 400:
                     return _decode(response.content)
@@ -143,7 +159,7 @@ class OpenAICompatibleEmbeddingModel:
 
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
-            timeout = httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)
+            timeout = httpx.Timeout(self._timeout, connect=min(CONNECT_TIMEOUT, self._timeout))
             self._client, self._loop = httpx.AsyncClient(timeout=timeout), loop
         return self._client
 

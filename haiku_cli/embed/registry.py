@@ -13,6 +13,7 @@ from haiku_cli.embed import _bundle
 from haiku_cli.embed._errors import to_model_error
 from haiku_cli.embed.embedder import PROBE_TEXT, BundledEmbedder, Embedder
 from haiku_cli.embed.openai_compatible import (
+    DEFAULT_TIMEOUT,
     NO_KEY,
     OPENAI_DEFAULT_URL,
     OpenAICompatibleEmbeddingModel,
@@ -34,11 +35,14 @@ OPENAI_MAX_TOKENS = 8192  # OpenAI's documented input limit for its text-embeddi
 EXAMPLES = f"{_bundle.DEFAULT_EMBEDDER_NAME}, ollama:nomic-embed-text or openai:text-embedding-3-small"
 
 
-def load_embedder(model: str | None = None, *, base_url: str | None = None) -> Embedder:
+def load_embedder(
+    model: str | None = None, *, base_url: str | None = None, timeout: float = DEFAULT_TIMEOUT
+) -> Embedder:
     """Build the embedder named `model` ("provider:model"); None means haiku's bundled model.
 
     `base_url` points an OpenAI-compatible provider (ollama, openai, ...) at a server; without it
-    OLLAMA_BASE_URL / OPENAI_BASE_URL are used. It is ignored for the bundled model. Bad names,
+    OLLAMA_BASE_URL / OPENAI_BASE_URL are used. It is ignored for the bundled model, as is `timeout`
+    (seconds each request to an ollama or openai server may take). Bad names,
     missing keys or packages raise ModelError here; nothing is loaded or contacted until first use.
     """
     spec = (model or _bundle.DEFAULT_EMBEDDER_NAME).strip()
@@ -52,7 +56,7 @@ def load_embedder(model: str | None = None, *, base_url: str | None = None) -> E
 
     def build() -> Built:
         if provider in OPENAI_COMPATIBLE:
-            client = _build_openai_compatible(spec, provider, model_name, base_url)
+            client = _build_openai_compatible(spec, provider, model_name, base_url, timeout)
             return client, client
         return _build_remote(spec, provider, base_url)
 
@@ -105,7 +109,7 @@ def _offers_embeddings(provider: str) -> bool:
 
 
 def _build_openai_compatible(
-    spec: str, provider: str, model_name: str, base_url: str | None
+    spec: str, provider: str, model_name: str, base_url: str | None, timeout: float
 ) -> OpenAICompatibleEmbeddingModel:
     """Our own client, configured from the same settings and variables pydantic-ai's providers read."""
     if provider == "ollama":
@@ -118,7 +122,7 @@ def _build_openai_compatible(
             hint = "set the OPENAI_API_KEY environment variable"
             raise ModelError(f"cannot use embedding model '{spec}': {hint}")
         url, key = custom_url or OPENAI_DEFAULT_URL, key or NO_KEY
-    return OpenAICompatibleEmbeddingModel(provider, model_name, url, key, openai_headers())
+    return OpenAICompatibleEmbeddingModel(provider, model_name, url, key, openai_headers(), timeout=timeout)
 
 
 def _build_inferred(spec: str, base_url: str | None) -> tuple[EmbeddingModel, Provider[Any] | None]:

@@ -21,6 +21,7 @@ from haiku_cli.api import AskResult
 from haiku_cli.cli import output, render
 from tests.capabilities.conftest import kb, kb_template
 from tests.cli.openai_stub import Responder, StubServer, answer, serve, tool_call
+from tests.support.silent_server import silent_server
 
 __all__ = ["kb", "kb_template"]  # fixtures: databases `notes` and `papers`, configured by name
 
@@ -162,6 +163,31 @@ def test_unreachable_server_is_one_line_and_exit_4(kb, cli, monkeypatch) -> None
     assert result.stdout == ""
     assert result.stderr.startswith(f"haiku: cannot reach the model server at {base_url}")
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_a_model_that_never_answers_fails_within_its_timeout(kb, cli, monkeypatch) -> None:
+    # It accepts the request and sends nothing back: the configured limit ends the command, and says so.
+    with silent_server() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+        monkeypatch.setenv("HAIKU_MODEL_TIMEOUT", "0.5")
+        result = cli("ask", QUESTION, "--model", "openai-chat:test")
+    assert result.exit_code == 4
+    assert result.stderr == (
+        f"haiku: the model server at {server.url}/ did not answer within 0.5 s for 'openai-chat:test'; "
+        "check the server, or raise [model] timeout_seconds (HAIKU_MODEL_TIMEOUT)\n"
+    )
+
+
+def test_an_empty_choice_list_is_a_model_failure(kb, cli, openai_env) -> None:
+    status, reply = answer("unused")
+    openai_env(lambda body: (status, {**reply, "choices": []}))
+    result = cli("ask", QUESTION, "--model", "openai-chat:test")
+    assert result.exit_code == 4
+    assert result.stderr == (
+        "haiku: model 'openai-chat:test' did not produce a usable answer: "
+        "its response could not be read (IndexError: list index out of range)\n"
+    )
 
 
 def test_no_model_configured_is_exit_4(cli) -> None:

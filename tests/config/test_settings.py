@@ -127,6 +127,21 @@ def test_storage_waits_from_config_and_environment(write_config, monkeypatch: py
         load_settings()
 
 
+def test_model_and_embedder_timeouts_from_config_and_environment(
+    write_config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_config("[model]\ntimeout_seconds = 40\n[embedder]\ntimeout_seconds = 20\n")
+    settings = load_settings()[0]
+    assert (settings.model.timeout_seconds, settings.embedder.timeout_seconds) == (40, 20)
+    monkeypatch.setenv("HAIKU_MODEL_TIMEOUT", "7")
+    monkeypatch.setenv("HAIKU_EMBEDDER_TIMEOUT", "0.5")
+    settings = load_settings()[0]
+    assert (settings.model.timeout_seconds, settings.embedder.timeout_seconds) == (7, 0.5)
+    monkeypatch.setenv("HAIKU_EMBEDDER_TIMEOUT", "0")
+    with pytest.raises(InputError, match="HAIKU_EMBEDDER_TIMEOUT must be a positive number of seconds"):
+        load_settings()
+
+
 def test_values_of_the_right_toml_type_are_read_as_written(write_config) -> None:
     # Strictness refuses only the wrong type: an integer where a number of seconds is asked is fine, and
     # storage options stay strings for LanceDB whatever scalar TOML type the user wrote.
@@ -208,7 +223,8 @@ def test_a_database_entry_of_a_wrong_shape_says_what_to_write(write_config, toml
         # ...or the keys its table takes.
         (
             '[model]\nmodel = "openai:gpt-4o"\n',
-            "unknown key '[model] model' in config file {path}; [model] takes name, base_url, search_budget",
+            "unknown key '[model] model' in config file {path}; "
+            "[model] takes name, base_url, search_budget, timeout_seconds",
         ),
         (
             "[databases]\nnotes = { read_only = true }\n",

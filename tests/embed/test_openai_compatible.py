@@ -10,16 +10,16 @@ import asyncio
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from haiku_cli.embed import Embedder, load_embedder, openai_compatible
+from haiku_cli.embed import Embedder, load_embedder
 from haiku_cli.errors import ExitCode, ModelError
 from tests.support.hash_embedder import Reply, hash_vectors, serve_embeddings, serve_hash_embedder
+from tests.support.silent_server import silent_server
 
 TEXTS = ["Owls hunt at night.", "Herons wade", "a", "Swifts sleep on the wing, high above the sea.", "owls"]
 QUERY = "which birds hunt at night?"
@@ -200,15 +200,16 @@ def test_malformed_embeddings_are_one_line_errors(data: list, problem: str, scri
     assert message == f"embedding model 'ollama:m' failed: ValueError: {problem}"
 
 
-def test_a_server_that_does_not_answer_times_out(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(openai_compatible, "READ_TIMEOUT", 0.2)  # 600 s in real use
-
-    def hang(body: dict, headers: dict[str, str]) -> None:
-        time.sleep(1)
-
-    with serve_embeddings(_vectors, hang) as url:
-        message = _failure(load_embedder("ollama:slow", base_url=url))
-    assert message == f"the embedding model server at {url}/ timed out for 'ollama:slow'"
+def test_a_server_that_does_not_answer_times_out_once_naming_the_limit() -> None:
+    # It accepts the connection and never answers: the request gives up after the configured timeout,
+    # and is not retried (a stalled server would otherwise hold the command for three timeouts).
+    with silent_server() as server:
+        message = _failure(load_embedder("ollama:slow", base_url=server.url, timeout=0.5))
+    assert message == (
+        f"the embedding model server at {server.url}/ did not answer within 0.5 s for 'ollama:slow'; "
+        "check the server, or raise [embedder] timeout_seconds (HAIKU_EMBEDDER_TIMEOUT)"
+    )
+    assert server.connections == 1
 
 
 def test_requests_and_credentials_match_pydantic_ai(scripted, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,46 @@
+"""Faults of the servers and systems haiku depends on, seen from the command line: each one ends the
+command in bounded time, with one line naming what failed and the documented exit code."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from haiku_cli.errors import ExitCode
+from tests.support.hash_embedder import serve_hash_embedder
+from tests.support.silent_server import silent_server
+
+
+@pytest.fixture
+def embedder_at(write_config, tmp_path: Path) -> Callable[[str], None]:
+    """Configure database `notes` and the `ollama:hash` embedder served at the given URL."""
+
+    def configure(url: str) -> None:
+        notes = tmp_path / "notes.lancedb"
+        embedder = f'[embedder]\nmodel = "ollama:hash"\nbase_url = "{url}"\n'
+        write_config(f'{embedder}[databases]\nnotes = "{notes}"\n')
+
+    return configure
+
+
+def test_an_embedder_that_never_answers_ends_add_and_search_within_its_timeout(
+    cli, embedder_at, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    with serve_hash_embedder() as url:
+        embedder_at(url)
+        assert cli("add", "Kestrels hover over fields.", "-d", "notes").exit_code == 0
+    monkeypatch.setenv("HAIKU_EMBEDDER_TIMEOUT", "0.5")
+    with silent_server() as server:
+        embedder_at(server.url)
+        expected = (
+            f"haiku: the embedding model server at {server.url}/ did not answer within 0.5 s for "
+            "'ollama:hash'; check the server, or raise [embedder] timeout_seconds (HAIKU_EMBEDDER_TIMEOUT)\n"
+        )
+        for args in (("add", "Herons wade.", "-d", "notes"), ("search", "kestrels", "-d", "notes")):
+            result = cli(*args)
+            assert (result.exit_code, result.stderr) == (ExitCode.MODEL, expected), args
+    with serve_hash_embedder() as url:  # nothing of the failed add was kept
+        embedder_at(url)
+        assert cli("list", "-d", "notes", "--json").stdout.count('"title"') == 1
