@@ -263,3 +263,55 @@ def test_a_database_whose_files_are_gone_is_named(make_db, workspace, tmp_path: 
     for kind in ("fts", "hybrid"):
         with pytest.raises(DatabaseError, match=r"^database 'papers' cannot be read: "):
             _search(workspace(), Selection((notes, papers)), "espresso", search_type=kind)
+
+
+def _unit(angle: float) -> list[float]:
+    return [float(np.cos(angle)), float(np.sin(angle))]
+
+
+def _ranking(selection: Selection, query: str, kind: str, limit: int, vector=None) -> list[tuple[str, float]]:
+    async def embed(text: str) -> np.ndarray:
+        return np.asarray(vector, dtype=np.float32)
+
+    found = anyio.run(
+        lambda: fanout.search_set(
+            DatabasePool(), selection, query, embed_query=embed, search_type=kind, limit=limit
+        )
+    )
+    return [(h.content, round(h.score, 4)) for h in found]
+
+
+def test_a_hybrid_split_fuses_the_pool_one_database_would_have_had(tmp_path: Path) -> None:
+    # More chunks than the pool of 50 of each kind: 50 close to the query with none of its words, 50 full
+    # of its word and unrelated in meaning, and 10 middling in both, each in neither of the set's top 50.
+    close = [(f"calm water number{i}", _unit(0.05 + 0.002 * i)) for i in range(50)]
+    worded = [(f"owl owl owl tag{i}", _unit(1.56 - 0.0002 * i)) for i in range(50)]
+    middling = [(f"owl stone river cloud grass mark{i}", _unit(0.65 + 0.002 * i)) for i in range(10)]
+    everything = close + worded + middling
+    single_chunk_database(tmp_path / "whole.lancedb", *zip(*everything, strict=True))
+    single_chunk_database(tmp_path / "rest.lancedb", *zip(*(close + worded), strict=True))
+    single_chunk_database(tmp_path / "middle.lancedb", *zip(*middling, strict=True))
+    whole = Selection((Location("whole", str(tmp_path / "whole.lancedb")),))
+    split = Selection(tuple(Location(n, str(tmp_path / f"{n}.lancedb")) for n in ("middle", "rest")))
+    one = _ranking(whole, "owl", "hybrid", 10, vector=[1.0, 0.0])
+    assert not any(text.startswith("owl stone") for text, _ in one)
+    # The middling chunks top the middle database's own pool; fused as found they would outrank the rest.
+    assert _ranking(split, "owl", "hybrid", 10, vector=[1.0, 0.0]) == one
+
+
+def test_a_full_text_split_finds_a_chunk_its_database_ranks_below_the_limit(tmp_path: Path) -> None:
+    # In `birds` the rare word is falcon, so its two falcon chunks rank first there; across the set falcon
+    # is common (in every chunk of `rocks`) and heron rare, so birds' heron chunks are the set's best.
+    birds = ["falcon falcon stone", "falcon falcon cloud"]
+    birds += ["heron " + " ".join(["reed"] * n) for n in range(1, 5)]
+    birds += [f"marsh grass{i} mud" for i in range(10)]
+    rocks = [f"falcon granite{i} basalt slate" for i in range(40)] + [f"quartz{i} mica" for i in range(40)]
+    texts = birds + rocks
+    single_chunk_database(tmp_path / "whole.lancedb", texts, [[1.0, 0.0]] * len(texts))
+    single_chunk_database(tmp_path / "birds.lancedb", birds, [[1.0, 0.0]] * len(birds))
+    single_chunk_database(tmp_path / "rocks.lancedb", rocks, [[1.0, 0.0]] * len(rocks))
+    whole = Selection((Location("whole", str(tmp_path / "whole.lancedb")),))
+    split = Selection(tuple(Location(n, str(tmp_path / f"{n}.lancedb")) for n in ("birds", "rocks")))
+    one = _ranking(whole, "falcon heron", "fts", 2)
+    assert [text.split()[0] for text, _ in one] == ["heron", "heron"]
+    assert _ranking(split, "falcon heron", "fts", 2) == one
