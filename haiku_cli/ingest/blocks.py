@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from haiku_cli.ingest.convert.markdown import heading_text
 from haiku_cli.ingest.document import Segment
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$|^ {0,3}(#{1,6})[ \t]*$")
@@ -14,6 +15,8 @@ _RULE = re.compile(r"^ {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})
 # Setext (markdown) and reStructuredText title underlines.
 _UNDERLINE = re.compile(r"^([=\-~^\"'#*+:.])\1{2,}[ \t]*$")
 _LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]+")
+# Tags alone (`<a id="x"></a>`, `<br>`, `</div>`) carry nothing a reader reads.
+_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>")
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,7 @@ class _Reader:
 
     def flush(self) -> None:
         text = "\n".join(self.buf).strip("\n")
-        if text.strip():
+        if _has_content(text, self.kind):
             path = tuple(title for _, title in self.stack)
             self.blocks.append(Block(text, self.kind, path, self.page))
         self.buf = []
@@ -46,7 +49,7 @@ class _Reader:
 
     def heading(self, level: int, title: str) -> None:
         self.flush()
-        title = " ".join(title.split())
+        title = heading_text(title)
         while self.stack and self.stack[-1][0] >= level:
             self.stack.pop()
         if title:
@@ -116,6 +119,13 @@ class _Reader:
                 self.kind = kind
             self.buf.append(line)
         self.flush()  # also closes a fence left open at the end of a segment
+
+
+def _has_content(text: str, kind: str) -> bool:
+    """Whether a block holds anything to read: not only markup, and not an empty code fence."""
+    if kind == "code":
+        return any(line.strip() for line in text.split("\n")[1:] if not _FENCE.match(line))
+    return bool(_TAG.sub("", text).strip())
 
 
 def read_blocks(segments: Iterable[Segment], *, headings: bool = True) -> list[Block]:

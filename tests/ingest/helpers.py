@@ -11,23 +11,29 @@ def _pdf_string(text: str) -> bytes:
 
 
 def make_pdf(
-    pages: list[str], *, title: str | None = None, bookmarks: list[tuple[str, int]] | None = None
+    pages: list[str],
+    *,
+    title: str | None = None,
+    bookmarks: list[tuple[str, int]] | None = None,
+    sizes: dict[tuple[int, int], float] | None = None,
 ) -> bytes:
     """A PDF with one page per string (lines set in Helvetica), an optional title and top-level bookmarks.
 
-    `bookmarks` are (title, 0-based page index) pairs.
+    `bookmarks` are (title, 0-based page index) pairs; `sizes` maps (page, line) indexes to a font size
+    other than the 12 points every other line is set in.
     """
     objects: dict[int, bytes] = {}
     font, info, outlines = 3, 4, 5
     next_id = 6
     page_ids = []
-    for text in pages:
+    for page_index, text in enumerate(pages):
         page_id, content_id = next_id, next_id + 1
         next_id += 2
         page_ids.append(page_id)
-        ops = [b"BT /F1 12 Tf 14 TL 72 720 Td"]
+        ops = [b"BT 72 740 Td"]
         for i, line in enumerate(text.split("\n")):
-            ops.append((b"" if i == 0 else b"T* ") + _pdf_string(line) + b" Tj")
+            size = (sizes or {}).get((page_index, i), 12)
+            ops.append(b"/F1 %g Tf %g TL T* " % (size, size * 1.2) + _pdf_string(line) + b" Tj")
         ops.append(b"ET")
         stream = b"\n".join(ops) if text else b""
         objects[content_id] = b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream)

@@ -220,3 +220,37 @@ def test_counter_is_called_on_pieces_not_growing_text() -> None:
 def test_tiny_budget_is_rejected() -> None:
     with pytest.raises(ValueError):
         chunk_document(doc("text"), lambda t: len(t.split()) + 5, max_tokens=4)
+
+
+def test_attribute_lists_leave_titles_and_heading_paths() -> None:
+    from haiku_cli.ingest.convert.markdown import convert_markdown
+
+    text = (
+        "# Handling Errors { #handling-errors }\n\nIntro.\n\n"
+        "## Use HTTPException {.tip data-x=1}\n\nRaise it."
+    )
+    converted = convert_markdown(text, uri="", fallback_title=None)
+    assert converted.title == "Handling Errors"
+    assert [c.heading_path for c in chunk_document(converted, words)] == [
+        ["Handling Errors"],
+        ["Handling Errors", "Use HTTPException"],
+    ]
+    # A brace that is part of the words stays.
+    assert chunk_document(doc("# The {} literal\n\nText."), words)[0].heading_path == ["The {} literal"]
+
+
+def test_markup_only_blocks_and_include_directives_are_not_chunks() -> None:
+    from haiku_cli.ingest.convert.markdown import convert_markdown
+
+    text = (
+        '# Guessing Game\n\n<a id="setting-up"></a>\n\n<!-- TODO: a longer\n\ncomment -->\n\n'
+        "Let us set up a project <!-- inline note --> first.\n\n"
+        "```rust\n{{#rustdoc_include ../listings/ch02/src/main.rs:print}}\n```\n\n"
+        "{* ../../docs_src/handling_errors/tutorial001.py hl[1] *}\n\n"
+        '```html\n<!-- a comment shown as code -->\n```\n\n<img src="x.png">\n'
+    )
+    converted = convert_markdown(text, uri="", fallback_title=None)
+    assert "rustdoc_include" not in converted.text and "tutorial001" not in converted.text
+    assert [c.text for c in chunk_document(converted, words)] == [
+        "Let us set up a project  first.\n\n```html\n<!-- a comment shown as code -->\n```"
+    ]

@@ -107,3 +107,79 @@ def test_pdf_bytes_by_content_type_and_sniffing() -> None:
         == "from the web"
     )
     assert convert_bytes(data, uri="https://x.test/blob", content_type=None).segments[0].page == 1
+
+
+_PAPER = "Consensus in the Cloud\nAnn Author, Bob Writer\nAbstract. We study how replicas agree on a log."
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    ["paper.dvi", "untitled", "Proceedings Template - WORD", "Microsoft Word - final2.doc", "88300 162..177"],
+)
+def test_a_junk_metadata_title_gives_way_to_the_largest_type(tmp_path: Path, metadata: str) -> None:
+    data = make_pdf([_PAPER, "System Model\nMore text."], title=metadata, sizes={(0, 0): 24})
+    assert convert_file(write(tmp_path, data)).title == "Consensus in the Cloud"
+
+
+def test_a_metadata_title_of_another_part_gives_way_to_the_largest_type(tmp_path: Path) -> None:
+    # Dynamo's metadata names one of its sections, which is not on the first page.
+    data = make_pdf([_PAPER, "System Model\nMore text."], title="System Model", sizes={(0, 0): 24})
+    assert convert_file(write(tmp_path, data)).title == "Consensus in the Cloud"
+
+
+def test_a_metadata_title_printed_on_the_first_page_is_kept(tmp_path: Path) -> None:
+    data = make_pdf([_PAPER], title="Consensus  in the cloud", sizes={(0, 1): 24})
+    assert convert_file(write(tmp_path, data)).title == "Consensus in the cloud"
+
+
+def test_a_title_over_two_lines_is_joined(tmp_path: Path) -> None:
+    pages = ["A Study of\nReplicated Logs\nBody text in the usual size, at some length here."]
+    data = make_pdf(pages, sizes={(0, 0): 20, (0, 1): 20})
+    assert convert_file(write(tmp_path, data), None).title == "A Study of Replicated Logs"
+
+
+def test_junk_everywhere_leaves_the_file_name(tmp_path: Path) -> None:
+    # No metadata worth having and no type larger than the body: the file name is the best title.
+    data = make_pdf(["Body text only.\nMore of the body."], title="paper.dvi")
+    assert convert_file(write(tmp_path, data, "dynamo.pdf")).title == "dynamo"
+    stray = make_pdf(["OM O M OGO\nBody text only, in the body size."], sizes={(0, 0): 30})
+    assert convert_file(write(tmp_path, stray, "ledger.pdf")).title == "ledger"
+
+
+_PROSE = (
+    "Proceedings of the annual symposium on operating systems principles, where we present the design "
+    "and implementation of a replicated log that tolerates the failures of a minority of its servers."
+)
+
+
+def _shifted(text: str) -> str:
+    # What a font without a Unicode map yields: each glyph code 29 below the letter's ("7KH" for "The").
+    return " ".join("".join(chr(ord(c) - 29) for c in word) for word in text.split())
+
+
+def test_a_garbled_page_is_left_out_with_a_note(tmp_path: Path) -> None:
+    caesar = "".join(chr((ord(c) - 94) % 26 + 97) if c.islower() else c for c in _PROSE)  # "wkh" for "the"
+    pages = [_PROSE, _shifted(_PROSE), caesar, "".join(map(chr, range(0xA4, 0xC0))) * 4, "Last page text."]
+    doc = convert_file(write(tmp_path, make_pdf(pages), "mixed.pdf"))
+    assert [s.page for s in doc.segments] == [1, 2, 3, 4, 5]
+    assert [bool(s.text) for s in doc.segments] == [True, False, False, False, True]
+    assert doc.notes == (
+        f"{tmp_path / 'mixed.pdf'}: pages 2-4 left out: the text layer is unreadable (garbled fonts)",
+    )
+
+
+def test_real_text_of_other_kinds_is_not_taken_for_garbage(tmp_path: Path) -> None:
+    pages = [
+        "def add(items, total=0):\n    for item in items:\n        total += item.value  # sum them\n"
+        "    return input_stream.tell(), total, cp1252, getElementById('x')\n" * 3,
+        "Region  Q1 2019  Q2 2019  Q3 2019\nNorth  1,204.50  1,399.00  1,520.75\n"
+        "South  980.00  1,010.25\n" * 3,
+        "Comité de démolition : procès-verbal de la séance publique du 20 juin 2023, tenue à la mairie.",
+    ]
+    doc = convert_file(write(tmp_path, make_pdf(pages)))
+    assert all(s.text for s in doc.segments) and doc.notes == ()
+
+
+def test_a_pdf_that_is_all_garbage_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConversionError, match=r"junk\.pdf: the text layer is unreadable \(garbled fonts\)"):
+        convert_file(write(tmp_path, make_pdf([_shifted(_PROSE)] * 2), "junk.pdf"))

@@ -10,6 +10,12 @@ _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)(?:---|\.\.\.)[ \t]*(?:\n|\Z)",
 _FM_TITLE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.MULTILINE)
 _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+# A Pandoc/MkDocs attribute list ending a heading: `{ #handling-errors }`, `{.unnumbered}`, `{: #id }`.
+_ATTRIBUTES = re.compile(r"[ \t]*\{:?[ \t]*(?:[#.][\w:-]|[\w-]+=)[^{}\n]*\}[ \t]*$")
+# Build-time includes (mdBook's `{{#include a.rs}}`, `{{#rustdoc_include ...}}`; FastAPI's `{* a.py *}`):
+# the tool pastes a file there, the source holds only the directive.
+_INCLUDE = re.compile(r"\{\{#[a-z_]+[ \t][^{}\n]*\}\}|^[ \t]*\{\*[^\n]*\*\}[ \t]*$", re.MULTILINE)
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
 
 def split_front_matter(text: str) -> tuple[str | None, str]:
@@ -37,17 +43,54 @@ def first_heading(text: str, level: int = 1) -> str | None:
             fence = f.group(1)
             continue
         m = _ATX.match(line)
-        if m and len(m.group(1)) == level and m.group(2).strip():
-            return m.group(2).strip()
+        if m and len(m.group(1)) == level and heading_text(m.group(2)):
+            return heading_text(m.group(2))
         underline = "=" if level == 1 else "-"
         if level <= 2 and prev.strip() and re.fullmatch(rf" {{0,3}}{underline}{{3,}}[ \t]*", line):
-            return prev.strip()
+            return heading_text(prev)
         prev = line
     return None
 
 
+def heading_text(text: str) -> str:
+    """A heading as a reader sees it: one line of text, without an attribute list (`{ #anchor }`)."""
+    return " ".join(_ATTRIBUTES.sub("", text).split())
+
+
+def without_markup(text: str) -> str:
+    """The text without HTML comments outside code and without include directives anywhere."""
+    out: list[str] = []
+    prose: list[str] = []
+    fence: str | None = None
+    for line in _INCLUDE.sub("", text).split("\n"):
+        f = _FENCE.match(line)
+        if fence is None:
+            if not f:
+                prose.append(line)
+                continue
+            fence = f.group(1)
+            if prose:
+                out.append(_COMMENT.sub("", "\n".join(prose)))
+                prose = []
+        elif (
+            f
+            and f.group(1)[0] == fence[0]
+            and len(f.group(1)) >= len(fence)
+            and not line.strip(fence[0] + " \t")
+        ):
+            fence = None
+        out.append(line)
+    if prose:
+        out.append(_COMMENT.sub("", "\n".join(prose)))
+    return "\n".join(out)
+
+
 def convert_markdown(text: str, *, uri: str, fallback_title: str | None) -> ConvertedDocument:
-    """Turn markdown source into a one-segment document titled by front matter, first H1 or fallback."""
+    """Turn markdown source into a one-segment document titled by front matter, first H1 or fallback.
+
+    HTML comments and include directives are not content and are left out.
+    """
     fm_title, body = split_front_matter(text)
+    body = without_markup(body)
     title = fm_title or first_heading(body) or fallback_title
     return ConvertedDocument(uri=uri, title=title, segments=[Segment(body.strip("\n"))])

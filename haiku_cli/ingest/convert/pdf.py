@@ -7,6 +7,8 @@ import threading
 from collections import Counter
 from typing import Any
 
+from haiku_cli.ingest.convert.garbled import unreadable
+from haiku_cli.ingest.convert.pdf_title import largest_type, pick_title
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
 
 # PDFium is not thread-safe; conversions may run in worker threads.
@@ -42,23 +44,47 @@ def convert_pdf(data: bytes, *, label: str, uri: str, fallback_title: str | None
             reason = "password-protected PDF" if "password" in str(exc).lower() else "corrupt PDF"
             raise ConversionError(f"{label}: {reason}") from exc
         try:
-            pages = [_page_lines(pdf, i) for i in range(len(pdf))]
-            title = _metadata_title(pdf)
+            read = [_page_lines(pdf, i) for i in range(len(pdf))]
+            # A garbled page keeps its place, empty.
+            garbled = [i + 1 for i, lines in enumerate(read) if lines is None]
+            pages = [lines or [] for lines in read]
+            first = next((i for i, lines in enumerate(pages[:2]) if any(x.strip() for x in lines)), None)
+            font_title = _largest_type(pdf, first) if first is not None else None
+            first_text = "\n".join(pages[first]) if first is not None else ""
+            title = pick_title(pdf.get_metadata_dict().get("Title"), first_text, font_title)
             bookmarks = _bookmarks(pdf)
         except pdfium.PdfiumError as exc:
             raise ConversionError(f"{label}: corrupt PDF") from exc
         finally:
             pdf.close()
     if not any(line.strip() for lines in pages for line in lines):
+        if garbled:
+            raise ConversionError(f"{label}: the text layer is unreadable (garbled fonts); nothing to index")
         raise ConversionError(f"{label}: no text layer (scanned?)")
+    notes: tuple[str, ...] = ()
+    if garbled:
+        which = f"page{'' if len(garbled) == 1 else 's'} {_page_ranges(garbled)}"
+        notes = (f"{label}: {which} left out: the text layer is unreadable (garbled fonts)",)
     _drop_running_lines(pages)
     _mark_headings(pages, bookmarks)
     # Every page keeps its segment, blank or not, so segment i is always page i + 1.
     segments = [Segment("\n".join(lines).strip("\n"), page=i + 1) for i, lines in enumerate(pages)]
-    return ConvertedDocument(uri=uri, title=title or fallback_title, segments=segments)
+    return ConvertedDocument(uri=uri, title=title or fallback_title, segments=segments, notes=notes)
 
 
-def _page_lines(pdf: Any, index: int) -> list[str]:
+def _page_ranges(pages: list[int]) -> str:
+    """`1, 3-5, 9` for the pages 1, 3, 4, 5 and 9."""
+    runs: list[list[int]] = []
+    for page in pages:
+        if runs and page == runs[-1][-1] + 1:
+            runs[-1].append(page)
+        else:
+            runs.append([page])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
+def _page_lines(pdf: Any, index: int) -> list[str] | None:
+    """The page's lines, cleaned; None when its text layer is mojibake."""
     page = pdf[index]
     try:
         textpage = page.get_textpage()
@@ -69,15 +95,23 @@ def _page_lines(pdf: Any, index: int) -> list[str]:
     finally:
         page.close()
     text = _SOFT_HYPHEN.sub("", raw.replace("\r\n", "\n").replace("\r", "\n"))
-    text = _DOT_LEADER.sub(" … ", _JUNK.sub("", text.translate(_LIGATURES)))
+    text = text.translate(_LIGATURES)
+    if unreadable(text):  # judged before font artefacts go: they are part of what makes it garbage
+        return None
+    text = _DOT_LEADER.sub(" … ", _JUNK.sub("", text))
     return [_MARKDOWN_LOOKALIKE.sub(r"\1\\\2", line.rstrip()) for line in text.split("\n")]
 
 
-def _metadata_title(pdf: Any) -> str | None:
-    title = " ".join((pdf.get_metadata_dict().get("Title") or "").split())
-    # Office exports often record "Microsoft Word - file.docx" as the title.
-    title = re.sub(r"^Microsoft (?:Word|PowerPoint|Excel) - ", "", title)
-    return title or None
+def _largest_type(pdf: Any, index: int) -> str | None:
+    page = pdf[index]
+    try:
+        textpage = page.get_textpage()
+        try:
+            return largest_type(textpage)
+        finally:
+            textpage.close()
+    finally:
+        page.close()
 
 
 def _bookmarks(pdf: Any) -> list[tuple[int, str, int]]:
