@@ -23,7 +23,8 @@ Operations (async; each is what one `haiku` command calls)
     `show_config(ws) -> ResolvedConfig` (sync: the config file, data dir and settings in effect),
     `ask(ws, selection, question, *, model, document_filter) -> AskResult`,
     `analyze(ws, selection, question, *, model, document_filter) -> AnalyzeResult`,
-    `parse_metadata(["k=v", ...]) -> dict`; `MAX_QUERY_CHARS` (the longest search query, in characters).
+    `parse_metadata(["k=v", ...]) -> dict`; `MAX_QUERY_CHARS` (the longest search query, in characters);
+    `short_ids(ids) -> {id: short id}` (ids as text output shows them; `get`/`delete` take them back).
 
 Conversations (saved sessions; what `haiku chat` and `ask --session` run)
     `ChatHost` (`await ChatHost.open(ws, selection, session=NAME, model=...)`, then
@@ -84,6 +85,7 @@ if TYPE_CHECKING:
         VacuumReport,
     )
     from haiku_cli.databases.selection import Selection
+    from haiku_cli.databases.short_ids import short_ids
     from haiku_cli.databases.workspace import Workspace
     from haiku_cli.errors import DatabaseError, ExitCode, HaikuError, Hint, InputError, ModelError
     from haiku_cli.ingest.metadata import parse_metadata

@@ -15,7 +15,14 @@ if TYPE_CHECKING:
 
 _PAGE = 50  # documents `list` shows by default
 
-DocumentId = Annotated[str, typer.Argument(help="The document's id (see `haiku list`).", metavar="ID")]
+DocumentId = Annotated[
+    str,
+    typer.Argument(
+        help="The document: its id or a unique start of it (see `haiku list`), its uri, or the path it was "
+        "added from.",
+        metavar="DOC",
+    ),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -60,9 +67,14 @@ def list_(
         why = " match the filter" if filter_ else ""
         output.out.print(f"no documents{why}{f' after the first {offset}' if offset else ''}", style="dim")
         return
+    shown = api.short_ids([d.id for d in page.documents])
     render.table(
         ["id", "title", "uri", "updated"],
-        [(d.id, d.title or "", d.uri or "", d.updated_at.strftime("%Y-%m-%d %H:%M")) for d in page.documents],
+        [
+            (shown[d.id], d.title or "", d.uri or "", d.updated_at.strftime("%Y-%m-%d %H:%M"))
+            for d in page.documents
+        ],
+        keep=("id", "updated"),
     )
     _more_follow(page.truncated, offset, limit)  # after the table, where a reader at its end looks
 

@@ -7,10 +7,11 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rich.table import Table
+from rich.cells import cell_len
 from rich.text import Text
 
-from haiku_cli.cli import output
+from haiku_cli import api
+from haiku_cli.cli import output, tables
 from haiku_cli.cli.output import printable
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ def search_hits(query: str, hits: Sequence[SearchHit], *, show_database: bool = 
         output.out.print("no results", style="dim")
         return
     terms = highlight_terms(query)
+    shown = api.short_ids([hit.document_id for hit in hits])
     for hit in hits:
         head = Text()
         head.append(f"{hit.rank:>2}. ", style="bold")
@@ -82,27 +84,23 @@ def search_hits(query: str, hits: Sequence[SearchHit], *, show_database: bool = 
             head.append(f"  [{hit.database}]", style="magenta")
         head.append(f"  score {hit.score:.3f}", style="dim")
         output.out.print(head)
-        where = hit.document_uri or f"id {hit.document_id}"
-        if hit.heading_path:
-            where += "  § " + " > ".join(hit.heading_path)
+        rest = ("  § " + " > ".join(hit.heading_path)) if hit.heading_path else ""
         if hit.pages:
-            where += "  p. " + ",".join(str(p) for p in hit.pages)
-        output.out.print(Text("    " + printable(where), style="dim"))
+            rest += "  p. " + ",".join(str(p) for p in hit.pages)
+        uri = printable(hit.document_uri or "(added text)")
+        if output.out.is_terminal:  # the uri gives way, in its middle, to the id and the section
+            room = output.out.width - 6 - len(shown[hit.document_id]) - cell_len(printable(rest))
+            uri = tables.middle(uri, max(room, 24))
+        output.out.print(Text(f"    {shown[hit.document_id]}  {uri}{printable(rest)}", style="dim"))
         body = Text("    " + excerpt(hit.content, terms))
         body.highlight_words(terms, style="bold yellow", case_sensitive=False)
         output.out.print(body)
         output.out.print()
 
 
-def table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-    """A simple table on stdout."""
-    t = Table(box=None, header_style="bold", pad_edge=False, show_header=any(columns))
-    for name in columns:
-        # Ids are for copying: never cut or folded.
-        t.add_column(name, no_wrap=name == "id", min_width=36 if name == "id" else None)
-    for row in rows:
-        t.add_row(*("" if v is None else printable(str(v)) for v in row))
-    output.out.print(t)
+def table(columns: Sequence[str], rows: Sequence[Sequence[object]], *, keep: Sequence[str] = ("id",)) -> None:
+    """A table on stdout that fits the terminal; the `keep` columns (ids, for copying) are never cut."""
+    tables.table(columns, rows, keep=keep)
 
 
 def size(n: int | None) -> str:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio.to_thread
 
 from haiku_cli.config.resolved import ResolvedConfig, resolved_config
-from haiku_cli.databases import fanout
+from haiku_cli.databases import fanout, references
 from haiku_cli.databases.concurrency import concurrently, in_threads
 from haiku_cli.databases.reading import read_one
 from haiku_cli.databases.results import (
@@ -26,7 +26,7 @@ from haiku_cli.databases.results import (
 )
 from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
-from haiku_cli.errors import DatabaseError, Hint, InputError
+from haiku_cli.errors import DatabaseError, InputError
 from haiku_cli.search.candidates import SearchType
 from haiku_cli.search.hits import SearchHit
 from haiku_cli.store import maintenance, reads, writes
@@ -195,38 +195,28 @@ async def list_documents(
 
 
 async def get_document(ws: Workspace, location: Location, document_id: str) -> DocumentWithChunks:
-    """`haiku get`: one document with its chunks."""
-    document_id = document_id.strip()  # pasted with the space or newline around it
+    """`haiku get`: one document with its chunks, named by id, unique id prefix, uri or path."""
 
-    def read(db: Database) -> DocumentWithChunks | None:
-        doc = reads.get_document(db, document_id)
-        if doc is None:
-            return None
-        return DocumentWithChunks(database=db.name, document=doc, chunks=reads.chunks_of(db, document_id))
+    def read(db: Database) -> DocumentWithChunks:
+        found = references.resolve(db, location, document_id)
+        doc = reads.get_document(db, found)
+        if doc is None:  # deleted between the two reads
+            raise references.not_found(document_id, location)
+        return DocumentWithChunks(database=db.name, document=doc, chunks=reads.chunks_of(db, found))
 
-    found = await read_one(ws.pool, location, read)
-    if found is None:
-        raise _no_document(document_id, location)
-    return found
-
-
-def _no_document(document_id: str, location: Location) -> InputError:
-    return InputError(
-        f"no document with id '{document_id}' in database '{location.name}'",
-        hint=Hint("list_documents", location.name, location.chosen_by),
-    )
+    return await read_one(ws.pool, location, read)
 
 
 async def delete_document(ws: Workspace, location: Location, document_id: str) -> DeletedDocument:
-    """`haiku delete`: remove a document and its chunks together."""
-    document_id = document_id.strip()
+    """`haiku delete`: remove a document (named as `get` takes it) and its chunks together."""
     db = await ws.pool.open_one(location, writable=True)
     async with writing(db):
-        doc = await anyio.to_thread.run_sync(lambda: reads.get_document(db, document_id))
+        found = await anyio.to_thread.run_sync(lambda: references.resolve(db, location, document_id))
+        doc = await anyio.to_thread.run_sync(lambda: reads.get_document(db, found))
         if doc is None:
-            raise _no_document(document_id, location)
-        chunks = await anyio.to_thread.run_sync(lambda: len(reads.chunks_of(db, document_id)))
-        await anyio.to_thread.run_sync(lambda: writes.delete_document(db, document_id))
+            raise references.not_found(document_id, location)
+        chunks = await anyio.to_thread.run_sync(lambda: len(reads.chunks_of(db, found)))
+        await anyio.to_thread.run_sync(lambda: writes.delete_document(db, found))
     ws.pool.forget(location)
     return DeletedDocument(database=db.name, document=doc.summary(), chunks=chunks)
 

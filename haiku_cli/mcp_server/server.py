@@ -122,7 +122,12 @@ def build_server(scope: ServerScope) -> MCPServer:
     @server.tool(annotations=reading)
     async def get_document(
         database: Annotated[str, Field(description="The database holding the document.")],
-        document_id: Annotated[str, Field(description="The document's id, as search hits give it.")],
+        document_id: Annotated[
+            str,
+            Field(
+                description="The document's id as search hits give it (or a unique start of it), or its uri."
+            ),
+        ],
     ) -> DocumentWithChunks:
         """One document with all its chunks."""
         return await scope.get_document(database, document_id)

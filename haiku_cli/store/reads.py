@@ -225,6 +225,14 @@ def get_document(db: Database, document_id: str) -> DocumentRecord | None:
     return get_documents(db, [document_id], content=True).get(document_id)
 
 
+def documents_with_id_prefix(db: Database, prefix: str, *, limit: int) -> list[DocumentRecord]:
+    """Documents (without content) whose id starts with `prefix`, by id; at most `limit`."""
+    pattern = prefix.replace("\\", "").replace("%", "").replace("_", "") + "%"
+    rows = _query_rows(db, db.documents, f"id LIKE {sql_string(pattern)}", _DOC_COLUMNS, None)
+    rows.sort(key=lambda r: r["id"])
+    return [_document(r) for r in rows[:limit]]
+
+
 def find_by_uri(db: Database, uri: str) -> DocumentRecord | None:
     """The document previously added from this uri, if any."""
     rows = _query_rows(db, db.documents, f"uri = {sql_string(uri)}", _DOC_COLUMNS, 1)

@@ -545,7 +545,8 @@ def test_get_or_delete_of_an_unknown_id_quotes_it_and_points_to_list(cli, tmp_pa
     for command in ("get", "delete"):
         result = cli(command, "")
         assert result.exit_code == ExitCode.INPUT
-        assert "no document with id '' in database 'default'; haiku list shows the ids" in result.stderr
+        said = "no document with id, id prefix, uri or path '' in database 'default'"
+        assert f"{said}; haiku list shows the ids" in result.stderr
     db = str(tmp_path / "notes.lancedb")
     cli("add", "more text", "--db", db)
     assert f"haiku list --db {db} shows the ids" in cli("get", "nope", "--db", db).stderr

@@ -183,7 +183,7 @@ def test_list_documents_needs_no_name_with_one_database_in_scope(scope) -> None:
         (
             "get_document",
             {"database": "alpha", "document_id": "nope"},
-            "no document with id 'nope' in database 'alpha'; "
+            "no document with id, id prefix, uri or path 'nope' in database 'alpha'; "
             "list_documents with database 'alpha' gives the ids",
         ),
     ],

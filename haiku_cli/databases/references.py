@@ -1,0 +1,65 @@
+"""Which document a user means: a full id, a unique id prefix (as git takes), a uri, or the path it was
+added from."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from haiku_cli.databases.short_ids import short_ids
+from haiku_cli.errors import Hint, InputError
+from haiku_cli.ingest.sources import as_source, is_url
+from haiku_cli.store import reads
+from haiku_cli.store.database import Database
+from haiku_cli.store.location import Location
+
+MIN_PREFIX = 4  # the shortest id prefix taken (git's rule)
+_ID_PREFIX = re.compile(r"[0-9a-f-]+")
+_SHOWN_CANDIDATES = 5
+
+
+def resolve(db: Database, location: Location, reference: str) -> str:
+    """The id of the one document `reference` names in `db`; an unknown or ambiguous one is refused."""
+    reference = reference.strip()  # pasted with the space or newline around it
+    if not reference:
+        raise not_found(reference, location)
+    if reads.get_documents(db, [reference]):
+        return reference
+    lowered = reference.lower()
+    if len(reference) >= MIN_PREFIX and _ID_PREFIX.fullmatch(lowered):
+        matches = reads.documents_with_id_prefix(db, lowered, limit=_SHOWN_CANDIDATES + 1)
+        if len(matches) == 1:
+            return matches[0].id
+        if matches:
+            shown = short_ids([m.id for m in matches[:_SHOWN_CANDIDATES]])
+            listed = ", ".join(
+                f"{shown[m.id]} ({m.title or m.uri or 'untitled'})" for m in matches[:_SHOWN_CANDIDATES]
+            )
+            many = len(matches) > _SHOWN_CANDIDATES
+            count = f"more than {_SHOWN_CANDIDATES}" if many else str(len(matches))
+            raise InputError(
+                f"id prefix '{reference}' matches {count} documents in database '{location.name}': {listed}; "
+                "give more of the id"
+            )
+    for uri in _uris(reference):
+        found = reads.find_by_uri(db, uri)
+        if found is not None:
+            return found.id
+    raise not_found(reference, location)
+
+
+def not_found(reference: str, location: Location) -> InputError:
+    """The error for a reference that names no document of the database."""
+    return InputError(
+        f"no document with id, id prefix, uri or path '{reference.strip()}' in database '{location.name}'",
+        hint=Hint("list_documents", location.name, location.chosen_by),
+    )
+
+
+def _uris(reference: str) -> list[str]:
+    """The uris a reference may have been stored under: as given, and as `add-src` stores a path."""
+    source = as_source(reference)
+    if is_url(source):
+        return [reference, source]
+    return [reference, Path(os.path.abspath(source)).as_uri()]

@@ -1,0 +1,58 @@
+"""Tables and hits fit an 80-column terminal; in a pipe every cell is whole and no line ends in padding."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from haiku_cli.cli import output, render, tables
+
+UUID = "3f2b8c1e"  # a short id, as list shows it
+URI = "file:///tmp/pytest-of-someone/pytest-12/scratch/notes/very/deep/folder/the-one-asked-for.md"
+TITLE = "A Remarkably Long Title That Would Otherwise Wrap Over Several Lines Of An Eighty Column Terminal"
+
+
+@pytest.fixture
+def terminal(monkeypatch: pytest.MonkeyPatch) -> io.StringIO:
+    screen = io.StringIO()
+    console = output._Console(file=screen, width=80, force_terminal=True, no_color=True, highlight=False)
+    monkeypatch.setattr(output, "out", console)
+    return screen
+
+
+def test_middle_keeps_the_start_and_the_end() -> None:
+    assert tables.middle("short", 10) == "short"
+    cut = tables.middle(URI, 30)
+    assert len(cut) == 30 and cut.startswith("file:///tmp/") and cut.endswith("asked-for.md") and "…" in cut
+
+
+def test_a_table_fits_80_columns_with_the_kept_column_whole(terminal: io.StringIO) -> None:
+    render.table(["id", "title", "uri", "updated"], [(UUID, TITLE, URI, "2024-01-02 03:04")] * 2)
+    lines = terminal.getvalue().splitlines()
+    assert len(lines) == 3  # a header and one line per row: nothing wrapped
+    assert all(len(line) <= 80 for line in lines)
+    assert all(UUID in line and line.endswith("2024-01-02 03:04") for line in lines[1:])
+    assert "the-one-asked-for.md" not in lines[1] or "…" in lines[1]
+    assert lines[1].split("  ")[1].startswith("A Remarkably")
+
+
+def test_a_piped_table_has_whole_cells_and_no_trailing_padding(capsys: pytest.CaptureFixture[str]) -> None:
+    render.table(["id", "title", "uri"], [(UUID, TITLE, "x"), ("b", "t", URI)])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line != line.rstrip()] == []
+    assert TITLE in lines[1] and URI in lines[2]
+
+
+def test_list_and_search_show_short_ids_that_get_takes(cli, tmp_path) -> None:
+    note = tmp_path / "lamps.md"
+    note.write_text("# Lamps\n\nLanterns burn kerosene.\n", encoding="utf-8")
+    assert cli("add-src", str(note)).exit_code == 0
+    doc_id = json.loads(cli("list", "--json").stdout)["documents"][0]["id"]
+    listed = cli("list").stdout.splitlines()
+    assert listed[1].split()[0] == doc_id[:8] and doc_id not in listed[1]
+    hits = cli("search", "kerosene").stdout
+    assert f"    {doc_id[:8]}  file://" in hits and doc_id not in hits
+    got = cli("get", doc_id[:8])
+    assert got.exit_code == 0 and "Lanterns burn kerosene." in got.stdout
