@@ -21,9 +21,10 @@ from haiku_cli.agents.models import (
     resolve_model,
 )
 from haiku_cli.capabilities.citations import Citation, number_markers
+from haiku_cli.capabilities.evidence import set_scope
 from haiku_cli.capabilities.policy import CitationPolicy, StreamedRedirect
 from haiku_cli.capabilities.retrieval import RetrievalCapability
-from haiku_cli.capabilities.scope import paths_of, sources_of
+from haiku_cli.capabilities.scope import sources_of
 from haiku_cli.capabilities.state import EvidenceState, HaikuDeps
 from haiku_cli.config.settings import ModelSettings
 from haiku_cli.databases.selection import Selection, searchable
@@ -92,10 +93,10 @@ async def answer_question(
     await ws.pool.clients_covering(selection)
     label = chosen.model_name if isinstance(model, Model) else model_name(ws.settings.model, model)
     deps = HaikuDeps()
-    evidence = replace(evidence, allowed_paths=paths_of(ws, selection))
-    scope = evidence.evidence(deps)
-    scope.sources = sources_of(ws, selection)
-    scope.document_filter = document_filter
+    sources = sources_of(ws, selection)
+    evidence = replace(evidence, scope=tuple(sources), document_filter=document_filter)
+    # The state names the question's scope too, so a Python caller resuming from it keeps it.
+    set_scope(deps, [evidence], sources, document_filter)
     agent = build_agent([evidence], chosen, instructions, settings=ws.settings.model)
     with model_errors(label, chosen.base_url, ws.settings.model.timeout_seconds):
         result = await agent.run(question, deps=deps)

@@ -17,7 +17,13 @@ from haiku_cli.capabilities.evidence import (
 )
 from haiku_cli.capabilities.policy import REDIRECT_TAG, CitationPolicy, PolicyState
 from haiku_cli.capabilities.retrieval import RetrievalCapability
-from haiku_cli.capabilities.scope import paths_of, selection_of, sources_of
+from haiku_cli.capabilities.scope import (
+    ScopeError,
+    host_selection,
+    question_filter,
+    question_selection,
+    sources_of,
+)
 from haiku_cli.capabilities.state import (
     EarlierCitation,
     EvidenceRef,
@@ -47,12 +53,14 @@ __all__ = [
     "PolicyState",
     "Question",
     "RetrievalCapability",
+    "ScopeError",
     "SearchRecord",
     "Source",
     "evidence_states",
-    "paths_of",
+    "host_selection",
+    "question_filter",
+    "question_selection",
     "record_citations",
-    "selection_of",
     "set_scope",
     "sources_of",
 ]

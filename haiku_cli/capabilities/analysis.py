@@ -150,7 +150,7 @@ class AnalysisCapability(RetrievalCapability):
                 opened = open_corpus_sandbox(
                     self.workspace,
                     self.selection(ctx.deps),
-                    document_filter=state.document_filter,
+                    document_filter=self.question_filter(ctx.deps),
                     on_hits=saw,
                 )
                 self._sandbox = await self._stack.enter_async_context(opened)

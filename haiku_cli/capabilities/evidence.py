@@ -47,8 +47,16 @@ class EvidenceCapability(AbstractCapability[HaikuDeps]):
     def evidence_tools(self, ctx: RunContext[HaikuDeps]) -> frozenset[str]:
         """The tools this capability serves in this run whose returns show the model evidence."""
 
+    def check_scope(self, deps: HaikuDeps) -> None:
+        """Refuse (`ScopeError`) carried state asking for more than the host allows; by default no scope."""
+
     async def before_run(self, ctx: RunContext[HaikuDeps]) -> None:
-        """Begin a new question, or resume the one in progress; refuse a history whose state was dropped."""
+        """Begin a new question, or resume the one in progress; refuse a history whose state was dropped.
+
+        Carried state that asks for databases outside the host's scope is refused here, before the model
+        is asked anything.
+        """
+        self.check_scope(ctx.deps)
         state = self.evidence(ctx.deps)
         tools = self.evidence_tools(ctx)
         unknown = _unknown_returns(ctx.messages, tools, set(state.tool_calls))
@@ -167,7 +175,10 @@ def set_scope(
     sources: Sequence[Source],
     document_filter: str | None = None,
 ) -> None:
-    """Scope the question to `sources` (and a filter) in every given capability's state alike."""
+    """Narrow the question to `sources` (and a filter) in every given capability's state alike.
+
+    This is carried state: it may only narrow each capability's host `scope` (checked when a run begins).
+    """
     for cap in capabilities:
         state = cap.evidence(deps)
         state.sources = list(sources)

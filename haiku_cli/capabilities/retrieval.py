@@ -11,8 +11,8 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from haiku_cli.capabilities.citations import Citation, clean_ids, resolve_citations
 from haiku_cli.capabilities.evidence import EvidenceCapability, record_citations, return_ids
-from haiku_cli.capabilities.scope import selection_of
-from haiku_cli.capabilities.state import EvidenceRef, EvidenceState, HaikuDeps, SearchRecord
+from haiku_cli.capabilities.scope import question_filter, question_selection
+from haiku_cli.capabilities.state import EvidenceRef, EvidenceState, HaikuDeps, SearchRecord, Source
 from haiku_cli.databases import operations
 from haiku_cli.databases.resolve import Resolution, ResolvedChunk
 from haiku_cli.databases.selection import Selection
@@ -29,11 +29,13 @@ MAX_CHUNK_CHARS = 4000  # a runaway chunk must not crowd the rest of the results
 class RetrievalCapability(EvidenceCapability):
     """Search and cite over the question's sources, with a bounded number of search units per answer.
 
-    The sources and filter travel in the state under `state_key`; the workspace supplies the pool and
-    embedder. Searches the model emits in one response share a unit (up to `per_response` of them).
-    Databases named by path in the state are opened only if listed in `allowed_paths` (the state is data
-    from outside). When several of these capabilities share an agent (retrieval and analysis), the first
-    registered serves `search` and `cite` for all of them.
+    The host chooses the databases (`scope`: configured names, or databases by path; empty means every
+    configured database) and may fix a `document_filter`. Both stay with the capability, never in the
+    carried state: the state under `state_key` (which a client can rewrite) may only narrow them, and a
+    state asking for more is refused with a `ScopeError`. The workspace supplies the pool and embedder.
+    Searches the model emits in one response share a unit (up to `per_response` of them). When several
+    of these capabilities share an agent (retrieval and analysis), the first registered serves `search`
+    and `cite` for all of them.
     """
 
     workspace: Workspace = field(repr=False)
@@ -41,15 +43,25 @@ class RetrievalCapability(EvidenceCapability):
     per_response: int = PER_RESPONSE
     limit: int = DEFAULT_HITS
     state_key: str = "retrieval"
-    allowed_paths: tuple[str, ...] = ()
+    scope: tuple[Source, ...] = ()  # the host's databases; empty: every configured database
+    document_filter: str | None = None  # the host's filter, which carried state cannot replace
 
     def evidence(self, deps: HaikuDeps) -> EvidenceState:
         """The live retrieval state (sources, filter, budget, evidence, citations)."""
         return deps.get(self.state_key, EvidenceState)
 
     def selection(self, deps: HaikuDeps) -> Selection:
-        """The databases the question in `deps` is scoped to."""
-        return selection_of(self.workspace, self.evidence(deps).sources, allowed_paths=self.allowed_paths)
+        """The databases the question in `deps` covers: the host's scope, narrowed by the carried state."""
+        return question_selection(self.workspace, self.scope, self.evidence(deps).sources)
+
+    def question_filter(self, deps: HaikuDeps) -> str | None:
+        """The document filter of the question in `deps`: the host's, else the one carried in the state."""
+        return question_filter(self.document_filter, self.evidence(deps).document_filter)
+
+    def check_scope(self, deps: HaikuDeps) -> None:
+        """Refuse (`ScopeError`) carried sources or a filter outside the host's scope."""
+        self.selection(deps)
+        self.question_filter(deps)
 
     def get_toolset(self) -> FunctionToolset[HaikuDeps]:
         """The `search` and `cite` tools, offered only by the first such capability on the agent."""
@@ -117,7 +129,7 @@ class RetrievalCapability(EvidenceCapability):
             query,
             search_type="auto",
             limit=self.limit,
-            document_filter=state.document_filter,
+            document_filter=self.question_filter(ctx.deps),
         )
         refs = [EvidenceRef(database=h.database, chunk_id=h.chunk_id) for h in hits]
         state.saw(refs)

@@ -1,8 +1,13 @@
-"""The databases a question is scoped to, kept in state as plain sources and turned back into a selection."""
+"""The databases a question covers: the host's scope, which carried state may narrow but never widen.
+
+The host chooses the databases (a capability's `scope`, kept out of the carried state); the state a
+conversation carries (`EvidenceState.sources`, which a browser or a session file can rewrite) may only
+pick some of them. Anything outside is refused with a `ScopeError`, never clamped silently.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 
 from haiku_cli.capabilities.state import Source
 from haiku_cli.databases.selection import Selection
@@ -11,9 +16,8 @@ from haiku_cli.errors import InputError
 from haiku_cli.store.location import Location
 
 
-def paths_of(ws: Workspace, selection: Selection) -> tuple[str, ...]:
-    """The selection's databases that are not configured by name: what a host must allow by path."""
-    return tuple(s.path for s in sources_of(ws, selection) if s.path is not None)
+class ScopeError(InputError):
+    """Carried state asked for a database (or a filter) outside the scope the host chose."""
 
 
 def sources_of(ws: Workspace, selection: Selection) -> list[Source]:
@@ -28,25 +32,46 @@ def sources_of(ws: Workspace, selection: Selection) -> list[Source]:
     ]
 
 
-def selection_of(
-    ws: Workspace, sources: Sequence[Source], *, allowed_paths: Collection[str] = ()
-) -> Selection:
-    """The selection the sources name; no sources means every configured database.
+def host_selection(ws: Workspace, scope: Sequence[Source]) -> Selection:
+    """The databases a host chose: configured ones by name, others by path; none means every configured one.
 
-    Sources come from carried state, which is data from outside: a database named by path is opened only
-    if the host listed that path in `allowed_paths` (configured databases are always allowed).
+    Only the host's own sources reach here, so a database given by path is trusted: the host named it.
     """
-    if not sources:
+    if not scope:
         return ws.select_many()
-    locations = []
-    for src in sources:
-        if src.path is None:
-            locations.append(ws.lookup(src.name))
-        elif src.path in allowed_paths:
-            locations.append(Location(src.name, src.path))
-        else:
-            raise InputError(
-                f"database path '{src.path}' in the question's state is not one this host allows; "
-                "pass it in allowed_paths, or name a configured database"
+    return Selection(tuple(ws.lookup(s.name) if s.path is None else Location(s.name, s.path) for s in scope))
+
+
+def question_selection(ws: Workspace, scope: Sequence[Source], carried: Sequence[Source]) -> Selection:
+    """The databases a question covers: the host's `scope`, narrowed to the `carried` sources if any.
+
+    A carried source must be one of the host's databases, the same way: a configured name the host
+    allows, or exactly a path the host gave. Anything else is a `ScopeError` naming it.
+    """
+    allowed = host_selection(ws, scope)
+    if not carried:
+        return allowed
+    by_source = {
+        (s.name, s.path): loc for s, loc in zip(sources_of(ws, allowed), allowed.locations, strict=True)
+    }
+    chosen: dict[str, Location] = {}
+    for src in carried:
+        loc = by_source.get((src.name, src.path))
+        if loc is None:
+            what = f"database '{src.name}'" + (f" at '{src.path}'" if src.path is not None else "")
+            raise ScopeError(
+                f"the question's state asks for the {what}, outside this host's databases "
+                f"({', '.join(allowed.names)}): carried state may narrow the host's scope, never widen it"
             )
-    return Selection(tuple(locations))
+        chosen[loc.name] = loc
+    return Selection(tuple(chosen.values()))
+
+
+def question_filter(host: str | None, carried: str | None) -> str | None:
+    """The document filter a question uses: the host's, which carried state may repeat but not replace."""
+    if host is None or carried is None or carried == host:
+        return host if host is not None else carried
+    raise ScopeError(
+        f"the question's state asks for the document filter {carried!r}, but this host filters by "
+        f"{host!r}: carried state cannot replace the host's filter"
+    )

@@ -8,6 +8,7 @@ on disk) exactly as it was, so the next question simply continues the conversati
 from __future__ import annotations
 
 import copy
+import shlex
 from collections.abc import AsyncIterable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -25,7 +26,7 @@ from haiku_cli.capabilities.analysis import AnalysisCapability
 from haiku_cli.capabilities.compaction import EvidenceCompaction
 from haiku_cli.capabilities.evidence import EvidenceCapability, set_scope
 from haiku_cli.capabilities.retrieval import RetrievalCapability
-from haiku_cli.capabilities.scope import selection_of, sources_of
+from haiku_cli.capabilities.scope import ScopeError, host_selection, question_selection, sources_of
 from haiku_cli.capabilities.state import HaikuDeps, Source
 from haiku_cli.chat.sessions import Session, SessionStore, Turn, check_name, new_name
 from haiku_cli.databases.selection import Selection, searchable
@@ -42,15 +43,21 @@ ANALYSIS = (
 
 
 def chat_evidence(
-    ws: Workspace, *, analysis: bool, allowed_paths: tuple[str, ...] = ()
+    ws: Workspace, *, analysis: bool, scope: Sequence[Source] = (), document_filter: str | None = None
 ) -> list[EvidenceCapability]:
-    """Retrieval, and with `analysis` the sandbox too: the model chooses per question."""
-    budget = ws.settings.model.search_budget
+    """Retrieval, and with `analysis` the sandbox too, over the host's `scope`; the model chooses."""
+    retrieval = RetrievalCapability(
+        ws, budget=ws.settings.model.search_budget, scope=tuple(scope), document_filter=document_filter
+    )
     # Retrieval first, so it serves `search` and `cite` (and keeps their records) with or without analysis:
     # a session can then be resumed with or without --analysis.
-    found: list[EvidenceCapability] = [RetrievalCapability(ws, budget=budget, allowed_paths=allowed_paths)]
+    found: list[EvidenceCapability] = [retrieval]
     if analysis:
-        found.append(AnalysisCapability(ws, budget=budget, allowed_paths=allowed_paths))
+        found.append(
+            AnalysisCapability(
+                ws, budget=retrieval.budget, scope=retrieval.scope, document_filter=document_filter
+            )
+        )
     return found
 
 
@@ -79,8 +86,10 @@ class ChatHost:
         self.model = model
         self.label = label
         self.generated_name = False
-        # The session's own databases given by path are the ones this host allows.
-        self.evidence = chat_evidence(ws, analysis=analysis, allowed_paths=_paths(session.sources))
+        # The session's scope was checked against the configuration (and command line) when it was opened.
+        self.evidence = chat_evidence(
+            ws, analysis=analysis, scope=session.sources, document_filter=session.document_filter
+        )
         instructions = ask_agent.INSTRUCTIONS + CONVERSATION + (ANALYSIS if analysis else "")
         # `run()` with an event handler can retry, and the stream handler replaces a redirected draft.
         # `compaction=False` exists to measure what compaction saves (benchmarks/chat_requests.py).
@@ -123,7 +132,7 @@ class ChatHost:
             saved = Session.start(name, sources_of(ws, scope), document_filter)
         # Open the databases now: a missing one should fail before the first question, not during it.
         # A local one nothing was added to yet is left out until it is written (as `search` does).
-        scope = selection_of(ws, saved.sources, allowed_paths=_paths(saved.sources))
+        scope = _checked(ws, saved, selection)
         await ws.pool.clients_covering((await _searchable(scope))[0])
         if session is None:
             saved = store.save(saved)  # claim the generated name, so a chat started alongside picks another
@@ -134,7 +143,7 @@ class ChatHost:
     @property
     def selection(self) -> Selection:
         """The databases this conversation covers."""
-        return selection_of(self.ws, self.session.sources, allowed_paths=_paths(self.session.sources))
+        return host_selection(self.ws, self.session.sources)
 
     async def ask(self, question: str, on_text: TextSink | None = None) -> AskResult:
         """Answer one question in the conversation; `on_text` receives the text streamed so far.
@@ -147,7 +156,7 @@ class ChatHost:
         # started joins it, one not written yet is skipped and named.
         searched, not_created = await _searchable(self.selection)
         deps = HaikuDeps.restore(copy.deepcopy(self.session.state))
-        set_scope(deps, self.evidence, sources_of(self.ws, searched), self.session.document_filter)
+        set_scope(deps, self.evidence, sources_of(self.ws, searched))
         history = self.session.history()
         with model_errors(self.label, self.model.base_url, self.ws.settings.model.timeout_seconds):
             result = await self.agent.run(
@@ -212,8 +221,27 @@ async def _searchable(selection: Selection) -> tuple[Selection, list[str]]:
     return await anyio.to_thread.run_sync(lambda: searchable(selection))
 
 
-def _paths(sources: Sequence[Source]) -> tuple[str, ...]:
-    return tuple(s.path for s in sources if s.path is not None)
+def _checked(ws: Workspace, saved: Session, selection: Selection | None) -> Selection:
+    """The session's databases, if the user may reach them: a session file is data anyone may edit.
+
+    The user's reach is the command line's databases, else every configured one; a session started
+    with `--db PATH` is resumed by giving that path again.
+    """
+    allowed = sources_of(ws, selection if selection is not None else ws.select_many())
+    try:
+        return question_selection(ws, allowed, saved.sources)
+    except ScopeError:
+        outside = [s for s in saved.sources if s not in allowed]
+        by_path = next((s for s in outside if s.path is not None), None)
+        if by_path is not None:
+            raise InputError(
+                f"session '{saved.name}' covers the database '{by_path.name}' by path ({by_path.path}), "
+                f"which is not configured: resume it with --db {shlex.quote(by_path.path or '')}"
+            ) from None
+        raise InputError(
+            f"session '{saved.name}' covers the database '{outside[0].name}', which is not configured "
+            f"({', '.join(s.name for s in allowed)}); resume it with --database NAME --rescope"
+        ) from None
 
 
 def _unused_name(store: SessionStore) -> str:

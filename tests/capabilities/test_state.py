@@ -14,9 +14,11 @@ from haiku_cli.capabilities import (
     EvidenceState,
     HaikuDeps,
     PolicyState,
+    ScopeError,
     Source,
-    paths_of,
-    selection_of,
+    host_selection,
+    question_filter,
+    question_selection,
     sources_of,
 )
 from haiku_cli.capabilities.citations import clean_ids, number_markers
@@ -120,17 +122,42 @@ def test_sources_name_configured_databases_and_keep_paths_for_others(tmp_path: P
     by_path = ws.select_many(paths=[tmp_path / "other.lancedb"])
     assert sources_of(ws, ws.select_many()) == [Source(name="notes")]
     assert sources_of(ws, by_path) == [Source(name="other", path=str(tmp_path / "other.lancedb"))]
-    assert selection_of(ws, sources_of(ws, by_path), allowed_paths=paths_of(ws, by_path)) == by_path
-    assert selection_of(ws, []) == ws.select_many()
+    assert host_selection(ws, sources_of(ws, by_path)) == by_path
+    assert host_selection(ws, []) == ws.select_many()
     with pytest.raises(InputError, match="unknown database 'gone'"):
-        selection_of(ws, [Source(name="gone")])
+        host_selection(ws, [Source(name="gone")])
 
 
-def test_a_carried_source_path_the_host_did_not_allow_is_never_opened(tmp_path: Path) -> None:
-    settings = Settings.model_validate({"databases": {"notes": str(tmp_path / "notes.lancedb")}})
+def test_carried_sources_narrow_the_host_scope_and_never_widen_it(tmp_path: Path) -> None:
+    settings = Settings.model_validate(
+        {"databases": {n: str(tmp_path / f"{n}.lancedb") for n in ("notes", "papers", "mail")}}
+    )
     ws = Workspace(settings)
-    planted = [Source(name="notes", path=str(tmp_path / "elsewhere.lancedb"))]
-    with pytest.raises(InputError, match="not one this host allows"):
-        selection_of(ws, planted)
-    assert not (tmp_path / "elsewhere.lancedb").exists()
-    assert selection_of(ws, planted, allowed_paths=[str(tmp_path / "elsewhere.lancedb")]).names == ["notes"]
+    other = str(tmp_path / "other.lancedb")
+    host = [Source(name="notes"), Source(name="papers"), Source(name="other", path=other)]
+    assert question_selection(ws, host, []).names == ["notes", "papers", "other"]
+    assert question_selection(ws, host, [Source(name="papers")]).names == ["papers"]
+    assert question_selection(ws, host, [Source(name="other", path=other)]).names == ["other"]
+    outside = [
+        [Source(name="mail")],  # configured, but not the host's
+        [Source(name="notes"), Source(name="mail")],
+        [Source(name="notes", path=str(tmp_path / "elsewhere.lancedb"))],  # a configured name, moved
+        [Source(name="other")],  # the host's path database, claimed as configured
+        [Source(name="other", path=str(tmp_path / "planted.lancedb"))],
+    ]
+    for carried in outside:
+        with pytest.raises(ScopeError, match=r"outside this host's databases .*never widen it"):
+            question_selection(ws, host, carried)
+    # A host with no scope allows every configured database, and no path at all.
+    assert question_selection(ws, [], [Source(name="mail")]).names == ["mail"]
+    with pytest.raises(ScopeError, match=r"database 'x' at '/tmp/x\.lancedb'"):
+        question_selection(ws, [], [Source(name="x", path="/tmp/x.lancedb")])
+    assert not (tmp_path / "elsewhere.lancedb").exists() and not (tmp_path / "planted.lancedb").exists()
+
+
+def test_a_host_filter_cannot_be_replaced_by_carried_state() -> None:
+    assert question_filter(None, "year > 2000") == "year > 2000"
+    assert question_filter("team = 'a'", None) == "team = 'a'"
+    assert question_filter("team = 'a'", "team = 'a'") == "team = 'a'"
+    with pytest.raises(ScopeError, match="cannot replace the host's filter"):
+        question_filter("team = 'a'", "team = 'a' OR 1 = 1")

@@ -21,6 +21,7 @@ from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError, ModelError
 from haiku_cli.ingest.rebuild import rebuild
 from haiku_cli.store import open_database
+from haiku_cli.store.location import Location
 from tests.capabilities.analysis_script import execute, last_output
 from tests.capabilities.conftest import NOTES
 from tests.capabilities.script import _CHUNK_ID, call, chunk_ids, returns, search, text
@@ -384,3 +385,26 @@ def test_the_chat_sends_earlier_evidence_compacted_and_saves_it_whole(kb: Worksp
     # The saved conversation keeps every search result whole.
     saved = returns(SessionStore().load("talk").history(), "search")
     assert len(saved) == 3 and all(r.startswith("Results for") for r in saved)
+
+
+def test_a_tampered_session_file_cannot_reach_an_unconfigured_database(kb: Workspace, tmp_path: Path) -> None:
+    # A real database nobody configured: a session file naming it must not open it.
+    planted = tmp_path / "planted.lancedb"
+    fill(kb, Location("planted", str(planted)), [{"text": "The vault code is 4711.", "title": "Secret"}])
+    script = StreamScript(*grounded("capital of France", "Paris [1]."), *grounded("vault code", "4711 [1]."))
+    ask(open_host(kb, script, selection=kb.select_many(["notes"])), "Capital of France?")
+    path = SessionStore().path("talk")
+    session = json.loads(path.read_text())
+    for sources, refused in (
+        ([{"name": "planted", "path": str(planted)}], r"by path \(.*planted\.lancedb\), which is not"),
+        ([{"name": "ghost", "path": None}], r"'ghost', which is not configured \(notes, papers\)"),
+    ):
+        session["sources"] = sources
+        session["state"]["retrieval"]["sources"] = sources
+        path.write_text(json.dumps(session))
+        with pytest.raises(InputError, match=refused):
+            open_host(kb, script)
+    # The user who started a session with --db gives the path again: the command line is the authority.
+    session["sources"] = [{"name": "planted", "path": str(planted)}]
+    path.write_text(json.dumps(session))
+    assert open_host(kb, script, selection=kb.select_many(paths=[planted])).selection.names == ["planted"]
