@@ -9,7 +9,8 @@ Workspace and selection
     `Location` (one database: name, uri, storage options, read_only).
 
 Operations (async; each is what one `haiku` command calls)
-    `search(ws, selection, query, *, search_type, limit, document_filter, query_id) -> SearchResults`
+    `search(ws, selection, query, *, search_type, limit, document_filter, query_id, per_document)
+    -> SearchResults` (`per_document`: one hit per document, its best chunk)
     (`search_type`: a `SearchType`, "hybrid", "vector" or "fts")
     `search_hits(ws, selection, query, ...) -> list[SearchHit]` (no skipping of databases not written yet)
     `list_documents(ws, location, *, document_filter, limit, offset) -> DocumentList`

@@ -66,13 +66,18 @@ def excerpt(content: str, terms: Sequence[str], width: int = 320) -> str:
     positions = [p for p in (lower.find(t) for t in terms) if p >= 0]
     start = max(0, min(positions) - width // 4) if positions else 0
     end = min(len(flat), start + width)
+    # Cut between words, not inside one (a word longer than the window is cut after all).
+    if start and flat[start - 1] != " " and (space := flat.find(" ", start, end)) > 0:
+        start = space + 1
+    if end < len(flat) and flat[end] != " " and (space := flat.rfind(" ", start, end)) > start:
+        end = space
     return ("…" if start else "") + flat[start:end].strip() + ("…" if end < len(flat) else "")
 
 
 def search_hits(query: str, hits: Sequence[SearchHit], *, show_database: bool = True) -> None:
     """Print ranked hits: rank, title, uri, database and a highlighted excerpt."""
     if not hits:
-        output.out.print("no results", style="dim")
+        output.err.print("no results", style="dim")
         return
     terms = highlight_terms(query)
     shown = api.short_ids([hit.document_id for hit in hits])
@@ -96,6 +101,43 @@ def search_hits(query: str, hits: Sequence[SearchHit], *, show_database: bool = 
         body.highlight_words(terms, style="bold yellow", case_sensitive=False)
         output.out.print(body)
         output.out.print()
+
+
+def document_hits(query: str, hits: Sequence[SearchHit], *, show_database: bool = True) -> None:
+    """`search --files`: one line per document: rank, short id, title, database, uri, section, excerpt.
+
+    On a terminal the line fits its width (the uri is cut in its middle, the excerpt at its end).
+    """
+    if not hits:
+        output.err.print("no results", style="dim")
+        return
+    terms = highlight_terms(query)
+    shown = api.short_ids([hit.document_id for hit in hits])
+    for hit in hits:
+        head = Text()
+        head.append(f"{hit.rank:>2}. ", style="bold")
+        head.append(shown[hit.document_id] + "  ", style="dim")
+        head.append(printable(hit.document_title or "(untitled)"), style="bold cyan")
+        if show_database:
+            head.append(f"  [{hit.database}]", style="magenta")
+        uri = printable(hit.document_uri or "")
+        section = printable(" > ".join(hit.heading_path))
+        tail = f"  § {section}" if section else ""
+        if hit.pages:
+            tail += "  p. " + ",".join(str(p) for p in hit.pages)
+        room = None
+        if output.out.is_terminal:
+            spare = output.out.width - head.cell_len - cell_len(tail) - 4
+            uri = tables.middle(uri, max(spare // 2, 24))
+            room = output.out.width - head.cell_len - cell_len(tail) - cell_len(uri) - 7
+        if uri:
+            head.append(f"  {uri}", style="dim")
+        head.append(tail, style="dim")
+        gist = excerpt(hit.content, terms, width=120 if room is None else max(room, 20))
+        body = Text(f"  — {gist}")
+        body.highlight_words(terms, style="bold yellow", case_sensitive=False)
+        head.append_text(body)
+        output.out.print(head, no_wrap=output.out.is_terminal, overflow="ellipsis", soft_wrap=True)
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[object]], *, keep: Sequence[str] = ("id",)) -> None:

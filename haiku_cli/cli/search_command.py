@@ -39,6 +39,10 @@ def search(
             metavar="FILE",
         ),
     ] = None,
+    files: Annotated[
+        bool,
+        typer.Option("--files", help="One line per document (its best chunk); --limit counts documents."),
+    ] = False,
     selection: Selection = DATABASE_SET,
     json: Json = False,
 ) -> None:
@@ -60,20 +64,28 @@ def search(
         noted: set[str] = set()  # a skipped database is named once, not once per query
         for qid, text in queries:
             found = await api.search(
-                ws, selection, text, search_type=kind, limit=limit, document_filter=filter_, query_id=qid
+                ws,
+                selection,
+                text,
+                search_type=kind,
+                limit=limit,
+                document_filter=filter_,
+                query_id=qid,
+                per_document=files,
             )
             render.not_created([name for name in found.not_created if name not in noted])
             noted.update(found.not_created)
+            show = render.document_hits if files else render.search_hits
             if from_file is None:
                 if json:
                     output.print_model(found)
                 else:
-                    render.search_hits(text, found.hits, show_database=True)
+                    show(text, found.hits, show_database=True)
             elif json:
                 output.print_json_line(found.model_dump(mode="json"))
             else:
                 output.out.print(f"# {qid}: {text}", style="bold", markup=False)
-                render.search_hits(text, found.hits, show_database=len(selection.names) > 1)
+                show(text, found.hits, show_database=len(selection.names) > 1)
 
     run(each)
 

@@ -28,7 +28,7 @@ from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import DatabaseError, InputError
 from haiku_cli.search.candidates import SearchType
-from haiku_cli.search.hits import SearchHit
+from haiku_cli.search.hits import SearchHit, best_per_document
 from haiku_cli.store import maintenance, reads, writes
 from haiku_cli.store.adding import adding, writing
 from haiku_cli.store.database import Database, exists
@@ -151,24 +151,32 @@ async def search_results(
     limit: int | None = None,
     document_filter: str | None = None,
     query_id: str | None = None,
+    per_document: bool = False,
 ) -> SearchResults:
     """`haiku search`: like `search`, but a local database not written yet is skipped and named.
 
     A set is searched as long as one of its databases exists; object storage is never guessed at, so a
-    missing remote database still fails with its name.
+    missing remote database still fails with its name. With `per_document`, each document is one hit (its
+    best chunk) and `limit` counts documents.
     """
     searched, not_created = await anyio.to_thread.run_sync(lambda: searchable(selection))
-    hits = await search(
-        ws,
-        searched,
-        query,
-        search_type=search_type,
-        limit=limit,
-        document_filter=document_filter,
-    )
+    find = partial(search, ws, searched, query, search_type=search_type, document_filter=document_filter)
+    wanted = ws.settings.search.limit if limit is None else limit
+    if not per_document:
+        hits = await find(limit=wanted)
+    else:
+        # Chunks of one document crowd a ranking: look deeper until `wanted` documents are found, or
+        # every chunk is seen. A limit out of range is searched as given, to be refused in its words.
+        depth = min(4 * wanted, fanout.MAX_LIMIT) if 1 <= wanted <= fanout.MAX_LIMIT else wanted
+        while True:
+            chunks = await find(limit=depth)
+            hits = best_per_document(chunks)[:wanted]
+            if len(hits) >= wanted or len(chunks) < depth or depth >= fanout.MAX_LIMIT:
+                break
+            depth = min(4 * depth, fanout.MAX_LIMIT)
     return SearchResults(
         query=query,
-        id=query_id,
+        id="1" if query_id is None else query_id,  # a single query is query 1, as line 1 of --from is
         databases=searched.names,
         not_created=not_created,
         hits=hits,

@@ -17,7 +17,7 @@ class SearchResults(BaseModel):
     """One query's ranking over a selection, with the databases that were skipped because they are empty."""
 
     query: str
-    id: str | None = None  # the query's id when it came from `search --from` (its JSON id or line number)
+    id: str = "1"  # the query's id: from `search --from`, its JSON id or line number; "1" for a single query
     databases: list[str]  # the databases searched, in selection order
     not_created: list[str] = Field(default_factory=list)  # configured local databases not written yet
     hits: list[SearchHit] = Field(default_factory=list)

@@ -21,3 +21,15 @@ class SearchHit(BaseModel):
     heading_path: list[str] = Field(default_factory=list)
     pages: list[int] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+def best_per_document(hits: list[SearchHit]) -> list[SearchHit]:
+    """Each document's best hit, in the order of the ranking, ranked again from 1."""
+    seen: set[tuple[str, str]] = set()
+    best = []
+    for hit in hits:
+        key = (hit.database, hit.document_id)
+        if key not in seen:
+            seen.add(key)
+            best.append(hit.model_copy(update={"rank": len(best) + 1}))
+    return best
