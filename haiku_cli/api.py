@@ -27,6 +27,11 @@ Operations (async; each is what one `haiku` command calls)
     `parse_metadata(["k=v", ...]) -> dict`; `MAX_QUERY_CHARS` (the longest search query, in characters);
     `short_ids(ids) -> {id: short id}` (ids as text output shows them; `get`/`delete` take them back).
 
+Remembered sources (what `add-src` added, read again by `sync`)
+    `list_sources(ws, location) -> SourceList`,
+    `forget_source(ws, location, source, *, keep_documents) -> ForgottenSource`,
+    `sync(ws, locations, *, progress, on_source) -> SyncRun`, `writable_databases(ws) -> list[Location]`,
+
 Conversations (saved sessions; what `haiku chat` and `ask --session` run)
     `ChatHost` (`await ChatHost.open(ws, selection, session=NAME, model=...)`, then
     `await host.ask(question, on_text)`; each finished answer is saved, a failed one leaves no trace),
@@ -37,6 +42,7 @@ Result types (pydantic; `model_dump(mode="json")` is the CLI's `--json`, see doc
     `SearchResults`, `SearchHit`, `DocumentList`, `DocumentSummary`, `DocumentRecord`, `ChunkRecord`,
     `DocumentWithChunks`, `DeletedDocument`, `IngestReport`, `SourceOutcome`, `DatabaseInfo`,
     `DatabaseHistory`, `TableVersion`, `VacuumReport`, `RebuildReport`, `DatabaseOverview`, `AskResult`,
+    `SourceList`, `SourceSummary`, `ForgottenSource`, `SyncRun`, `SyncReport`, `SourceSync`,
     `AnalyzeResult`, `Citation`, `Execution`, `ResolvedConfig`.
 
 Errors (every failure meant for a user is a `HaikuError` with a one-line message and an `exit_code`)
@@ -64,14 +70,18 @@ if TYPE_CHECKING:
         add_sources,
         add_text,
         delete_document,
+        forget_source,
         get_document,
         history,
         info,
         list_documents,
+        list_sources,
         overview,
         rebuild,
         show_config,
+        sync,
         vacuum,
+        writable_databases,
     )
     from haiku_cli.databases.operations import search as search_hits
     from haiku_cli.databases.operations import search_results as search
@@ -81,8 +91,12 @@ if TYPE_CHECKING:
         DeletedDocument,
         DocumentList,
         DocumentWithChunks,
+        ForgottenSource,
         RebuildReport,
         SearchResults,
+        SourceList,
+        SourceSummary,
+        SyncRun,
         VacuumReport,
     )
     from haiku_cli.databases.selection import Selection
@@ -90,7 +104,7 @@ if TYPE_CHECKING:
     from haiku_cli.databases.workspace import Workspace
     from haiku_cli.errors import DatabaseError, ExitCode, HaikuError, Hint, InputError, ModelError
     from haiku_cli.ingest.metadata import parse_metadata
-    from haiku_cli.ingest.reports import IngestReport, SourceOutcome
+    from haiku_cli.ingest.reports import IngestReport, SourceOutcome, SourceSync, SyncReport
     from haiku_cli.sandbox.runner import Execution
     from haiku_cli.search.candidates import SearchType
     from haiku_cli.search.hits import SearchHit

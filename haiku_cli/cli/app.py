@@ -18,6 +18,7 @@ from haiku_cli.cli import (
     ingest_commands,
     mcp_command,
     search_command,
+    source_commands,
 )
 from haiku_cli.cli.running import set_debug
 
@@ -60,6 +61,7 @@ def _global(
 
 
 ingest_commands.register(app)
+source_commands.register(app)
 search_command.register(app)
 ask_command.register(app)
 chat_command.register(app)

@@ -22,9 +22,13 @@ if TYPE_CHECKING:
         DatabaseOverview,
         DocumentWithChunks,
         Execution,
+        ForgottenSource,
         IngestReport,
         ResolvedConfig,
         SearchHit,
+        SourceList,
+        SourceSync,
+        SyncReport,
     )
 
 _WORD = re.compile(r"\w{3,}", re.UNICODE)
@@ -368,3 +372,55 @@ def _toml(value: object, leave_out: str | None = None) -> str:
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     return str(value)
+
+
+def remembered_sources(listed: SourceList) -> None:
+    """The sources a database remembers: path or URL, kind, documents, and the options added with."""
+    if not listed.sources:
+        output.out.print(
+            f"{listed.database}: no remembered sources (haiku add-src remembers each)", style="dim"
+        )
+        return
+    rows = []
+    for s in listed.sources:
+        options = [f"--meta {k}={v}" for k, v in s.metadata.items()]
+        options += [f"--title {s.title}"] if s.title else []
+        options += ["--follow-symlinks"] if s.follow_symlinks else []
+        rows.append((printable(s.source), s.kind, s.documents, " ".join(options)))
+    table(["source", "kind", "documents", "options"], rows)
+
+
+def forgotten_source(done: ForgottenSource) -> None:
+    """What forgetting a source did to its documents."""
+    line = f"forgot {printable(done.source)}: {done.deleted_documents} documents deleted"
+    if done.kept_documents:
+        line += f", {done.kept_documents} kept"
+    output.out.print(line, markup=False)
+
+
+def source_sync(done: SourceSync) -> None:
+    """One source's sync as it finishes: each change on stdout, failures and problems on stderr."""
+    if done.error:
+        output.error(done.error)
+    for o in done.changes:
+        if o.status == "failed":
+            output.error(o.error or o.source)
+        elif o.status == "skipped":
+            output.err.print(
+                f"skipped: {printable(o.source)}: {printable(o.note or '')}", markup=False, style="yellow"
+            )
+        else:
+            output.out.print(f"{o.status:9} {printable(o.source)} → {o.document_id}", markup=False)
+
+
+def sync_summary(report: SyncReport) -> None:
+    """A database's sync in one line on stderr: counts over its sources."""
+    fields = ("added", "updated", "deleted", "unchanged", "skipped", "failed")
+    totals = {f: sum(getattr(s, f) for s in report.sources) for f in fields}
+    summary = ", ".join(f"{n} {f}" for f, n in totals.items() if n)
+    problems = sum(1 for s in report.sources if s.status != "synced")
+    if problems:
+        summary += (", " if summary else "") + f"{problems} source{'s' * (problems != 1)} not read"
+    sources = len(report.sources)
+    what = f"{sources} source{'s' * (sources != 1)}" if sources else "no remembered sources"
+    output.err.print(f"{report.database}: {what}; {summary or 'nothing changed'}", markup=False, style="dim")

@@ -20,22 +20,29 @@ from haiku_cli.databases.results import (
     DeletedDocument,
     DocumentList,
     DocumentWithChunks,
+    ForgottenSource,
     RebuildReport,
     SearchResults,
+    SourceList,
+    SourceSummary,
+    SyncRun,
     VacuumReport,
 )
 from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import DatabaseError, InputError
+from haiku_cli.ingest import reports
 from haiku_cli.search.candidates import SearchType
 from haiku_cli.search.hits import SearchHit, best_per_document
 from haiku_cli.store import maintenance, reads, writes
 from haiku_cli.store.adding import adding, writing
 from haiku_cli.store.database import Database, exists
+from haiku_cli.store.handle import read_errors as _read_errors
 from haiku_cli.store.location import Location
 
 if TYPE_CHECKING:
-    from haiku_cli.ingest import reports
+    from haiku_cli.embed import Embedder
+    from haiku_cli.store.sources import RememberedSource
 
 
 async def _writable(ws: Workspace, location: Location) -> Database:
@@ -295,3 +302,127 @@ async def overview(ws: Workspace, selection: Selection | None = None) -> list[Da
         return row
 
     return await concurrently([partial(describe, loc) for loc in locations])
+
+
+async def list_sources(ws: Workspace, location: Location) -> SourceList:
+    """`haiku sources`: the sources a database remembers, with the options each was added with."""
+    from haiku_cli.store import sources
+
+    def read(db: Database) -> SourceList:
+        counts: dict[str, int] = {}
+        for state in sources.file_states(db):
+            counts[state.source] = counts.get(state.source, 0) + 1
+        summaries = [
+            SourceSummary(**s.model_dump(), documents=counts.get(s.source, 0))
+            for s in sources.read_sources(db)
+        ]
+        return SourceList(database=db.name, sources=summaries)
+
+    return await read_one(ws.pool, location, read)
+
+
+async def forget_source(
+    ws: Workspace, location: Location, source: str, *, keep_documents: bool = False
+) -> ForgottenSource:
+    """`haiku forget-src`: forget a remembered source, deleting its documents unless `keep_documents`.
+
+    A document another remembered source also gave stays either way. All-or-nothing.
+    """
+    from haiku_cli.ingest.remembering import source_key
+    from haiku_cli.ingest.sources import as_source
+    from haiku_cli.store import sources
+    from haiku_cli.store.transaction import atomic_write, storage_errors
+
+    key = source_key(as_source(source.strip()))
+    db = await ws.pool.open_one(location, writable=True)
+
+    def forget(db: Database) -> ForgottenSource:
+        known = {s.source for s in sources.read_sources(db)}
+        if key not in known:
+            raise InputError(
+                f"database '{db.name}' remembers no source {key}; haiku sources{_option(location)} lists them"
+            )
+        ids = list(dict.fromkeys(s.document_id for s in sources.file_states(db, key)))
+        doomed = [] if keep_documents else [i for i in ids if i not in sources.claimed(db, ids, besides=key)]
+        with atomic_write(db), storage_errors(db, "cannot be written"):
+            sources.forget(db, key)
+            if doomed:
+                writes.delete_documents(db, doomed)
+        maintenance.after_write(db)
+        return ForgottenSource(
+            database=db.name, source=key, deleted_documents=len(doomed), kept_documents=len(ids) - len(doomed)
+        )
+
+    try:
+        async with writing(db):
+            return await anyio.to_thread.run_sync(forget, db)
+    finally:
+        ws.pool.forget(location)
+
+
+def _option(location: Location) -> str:
+    return f" {location.chosen_by}" if location.chosen_by else ""
+
+
+async def sync(
+    ws: Workspace,
+    locations: Sequence[Location],
+    *,
+    progress: reports.Progress | None = None,
+    on_source: Callable[[reports.SourceSync], None] | None = None,
+) -> SyncRun:
+    """`haiku sync`: read every remembered source of each database again and bring its documents up to date.
+
+    Each source is one all-or-nothing write under the writer lock (taken per source, so other writers
+    get their turn between sources); `on_source` hears each source's result as it is done.
+    """
+    run = SyncRun(databases=[])
+    for location in locations:
+        report = reports.SyncReport(database=location.name)
+        run.databases.append(report)
+        db = await ws.pool.open_one(location, writable=True)
+        try:
+            for source in await anyio.to_thread.run_sync(_remembered, db):
+                done = await sync_source(ws, db, source, progress=progress)
+                report.sources.append(done)
+                if on_source is not None:
+                    on_source(done)
+        finally:
+            ws.pool.forget(location)
+    return run
+
+
+def _remembered(db: Database) -> list[RememberedSource]:
+    from haiku_cli.store.sources import read_sources
+
+    with _read_errors(db):
+        return read_sources(db)
+
+
+async def sync_source(
+    ws: Workspace,
+    db: Database,
+    source: RememberedSource,
+    *,
+    scope: Sequence[Path] | None = None,
+    progress: reports.Progress | None = None,
+) -> reports.SourceSync:
+    """Sync one remembered source of an open database, holding its writer lock meanwhile (see `sync`)."""
+    from haiku_cli.ingest import sync as syncing
+
+    async def embedder() -> Embedder:
+        db.check_embedder(await ws.resolve_embedder_spec())
+        return ws.embedder
+
+    async with writing(db):
+        current = {s.source: s for s in await anyio.to_thread.run_sync(_remembered, db)}
+        if source.source not in current:  # forgotten meanwhile
+            return reports.SourceSync(source=source.source, kind=source.kind)
+        return await syncing.sync_source(
+            db, embedder, current[source.source], limits=ws.settings.ingest, progress=progress, scope=scope
+        )
+
+
+def writable_databases(ws: Workspace) -> list[Location]:
+    """`--all`: every configured database that exists and is not configured read_only."""
+    return [loc for loc in ws.locations.values() if not loc.read_only and exists(loc)]

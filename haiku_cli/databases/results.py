@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from haiku_cli.ingest.reports import SyncReport
 from haiku_cli.search.hits import SearchHit
 from haiku_cli.store.maintenance import TableVersion
 from haiku_cli.store.records import ChunkRecord, DocumentRecord, DocumentSummary
+from haiku_cli.store.sources import RememberedSource
 
 
 class SearchResults(BaseModel):
@@ -87,3 +89,36 @@ class DatabaseOverview(BaseModel):
     chunks: int | None = None
     embedder: str | None = None
     error: str | None = None
+
+
+class SourceSummary(RememberedSource):
+    """A remembered source and how many documents it holds now."""
+
+    documents: int = 0
+
+
+class SourceList(BaseModel):
+    """What `haiku sources` lists: the sources one database remembers."""
+
+    database: str
+    sources: list[SourceSummary]
+
+
+class ForgottenSource(BaseModel):
+    """What `haiku forget-src` did: the source forgotten and the documents deleted with it."""
+
+    database: str
+    source: str
+    deleted_documents: int  # 0 with --keep-documents
+    kept_documents: int  # documents left: kept on request, or given by another source too
+
+
+class SyncRun(BaseModel):
+    """What `haiku sync` did, per database."""
+
+    databases: list[SyncReport]
+
+    @property
+    def failed(self) -> bool:
+        """Whether some item or source of some database could not be read."""
+        return any(r.failed for r in self.databases)

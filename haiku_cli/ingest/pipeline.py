@@ -25,14 +25,17 @@ from haiku_cli.store.database import Database
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import count_documents, find_by_hash, find_by_uri
 from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk
-from haiku_cli.store.transaction import atomic_write
+from haiku_cli.store.transaction import atomic_write, storage_errors
 from haiku_cli.store.writes import new_id, write_documents
 
 if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectSendStream
 
     from haiku_cli.embed import Embedder
+    from haiku_cli.ingest.convert.url import Validators
+    from haiku_cli.ingest.remembering import Seen
     from haiku_cli.store.kept import Kept, KeptIds
+    from haiku_cli.store.sources import RememberedSource
 
 
 @dataclass
@@ -175,6 +178,10 @@ class Ingestor:
         """Record a source that could not be converted."""
         self.report.outcomes.append(self._outcome(source=source, status="failed", error=error))
 
+    def unchanged(self, source: str, document_id: str) -> None:
+        """Record a source known to be unchanged without reading it (a URL's server said so)."""
+        self.report.outcomes.append(self._outcome(source=source, status="unchanged", document_id=document_id))
+
     def skip(self, source: str, reason: str) -> None:
         """Record a source left out on purpose, with the reason as its note."""
         self.report.outcomes.append(self._outcome(source=source, status="skipped", note=reason))
@@ -295,39 +302,89 @@ async def add_sources(
     """Add files, directories (recursively) and URLs; unreadable sources are reported, the rest added.
 
     Symlinks leading out of a directory are skipped unless `follow_symlinks`; files over `limits` are
-    reported as failed. The whole add is one all-or-nothing write: a model or database failure, Ctrl-C
-    or a kill leaves the database as it was before the command.
+    reported as failed. Each source found is remembered with these options (`sync` reads it again).
+    The whole add is one all-or-nothing write: a model or database failure, Ctrl-C or a kill leaves the
+    database as it was before the command.
     """
+    from haiku_cli.ingest.remembering import remembered, source_key
     from haiku_cli.ingest.sources import SkippedSource, display_path, is_url, iter_source_files
+    from haiku_cli.store.sources import prepare
 
-    limits = limits or IngestSettings()
     items: list[tuple[int, str | Path]] = []  # with their positions among the sources given and found
+    owners: dict[int, str] = {}  # position -> the remembered source the item came from
+    kept: list[RememberedSource] = []
     ingestor = Ingestor(db, embedder, progress)
     positions = itertools.count()
     for source in sources:
         ingestor.position = next(positions)
-        if is_url(source):
-            items.append((ingestor.position, source))
-            continue
-        path = Path(source).expanduser()
-        if not os.path.lexists(path):
+        if not is_url(source) and not os.path.lexists(Path(source).expanduser()):
             ingestor.fail(display_path(source), f"{display_path(source)}: no such file or directory")
             continue
-        for entry in iter_source_files(path, follow_symlinks=follow_symlinks):
+        kept.append(remembered(source, title=title, metadata=metadata, follow_symlinks=follow_symlinks))
+        if is_url(source):
+            items.append((ingestor.position, source))
+            owners[ingestor.position] = source
+            continue
+        for entry in iter_source_files(Path(source).expanduser(), follow_symlinks=follow_symlinks):
             ingestor.position = next(positions)
             if not isinstance(entry, SkippedSource):
                 items.append((ingestor.position, entry))
+                owners[ingestor.position] = source_key(source)
             elif entry.failed:
                 ingestor.fail(entry.source, f"{entry.source}: {entry.reason}")
             else:
                 ingestor.skip(entry.source, entry.reason)
     if title is not None and len(items) > 1:
         raise InputError("--title names one document, but the sources hold several; drop --title")
+    await anyio.to_thread.run_sync(prepare, db)  # before the journal: the write below may fill them
     with atomic_write(db):
-        async with ingestor.pipelined():
-            await _convert_all(ingestor, items, title=title, metadata=metadata, limits=limits)
+        seen = await ingest_items(ingestor, items, title=title, metadata=metadata, limits=limits)
+        await anyio.to_thread.run_sync(lambda: remember_outcomes(db, kept, ingestor.report, owners, seen))
     await anyio.to_thread.run_sync(after_write, db)
     return ingestor.report.in_source_order()
+
+
+def remember_outcomes(
+    db: Database,
+    sources: Sequence[RememberedSource],
+    report: IngestReport,
+    owners: dict[int, str],
+    seen: dict[int, Seen],
+) -> None:
+    """Store the sources and the file states an add leaves (inside its write, so they agree with it)."""
+    from haiku_cli.ingest.remembering import states_of
+    from haiku_cli.store.sources import put_file_states, remember
+
+    with storage_errors(db, "cannot be written"):
+        remember(db, sources)
+        put_file_states(db, states_of(report.outcomes, owners, seen))
+
+
+async def ingest_items(
+    ingestor: Ingestor,
+    items: Sequence[tuple[int, str | Path]],
+    *,
+    title: str | None,
+    metadata: dict[str, Any],
+    limits: IngestSettings | None = None,
+    known: dict[str, tuple[str, Validators]] | None = None,
+) -> dict[int, Seen]:
+    """Convert, embed and write the items (inside the caller's write); how each looked when read.
+
+    `known`: per URL, its stored document id and validators, for a request that may answer "unchanged".
+    """
+    seen: dict[int, Seen] = {}
+    async with ingestor.pipelined():
+        await _convert_all(
+            ingestor,
+            items,
+            title=title,
+            metadata=metadata,
+            limits=limits or IngestSettings(),
+            seen=seen,
+            known=known or {},
+        )
+    return seen
 
 
 async def _convert_all(
@@ -337,20 +394,48 @@ async def _convert_all(
     title: str | None,
     metadata: dict[str, Any],
     limits: IngestSettings,
+    seen: dict[int, Seen],
+    known: dict[str, tuple[str, Validators]],
 ) -> None:
-    """Convert and queue each source in order; unreadable ones are reported, other failures raised."""
-    from haiku_cli.ingest.convert import convert_file, fetch_url
+    """Convert and queue each source in order; unreadable ones are reported, other failures raised.
+
+    A file's size and time are taken before it is read, so a change while it is read shows next time.
+    """
+    from haiku_cli.ingest.convert import convert_file
+    from haiku_cli.ingest.convert.url import fetch_if_changed
+    from haiku_cli.ingest.remembering import Seen
 
     for position, item in items:
         ingestor.position = position
         label = str(item)
         try:
             if isinstance(item, str):
-                doc = await anyio.to_thread.run_sync(lambda url=item: fetch_url(url, limits=limits))
+                document_id, validators = known.get(item, (None, None))
+                fetched = await anyio.to_thread.run_sync(
+                    lambda url=item, v=validators: fetch_if_changed(url, v, limits=limits)
+                )
+                seen[position] = Seen(item, validators=fetched.validators)
+                if fetched.document is None and document_id is not None:
+                    ingestor.unchanged(label, document_id)
+                    continue
+                doc = fetched.document
             else:
+                seen[position] = await anyio.to_thread.run_sync(_look_at, item)
                 doc = await anyio.to_thread.run_sync(convert_file, item, limits)
             await ingestor.add(doc, source=label, title=title, metadata=metadata)
         except HaikuError as exc:
             if exc.exit_code != InputError.exit_code:
                 raise  # a model or database failure stops the add, and undoes it
             ingestor.fail(label, str(exc))
+
+
+def _look_at(path: Path) -> Seen:
+    from haiku_cli.ingest.document import ConversionError
+    from haiku_cli.ingest.remembering import Seen
+
+    try:
+        return Seen.file(path, path.stat())
+    except FileNotFoundError:  # gone since the walk found it: in the words convert_file uses
+        raise ConversionError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise ConversionError(f"{path}: cannot read ({exc.strerror or exc})") from exc

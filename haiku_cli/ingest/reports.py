@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-# "skipped": left out on purpose (a symlink out of the folder); "failed": could not be read or converted.
-Status = Literal["added", "updated", "unchanged", "skipped", "failed"]
+from haiku_cli.store.sources import SourceKind
+
+# "skipped": left out on purpose (a symlink out of the folder); "failed": could not be read or converted;
+# "deleted": `sync` removed the document of a file that left its source.
+Status = Literal["added", "updated", "unchanged", "skipped", "failed", "deleted"]
 
 
 class Progress(Protocol):
@@ -48,6 +52,11 @@ class SourceOutcome(BaseModel):
         outcome._position = position
         return outcome
 
+    @property
+    def position(self) -> int:
+        """Where the source was given or found among those of its add."""
+        return self._position
+
 
 class IngestReport(BaseModel):
     """The outcome of every source of one add, in the database it went to."""
@@ -64,3 +73,42 @@ class IngestReport(BaseModel):
         """The report with its outcomes in the order the sources were given and found."""
         self.outcomes.sort(key=lambda o: o._position)  # stable: a source's own outcomes keep theirs
         return self
+
+
+SyncStatus = Literal["synced", "missing", "unreadable"]
+
+
+class SourceSync(BaseModel):
+    """What a sync did to one remembered source: counts, and each change or failure."""
+
+    source: str
+    kind: SourceKind
+    # "missing" / "unreadable": the source itself could not be read; its documents were kept.
+    status: SyncStatus = "synced"
+    error: str | None = None
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    skipped: int = 0
+    failed: int = 0
+    changes: list[SourceOutcome] = Field(default_factory=list)  # every outcome but "unchanged"
+
+    def count(self, outcomes: Sequence[SourceOutcome]) -> None:
+        """Add outcomes to the counts; all but the unchanged ones are listed too."""
+        for outcome in outcomes:
+            setattr(self, outcome.status, getattr(self, outcome.status) + 1)
+            if outcome.status != "unchanged":
+                self.changes.append(outcome)
+
+
+class SyncReport(BaseModel):
+    """What `haiku sync` did to one database, source by source."""
+
+    database: str
+    sources: list[SourceSync] = Field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        """Whether some item, or some source as a whole, could not be read."""
+        return any(s.failed or s.status != "synced" for s in self.sources)

@@ -90,6 +90,42 @@ def iter_source_files(root: Path, *, follow_symlinks: bool = False) -> Iterator[
     yield from walk.directory(root, _inherited_rules(root))
 
 
+def iter_source_scope(
+    root: Path, path: Path, *, follow_symlinks: bool = False
+) -> Iterator[Path | SkippedSource]:
+    """What `iter_source_files(root)` yields at or under `path` (a file or folder inside `root`).
+
+    The folders on the way down must not be hidden, skipped or ignored, and their ignore files apply,
+    as in a walk of the whole tree; nothing is yielded for a path that is gone.
+    """
+    try:
+        inside = path.relative_to(root)
+    except ValueError:
+        return
+    if not root.is_dir() or not os.path.lexists(path):
+        return
+    walk = _Walk(os.path.realpath(root), follow_symlinks)
+    rules = _inherited_rules(root).descend(root)
+    folder = root
+    for name in inside.parts[:-1]:
+        folder = folder / name
+        if (
+            name.startswith(".")
+            or _skip_dir(folder, name)
+            or rules.ignored(folder, is_dir=True)
+            or (folder.is_symlink() and not follow_symlinks and not walk._inside(folder))
+        ):
+            return
+        rules = rules.descend(folder)
+    if path == root:
+        yield from walk.directory(root, _inherited_rules(root))
+    elif not path.name.startswith("."):
+        try:
+            yield from walk._entry(path, path, rules)
+        except OSError as exc:
+            yield _unreadable(path, exc)
+
+
 def _inherited_rules(root: Path) -> IgnoreRules:
     """Ignore files of the directories above `root`, up to the top of its git work tree if it is in one."""
     absolute = Path(os.path.abspath(root))
@@ -134,7 +170,7 @@ class _Walk:
                 yield _unreadable(Path(entry.path), exc)
 
     def _entry(
-        self, path: Path, entry: os.DirEntry[str], rules: IgnoreRules
+        self, path: Path, entry: os.DirEntry[str] | Path, rules: IgnoreRules
     ) -> Iterator[Path | SkippedSource]:
         is_dir = entry.is_dir()  # follows symlinks; a broken or looping link is neither dir nor file
         if not is_dir and not entry.is_file():

@@ -18,6 +18,7 @@ from haiku_cli.store.handle import (
     parse_json_object,
     read_meta,
     storage_failure,
+    table_names,
 )
 from haiku_cli.store.lance_import import import_lancedb
 from haiku_cli.store.location import Location
@@ -61,7 +62,7 @@ def exists(location: Location) -> bool:
         return False
     try:
         conn = _connect(location)
-        return schema.META in _table_names(conn)
+        return schema.META in table_names(conn)
     except DatabaseError:
         raise
     except Exception as exc:  # an unreachable store is a failure, not "missing"
@@ -164,7 +165,9 @@ def _refuse_foreign_folder(location: Location, path: Path) -> None:
     from haiku_cli.store.writer import LOCK_FILE
 
     ours = (
-        {LOCK_FILE} | _DESKTOP_FILES | {f"{t}.lance" for t in (schema.DOCUMENTS, schema.CHUNKS, schema.META)}
+        {LOCK_FILE}
+        | _DESKTOP_FILES
+        | {f"{t}.lance" for t in (schema.DOCUMENTS, schema.CHUNKS, schema.META, *schema.SIDE_TABLES)}
     )
     if path.is_dir() and any(entry.name not in ours for entry in path.iterdir()):
         # Read or written, the same fix: a database's own folder, or a new or empty one to create it in.
@@ -216,7 +219,3 @@ def _connect(location: Location) -> DBConnection:
         return lancedb.connect(location.connect_uri, storage_options=location.storage_options or None)
     except Exception as exc:
         raise DatabaseError(f"database '{location.name}' cannot be reached: {failure_reason(exc)}") from exc
-
-
-def _table_names(conn: DBConnection) -> list[str]:
-    return list(conn.list_tables().tables)

@@ -19,6 +19,7 @@ from haiku_cli.store import schema
 from haiku_cli.store.location import Location
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from lancedb.db import DBConnection
     from lancedb.table import Table
 
@@ -51,11 +52,32 @@ class Database:
         self.chunks = chunks if chunks is not None else conn.open_table(self.chunks_table_name)
         # ((table name, version), its columns): `vacuum` adds columns to an older layout's table in place
         self._chunk_columns: tuple[tuple[str, int], frozenset[str]] | None = None
+        # Tables a feature creates on first use (schema.SIDE_TABLES), so older databases open unchanged:
+        # name -> the open table, or None while the database has none.
+        self._side: dict[str, Table | None] = {}
 
     @property
     def name(self) -> str:
         """The database's name, its identity in every message and result."""
         return self.location.name
+
+    def side_table(self, name: str) -> Table | None:
+        """A table created on first use (`schema.SIDE_TABLES`), or None if this database has none."""
+        if name not in self._side:
+            self._side[name] = self.conn.open_table(name) if name in table_names(self.conn) else None
+        return self._side[name]
+
+    def side_tables(self) -> dict[str, Table]:
+        """Every side table this database has, by name."""
+        return {n: t for n in schema.SIDE_TABLES if (t := self.side_table(n)) is not None}
+
+    def create_side_table(self, name: str, table_schema: pa.Schema) -> Table:
+        """The side table, created empty if missing (by a writer holding the lock, before its journal)."""
+        table = self.side_table(name)
+        if table is None:
+            table = self.conn.create_table(name, schema=table_schema, exist_ok=True)
+            self._side[name] = table
+        return table
 
     @property
     def embedder(self) -> EmbedderSpec:
@@ -110,6 +132,11 @@ class Database:
                 f"but {spec.name} ({spec.dimension} dims) is configured; "
                 "configure the original embedder or rebuild the database"
             )
+
+
+def table_names(conn: DBConnection) -> list[str]:
+    """The names of a database's tables."""
+    return list(conn.list_tables().tables)
 
 
 def read_meta(table: Table) -> dict[str, str]:
@@ -191,5 +218,10 @@ def catch_up(db: Database) -> None:
             db.chunks = db.conn.open_table(db.chunks_table_name)  # a rebuild switched tables
         else:
             db.chunks.checkout_latest()
+        for name, table in list(db._side.items()):
+            if table is None:
+                del db._side[name]  # another writer may have created it since: look again on use
+            else:
+                table.checkout_latest()
     except Exception as exc:
         raise storage_failure(db.name, "cannot be read", exc) from exc

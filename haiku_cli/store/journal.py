@@ -14,11 +14,12 @@ from haiku_cli.store.handle import PENDING_WRITE, Database
 
 def table_versions(db: Database) -> dict[str, int]:
     """The versions of the tables a write changes, as the journal records them."""
-    return {schema.DOCUMENTS: db.documents.version, schema.CHUNKS: db.chunks.version}
+    return {name: table.version for name, table in _tables(db).items()}
 
 
 def _tables(db: Database):
-    return {schema.DOCUMENTS: db.documents, schema.CHUNKS: db.chunks}
+    # A side table is created before the journal of the write that first fills it, so it is named here.
+    return {schema.DOCUMENTS: db.documents, schema.CHUNKS: db.chunks, **db.side_tables()}
 
 
 def recover(db: Database) -> None:
@@ -31,13 +32,13 @@ def read_snapshot(db: Database) -> None:
     """Point a reader at the table versions from before an unfinished write."""
     before = json.loads(db.meta[PENDING_WRITE])
     for name, table in _tables(db).items():
-        if table.version != before[name]:
+        if name in before and table.version != before[name]:
             table.checkout(before[name])
 
 
 def restore(db: Database, before: dict[str, int]) -> None:
     """Put the tables back at the journal's versions and drop the journal."""
     for name, table in _tables(db).items():
-        if table.version != before[name]:
+        if name in before and table.version != before[name]:
             table.restore(before[name])
     db.delete_meta(PENDING_WRITE)

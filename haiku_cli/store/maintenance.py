@@ -175,7 +175,7 @@ def cleanup_superseded(db: Database, keep: timedelta = KEEP_SUPERSEDED) -> None:
         return  # undoing that write needs the versions its journal names
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        for table in (db.documents, db.chunks, db.meta_table):
+        for table in (db.documents, db.chunks, db.meta_table, *db.side_tables().values()):
             older_than = _superseded_cutoff(table, keep)
             if older_than is not None:
                 _drop_versions(table, older_than)
@@ -224,7 +224,7 @@ def vacuum(db: Database) -> tuple[int | None, int | None, bool]:
         refresh_keys(db.documents, DOCUMENT_KEYS)
         # Dropping every old version is what vacuum is for; LanceDB warns about it to other callers.
         warnings.simplefilter("ignore", UserWarning)
-        for table in (db.documents, db.chunks, db.meta_table):
+        for table in (db.documents, db.chunks, db.meta_table, *db.side_tables().values()):
             table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
     after = _dir_size(path) if path is not None else None
     return before, after, upgraded

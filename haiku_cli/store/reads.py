@@ -61,6 +61,11 @@ def _trailing(where: str, rest: str) -> NoReturn:
     )
 
 
+def rows_where(db: Database, table: Any, where: str | None, columns: list[str]) -> pa.Table:
+    """Some columns of every row of `table` matching `where` (all rows when None), as Arrow."""
+    return _query_arrow(db, table, where, columns, None)
+
+
 def _query_rows(db: Database, table: Any, where: str | None, columns: list[str], limit: int | None):
     return _query_arrow(db, table, where, columns, limit).to_pylist()
 

@@ -11,6 +11,11 @@ SCHEMA_VERSION = 2
 DOCUMENTS = "documents"
 CHUNKS = "chunks"
 META = "meta"
+# Tables created on first use, so that older databases open unchanged (no version bump): the sources
+# `add-src` remembers, and the files each one held when last read (what `sync` compares against).
+SOURCES = "sources"
+SOURCE_FILES = "source_files"
+SIDE_TABLES = (SOURCES, SOURCE_FILES)
 
 _TS = pa.timestamp("us", tz="UTC")
 # A chunk's copy of its document's fields, by document field: written with the chunk, whenever its

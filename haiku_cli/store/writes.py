@@ -13,8 +13,9 @@ from haiku_cli.store import schema
 from haiku_cli.store.database import Database
 from haiku_cli.store.indexes import analyze_many
 from haiku_cli.store.maintenance import after_write
-from haiku_cli.store.reads import count_documents, in_list, sql_string
+from haiku_cli.store.reads import count_documents, in_list
 from haiku_cli.store.records import DocumentSummary, DocumentWrite, NewChunk
+from haiku_cli.store.sources import DELETE_BATCH, drop_states_of_documents
 from haiku_cli.store.transaction import atomic_write, storage_errors
 from haiku_cli.store.writer import LOCK_FILE, checkpoint, ensure_held, exclusive
 
@@ -119,11 +120,19 @@ _DOCUMENT_COLUMNS = frozenset(schema.DOCUMENT_FIELDS.values())
 
 def delete_document(db: Database, document_id: str) -> None:
     """Delete a document and its chunks together."""
+    delete_documents(db, [document_id])
+
+
+def delete_documents(db: Database, document_ids: Sequence[str]) -> None:
+    """Delete documents with their chunks, and any source's claim on them, all together."""
     with exclusive(db):
         with atomic_write(db), storage_errors(db, "cannot be written"):
             ensure_held(db)
-            db.chunks.delete(f"document_id = {sql_string(document_id)}")
-            db.documents.delete(f"id = {sql_string(document_id)}")
+            for start in range(0, len(document_ids), DELETE_BATCH):
+                ids = document_ids[start : start + DELETE_BATCH]
+                db.chunks.delete(in_list("document_id", ids))
+                db.documents.delete(in_list("id", ids))
+            drop_states_of_documents(db, document_ids)
         after_write(db)
 
 
@@ -140,7 +149,7 @@ def remove_unwritten(db: Database, *, folder: bool) -> None:
         db.writer_lock.abandon()
         # The meta table goes last: while it exists the database does, and an object store's lease
         # (the lock of other writers) lives in it.
-        for name in (db.chunks_table_name, schema.DOCUMENTS, schema.META):
+        for name in (db.chunks_table_name, schema.DOCUMENTS, *schema.SIDE_TABLES, schema.META):
             db.conn.drop_table(name, ignore_missing=True)
     path = db.location.local_path
     if path is None:

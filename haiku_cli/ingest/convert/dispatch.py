@@ -81,8 +81,14 @@ def convert_file(path: Path, limits: IngestSettings | None = None) -> ConvertedD
         raise ConversionError(f"{label}: cannot read ({exc.strerror or exc})") from exc
     if len(data) > limit:
         raise ConversionError(over_limit(label, len(data), key, limit_mb))
-    uri = Path(os.path.abspath(path)).as_uri()
-    return _convert(data, kind, label=label, uri=uri, fallback_title=path.stem or path.name, limits=limits)
+    return _convert(
+        data, kind, label=label, uri=file_uri(path), fallback_title=path.stem or path.name, limits=limits
+    )
+
+
+def file_uri(path: Path) -> str:
+    """The uri a local file's document is stored under (its absolute path, symlinks not resolved)."""
+    return Path(os.path.abspath(path)).as_uri()
 
 
 def convert_text(text: str, *, title: str | None = None, uri: str = "") -> ConvertedDocument:

@@ -1,0 +1,109 @@
+"""`haiku sources`, `haiku forget-src`, `haiku sync` and `haiku watch`: keeping added sources fresh."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from haiku_cli.cli import output, render
+from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Json, workspace
+from haiku_cli.cli.running import add_command, exit_with, run, usage_error
+from haiku_cli.errors import ExitCode
+
+if TYPE_CHECKING:
+    from haiku_cli.api import Location, Workspace
+
+AllDatabases = Annotated[
+    bool,
+    typer.Option("--all", help="Every configured database that is not read_only (instead of -d/--db)."),
+]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the source commands to the app."""
+    add_command(app, "sources", sources)
+    add_command(app, "forget-src", forget_src)
+    add_command(app, "sync", sync)
+
+
+def sources(
+    ctx: typer.Context, database: DatabaseNames = None, db: DatabasePaths = None, json: Json = False
+) -> None:
+    """List the sources add-src remembered, with the options each was added with."""
+    from haiku_cli import api
+
+    ws = workspace(ctx)
+    location = ws.select_one(database or [], db or [])
+    listed = run(lambda: api.list_sources(ws, location))
+    if json:
+        output.print_model(listed)
+    else:
+        render.remembered_sources(listed)
+
+
+def forget_src(
+    ctx: typer.Context,
+    source: Annotated[
+        str, typer.Argument(help="The path or URL as `haiku sources` lists it.", metavar="SOURCE")
+    ],
+    keep_documents: Annotated[
+        bool, typer.Option("--keep-documents", help="Keep its documents (they are no longer synced).")
+    ] = False,
+    database: DatabaseNames = None,
+    db: DatabasePaths = None,
+    json: Json = False,
+) -> None:
+    """Forget a remembered source and delete its documents (unless --keep-documents)."""
+    from haiku_cli import api
+
+    ws = workspace(ctx)
+    location = ws.select_one(database or [], db or [])
+    done = run(lambda: api.forget_source(ws, location, source, keep_documents=keep_documents))
+    if json:
+        output.print_model(done)
+    else:
+        render.forgotten_source(done)
+
+
+def sync(
+    ctx: typer.Context,
+    all_: AllDatabases = False,
+    database: DatabaseNames = None,
+    db: DatabasePaths = None,
+    json: Json = False,
+) -> None:
+    """Read every remembered source again: add new files, replace changed ones, delete those gone."""
+    from haiku_cli import api
+
+    ws = workspace(ctx)
+    locations = _chosen(ctx, ws, all_, database, db)
+    with output.progress_bar("syncing") as bar:
+        done = run(
+            lambda: api.sync(ws, locations, progress=bar, on_source=None if json else render.source_sync)
+        )
+    if json:
+        output.print_model(done)
+    else:
+        for report in done.databases:
+            render.sync_summary(report)
+    if done.failed:
+        exit_with(ExitCode.PARTIAL)
+
+
+def _chosen(
+    ctx: typer.Context,
+    ws: Workspace,
+    all_: bool,
+    database: list[str] | None,
+    db: list[Path] | None,
+) -> list[Location]:
+    """The one database selected, or with --all every writable configured one."""
+    from haiku_cli import api
+
+    if all_ and (database or db):
+        raise usage_error("--all covers every configured database; drop --database/--db, or --all", ctx)
+    if all_:
+        return api.writable_databases(ws)
+    return [ws.select_one(database or [], db or [])]

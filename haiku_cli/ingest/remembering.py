@@ -1,0 +1,86 @@
+"""Which remembered source each item of an add belongs to, and what its file or URL was when it was read."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from haiku_cli.ingest.convert.dispatch import file_uri
+from haiku_cli.ingest.convert.url import Validators
+from haiku_cli.ingest.reports import SourceOutcome
+from haiku_cli.ingest.sources import is_url
+from haiku_cli.store.sources import FileState, RememberedSource
+
+# The outcomes whose document stands for its file once the add is done.
+_HELD = ("added", "updated", "unchanged")
+
+
+def source_key(source: str) -> str:
+    """How a source given to `add-src` is remembered: a URL as it is, a path made absolute (not resolved)."""
+    return source if is_url(source) else os.path.abspath(Path(source).expanduser())
+
+
+def remembered(
+    source: str, *, title: str | None, metadata: dict[str, Any], follow_symlinks: bool
+) -> RememberedSource:
+    """The record of a source being added now, with the options it is added with."""
+    key = source_key(source)
+    if is_url(source):
+        kind = "url"
+    else:
+        try:
+            kind = "folder" if Path(key).is_dir() else "file"
+        except OSError:
+            kind = "file"
+    return RememberedSource(
+        source=key, kind=kind, title=title, metadata=metadata, follow_symlinks=follow_symlinks
+    )
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A file's size and modification time, or a URL's validators, taken before it was read."""
+
+    uri: str
+    size: int | None = None
+    mtime_ns: int | None = None
+    validators: Validators | None = None
+
+    @classmethod
+    def file(cls, path: Path, stat: os.stat_result) -> Seen:
+        """A file as `stat` found it."""
+        return cls(file_uri(path), stat.st_size, stat.st_mtime_ns)
+
+    def matches(self, state: FileState) -> bool:
+        """Whether the file looks as it did when `state` was stored (so it need not be read again)."""
+        return (self.size, self.mtime_ns) == (state.size, state.mtime_ns) and self.size is not None
+
+
+def states_of(
+    outcomes: Iterable[SourceOutcome], owners: Mapping[int, str], seen: Mapping[int, Seen]
+) -> list[FileState]:
+    """The file states an add leaves: one per item of a remembered source whose document it holds."""
+    out = []
+    for outcome in outcomes:
+        position = outcome.position
+        if outcome.status not in _HELD or outcome.document_id is None or position not in owners:
+            continue
+        looked = seen.get(position)
+        if looked is None:
+            continue
+        validators = looked.validators or Validators()
+        out.append(
+            FileState(
+                source=owners[position],
+                uri=looked.uri,
+                document_id=outcome.document_id,
+                size=looked.size,
+                mtime_ns=looked.mtime_ns,
+                etag=validators.etag,
+                last_modified=validators.last_modified,
+            )
+        )
+    return out

@@ -1,0 +1,215 @@
+"""Reading a remembered source again: add what is new, replace what changed, delete what left it.
+
+A file whose size and modification time are those stored costs a `stat`, never a read; one whose
+stat moved is read and its content hash decides (an unchanged text only refreshes the stored stat).
+Each source is one all-or-nothing write, and a source with nothing to change writes nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio.to_thread
+
+from haiku_cli.config.settings import IngestSettings
+from haiku_cli.ingest.convert.dispatch import file_uri
+from haiku_cli.ingest.convert.url import Validators
+from haiku_cli.ingest.pipeline import Ingestor, ingest_items
+from haiku_cli.ingest.remembering import Seen, states_of
+from haiku_cli.ingest.reports import Progress, SourceOutcome, SourceSync, SyncStatus
+from haiku_cli.ingest.sources import SkippedSource, iter_source_files, iter_source_scope
+from haiku_cli.store import sources as stored_sources
+from haiku_cli.store.maintenance import after_write
+from haiku_cli.store.reads import document_ids
+from haiku_cli.store.sources import FileState, RememberedSource
+from haiku_cli.store.transaction import atomic_write, storage_errors
+from haiku_cli.store.writes import delete_documents
+
+if TYPE_CHECKING:
+    from haiku_cli.embed import Embedder
+    from haiku_cli.store.database import Database
+
+
+async def sync_source(
+    db: Database,
+    embedder: Callable[[], Awaitable[Embedder]],
+    source: RememberedSource,
+    *,
+    limits: IngestSettings | None = None,
+    progress: Progress | None = None,
+    scope: Sequence[Path] | None = None,
+) -> SourceSync:
+    """Bring the documents of one remembered source up to date with it (the caller holds the writer lock).
+
+    `embedder` is awaited only when something has to be embedded. `scope`: only these paths inside the
+    source are looked at (what a watcher saw change); None: all of it.
+    """
+    plan = await anyio.to_thread.run_sync(_plan, db, source, scope)
+    result = SourceSync(source=source.source, kind=source.kind, unchanged=plan.unchanged)
+    if plan.problem is not None:
+        result.status, result.error = plan.problem
+        return result
+    outcomes = list(plan.outcomes)
+    if plan.items or plan.gone or plan.refresh:
+        ingestor = Ingestor(db, await embedder(), progress)
+        await anyio.to_thread.run_sync(stored_sources.prepare, db)
+        with atomic_write(db):
+            seen = await ingest_items(
+                ingestor,
+                plan.items,
+                title=source.title,
+                metadata=source.metadata,
+                limits=limits,
+                known=plan.known,
+            )
+            owners = dict.fromkeys((p for p, _ in plan.items), source.source)
+            deleted = await anyio.to_thread.run_sync(
+                lambda: _apply(db, source, plan, states_of(ingestor.report.outcomes, owners, seen))
+            )
+        await anyio.to_thread.run_sync(after_write, db)
+        outcomes += ingestor.report.outcomes + deleted
+    result.count(sorted(outcomes, key=lambda o: o.position))
+    return result
+
+
+@dataclass
+class _Plan:
+    """What a sync of one source has to do, found under the lock before anything is written."""
+
+    items: list[tuple[int, str | Path]] = field(default_factory=list)  # to read (new or stat moved)
+    gone: list[FileState] = field(default_factory=list)  # stored, no longer in the source
+    refresh: list[FileState] = field(default_factory=list)  # stored for documents no longer held
+    known: dict[str, tuple[str, Validators]] = field(default_factory=dict)
+    outcomes: list[SourceOutcome] = field(default_factory=list)  # failures and skips met on the way
+    unchanged: int = 0
+    problem: tuple[SyncStatus, str] | None = None
+
+
+def _plan(db: Database, source: RememberedSource, scope: Sequence[Path] | None) -> _Plan:
+    with storage_errors(db, "cannot be read"):
+        states = {s.uri: s for s in stored_sources.file_states(db, source.source)}
+        held = set(document_ids(db)) if states else set()
+    plan = _Plan()
+    # A document deleted since (`haiku delete`) no longer stands for its file: read the file again.
+    plan.refresh = [s for s in states.values() if s.document_id not in held]
+    states = {uri: s for uri, s in states.items() if s.document_id in held}
+    positions = itertools.count()
+    if source.kind == "url":
+        stored = states.get(source.source)
+        if stored is not None:
+            plan.known[source.source] = (
+                stored.document_id,
+                Validators(stored.etag, stored.last_modified),
+            )
+        plan.items.append((next(positions), source.source))
+        return plan
+    root = Path(source.source)
+    problem = _unreachable(root, len(states))
+    if problem is not None:
+        plan.problem = problem
+        return plan
+    walked = iter_source_files(root, follow_symlinks=source.follow_symlinks)
+    if scope is not None:
+        walked = _scoped(root, scope, source.follow_symlinks)
+    seen: set[str] = set()
+    kept_under: list[str] = []  # uris of folders that could not be read: what was under them stays
+    for entry in walked:
+        position = next(positions)
+        if isinstance(entry, SkippedSource):
+            status = "failed" if entry.failed else "skipped"
+            error = f"{entry.source}: {entry.reason}" if entry.failed else None
+            note = None if entry.failed else entry.reason
+            plan.outcomes.append(
+                SourceOutcome.at(position, source=entry.source, status=status, error=error, note=note)
+            )
+            if entry.failed:
+                kept_under.append(file_uri(Path(entry.source)))
+            continue
+        uri = file_uri(entry)
+        seen.add(uri)
+        stored = states.get(uri)
+        if stored is not None and _unchanged(entry, stored):
+            plan.unchanged += 1
+        else:
+            plan.items.append((position, entry))
+    in_scope = _in_scope(scope)
+    plan.gone = [
+        s
+        for uri, s in states.items()
+        if uri not in seen and in_scope(uri) and not any(_under(uri, k) for k in kept_under)
+    ]
+    return plan
+
+
+def _unreachable(root: Path, documents: int) -> tuple[SyncStatus, str] | None:
+    """Why a source cannot be read as a whole (its documents are then kept), or None."""
+    kept = f"its {documents} document{'s' * (documents != 1)} are kept until it is back or forgotten"
+    if not os.path.lexists(root):
+        return "missing", f"{root}: no such file or directory; {kept} (haiku forget-src)"
+    try:
+        if root.is_dir():
+            with os.scandir(root):
+                pass
+        elif not os.path.exists(root):
+            return "missing", f"{root}: a broken symlink; {kept}"
+    except OSError as exc:
+        return "unreadable", f"{root}: cannot read ({exc.strerror or exc}); {kept}"
+    return None
+
+
+def _unchanged(path: Path, stored: FileState) -> bool:
+    try:
+        return Seen.file(path, path.stat()).matches(stored)
+    except OSError:
+        return False  # read it: the read reports what is wrong
+
+
+def _scoped(root: Path, scope: Sequence[Path], follow_symlinks: bool) -> Iterator[Path | SkippedSource]:
+    done: set[Path] = set()
+    for path in sorted(set(scope)):
+        if any(path == d or d in path.parents for d in done):
+            continue  # inside a folder already walked
+        done.add(path)
+        yield from iter_source_scope(root, path, follow_symlinks=follow_symlinks)
+
+
+def _in_scope(scope: Sequence[Path] | None):
+    if scope is None:
+        return lambda uri: True
+    prefixes = [file_uri(p) for p in scope]
+    return lambda uri: any(_under(uri, p) for p in prefixes)
+
+
+def _under(uri: str, prefix: str) -> bool:
+    return uri == prefix or uri.startswith(prefix.rstrip("/") + "/")
+
+
+def _apply(
+    db: Database, source: RememberedSource, plan: _Plan, states: list[FileState]
+) -> list[SourceOutcome]:
+    """Inside the sync's write: delete what left the source, store what it holds now."""
+    with storage_errors(db, "cannot be written"):
+        stored_sources.drop_file_states(db, plan.gone + plan.refresh)
+        ids = [s.document_id for s in plan.gone]
+        # A document another source also gave (a file added by itself too) stays for that source.
+        others = stored_sources.claimed(db, ids, besides=source.source)
+        doomed = [i for i in dict.fromkeys(ids) if i not in others]
+        if doomed:
+            delete_documents(db, doomed)
+        stored_sources.put_file_states(db, states)
+    position = 1 << 40  # after every item found by the walk
+    return [
+        SourceOutcome.at(position, source=_path_of(s.uri), status="deleted", document_id=s.document_id)
+        for s in plan.gone
+    ]
+
+
+def _path_of(uri: str) -> str:
+    from urllib.parse import unquote, urlsplit
+
+    return unquote(urlsplit(uri).path) if uri.startswith("file://") else uri

@@ -1,0 +1,196 @@
+"""The sources `add-src` remembers, and what each held when last read: the ground `sync` compares against.
+
+Two side tables, created by the first add that remembers a source (older databases open unchanged):
+`sources` (one row per source: its path or URL and the options it was added with) and `source_files`
+(one row per document a source gave: its uri, document id, and the file's size and modification time
+or the URL's ETag and Last-Modified when it was read). Both are written inside the write that adds or
+removes the documents, so the three always agree.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import pyarrow as pa
+from pydantic import BaseModel, Field
+
+from haiku_cli.store import schema
+from haiku_cli.store.handle import Database, parse_json_object
+from haiku_cli.store.reads import in_list, rows_where, sql_string
+from haiku_cli.store.records import UtcDatetime
+from haiku_cli.store.transaction import storage_errors
+
+SourceKind = Literal["folder", "file", "url"]
+_TS = pa.timestamp("us", tz="UTC")
+# Deletes name their rows in batches of this many ids (one SQL filter each).
+DELETE_BATCH = 2000
+
+
+def sources_schema() -> pa.Schema:
+    """One row per remembered source; `options` is a JSON object (title, metadata, follow_symlinks, ...)."""
+    return pa.schema(
+        [
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("kind", pa.string()),
+            pa.field("options", pa.string()),
+            pa.field("added_at", _TS),
+        ]
+    )
+
+
+def source_files_schema() -> pa.Schema:
+    """One row per document of a source, with what its file or URL looked like when it was read."""
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),  # source + "\n" + uri
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("uri", pa.string(), nullable=False),
+            pa.field("document_id", pa.string()),
+            pa.field("size", pa.int64()),
+            pa.field("mtime_ns", pa.int64()),
+            pa.field("etag", pa.string()),
+            pa.field("last_modified", pa.string()),
+        ]
+    )
+
+
+class RememberedSource(BaseModel):
+    """A source `add-src` was given, with the options it was added with; `sync` reads it again."""
+
+    source: str  # an absolute path, or an http(s) URL
+    kind: SourceKind
+    title: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    follow_symlinks: bool = False
+    added_at: UtcDatetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+class FileState(BaseModel):
+    """What one document of a source looked like when it was read (size and mtime, or HTTP validators)."""
+
+    source: str
+    uri: str
+    document_id: str
+    size: int | None = None
+    mtime_ns: int | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The row's id: a document may belong to several sources (a folder and a file in it)."""
+        return f"{self.source}\n{self.uri}"
+
+
+def has_sources(db: Database) -> bool:
+    """Whether this database has remembered any source yet."""
+    return db.side_table(schema.SOURCES) is not None
+
+
+def prepare(db: Database) -> None:
+    """Create the side tables if missing; a writer calls it holding the lock, before its journal."""
+    with storage_errors(db, "cannot be written"):
+        db.create_side_table(schema.SOURCES, sources_schema())
+        db.create_side_table(schema.SOURCE_FILES, source_files_schema())
+
+
+def read_sources(db: Database) -> list[RememberedSource]:
+    """Every remembered source, in the order they were first added."""
+    table = db.side_table(schema.SOURCES)
+    if table is None:
+        return []
+    rows = rows_where(db, table, None, ["source", "kind", "options", "added_at"]).to_pylist()
+    out = [
+        RememberedSource(
+            source=r["source"], kind=r["kind"], added_at=r["added_at"], **parse_json_object(r["options"])
+        )
+        for r in rows
+    ]
+    return sorted(out, key=lambda s: (s.added_at, s.source))
+
+
+def remember(db: Database, sources: Sequence[RememberedSource]) -> None:
+    """Store sources (a source added again takes the options given now; it keeps its first add's time)."""
+    if not sources:
+        return
+    table = db.create_side_table(schema.SOURCES, sources_schema())
+    known = {s.source: s for s in read_sources(db)}
+    rows = []
+    for s in sources:
+        added_at = known[s.source].added_at if s.source in known else s.added_at
+        options = s.model_dump(mode="json", exclude={"source", "kind", "added_at"})
+        rows.append(
+            {
+                "source": s.source,
+                "kind": s.kind,
+                "options": json.dumps(options, ensure_ascii=False),
+                "added_at": added_at,
+            }
+        )
+    merge = table.merge_insert("source").when_matched_update_all().when_not_matched_insert_all()
+    merge.execute(pa.Table.from_pylist(rows, schema=sources_schema()))
+
+
+def forget(db: Database, source: str) -> None:
+    """Remove a remembered source and its file states (its documents are the caller's to delete or keep)."""
+    for name in (schema.SOURCES, schema.SOURCE_FILES):
+        table = db.side_table(name)
+        if table is not None:
+            table.delete(f"source = {sql_string(source)}")
+
+
+def file_states(db: Database, source: str | None = None) -> list[FileState]:
+    """The file states of one source (every source's when None)."""
+    table = db.side_table(schema.SOURCE_FILES)
+    if table is None:
+        return []
+    where = None if source is None else f"source = {sql_string(source)}"
+    columns = ["source", "uri", "document_id", "size", "mtime_ns", "etag", "last_modified"]
+    return [FileState(**r) for r in rows_where(db, table, where, columns).to_pylist()]
+
+
+def put_file_states(db: Database, states: Iterable[FileState]) -> None:
+    """Store file states, replacing those of the same source and uri."""
+    rows = [{"id": s.key, **s.model_dump()} for s in states]
+    if not rows:
+        return
+    table = db.create_side_table(schema.SOURCE_FILES, source_files_schema())
+    merge = table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+    merge.execute(pa.Table.from_pylist(rows, schema=source_files_schema()))
+
+
+def drop_file_states(db: Database, states: Iterable[FileState]) -> None:
+    """Remove file states (their documents left the source)."""
+    keys = [s.key for s in states]
+    table = db.side_table(schema.SOURCE_FILES)
+    if table is None:
+        return
+    for start in range(0, len(keys), DELETE_BATCH):
+        table.delete(in_list("id", keys[start : start + DELETE_BATCH]))
+
+
+def drop_states_of_documents(db: Database, document_ids: Sequence[str]) -> None:
+    """Remove every source's file states of deleted documents (so no source still claims them)."""
+    table = db.side_table(schema.SOURCE_FILES)
+    if table is None or not document_ids:
+        return
+    for start in range(0, len(document_ids), DELETE_BATCH):
+        table.delete(in_list("document_id", document_ids[start : start + DELETE_BATCH]))
+
+
+def claimed(db: Database, document_ids: Iterable[str], *, besides: str) -> set[str]:
+    """Which of these documents another source than `besides` also gave (they stay when it lets go)."""
+    ids = list(dict.fromkeys(document_ids))
+    table = db.side_table(schema.SOURCE_FILES)
+    if table is None or not ids:
+        return set()
+    found: set[str] = set()
+    for start in range(0, len(ids), DELETE_BATCH):
+        where = (
+            f"{in_list('document_id', ids[start : start + DELETE_BATCH])} AND source != {sql_string(besides)}"
+        )
+        found.update(rows_where(db, table, where, ["document_id"]).column("document_id").to_pylist())
+    return found

@@ -1,0 +1,265 @@
+"""Remembered sources and `sync` against a real database and the real file system."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+import anyio
+import pytest
+
+from haiku_cli.errors import ModelError
+from haiku_cli.ingest import pipeline
+from haiku_cli.ingest.sync import sync_source
+from haiku_cli.store import open_database, reads
+from haiku_cli.store import sources as stored
+from tests.ingest.support import FailingAfter, new_db
+
+
+def _add(db, embedder, *sources: str, **options):
+    options.setdefault("title", None)
+    options.setdefault("metadata", {})
+    return anyio.run(lambda: pipeline.add_sources(db, embedder, list(sources), **options))
+
+
+def _sync(db, embedder, source: str, scope=None):
+    (remembered,) = [s for s in stored.read_sources(db) if s.source == source]
+
+    async def go():
+        async def get_embedder():
+            return embedder
+
+        return await sync_source(db, get_embedder, remembered, scope=scope)
+
+    return anyio.run(go)
+
+
+def _by_uri(db) -> dict[str, str]:
+    return {d.uri: d.id for d in reads.list_documents(db, limit=None)}
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    folder = tmp_path / "notes"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.md").write_text("# Alpha\n\nApples grow on trees.\n")
+    (folder / "sub" / "b.txt").write_text("Bananas are yellow.\n")
+    return folder
+
+
+def test_add_src_remembers_each_source_with_its_options(tmp_path: Path, embedder, notes: Path) -> None:
+    db = new_db(tmp_path, embedder)
+    single = tmp_path / "single.md"
+    single.write_text("One file on its own.\n")
+    _add(db, embedder, str(notes), metadata={"project": "x"}, follow_symlinks=True)
+    _add(db, embedder, str(single), title="Single")
+    remembered = {s.source: s for s in stored.read_sources(db)}
+    assert remembered[str(notes)].kind == "folder"
+    assert remembered[str(notes)].metadata == {"project": "x"}
+    assert remembered[str(notes)].follow_symlinks is True
+    assert (remembered[str(single)].kind, remembered[str(single)].title) == ("file", "Single")
+    states = stored.file_states(db, str(notes))
+    assert sorted(Path(s.uri.removeprefix("file://")).name for s in states) == ["a.md", "b.txt"]
+    assert {s.document_id for s in states} <= set(_by_uri(db).values())
+
+
+def test_sync_adds_replaces_and_deletes_only_what_left_its_source(
+    tmp_path: Path, embedder, notes: Path
+) -> None:
+    db = new_db(tmp_path, embedder)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "c.md").write_text("Cherries are red.\n")
+    _add(db, embedder, str(notes))
+    _add(db, embedder, str(other))
+    anyio.run(lambda: pipeline.add_text(db, embedder, "A note typed in.", title="Typed", metadata={}))
+    before = _by_uri(db)
+    (notes / "sub" / "b.txt").write_text("Bananas are yellow and curved.\n")
+    (notes / "a.md").unlink()
+    (notes / "new.md").write_text("New notes about grapes.\n")
+    (other / "c.md").unlink()  # gone from the other source, which is not synced here
+
+    done = _sync(db, embedder, str(notes))
+
+    assert (done.added, done.updated, done.deleted, done.unchanged) == (1, 1, 1, 0)
+    after = _by_uri(db)
+    b_uri = (notes / "sub" / "b.txt").as_uri()
+    assert after[b_uri] == before[b_uri]  # replaced in place: the id stays
+    assert (notes / "a.md").as_uri() not in after
+    assert (notes / "new.md").as_uri() in after
+    assert (other / "c.md").as_uri() in after  # only the synced source's documents go
+    assert None in after  # the typed note
+    assert reads.count_chunks(db) == 4
+
+
+def test_an_unchanged_file_costs_a_stat_not_a_read(tmp_path: Path, embedder, notes: Path) -> None:
+    db = new_db(tmp_path, embedder)
+    _add(db, embedder, str(notes))
+    a = notes / "a.md"
+    stat = a.stat()
+    # Same size, same modification time, other bytes: only a read could tell.
+    a.write_text("# Alpha\n\nGrapes grow on trees.\n")
+    os.utime(a, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    done = _sync(db, embedder, str(notes))
+    assert (done.unchanged, done.updated) == (2, 0)
+    os.utime(a, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # the time moved: now it is read
+    assert _sync(db, embedder, str(notes)).updated == 1
+
+
+def test_a_touched_file_is_read_once_then_known_by_its_stat_again(
+    tmp_path: Path, embedder, notes: Path
+) -> None:
+    db = new_db(tmp_path, embedder)
+    _add(db, embedder, str(notes))
+    a = notes / "a.md"
+    os.utime(a, ns=(a.stat().st_atime_ns, a.stat().st_mtime_ns + 10**9))
+    done = _sync(db, embedder, str(notes))
+    assert (done.unchanged, done.updated, done.changes) == (2, 0, [])
+    stat = a.stat()
+    a.write_text("# Alpha\n\nGrapes grow on trees.\n")
+    os.utime(a, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert _sync(db, embedder, str(notes)).updated == 0  # the refreshed stat was stored
+
+
+def test_a_vanished_source_folder_keeps_its_documents(tmp_path: Path, embedder, notes: Path) -> None:
+    db = new_db(tmp_path, embedder)
+    _add(db, embedder, str(notes))
+    moved = tmp_path / "moved"
+    notes.rename(moved)
+    done = _sync(db, embedder, str(notes))
+    assert done.status == "missing"
+    assert "no such file or directory" in (done.error or "")
+    assert reads.count_documents(db) == 2
+    moved.rename(notes)
+    back = _sync(db, embedder, str(notes))
+    assert (back.status, back.unchanged, back.deleted) == ("synced", 2, 0)
+
+
+def test_a_source_folder_that_became_a_file_follows_the_add_rules(
+    tmp_path: Path, embedder, notes: Path
+) -> None:
+    db = new_db(tmp_path, embedder)
+    _add(db, embedder, str(notes))
+    for path in sorted(notes.rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    notes.rmdir()
+    notes.write_text("Now a single file of notes.\n")
+    done = _sync(db, embedder, str(notes))
+    assert (done.added, done.deleted) == (1, 2)
+    assert list(_by_uri(db)) == [notes.as_uri()]
+
+
+def test_a_document_another_source_also_gave_stays(tmp_path: Path, embedder, notes: Path) -> None:
+    db = new_db(tmp_path, embedder)
+    _add(db, embedder, str(notes))
+    _add(db, embedder, str(notes / "a.md"))  # remembered on its own too
+    (notes / ".haikuignore").write_text("a.md\n")  # the folder no longer holds it
+    done = _sync(db, embedder, str(notes))
+    assert done.deleted == 1  # the folder lets go of it ...
+    assert (notes / "a.md").as_uri() in _by_uri(db)  # ... the file source keeps it
+    assert [s.source for s in stored.file_states(db) if s.uri == (notes / "a.md").as_uri()] == [
+        str(notes / "a.md")
+    ]
+
+
+def test_a_deleted_document_is_read_again_from_its_file(tmp_path: Path, embedder, notes: Path) -> None:
+    from haiku_cli.store.writes import delete_document
+
+    db = new_db(tmp_path, embedder)
+    _add(db, embedder, str(notes))
+    delete_document(db, _by_uri(db)[(notes / "a.md").as_uri()])
+    assert _sync(db, embedder, str(notes)).added == 1
+    assert (notes / "a.md").as_uri() in _by_uri(db)
+
+
+def test_a_failing_sync_leaves_documents_and_file_states_as_they_were(
+    tmp_path: Path, embedder, notes: Path
+) -> None:
+    db = new_db(tmp_path, embedder)
+    _add(db, embedder, str(notes))
+    states = sorted(s.model_dump_json() for s in stored.file_states(db))
+    documents = _by_uri(db)
+    (notes / "a.md").unlink()
+    (notes / "new.md").write_text("New notes about grapes.\n")
+    (remembered,) = stored.read_sources(db)
+
+    async def failing():
+        return FailingAfter(embedder, 0)
+
+    with pytest.raises(ModelError):
+        anyio.run(lambda: sync_source(db, failing, remembered))
+    again = open_database(db.location, writable=True)
+    assert _by_uri(again) == documents
+    assert sorted(s.model_dump_json() for s in stored.file_states(again)) == states
+
+
+def test_a_scoped_sync_looks_only_at_the_paths_given(tmp_path: Path, embedder, notes: Path) -> None:
+    db = new_db(tmp_path, embedder)
+    _add(db, embedder, str(notes))
+    (notes / "a.md").unlink()
+    (notes / "sub" / "b.txt").write_text("Bananas, changed.\n")
+    (notes / "sub" / "c.md").write_text("Cherries.\n")
+    (notes / ".hidden.md").write_text("An editor's temporary file.\n")
+    done = _sync(db, embedder, str(notes), scope=[notes / "sub", notes / ".hidden.md"])
+    assert (done.added, done.updated, done.deleted) == (1, 1, 0)  # a.md is outside the scope
+    assert _sync(db, embedder, str(notes), scope=[notes / "a.md"]).deleted == 1
+
+
+class _Served(BaseHTTPRequestHandler):
+    body = b"<title>Page</title><p>First version.</p>"
+    etag = '"v1"'
+    statuses: ClassVar[list[int]] = []
+
+    def do_GET(self) -> None:
+        cls = type(self)
+        if self.headers.get("If-None-Match") == cls.etag:
+            cls.statuses.append(304)
+            self.send_response(304)
+            self.end_headers()
+            return
+        cls.statuses.append(200)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("ETag", cls.etag)
+        self.send_header("Content-Length", str(len(cls.body)))
+        self.end_headers()
+        self.wfile.write(cls.body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    for var in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    _Served.statuses = []
+    _Served.body, _Served.etag = b"<title>Page</title><p>First version.</p>", '"v1"'
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Served)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/page.html"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_url_is_asked_again_with_its_etag(tmp_path: Path, embedder, served: str) -> None:
+    db = new_db(tmp_path, embedder)
+    _add(db, embedder, served)
+    first = _by_uri(db)[served]
+    done = _sync(db, embedder, served)
+    assert (done.unchanged, done.updated) == (1, 0)
+    assert _Served.statuses == [200, 304]
+    _Served.body, _Served.etag = b"<title>Page</title><p>Second version.</p>", '"v2"'
+    done = _sync(db, embedder, served)
+    assert done.updated == 1
+    assert _by_uri(db)[served] == first
+    assert "Second version" in reads.get_document(db, first).content
+    assert _sync(db, embedder, served).unchanged == 1
+    assert _Served.statuses[-1] == 304
