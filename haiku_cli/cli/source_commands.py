@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output, render
-from haiku_cli.cli.options import DatabaseNames, DatabasePaths, Json, workspace
+from haiku_cli.cli.options import ONE_DATABASE, DatabaseNames, DatabasePaths, Json, workspace
 from haiku_cli.cli.running import add_command, exit_with, run, usage_error
 from haiku_cli.errors import ExitCode
 
@@ -28,14 +28,11 @@ def register(app: typer.Typer) -> None:
     add_command(app, "sync", sync)
 
 
-def sources(
-    ctx: typer.Context, database: DatabaseNames = None, db: DatabasePaths = None, json: Json = False
-) -> None:
+def sources(ctx: typer.Context, location: Location = ONE_DATABASE, json: Json = False) -> None:
     """List the sources add-src remembered, with the options each was added with."""
     from haiku_cli import api
 
     ws = workspace(ctx)
-    location = ws.select_one(database or [], db or [])
     listed = run(lambda: api.list_sources(ws, location))
     if json:
         output.print_model(listed)
@@ -51,15 +48,13 @@ def forget_src(
     keep_documents: Annotated[
         bool, typer.Option("--keep-documents", help="Keep its documents (they are no longer synced).")
     ] = False,
-    database: DatabaseNames = None,
-    db: DatabasePaths = None,
+    location: Location = ONE_DATABASE,
     json: Json = False,
 ) -> None:
     """Forget a remembered source and delete its documents (unless --keep-documents)."""
     from haiku_cli import api
 
     ws = workspace(ctx)
-    location = ws.select_one(database or [], db or [])
     done = run(lambda: api.forget_source(ws, location, source, keep_documents=keep_documents))
     if json:
         output.print_model(done)
