@@ -8,7 +8,8 @@ import inspect
 import os
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any, ParamSpec, TypeVar
+from pathlib import Path
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import anyio
 import typer
@@ -103,7 +104,38 @@ def _no_type(ctx: typer.Context) -> None:
 
 def add_command(app: typer.Typer, name: str, command: Callable[..., None]) -> None:
     """Register `command` as `haiku NAME`: its databases resolved, all of it inside the error boundary."""
-    app.command(name, cls=_Command)(boundary(resolving_databases(command)))
+    app.command(name, cls=_Command)(boundary(taking_global_options(resolving_databases(command))))
+
+
+_DebugAfter = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
+_ConfigAfter = Annotated[
+    Path | None, typer.Option("--config", help="Config file (as haiku --config FILE).", metavar="FILE")
+]
+
+
+def taking_global_options(command: Callable[..., None]) -> Callable[..., None]:
+    """`command` also taking `--debug` and `--config` after its name, as `haiku --debug COMMAND` does."""
+    signature = inspect.signature(command, eval_str=True)
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    params = [
+        *signature.parameters.values(),
+        inspect.Parameter("debug_after", kind, default=False, annotation=_DebugAfter),
+        inspect.Parameter("config_after", kind, default=None, annotation=_ConfigAfter),
+    ]
+
+    @functools.wraps(command)
+    def wrapped(**kwargs: Any) -> None:
+        debug, config = kwargs.pop("debug_after"), kwargs.pop("config_after")
+        if debug:
+            set_debug(True)
+        if config is not None:  # read before the command loads its workspace
+            root = kwargs["ctx"].find_root()
+            root.obj = {**(root.obj or {}), "config": config}
+        command(**kwargs)
+
+    wrapped.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapped.__annotations__ = {p.name: p.annotation for p in params}
+    return wrapped
 
 
 def fail(exc: BaseException) -> ExitCode:

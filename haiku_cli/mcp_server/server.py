@@ -25,7 +25,10 @@ from haiku_cli.mcp_server.tools import MAX_LIMIT, SEARCH_TYPES, ServerScope
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-MISSING_SDK = "haiku mcp needs the MCP SDK: install it with pip install 'haiku-cli[mcp]'"
+MISSING_SDK = (
+    "haiku mcp needs the MCP SDK: install it with pip install 'mcp>=2.3,<3' "
+    "(or pip install '.[mcp]' in haiku's checkout)"
+)
 
 INSTRUCTIONS = (
     "Search and read the user's local document databases. Every result names the database it came "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +14,8 @@ def test_missing_sdk_names_the_extra(cli, monkeypatch: pytest.MonkeyPatch) -> No
     result = cli("mcp")
     assert result.exit_code == 1
     assert (
-        result.stderr == "haiku: haiku mcp needs the MCP SDK: install it with pip install 'haiku-cli[mcp]'\n"
+        result.stderr == "haiku: haiku mcp needs the MCP SDK: install it with pip install 'mcp>=2.3,<3' "
+        "(or pip install '.[mcp]' in haiku's checkout)\n"
     )
 
 
@@ -47,3 +49,10 @@ def test_a_port_that_is_not_one_says_what_to_give(cli, port: str, expected: str)
     result = cli("mcp", "--http", "--port", port)
     assert result.exit_code == 2
     assert f"Invalid value for '--port': {expected}" in result.stderr and "Input should" not in result.stderr
+
+
+def test_the_docs_install_the_extra_from_the_checkout_not_from_an_index() -> None:
+    root = Path(__file__).parents[2]
+    for doc in ("README.md", "docs/mcp.md"):
+        text = (root / doc).read_text(encoding="utf-8")
+        assert "haiku-cli[mcp]" not in text and "pip install '.[mcp]'" in text, doc
