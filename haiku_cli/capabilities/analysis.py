@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 from pydantic import Field
@@ -19,7 +19,7 @@ from pydantic_ai.capabilities import WrapRunHandler
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai.toolsets import FunctionToolset
 
-from haiku_cli.capabilities.evidence import return_ids
+from haiku_cli.capabilities.evidence import record_return
 from haiku_cli.capabilities.retrieval import RetrievalCapability
 from haiku_cli.capabilities.state import EvidenceRef, EvidenceReturn, EvidenceState, HaikuDeps
 from haiku_cli.sandbox.corpus import open_corpus_sandbox
@@ -29,6 +29,8 @@ from haiku_cli.search.hits import SearchHit
 
 class ExecutionRecord(EvidenceReturn):
     """One program the model ran: which answer and run step it belonged to, and what came of it."""
+
+    TOOL: ClassVar[str] = "execute_code"
 
     code: str
     stdout: str
@@ -73,6 +75,7 @@ class AnalysisCapability(RetrievalCapability):
 
     state_key: str = "analysis"
     _stack: contextlib.AsyncExitStack | None = field(default=None, init=False, repr=False)
+    _unwrapped: contextlib.AsyncExitStack | None = field(default=None, init=False, repr=False)
     _sandbox: Sandbox | None = field(default=None, init=False, repr=False)
     _opening: anyio.Lock = field(default_factory=anyio.Lock, init=False, repr=False)
 
@@ -80,9 +83,16 @@ class AnalysisCapability(RetrievalCapability):
         """The live analysis state (the evidence fields plus executions)."""
         return deps.get(self.state_key, AnalysisState)
 
-    def evidence_tools(self, ctx: RunContext[HaikuDeps]) -> frozenset[str]:
-        """`execute_code`, and `search` when this capability serves it."""
-        return super().evidence_tools(ctx) | {"execute_code"}
+    def evidence_tools(self) -> frozenset[str]:
+        """`execute_code`, and `search` (served when no retrieval capability before it is active)."""
+        return super().evidence_tools() | {"execute_code"}
+
+    def get_description(self) -> str:
+        """What the model reads in the load catalog when this capability is deferred."""
+        return self.description or (
+            "Compute over the user's documents with sandboxed Python programs: counting, comparing, "
+            "aggregating and tabulating across many documents; search and cite them too."
+        )
 
     def get_toolset(self) -> FunctionToolset[HaikuDeps]:
         """`search` and `cite` from retrieval (unless another capability serves them), plus `execute_code`."""
@@ -121,6 +131,25 @@ class AnalysisCapability(RetrievalCapability):
                 self._stack = None
                 self._sandbox = None
 
+    async def after_run(
+        self, ctx: RunContext[HaikuDeps], *, result: AgentRunResult[Any]
+    ) -> AgentRunResult[Any]:
+        """Finish the question, and close a sandbox opened without `wrap_run` (see `_sandbox_for`)."""
+        result = await super().after_run(ctx, result=result)
+        await self._close_unwrapped()
+        return result
+
+    async def on_run_error(self, ctx: RunContext[HaikuDeps], *, error: BaseException) -> AgentRunResult[Any]:
+        """Close a sandbox opened without `wrap_run`, and let the error through."""
+        await self._close_unwrapped()
+        raise error
+
+    async def _close_unwrapped(self) -> None:
+        stack, self._unwrapped = self._unwrapped, None
+        if stack is not None:
+            self._sandbox = None
+            await stack.aclose()
+
     async def execute_code(self, ctx: RunContext[HaikuDeps], code: str) -> str:
         """Run a Python program in the sandbox over the documents; returns what it printed and any error.
 
@@ -133,14 +162,17 @@ class AnalysisCapability(RetrievalCapability):
         sandbox = await self._sandbox_for(ctx)
         result = await sandbox.execute(code)
         state = self.evidence(ctx.deps)
-        state.executions.append(ExecutionRecord(**return_ids(ctx, state), **result.model_dump()))
+        state.executions.append(ExecutionRecord(**record_return(ctx, state), **result.model_dump()))
         return result.for_model()
 
     async def _sandbox_for(self, ctx: RunContext[HaikuDeps]) -> Sandbox:
         async with self._opening:  # two executions in one response must not open two sandboxes
             if self._sandbox is None:
-                if self._stack is None:
-                    raise RuntimeError("execute_code ran outside an agent run")
+                stack = self._stack
+                if stack is None:
+                    # Loaded mid-run (deferred): `wrap_run` never wrapped this run, so the sandbox gets its
+                    # own stack, closed by `after_run` or `on_run_error`, which do fire once it is loaded.
+                    stack = self._unwrapped = contextlib.AsyncExitStack()
                 state = self.evidence(ctx.deps)
 
                 def saw(hits: list[SearchHit]) -> None:
@@ -153,7 +185,7 @@ class AnalysisCapability(RetrievalCapability):
                     document_filter=self.question_filter(ctx.deps),
                     on_hits=saw,
                 )
-                self._sandbox = await self._stack.enter_async_context(opened)
+                self._sandbox = await stack.enter_async_context(opened)
             return self._sandbox
 
 

@@ -19,7 +19,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 from pydantic_ai.models import ModelRequestContext
 
 from haiku_cli.capabilities.citations import Citation
-from haiku_cli.capabilities.evidence import evidence_capabilities
+from haiku_cli.capabilities.evidence import evidence_states
 from haiku_cli.capabilities.state import EvidenceReturn, EvidenceState, HaikuDeps
 
 CAPSULE_HEADING = "Chunks cited by earlier answers (cite them again by the same id if they still apply):"
@@ -86,24 +86,26 @@ def capsule_groups(states: Sequence[EvidenceState]) -> list[tuple[str, list[Cita
     return [groups[a] for a in sorted(groups, reverse=True)]
 
 
-def earlier_returns(
-    messages: Sequence[ModelMessage], owners: Sequence[tuple[EvidenceState, frozenset[str]]]
-) -> list[_Earlier]:
-    """The evidence returns in `messages` made for questions before each state's question in progress."""
+def earlier_returns(messages: Sequence[ModelMessage], states: Sequence[EvidenceState]) -> list[_Earlier]:
+    """The evidence returns in `messages` made for questions before each state's question in progress.
+
+    A return belongs to the state holding a record of its tool and call id, whichever capability served
+    the tool then (with deferred loading, that may change from one question to the next).
+    """
     found: list[_Earlier] = []
-    for state, tools in owners:
+    for state in states:
         current = state.in_progress.number if state.in_progress is not None else state.answer + 1
-        records: dict[str, list[EvidenceReturn]] = {}
+        records: dict[tuple[str, str], list[EvidenceReturn]] = {}
         for record in state.evidence_returns():
             if record.tool_call_id is not None:
-                records.setdefault(record.tool_call_id, []).append(record)
+                records.setdefault((record.TOOL, record.tool_call_id), []).append(record)
         for m, message in enumerate(messages):
             if not isinstance(message, ModelRequest):
                 continue
             for p, part in enumerate(message.parts):
-                if not (isinstance(part, ToolReturnPart) and part.tool_name in tools):
+                if not isinstance(part, ToolReturnPart):
                     continue
-                record = _match(records.get(part.tool_call_id, []), message.run_id)
+                record = _match(records.get((part.tool_name, part.tool_call_id), []), message.run_id)
                 if record is not None and record.answer < current:
                     found.append(_Earlier(m, p, record.receipt(state.asked.get(record.answer, ""))))
     return found
@@ -127,13 +129,9 @@ class EvidenceCompaction(AbstractCapability[HaikuDeps]):
         self, ctx: RunContext[HaikuDeps], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         """Rewrite this request's messages; the run's stored history is left as it is."""
-        owners: list[tuple[EvidenceState, frozenset[str]]] = []
-        for cap in evidence_capabilities(ctx):
-            state = cap.evidence(ctx.deps)
-            if all(state is not s for s, _ in owners):
-                owners.append((state, cap.evidence_tools(ctx)))
-        earlier = earlier_returns(request_context.messages, owners)
+        states = evidence_states(ctx)
+        earlier = earlier_returns(request_context.messages, states)
         if not earlier:
             return request_context
-        capsule = render_capsule(capsule_groups([s for s, _ in owners]))
+        capsule = render_capsule(capsule_groups(states))
         return replace(request_context, messages=compact(request_context.messages, earlier, capsule))

@@ -22,7 +22,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.run import AgentRunResult
-from pydantic_ai.tools import DeferredToolRequests, ToolDefinition
+from pydantic_ai.tools import DeferredToolRequests
 
 from haiku_cli.capabilities.citations import Citation
 from haiku_cli.capabilities.state import EvidenceState, HaikuDeps, Source
@@ -44,63 +44,76 @@ class EvidenceCapability(AbstractCapability[HaikuDeps]):
         """This capability's live evidence state in `deps.state` (usable outside a run, e.g. by the host)."""
 
     @abstractmethod
-    def evidence_tools(self, ctx: RunContext[HaikuDeps]) -> frozenset[str]:
-        """The tools this capability serves in this run whose returns show the model evidence."""
+    def evidence_tools(self) -> frozenset[str]:
+        """The tools whose returns, when this capability makes them, show the model evidence."""
 
     def check_scope(self, deps: HaikuDeps) -> None:
         """Refuse (`ScopeError`) carried state asking for more than the host allows; by default no scope."""
 
     async def before_run(self, ctx: RunContext[HaikuDeps]) -> None:
-        """Begin a new question, or resume the one in progress; refuse a history whose state was dropped.
-
-        Carried state that asks for databases outside the host's scope is refused here, before the model
-        is asked anything.
-        """
-        self.check_scope(ctx.deps)
-        state = self.evidence(ctx.deps)
-        tools = self.evidence_tools(ctx)
-        unknown = _unknown_returns(ctx.messages, tools, set(state.tool_calls))
-        if unknown:
-            raise self._dropped(f"`{unknown}` results from earlier questions")
-        if state.in_progress is not None:
-            state.resume_question(ctx.run_id)
-        elif ctx.prompt is None and _owed(ctx.messages, tools):
-            raise self._dropped("a question still in progress")
-        else:
-            state.begin_question(ctx.run_id, question_text(ctx))
+        """Begin or resume the question (see `track_questions`; `CitationPolicy` does it too)."""
+        track_questions(ctx)
 
     async def after_run(
         self, ctx: RunContext[HaikuDeps], *, result: AgentRunResult[Any]
     ) -> AgentRunResult[Any]:
         """The question is answered unless the run only paused for deferred tool work."""
-        if not isinstance(result.output, DeferredToolRequests):
-            self.evidence(ctx.deps).finish_question()
+        finish_questions(ctx, result)
         return result
 
-    async def after_tool_execute(
-        self,
-        ctx: RunContext[HaikuDeps],
-        *,
-        call: ToolCallPart,
-        tool_def: ToolDefinition,
-        args: dict[str, Any],
-        result: Any,
-    ) -> Any:
-        """Remember each evidence return this capability made, so later runs can tell state was carried."""
-        if call.tool_name in self.evidence_tools(ctx):
-            self.evidence(ctx.deps).tool_calls.append(call.tool_call_id)
-        return result
 
-    def _dropped(self, what: str) -> CarriedStateError:
-        key = getattr(self, "state_key", type(self).__name__)
-        return CarriedStateError(
-            f"the message history holds {what}, but deps.state['{key}'] has no record of it: "
-            "carry deps.state (HaikuDeps.dump() and HaikuDeps.restore()) together with the messages"
-        )
+def track_questions(ctx: RunContext[HaikuDeps]) -> None:
+    """Begin a new question in every evidence state of the run, or resume the one in progress.
+
+    Refused before the model is asked: carried state asking for databases outside a capability's host
+    scope (`ScopeError`), and a history whose evidence the carried state has no record of
+    (`CarriedStateError`). Called from an always-on hook (the policy's) as well as each evidence
+    capability's own, since a capability deferred until the model loads it runs no hook at run start;
+    calling it again within a run changes nothing.
+    """
+    caps = evidence_capabilities(ctx)
+    if not caps:
+        return
+    for cap in caps:
+        cap.check_scope(ctx.deps)
+    states = evidence_states(ctx)
+    tools = frozenset[str]().union(*(cap.evidence_tools() for cap in caps))
+    unknown = _unknown_returns(ctx.messages, tools, {i for s in states for i in s.tool_calls})
+    if unknown:
+        raise _dropped(caps, unknown, f"`{unknown}` results from earlier questions")
+    owed = _owed(ctx.messages, tools)
+    if ctx.prompt is None and owed is not None and all(s.in_progress is None for s in states):
+        raise _dropped(caps, owed, "a question still in progress")
+    for state in states:
+        if state.in_progress is not None:
+            state.resume_question(ctx.run_id)
+        else:
+            state.begin_question(ctx.run_id, question_text(ctx))
 
 
-def return_ids(ctx: RunContext[HaikuDeps], state: EvidenceState) -> dict[str, Any]:
-    """The fields that identify an evidence return made by the tool now running (see `EvidenceReturn`)."""
+def finish_questions(ctx: RunContext[HaikuDeps], result: AgentRunResult[Any]) -> None:
+    """The run answered its question, in every evidence state, unless it only paused for deferred tools."""
+    if not isinstance(result.output, DeferredToolRequests):
+        for state in evidence_states(ctx):
+            state.finish_question()
+
+
+def _dropped(caps: Sequence[EvidenceCapability], tool: str, what: str) -> CarriedStateError:
+    owner = next((c for c in caps if tool in c.evidence_tools()), caps[0])
+    key = getattr(owner, "state_key", type(owner).__name__)
+    return CarriedStateError(
+        f"the message history holds {what}, but deps.state['{key}'] has no record of it: "
+        "carry deps.state (HaikuDeps.dump() and HaikuDeps.restore()) together with the messages"
+    )
+
+
+def record_return(ctx: RunContext[HaikuDeps], state: EvidenceState) -> dict[str, Any]:
+    """Note the evidence return the running tool makes; returns the fields identifying it (`EvidenceReturn`).
+
+    The call id is kept so that a later run can tell whether the state was carried with the history.
+    """
+    if ctx.tool_call_id is not None:
+        state.tool_calls.append(ctx.tool_call_id)
     return {
         "answer": state.answer,
         "step": ctx.run_step,
@@ -129,14 +142,13 @@ def question_text(ctx: RunContext[HaikuDeps]) -> str:
     return text if len(text) <= QUESTION_CHARS else text[:QUESTION_CHARS] + "…"
 
 
-def _owed(messages: Sequence[ModelMessage], tools: frozenset[str]) -> bool:
-    """Whether the history ends mid-question in this capability's tools (calls awaiting or just answered)."""
+def _owed(messages: Sequence[ModelMessage], tools: frozenset[str]) -> str | None:
+    """The evidence tool the history ends mid-question in (calls awaiting or just answered), if any."""
     if not messages:
-        return False
+        return None
     last = messages[-1]
-    if isinstance(last, ModelResponse):
-        return any(isinstance(p, ToolCallPart) and p.tool_name in tools for p in last.parts)
-    return any(isinstance(p, ToolReturnPart) and p.tool_name in tools for p in last.parts)
+    kind = ToolCallPart if isinstance(last, ModelResponse) else ToolReturnPart
+    return next((p.tool_name for p in last.parts if isinstance(p, kind) and p.tool_name in tools), None)
 
 
 def _unknown_returns(messages: Sequence[ModelMessage], tools: frozenset[str], known: set[str]) -> str | None:

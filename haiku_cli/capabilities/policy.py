@@ -32,7 +32,7 @@ from pydantic_ai.output import OutputContext
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import DeferredToolRequests
 
-from haiku_cli.capabilities.evidence import evidence_states
+from haiku_cli.capabilities.evidence import evidence_states, finish_questions, track_questions
 from haiku_cli.capabilities.state import EvidenceState, HaikuDeps, Question
 
 # A machine tag, so recognising our own redirect never depends on its (editable) prose.
@@ -133,7 +133,12 @@ class CitationPolicy(AbstractCapability[HaikuDeps]):
         )
 
     async def before_run(self, ctx: RunContext[HaikuDeps]) -> None:
-        """Begin a question, or resume the one in progress (its redirect stays sent)."""
+        """Begin a question, or resume the one in progress (its redirect stays sent).
+
+        The policy is always on, so it also begins the question in every evidence capability's state:
+        one deferred until the model loads it runs no hook of its own at run start.
+        """
+        track_questions(ctx)
         policy = self.state(ctx.deps)
         if policy.in_progress is None:
             policy.begin_question(ctx.run_id)
@@ -189,4 +194,5 @@ class CitationPolicy(AbstractCapability[HaikuDeps]):
                 s.violation = s.has_evidence
         policy.outcome = outcome  # type: ignore[assignment]
         policy.in_progress = None
+        finish_questions(ctx, result)
         return result

@@ -10,7 +10,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 from haiku_cli.capabilities.citations import Citation, clean_ids, resolve_citations
-from haiku_cli.capabilities.evidence import EvidenceCapability, record_citations, return_ids
+from haiku_cli.capabilities.evidence import EvidenceCapability, record_citations, record_return
 from haiku_cli.capabilities.scope import question_filter, question_selection
 from haiku_cli.capabilities.state import EvidenceRef, EvidenceState, HaikuDeps, SearchRecord, Source
 from haiku_cli.databases import operations
@@ -46,6 +46,11 @@ class RetrievalCapability(EvidenceCapability):
     scope: tuple[Source, ...] = ()  # the host's databases; empty: every configured database
     document_filter: str | None = None  # the host's filter, which carried state cannot replace
 
+    def __post_init__(self) -> None:
+        # Deferred loading needs a stable id: the state key names this capability already.
+        if self.defer_loading and self.id is None:
+            self.id = self.state_key
+
     def evidence(self, deps: HaikuDeps) -> EvidenceState:
         """The live retrieval state (sources, filter, budget, evidence, citations)."""
         return deps.get(self.state_key, EvidenceState)
@@ -71,13 +76,24 @@ class RetrievalCapability(EvidenceCapability):
         return toolset
 
     def serves_search(self, ctx: RunContext[HaikuDeps]) -> bool:
-        """Whether this capability serves `search` and `cite` in this run (it is the first registered)."""
-        first = next((c for c in ctx.capabilities.values() if isinstance(c, RetrievalCapability)), None)
+        """Whether this capability serves `search` and `cite` now: the first registered of those active.
+
+        A capability deferred until the model loads it is not active before then, so analysis loaded
+        alone serves them even when a deferred retrieval was registered first. While none is active, the
+        first registered holds them (hidden until it is loaded), so the tool names never clash.
+        """
+        active = ctx.active_capability_ids
+        registered = [(i, c) for i, c in ctx.capabilities.items() if isinstance(c, RetrievalCapability)]
+        first = next((c for i, c in registered if i in active), registered[0][1] if registered else None)
         return first is None or first.state_key == self.state_key
 
-    def evidence_tools(self, ctx: RunContext[HaikuDeps]) -> frozenset[str]:
-        """`search`, when this capability serves it (a `cite` acknowledgement is never evidence)."""
-        return frozenset({"search"}) if self.serves_search(ctx) else frozenset()
+    def evidence_tools(self) -> frozenset[str]:
+        """`search` (a `cite` acknowledgement is never evidence)."""
+        return frozenset({"search"})
+
+    def get_description(self) -> str:
+        """What the model reads in the load catalog when this capability is deferred."""
+        return self.description or "Search the user's documents and cite the chunks an answer relies on."
 
     async def _if_serving(
         self, ctx: RunContext[HaikuDeps], tool_def: ToolDefinition
@@ -133,7 +149,7 @@ class RetrievalCapability(EvidenceCapability):
         )
         refs = [EvidenceRef(database=h.database, chunk_id=h.chunk_id) for h in hits]
         state.saw(refs)
-        state.searches.append(SearchRecord(**return_ids(ctx, state), query=query, results=refs))
+        state.searches.append(SearchRecord(**record_return(ctx, state), query=query, results=refs))
         return format_hits(
             query, hits, show_database=len(selection.locations) > 1, units_left=state.units_left(self.budget)
         )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -72,6 +72,8 @@ class Question(BaseModel):
 class EvidenceReturn(BaseModel):
     """One tool return that showed the model evidence, identified so it can be found in the transcript."""
 
+    TOOL: ClassVar[str] = ""  # the tool whose return this records
+
     answer: int
     step: int
     run_id: str | None = None
@@ -84,6 +86,8 @@ class EvidenceReturn(BaseModel):
 
 class SearchRecord(EvidenceReturn):
     """One search a model made: which answer and run step it belonged to, and what it returned."""
+
+    TOOL: ClassVar[str] = "search"
 
     query: str
     results: list[EvidenceRef] = Field(default_factory=list)

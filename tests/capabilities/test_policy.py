@@ -152,7 +152,7 @@ class Notebook(EvidenceCapability):
     def evidence(self, deps: HaikuDeps) -> EvidenceState:
         return deps.get(self.state_key, EvidenceState)
 
-    def evidence_tools(self, ctx: RunContext[HaikuDeps]) -> frozenset[str]:
+    def evidence_tools(self) -> frozenset[str]:
         return frozenset()
 
     async def before_run(self, ctx: RunContext[HaikuDeps]) -> None:
