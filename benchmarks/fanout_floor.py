@@ -4,7 +4,7 @@ On the databases `benchmarks/scale.py` leaves (`SIZE/one.lancedb` and `SIZE/part
 (1) each LanceDB call a full-text search makes on one part, alone, and (2) the bare calls of a whole
 full-text search (per database the full-text query for 3 x 10 candidates with the columns search reads;
 over several databases one analyzer call over the query and every candidate's text, for set-wide BM25;
-then the documents of the hits) gathered in one coroutine on LanceDB's own loop, with none of haiku's
+then the documents of the hits) gathered in one coroutine on one event loop, with none of haiku's
 Python around them, beside (3) `fanout.search_set` itself, and (0) only the full-text queries for
 scores, with no column read. (2) is what no change to haiku's own code can go below while every
 database answers its own queries: the split's (2) over one database's (2) is the fan-out ratio's floor for
@@ -57,17 +57,12 @@ def _timed(run: Callable[[int], Any], n: int) -> dict:
 
 def _tables(locations: list[Location]) -> tuple[list[Any], list[Any], Callable[[Awaitable[Any]], Any]]:
     chunks, documents = [], []
-    run: Callable[[Awaitable[Any]], Any] | None = None
     for location in locations:
         db = open_database(location)
-        bridge, docs = async_table(db.chunks), async_table(db.documents)
-        if bridge is None or docs is None:
-            raise SystemExit("this LanceDB release has no async table behind the sync one")
-        chunks.append(bridge[0])
-        documents.append(docs[0])
-        run = bridge[1]
-    assert run is not None
-    return chunks, documents, run
+        chunks.append(async_table(db.chunks))
+        documents.append(async_table(db.documents))
+    # One event loop for every measurement, as a search awaits LanceDB on the caller's loop.
+    return chunks, documents, asyncio.new_event_loop().run_until_complete
 
 
 def per_call(location: Location, queries: list[str], n: int) -> dict:

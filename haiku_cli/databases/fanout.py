@@ -10,7 +10,7 @@ from typing import Literal
 import numpy as np
 
 from haiku_cli.config.settings import MAX_SEARCH_LIMIT
-from haiku_cli.databases.concurrency import concurrently, in_threads
+from haiku_cli.databases.concurrency import concurrently
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import Hint, InputError
@@ -20,7 +20,7 @@ from haiku_cli.search.fusion import DEFAULT_VECTOR_WEIGHT, as_one_pool, fuse
 from haiku_cli.search.hits import SearchHit
 from haiku_cli.search.lookups import Reads
 from haiku_cli.store.database import Database, EmbedderSpec, parse_json_object
-from haiku_cli.store.reads import get_documents_of
+from haiku_cli.store.reads import documents_of
 from haiku_cli.store.records import DocumentRecord
 
 QueryEmbedder = Callable[[str], Awaitable[np.ndarray]]
@@ -142,13 +142,8 @@ async def _search_once(
         with_search_text=rescoring,
         parts=len(dbs),
     )
-    reads = Reads(dbs, pool)
-
-    def find() -> list[list[Candidate]]:
-        return reads.run(_find(reads, dbs, asked, rescoring))
-
-    # Every read of every database in one run: on LanceDB's own loop when it allows (one hand-off).
-    (per_db,) = await in_threads([find])
+    # Every read of every database awaited here, at once: no worker thread, no other event loop.
+    per_db = await _find(Reads(pool), dbs, asked, rescoring)
     pooled = [c for cands in per_db for c in cands]
     if search_type == "hybrid" and len(dbs) > 1:
         pooled = as_one_pool(pooled, asked.k)  # fused from the pool one database would have had
@@ -177,9 +172,7 @@ async def _hydrate(dbs: list[Database], ranked: list[tuple[Candidate, float]]) -
     docs: dict[str, dict[str, DocumentRecord]] = {}
     holding = [db for db in dbs if db.name in wanted]
     if holding:
-        # Every database's documents in one call: one round trip to LanceDB, not one per database.
-        lookup = partial(get_documents_of, [(db, wanted[db.name]) for db in holding])
-        (fetched,) = await in_threads([lookup])
+        fetched = await documents_of([(db, wanted[db.name]) for db in holding])
         docs = dict(zip([db.name for db in holding], fetched, strict=True))
     hits = []
     for rank, (cand, score) in enumerate(ranked, start=1):

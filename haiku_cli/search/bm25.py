@@ -18,9 +18,8 @@ from functools import partial
 import numpy as np
 
 from haiku_cli.search.candidates import Candidate, CandidateQuery
-from haiku_cli.search.lookups import Found, Reads, VersionFacts, each
+from haiku_cli.search.lookups import Reads, Shape, VersionFacts, each
 from haiku_cli.store.database import Database
-from haiku_cli.store.indexes import analyze_many
 from haiku_cli.store.maintenance import corpus_totals
 
 K1 = 1.2
@@ -85,13 +84,6 @@ def _query_terms(words: Sequence[str], analyzed: list[str], per_word: Sequence[l
     return QueryTerms(analyzed, lookup)
 
 
-def query_terms(db: Database, query: str) -> QueryTerms:
-    """Analyze the query with the database's full-text analyzer."""
-    words = query_words(query)
-    analyzed, *per_word = analyze_many(db.chunks, [query, *words])
-    return _query_terms(words, analyzed, per_word)
-
-
 # Statistics of a table version never change, so they are kept for the life of the process (a host
 # serving many queries counts each once); keyed by location, table and version, a write misses them.
 _corpus: VersionFacts[TermStats] = VersionFacts(100_000)
@@ -111,20 +103,6 @@ def corpus_size(db: Database, version: int | None = None) -> TermStats:
     return _corpus[key]
 
 
-def analyzed_candidates(
-    db: Database, per_db: Sequence[Sequence[Candidate]], query: Sequence[str]
-) -> list[Analyzed]:
-    """Each database's full-text candidates with their lengths and query-term counts.
-
-    Every haiku database analyzes with the same analyzer (`create_fts_index`'s), so `db`'s analyzes the
-    candidates of all of them, in one call: a call costs about a millisecond whatever its length.
-    """
-    ranked = _ranked(per_db)
-    return _analyzed(
-        ranked, query, analyze_many(db.chunks, [c.search_text for found in ranked for c in found])
-    )
-
-
 def _ranked(per_db: Sequence[Sequence[Candidate]]) -> list[list[Candidate]]:
     return [[c for c in candidates if c.bm25 is not None] for candidates in per_db]
 
@@ -141,10 +119,27 @@ def _analyzed(ranked: list[list[Candidate]], query: Sequence[str], texts: list[l
     return out
 
 
+async def analyzed(
+    reads: Reads, db: Database, query: str, per_db: Sequence[Sequence[Candidate]]
+) -> tuple[QueryTerms, list[Analyzed]]:
+    """The query's terms, and each database's full-text candidates with their lengths and term counts.
+
+    Every haiku database analyzes with the same analyzer (`create_fts_index`'s), so `db`'s analyzes the
+    query and the candidates of all of them in one call: a call costs about a millisecond whatever its
+    length.
+    """
+    words = query_words(query)
+    ranked = _ranked(per_db)
+    texts = [c.search_text for cands in ranked for c in cands]
+    analyzed_query, *each_text = await reads.analyze(db, [query, *words, *texts])
+    terms = _query_terms(words, analyzed_query, each_text[: len(words)])
+    return terms, _analyzed(ranked, terms.terms, each_text[len(words) :])
+
+
 async def rescore_set(
     reads: Reads,
     dbs: Sequence[Database],
-    found: Sequence[Found],
+    found: Sequence[Shape],
     per_db: Sequence[Sequence[Candidate]],
     query: CandidateQuery,
 ) -> None:
@@ -154,12 +149,7 @@ async def rescore_set(
     from the table version its rows came from (cached), and the term frequencies its scores do not
     settle are looked up, every database at once.
     """
-    words = query_words(query.text)
-    ranked = _ranked(per_db)
-    texts = [c.search_text for cands in ranked for c in cands]
-    analyzed_query, *analyzed = await reads.analyze(dbs[0], [query.text, *words, *texts])
-    terms = _query_terms(words, analyzed_query, analyzed[: len(words)])
-    candidates = _analyzed(ranked, terms.terms, analyzed[len(words) :])
+    terms, candidates = await analyzed(reads, dbs[0], query.text, per_db)
     keys = [_version_key(db, rows.version) for db, rows in zip(dbs, found, strict=True)]
     sizes = [_corpus.get(key) for key in keys]
     unknown = [i for i, size in enumerate(sizes) if size is None]

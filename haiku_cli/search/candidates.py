@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Literal
+from typing import Any, Literal, NoReturn
 
 import numpy as np
 import pyarrow as pa
 
 from haiku_cli.errors import InputError
-from haiku_cli.search.lookups import Found, Lookup, Reads, Unbounded, each
+from haiku_cli.search.lookups import Reads, Shape, Unbounded, each
 from haiku_cli.store.database import Database
 from haiku_cli.store.handle import is_read_failure, storage_failure
-from haiku_cli.store.indexes import FTS_INDEX
+from haiku_cli.store.indexes import FTS_INDEX, VECTOR_INDEX
 from haiku_cli.store.reads import document_ids, in_list
 from haiku_cli.store.schema import DOCUMENT_FIELDS
 
@@ -132,43 +133,99 @@ class CandidateQuery:
     with_search_text: bool = False
     parts: int = 1
 
-    def lookup(self, where: str | Literal[False] | None) -> Lookup:
-        """The lookup of the chunks `where` selects in a database (False: none, so nothing is asked)."""
-        columns = _COLUMNS + _DOCUMENT_COLUMNS
-        wants_vector = self.search_type in ("vector", "hybrid") and where is not False
-        wants_text = self.search_type in ("fts", "hybrid") and bool(self.text.strip()) and where is not False
-        if wants_vector:
+    async def find(self, reads: Reads, db: Database, where: str | None) -> tuple[Shape, list[Candidate]]:
+        """The candidates among the chunks `where` selects, and the table version they came from."""
+        table, shape = await reads.shape(db)
+        if shape.rows == 0:
+            return shape, []
+        columns = shape.select(_COLUMNS + _DOCUMENT_COLUMNS)
+        jobs = []
+        if self.search_type in ("vector", "hybrid"):
             assert self.vector is not None
-        text_columns = [*columns, "_score"]
-        if self.vector is not None:
-            text_columns.append("vector")
-        if self.with_search_text:
-            text_columns.append("search_text")
-        return Lookup(
-            k=self.k,
-            where=where or None,
-            vector=self.vector if wants_vector else None,
-            vector_columns=[*columns, "_distance"],
-            text=self.text if wants_text else None,
-            text_columns=text_columns,
-            refine_factor=_REFINE_FACTOR if self.search_type == "vector" else _POOL_REFINE_FACTOR,
-            ef=partial(ann_ef if self.search_type == "vector" else pool_ef, parts=self.parts),
-        )
+            q = table.query().nearest_to(self.vector).column("vector").distance_type("cosine")
+            if VECTOR_INDEX in shape.indexes:
+                vector_search = self.search_type == "vector"
+                ef = (ann_ef if vector_search else pool_ef)(shape.rows, self.k, self.parts)
+                q = q.refine_factor(_REFINE_FACTOR if vector_search else _POOL_REFINE_FACTOR).ef(ef)
+            jobs.append(_where(q, where).select([*columns, "_distance"]).limit(self.k).to_arrow())
+        wants_text = self.search_type in ("fts", "hybrid") and bool(self.text.strip())
+        if wants_text:
+            extra = ["vector"] * (self.vector is not None) + ["search_text"] * self.with_search_text
+            q = table.query().nearest_to_text(self.text, columns="search_text")
+            selected = shape.select([*columns, "_score", *extra])
+            jobs.append(_where(q, where).select(selected).limit(self.k).to_arrow())
+        results = await asyncio.gather(*jobs, return_exceptions=True)
+        vector_rows = results.pop(0) if self.search_type in ("vector", "hybrid") else None
+        text_rows = results.pop(0) if wants_text else None
+        if isinstance(vector_rows, BaseException):
+            raise vector_rows
+        found = self._by_vector(db, vector_rows) if vector_rows is not None else {}
+        if isinstance(text_rows, BaseException):
+            if FTS_INDEX not in shape.indexes and isinstance(text_rows, Exception):
+                return shape, list(found.values())  # a table with no full-text index: vectors alone
+            self._refuse(db, text_rows)
+        if text_rows is not None and text_rows.num_rows:
+            self._add_by_text(db, text_rows, found)
+        return shape, list(found.values())
+
+    def _by_vector(self, db: Database, rows: pa.Table) -> dict[str, Candidate]:
+        found = {}
+        for cand, distance in zip(*_candidates(db, rows, "_distance"), strict=True):
+            cand.similarity = 1.0 - distance
+            cand.by_vector = True
+            found[cand.chunk_id] = cand
+        return found
+
+    def _add_by_text(self, db: Database, rows: pa.Table, found: dict[str, Candidate]) -> None:
+        cands, scores = _candidates(db, rows, "_score")
+        search_texts = rows.column("search_text").to_pylist() if self.with_search_text else [""] * len(cands)
+        # Score full-text-only hits by exact cosine too, so fusion never treats "not in the vector top-k"
+        # as "dissimilar" (one matrix product over the rows' vectors, not one per row).
+        vector = self.vector
+        similarities = _similarities(rows, vector) if vector is not None else [None] * len(cands)
+        for new, score, search_text, similarity in zip(
+            cands, scores, search_texts, similarities, strict=True
+        ):
+            cand = found.get(new.chunk_id) or new
+            cand.bm25 = float(score)
+            cand.search_text = search_text or ""
+            if cand.similarity is None:
+                cand.similarity = similarity
+            found[cand.chunk_id] = cand
+
+    def _refuse(self, db: Database, error: BaseException) -> NoReturn:
+        if not isinstance(error, Exception):
+            raise error
+        if is_read_failure(error):
+            raise storage_failure(db.name, "cannot be read", error) from error
+        reason = str(error).splitlines()[0]
+        raise InputError(f"full-text search failed for {self.text!r}: {reason}") from error
+
+
+def _where(query: Any, where: str | None) -> Any:
+    return query.where(where) if where else query
 
 
 async def candidates_of(
     reads: Reads, dbs: Sequence[Database], query: CandidateQuery
-) -> tuple[list[Found], list[list[Candidate]]]:
-    """Every database's lookup, all at once, and the candidates each found; every candidate gets an exact
-    cosine similarity when the query has a vector."""
+) -> tuple[list[Shape], list[list[Candidate]]]:
+    """Every database's candidates, found all at once, and the table version each came from; every
+    candidate gets an exact cosine similarity when the query has a vector."""
     wheres: list[str | Literal[False] | None] = [None] * len(dbs)
     if query.document_filter:
         wheres = await each(
             [(db, reads.in_thread(db, partial(chunk_filter, db, query.document_filter))) for db in dbs]
         )
-    asks = [query.lookup(where) for where in wheres]
-    found = await each([(db, reads.lookup(db, ask)) for db, ask in zip(dbs, asks, strict=True)])
-    return found, [_found_candidates(db, rows, query) for db, rows in zip(dbs, found, strict=True)]
+
+    async def find(db: Database, where: str | Literal[False] | None) -> tuple[Shape, list[Candidate]]:
+        if where is False:  # no document matches the filter: only the table's shape (for BM25 statistics)
+            return (await reads.shape(db))[1], []
+        return await query.find(reads, db, where)
+
+    found = await each(
+        [(db, reads.within(db, find(db, where))) for db, where in zip(dbs, wheres, strict=True)]
+    )
+    return [shape for shape, _ in found], [cands for _, cands in found]
 
 
 def find_candidates(
@@ -184,42 +241,8 @@ def find_candidates(
 ) -> list[Candidate]:
     """One database's candidates (see `CandidateQuery`), from a thread not running an event loop."""
     asked = CandidateQuery(query, query_vector, search_type, k, document_filter, with_search_text, parts)
-    reads = Reads([db], Unbounded())
-    _, (found,) = reads.run(candidates_of(reads, [db], asked))
+    _, (found,) = asyncio.run(candidates_of(Reads(Unbounded()), [db], asked))
     return found
-
-
-def _found_candidates(db: Database, found_rows: Found, query: CandidateQuery) -> list[Candidate]:
-    found: dict[str, Candidate] = {}
-    for cand, distance in zip(*_candidates(db, found_rows.vector_rows, "_distance"), strict=True):
-        cand.similarity = 1.0 - distance
-        cand.by_vector = True
-        found[cand.chunk_id] = cand
-    if found_rows.text_error is not None:
-        if FTS_INDEX not in found_rows.indexes:
-            return list(found.values())
-        if is_read_failure(found_rows.text_error):
-            raise storage_failure(db.name, "cannot be read", found_rows.text_error) from found_rows.text_error
-        reason = str(found_rows.text_error).splitlines()[0]
-        raise InputError(f"full-text search failed for {query.text!r}: {reason}") from found_rows.text_error
-    text_rows = found_rows.text_rows
-    if not text_rows.num_rows:
-        return list(found.values())
-    cands, scores = _candidates(db, text_rows, "_score")
-    with_text = query.with_search_text
-    search_texts = text_rows.column("search_text").to_pylist() if with_text else [""] * len(cands)
-    # Score full-text-only hits by exact cosine too, so fusion never treats "not in the vector top-k"
-    # as "dissimilar" (one matrix product over the rows' vectors, not one per row).
-    vector = query.vector
-    similarities = _similarities(text_rows, vector) if vector is not None else [None] * len(cands)
-    for new, score, search_text, similarity in zip(cands, scores, search_texts, similarities, strict=True):
-        cand = found.get(new.chunk_id) or new
-        cand.bm25 = float(score)
-        cand.search_text = search_text or ""
-        if cand.similarity is None:
-            cand.similarity = similarity
-        found[cand.chunk_id] = cand
-    return list(found.values())
 
 
 def _candidates(db: Database, rows: pa.Table, score: str) -> tuple[list[Candidate], list[float]]:

@@ -83,8 +83,9 @@ def analyze_many(chunks: Table, texts: Sequence[str]) -> list[list[str]]:
     return [fts_tokens(chunks, t) for t in texts]
 
 
-async def analyze_many_async(table: AsyncTable, texts: Sequence[str]) -> list[list[str]]:
-    """`analyze_many` through LanceDB's async table, for a coroutine already on LanceDB's loop."""
+async def analyze_async(table: AsyncTable, texts: Sequence[str]) -> list[list[str]]:
+    """`analyze_many` through LanceDB's async table, for a search's reads (`analyze_many` is the write
+    path's, in a worker thread)."""
 
     async def tokens(text: str) -> list[str]:
         return [token.text for token in await table.tokenize(text, index_name=FTS_INDEX)]

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Coroutine, Iterable, Sequence
-from threading import Thread, current_thread
+from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
 import pyarrow as pa
@@ -153,76 +152,32 @@ def get_documents(db: Database, ids: Iterable[str], *, content: bool = False) ->
     return {r["id"]: _document(r) for r in rows}
 
 
-def async_table(table: Any) -> tuple[Any, Callable[[Coroutine[Any, Any, Any]], Any]] | None:
-    """LanceDB's async table behind a sync one and the loop that runs it, if this release has them.
-
-    Every call through the synchronous API is a round trip to that loop (a query makes several); one
-    coroutine on it makes a whole lookup, or the lookups of several databases, in one.
-    """
-    try:
-        from lancedb.background_loop import LOOP
-        from lancedb.table import AsyncTable
-    except ImportError:
-        return None
+def async_table(table: Any) -> Any:
+    """LanceDB's async table behind a sync one, the same table at the same version: awaited on any
+    event loop, it reads without the round trip to LanceDB's own loop each synchronous call makes."""
     inner = getattr(table, "_table", None)
-    if not isinstance(inner, AsyncTable) or not callable(getattr(LOOP, "run", None)):
-        return None
-    _refuse_reentry(LOOP)
-    return inner, LOOP.run
+    if inner is None or not callable(getattr(inner, "query", None)):
+        # The attribute LanceDB's sync table keeps it in; pyproject pins a release that has it.
+        raise RuntimeError(f"this LanceDB release keeps no async table behind {type(table).__name__}")
+    return inner
 
 
-class LoopReentry(RuntimeError):
-    """A synchronous LanceDB call made on LanceDB's own event loop, which would wait on itself forever."""
+async def documents_of(wanted: Sequence[tuple[Database, Iterable[str]]]) -> list[dict[str, DocumentRecord]]:
+    """`get_documents` of several databases, all at once."""
 
-
-def _refuse_reentry(loop: Any) -> None:
-    """Make a blocking call into `loop` from its own thread fail at once instead of deadlocking.
-
-    Coroutines handed to LanceDB's loop (a search's reads) must await LanceDB, never call its synchronous
-    API: that call queues work on the very loop it then blocks, so the process would hang for good.
-    """
-    guarded_already = getattr(loop, "_haiku_refuses_reentry", False)
-    if guarded_already or not isinstance(getattr(loop, "thread", None), Thread):
-        return
-    run = loop.run
-
-    def guarded(future: Any) -> Any:
-        if current_thread() is loop.thread:  # read each call: a fork gives the loop a new thread
-            if hasattr(future, "close"):
-                future.close()  # never scheduled: no "coroutine was never awaited" warning
-            raise LoopReentry("a synchronous LanceDB call was made on LanceDB's own event loop")
-        return run(future)
-
-    loop.run = guarded
-    loop._haiku_refuses_reentry = True
-
-
-def get_documents_of(wanted: Sequence[tuple[Database, Iterable[str]]]) -> list[dict[str, DocumentRecord]]:
-    """`get_documents` of several databases at once, in one call into LanceDB when it allows."""
-    requests = [(db, list(dict.fromkeys(ids))) for db, ids in wanted]
-    bridges = [bridge for db, _ in requests if (bridge := async_table(db.documents)) is not None]
-    if not requests or len(bridges) < len(requests):
-        return [get_documents(db, ids) for db, ids in requests]
-
-    async def fetch(table: Any, ids: list[str]) -> list[dict[str, Any]]:
+    async def fetch(db: Database, ids: list[str]) -> dict[str, DocumentRecord]:
         if not ids:
-            return []
-        query = table.query().where(in_list("id", ids)).select(_DOC_COLUMNS).limit(len(ids))
-        return (await query.to_arrow()).to_pylist()
+            return {}
+        query = async_table(db.documents).query().where(in_list("id", ids))
+        try:
+            rows = (await query.select(_DOC_COLUMNS).limit(len(ids)).to_arrow()).to_pylist()
+        except Exception as exc:
+            if is_read_failure(exc):
+                raise storage_failure(db.name, "cannot be read", exc) from exc  # as get_documents does
+            raise
+        return {r["id"]: _document(r) for r in rows}
 
-    async def fetch_all() -> list[Any]:
-        jobs = [fetch(table, ids) for (table, _), (_, ids) in zip(bridges, requests, strict=True)]
-        return await asyncio.gather(*jobs, return_exceptions=True)
-
-    run = bridges[0][1]
-    out = []
-    for (db, _), rows in zip(requests, run(fetch_all()), strict=True):
-        if isinstance(rows, Exception) and is_read_failure(rows):
-            raise storage_failure(db.name, "cannot be read", rows) from rows  # as get_documents does
-        if isinstance(rows, BaseException):
-            raise rows
-        out.append({r["id"]: _document(r) for r in rows})
-    return out
+    return list(await asyncio.gather(*(fetch(db, list(dict.fromkeys(ids))) for db, ids in wanted)))
 
 
 def get_document(db: Database, document_id: str) -> DocumentRecord | None:

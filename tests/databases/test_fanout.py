@@ -14,7 +14,6 @@ from haiku_cli.databases import fanout, operations
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import DatabaseError, InputError
-from haiku_cli.search import lookups
 from haiku_cli.store import EmbedderSpec, Location, open_database
 from haiku_cli.store.writes import write_documents
 from tests.support.single_chunks import single_chunk_database, word_texts
@@ -213,16 +212,7 @@ def test_full_text_split_ranks_as_one_from_each_databases_best_few(tmp_path: Pat
         assert len(one) == 4 and split == one
 
 
-@pytest.fixture(params=["lancedb_loop", "threads"])
-def reads_through(request, monkeypatch) -> str:
-    """Both ways a search reads: on LanceDB's own loop, and, with a LanceDB that does not expose its
-    async tables, through its synchronous API in worker threads."""
-    if request.param == "threads":
-        monkeypatch.setattr(lookups, "async_table", lambda table: None)
-    return request.param
-
-
-def test_a_split_search_finds_the_same_whichever_way_it_reads(make_db, workspace, monkeypatch) -> None:
+def test_a_filtered_split_search_ranks_as_one_and_keeps_to_the_filter(make_db, workspace) -> None:
     whole, _ = make_db("whole", CORPUS)
     parts = [make_db(f"part{i}", CORPUS[i::3])[0] for i in range(3)]
     query = "retrieval of relevant documents by index terms"
@@ -244,16 +234,14 @@ def test_a_split_search_finds_the_same_whichever_way_it_reads(make_db, workspace
             for kind, f in searches
         ]
 
-    on_loop = found()
-    monkeypatch.setattr(lookups, "async_table", lambda table: None)
-    assert found() == on_loop
+    split = found()
     single = _search(workspace(), Selection((whole,)), query, search_type="fts", limit=9)
-    assert [content for _, content, _ in on_loop[0]] == [h.content for h in single]
-    filtered = {content for hits in on_loop[1::2] for _, content, _ in hits}
+    assert [content for _, content, _ in split[0]] == [h.content for h in single]
+    filtered = {content for hits in split[1::2] for _, content, _ in hits}
     assert filtered == {CORPUS[i]["text"] for i in (0, 2, 6, 7)}
 
 
-def test_a_database_whose_files_are_gone_is_named(make_db, workspace, tmp_path: Path, reads_through) -> None:
+def test_a_database_whose_files_are_gone_is_named(make_db, workspace, tmp_path: Path) -> None:
     notes, _ = make_db("notes", NOTES)
     papers, _ = make_db("papers", PAPERS)
     ws = workspace()

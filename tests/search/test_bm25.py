@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from haiku_cli.search import bm25
-from haiku_cli.search.candidates import find_candidates
+from haiku_cli.search.candidates import Candidate, find_candidates
+from haiku_cli.search.lookups import Reads, Unbounded
 from haiku_cli.store.database import Database
 from haiku_cli.store.indexes import analyze_many
 from tests.support.single_chunks import single_chunk_database, word_texts
@@ -28,24 +30,26 @@ def _counted(db: Database, query: bm25.QueryTerms) -> dict[str, int]:
     return {t: sum(t in terms for terms in analyzed) for t in dict.fromkeys(query.terms)}
 
 
+def _analyzed(db: Database, query: str, found: list[list[Candidate]]):
+    return asyncio.run(bm25.analyzed(Reads(Unbounded()), db, query, found))
+
+
 @pytest.mark.parametrize(
     "query", ["flood basin silt", "tidal estuary channels and levees", "marsh marsh zebra"]
 )
 def test_frequencies_read_off_the_scores_equal_counted_ones(db: Database, query: str) -> None:
-    terms = bm25.query_terms(db, query)
     found = find_candidates(
         db, query=query, query_vector=None, search_type="fts", k=100, with_search_text=True
     )
-    (pairs,) = bm25.analyzed_candidates(db, [found], terms.terms)
+    terms, (pairs,) = _analyzed(db, query, [found])
     derived = bm25.frequencies_from_scores(bm25.corpus_size(db), terms.terms, pairs, exhaustive=True)
     assert derived == _counted(db, terms)  # every term settled, without a lookup
 
 
 def test_too_few_candidates_settle_nothing_wrongly(db: Database) -> None:
     query = "flood basin silt marsh tide"
-    terms = bm25.query_terms(db, query)
     found = find_candidates(db, query=query, query_vector=None, search_type="fts", k=3, with_search_text=True)
-    (pairs,) = bm25.analyzed_candidates(db, [found], terms.terms)
+    terms, (pairs,) = _analyzed(db, query, [found])
     derived = bm25.frequencies_from_scores(bm25.corpus_size(db), terms.terms, pairs, exhaustive=False)
     counted = _counted(db, terms)
     assert all(derived[t] == counted[t] for t in derived)  # what is settled is right; the rest is looked up
@@ -56,14 +60,13 @@ def test_one_analysis_of_several_databases_candidates_gives_each_theirs(db: Data
     other_texts = word_texts(np.random.default_rng(4), 25)
     other = single_chunk_database(tmp_path / "o.lancedb", other_texts, [[1, 0, 0, 0]] * len(other_texts))
     query = "flood basin silt levee"
-    terms = bm25.query_terms(db, query).terms
     found = [
         find_candidates(d, query=query, query_vector=None, search_type="fts", k=k, with_search_text=True)
         for d, k in ((db, 12), (other, 5))
     ]
-    together = bm25.analyzed_candidates(db, found, terms)
+    _, together = _analyzed(db, query, found)
     for d, cands, analyzed in zip((db, other), found, together, strict=True):
-        (alone,) = bm25.analyzed_candidates(d, [cands], terms)
+        _, (alone,) = _analyzed(d, query, [cands])
         assert [c.chunk_id for c in analyzed.candidates] == [c.chunk_id for c in cands]
         assert analyzed.lengths.tolist() == alone.lengths.tolist()
         assert analyzed.counts.tolist() == alone.counts.tolist()

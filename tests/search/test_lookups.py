@@ -1,4 +1,4 @@
-"""A database's lookups give the same candidates through LanceDB's async table and its sync API."""
+"""One database's candidates: each scored by similarity and BM25, within the documents a filter picks."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from haiku_cli.search import lookups
 from haiku_cli.search.candidates import find_candidates
 from haiku_cli.store.database import Database
 from tests.support.single_chunks import single_chunk_database
@@ -35,12 +34,13 @@ def _found(db: Database, **kwargs) -> list[tuple[str, float | None, float | None
 
 
 @pytest.mark.parametrize("document_filter", [None, "title IN ('d0', 'd4')"])
-def test_sync_fallback_finds_what_the_async_path_finds(db: Database, monkeypatch, document_filter) -> None:
-    kwargs = {"query": "sediment tide", "search_type": "hybrid", "document_filter": document_filter}
-    assert lookups.async_table(db.chunks) is not None  # this LanceDB has the async table: the fast path ran
-    fast = _found(db, **kwargs)
-    monkeypatch.setattr(lookups, "async_table", lambda table: None)  # as with a LanceDB without it
-    assert _found(db, **kwargs) == fast
-    assert any(bm25 for _, _, bm25, _ in fast) and all(sim is not None for _, sim, _, _ in fast)
+def test_a_hybrid_lookup_scores_every_candidate_both_ways(db: Database, document_filter) -> None:
+    found = _found(db, query="sediment tide", search_type="hybrid", document_filter=document_filter)
+    assert any(bm25 for _, _, bm25, _ in found) and all(sim is not None for _, sim, _, _ in found)
+    assert all(search_text for _, _, bm25, search_text in found if bm25 is not None)
     if document_filter:
-        assert {text for text, *_ in fast} <= {TEXTS[0], TEXTS[4]}
+        assert {text for text, *_ in found} <= {TEXTS[0], TEXTS[4]}
+
+
+def test_a_filter_no_document_matches_finds_nothing(db: Database) -> None:
+    assert _found(db, query="sediment", search_type="hybrid", document_filter="title = 'nope'") == []
