@@ -20,6 +20,25 @@ class Segment:
 
 
 @dataclass(frozen=True)
+class Picture:
+    """A figure of a document, encoded for storage; its marker in the text says where it sits.
+
+    `reference` names it within its document and is the same each time the same source is converted;
+    `box` is (left, bottom, right, top) in PDF points on `page`, when the format places it.
+    """
+
+    reference: str
+    data: bytes
+    format: str  # "png" or "jpeg"
+    width: int
+    height: int
+    caption: str = ""
+    page: int | None = None
+    box: tuple[float, float, float, float] | None = None
+    source: str = ""  # where it came from: a file name, a URL, "page render"
+
+
+@dataclass(frozen=True)
 class ConvertedDocument:
     """A source converted to text: where it came from, a best-guess title and its segments in order."""
 
@@ -27,6 +46,7 @@ class ConvertedDocument:
     title: str | None
     segments: list[Segment]
     notes: tuple[str, ...] = ()  # what a user should know about how it was read (e.g. its encoding)
+    pictures: tuple[Picture, ...] = ()
 
     @property
     def text(self) -> str:

@@ -6,7 +6,7 @@ import itertools
 import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,11 +20,11 @@ from haiku_cli.ingest.document import ConvertedDocument
 from haiku_cli.ingest.embedding import BATCH_CHUNKS, embed_chunks
 from haiku_cli.ingest.reports import IngestReport, NoProgress, Progress, SourceOutcome, Status
 from haiku_cli.ingest.stages import two_stages
-from haiku_cli.ingest.stored import content_hash, stored_content
+from haiku_cli.ingest.stored import content_hash, picture_records, stored_content
 from haiku_cli.store.database import Database
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import count_documents, find_by_hash, find_by_uri
-from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk
+from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk, PictureRecord
 from haiku_cli.store.transaction import atomic_write, storage_errors
 from haiku_cli.store.writes import new_id, write_documents
 
@@ -49,6 +49,7 @@ class _Part:
     outcome: SourceOutcome
     # The document's stored vectors may stand in for identical chunks' (same embedder, title, text).
     reuse_vectors: bool = False
+    pictures: list[PictureRecord] = field(default_factory=list)  # written with the first part
 
     @property
     def stored(self) -> DocumentRecord:
@@ -90,7 +91,7 @@ class Ingestor:
         """Queue one converted document (a no-op when its content is unchanged)."""
         content = stored_content(doc)
         note = "; ".join(doc.notes) or None
-        digest = content_hash(content)
+        digest = content_hash(content, [p.data for p in doc.pictures])
         uri = doc.uri or None
         queued = self._queued.get(uri or digest)
         if queued is not None:  # the same source twice in one add (e.g. a folder and a file in it)
@@ -154,7 +155,8 @@ class Ingestor:
         start = 0
         while start < len(chunks):
             part = chunks[start : start + BATCH_CHUNKS - self._batch_chunks]
-            self._batch.append(_Part(record, part, existing, start == 0, outcome, reuse_vectors))
+            pictures = picture_records(doc) if start == 0 else []
+            self._batch.append(_Part(record, part, existing, start == 0, outcome, reuse_vectors, pictures))
             self._batch_chunks += len(part)
             start += len(part)
             if self._batch_chunks >= BATCH_CHUNKS:
@@ -228,7 +230,11 @@ class Ingestor:
         for p in batch:
             chunks = [next(embedded) for _ in p.chunks]
             if p.first:
-                writes.append(DocumentWrite(document=p.document, chunks=chunks, replaces=p.replaces))
+                writes.append(
+                    DocumentWrite(
+                        document=p.document, chunks=chunks, replaces=p.replaces, pictures=p.pictures
+                    )
+                )
             else:
                 more.extend((p.stored, c) for c in chunks)
         return writes, more

@@ -3,15 +3,41 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 from haiku_cli.ingest.document import ConvertedDocument, Segment
+from haiku_cli.store.records import PictureRecord
 
 PAGE_BREAK = "\f"
 
 
-def content_hash(text: str) -> str:
-    """The hash that decides whether a re-added source changed."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+def content_hash(text: str, pictures: Sequence[bytes] = ()) -> str:
+    """The hash that decides whether a re-added source changed: its text, and its pictures if it has any
+    (so a document without pictures hashes as it always did)."""
+    digest = hashlib.sha256(text.encode("utf-8"))
+    for data in pictures:
+        digest.update(hashlib.sha256(data).digest())
+    return digest.hexdigest()
+
+
+def picture_records(doc: ConvertedDocument) -> list[PictureRecord]:
+    """A converted document's pictures as the store takes them (the document id is set when written)."""
+    return [
+        PictureRecord(
+            document_id="",
+            reference=p.reference,
+            page=p.page,
+            box=list(p.box) if p.box is not None else None,
+            width=p.width,
+            height=p.height,
+            format=p.format,
+            caption=p.caption,
+            source=p.source,
+            size=len(p.data),
+            data=p.data,
+        )
+        for p in doc.pictures
+    ]
 
 
 def stored_content(doc: ConvertedDocument) -> str:

@@ -57,6 +57,22 @@ class Database:
         self._side: dict[str, Table | None] = {}
 
     @property
+    def pictures(self) -> Table | None:
+        """The pictures table, or None while no write has stored a picture (a side table)."""
+        return self.side_table(schema.PICTURES)
+
+    def create_pictures(self) -> Table:
+        """The pictures table, created now if missing (by a writer holding the lock)."""
+        return self.create_side_table(schema.PICTURES, schema.pictures_schema())
+
+    def forget_side_table(self, name: str, *, gone: bool = False) -> None:
+        """Look a side table up again on next use; `gone`: read as if it were not there."""
+        if gone:
+            self._side[name] = None
+        else:
+            self._side.pop(name, None)
+
+    @property
     def name(self) -> str:
         """The database's name, its identity in every message and result."""
         return self.location.name

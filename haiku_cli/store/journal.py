@@ -18,7 +18,8 @@ def table_versions(db: Database) -> dict[str, int]:
 
 
 def _tables(db: Database):
-    # A side table is created before the journal of the write that first fills it, so it is named here.
+    # A side table is created before the journal of the write that first fills it (sources), or by that
+    # write (pictures): then the journal does not name it, and undoing the write drops it.
     return {schema.DOCUMENTS: db.documents, schema.CHUNKS: db.chunks, **db.side_tables()}
 
 
@@ -32,13 +33,18 @@ def read_snapshot(db: Database) -> None:
     """Point a reader at the table versions from before an unfinished write."""
     before = json.loads(db.meta[PENDING_WRITE])
     for name, table in _tables(db).items():
-        if name in before and table.version != before[name]:
+        if name not in before:
+            db.forget_side_table(name, gone=True)  # made by the unfinished write: not there before it
+        elif table.version != before[name]:
             table.checkout(before[name])
 
 
 def restore(db: Database, before: dict[str, int]) -> None:
     """Put the tables back at the journal's versions and drop the journal."""
     for name, table in _tables(db).items():
-        if name in before and table.version != before[name]:
+        if name not in before:
+            db.conn.drop_table(name, ignore_missing=True)  # created by the write being undone
+            db.forget_side_table(name)
+        elif table.version != before[name]:
             table.restore(before[name])
     db.delete_meta(PENDING_WRITE)

@@ -181,6 +181,11 @@ def cleanup_superseded(db: Database, keep: timedelta = KEEP_SUPERSEDED) -> None:
                 _drop_versions(table, older_than)
 
 
+def _tables(db: Database) -> list[Table]:
+    """Every table of the database (the pictures table once a picture was stored)."""
+    return [db.documents, db.chunks, db.meta_table, *([db.pictures] if db.pictures is not None else [])]
+
+
 def _drop_versions(table: Table, older_than: timedelta) -> None:
     # Through Lance only the old versions' files go; LanceDB's optimize would compact the table too
     # (a rewrite of every small file, which `refresh_keys` does only once they pile up).

@@ -62,9 +62,35 @@ class NewChunk(BaseModel):
     vector: list[float]
 
 
+class PictureInfo(BaseModel):
+    """A stored picture without its bytes: its document, reference, place, size and caption."""
+
+    document_id: str
+    reference: str
+    page: int | None = None
+    box: list[float] | None = None  # left, bottom, right, top in PDF points on `page`
+    width: int
+    height: int
+    format: str
+    caption: str = ""
+    source: str = ""
+    size: int  # bytes of the encoded picture
+
+
+class PictureRecord(PictureInfo):
+    """A stored picture with its encoded bytes."""
+
+    data: bytes = Field(repr=False)
+
+    def info(self) -> PictureInfo:
+        """The picture without its bytes."""
+        return PictureInfo.model_validate(self.model_dump(exclude={"data"}))
+
+
 class DocumentWrite(BaseModel):
     """One document to insert, or to put in place of `replaces` (keeping its id and creation time)."""
 
     document: DocumentRecord
     chunks: list[NewChunk]
     replaces: DocumentRecord | None = None
+    pictures: list[PictureRecord] = Field(default_factory=list)  # document_id is set when written

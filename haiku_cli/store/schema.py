@@ -15,7 +15,9 @@ META = "meta"
 # `add-src` remembers, and the files each one held when last read (what `sync` compares against).
 SOURCES = "sources"
 SOURCE_FILES = "source_files"
-SIDE_TABLES = (SOURCES, SOURCE_FILES)
+# The pictures of documents (created by the first write that stores one).
+PICTURES = "pictures"
+SIDE_TABLES = (SOURCES, SOURCE_FILES, PICTURES)
 
 _TS = pa.timestamp("us", tz="UTC")
 # A chunk's copy of its document's fields, by document field: written with the chunk, whenever its
@@ -64,3 +66,22 @@ def chunks_schema(dimension: int) -> pa.Schema:
 def meta_schema() -> pa.Schema:
     """Key/value settings of the database (schema version, embedder, pending write)."""
     return pa.schema([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.string())])
+
+
+def pictures_schema() -> pa.Schema:
+    """One row per picture of a document: where it sits, what it shows, and its encoded bytes."""
+    return pa.schema(
+        [
+            pa.field("document_id", pa.string(), nullable=False),
+            pa.field("reference", pa.string(), nullable=False),  # unique within its document
+            pa.field("page", pa.int32()),
+            pa.field("box", pa.list_(pa.float32(), 4)),  # left, bottom, right, top in PDF points
+            pa.field("width", pa.int32()),
+            pa.field("height", pa.int32()),
+            pa.field("format", pa.string()),  # png or jpeg
+            pa.field("caption", pa.string()),
+            pa.field("source", pa.string()),
+            pa.field("size", pa.int64()),  # of `data`, so listings need not read the bytes
+            pa.field("data", pa.large_binary()),
+        ]
+    )

@@ -13,6 +13,7 @@ from haiku_cli.store import schema
 from haiku_cli.store.database import Database
 from haiku_cli.store.indexes import analyze_many
 from haiku_cli.store.maintenance import after_write
+from haiku_cli.store.pictures import picture_rows
 from haiku_cli.store.reads import count_documents, in_list
 from haiku_cli.store.records import DocumentSummary, DocumentWrite, NewChunk
 from haiku_cli.store.sources import DELETE_BATCH, drop_states_of_documents
@@ -78,6 +79,7 @@ def write_documents(
     replaced = [w.replaces.id for w in writes if w.replaces is not None]
     doc_rows = []
     new_chunks: list[tuple[DocumentSummary, NewChunk]] = list(more_chunks)
+    pictures = []
     for w in writes:
         doc = w.document
         if w.replaces is not None:
@@ -93,6 +95,7 @@ def write_documents(
             }
         )
         new_chunks.extend((doc, c) for c in w.chunks)
+        pictures.extend(picture_rows(doc.id, w.pictures))
     chunk_rows = make_chunk_rows(db.chunks, new_chunks)
     with exclusive(db):
         with atomic_write(db), storage_errors(db, "cannot be written"):
@@ -103,10 +106,14 @@ def write_documents(
             if replaced:
                 db.chunks.delete(in_list("document_id", replaced))
                 db.documents.delete(in_list("id", replaced))
+                if db.pictures is not None:
+                    db.pictures.delete(in_list("document_id", replaced))
             if doc_rows:
                 db.documents.add(doc_rows)
             if chunk_rows:
                 db.chunks.add(chunk_rows)
+            if pictures:
+                db.create_pictures().add(pictures)
             checkpoint("data-written")
         after_write(db)
 
@@ -132,6 +139,8 @@ def delete_documents(db: Database, document_ids: Sequence[str]) -> None:
                 ids = document_ids[start : start + DELETE_BATCH]
                 db.chunks.delete(in_list("document_id", ids))
                 db.documents.delete(in_list("id", ids))
+                if db.pictures is not None:
+                    db.pictures.delete(in_list("document_id", ids))
             drop_states_of_documents(db, document_ids)
         after_write(db)
 

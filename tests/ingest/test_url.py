@@ -10,8 +10,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert import fetch_url
 from haiku_cli.ingest.document import ConversionError
+from tests.support.pictures import png
 
 from .helpers import make_pdf
 
@@ -22,6 +24,14 @@ ROUTES: dict[str, tuple[int, str, bytes]] = {
     "/doc.pdf": (200, "application/pdf", make_pdf(["pdf over http"])),
     "/empty.txt": (200, "text/plain", b""),
     "/image.png": (200, "image/png", b"\x89PNG\r\n"),
+    "/figures.html": (
+        200,
+        "text/html",
+        b'<title>Figures</title><p>Two figures.</p><img src="img/small.png" alt="Small">'
+        b'<img src="/big.png" alt="Big"><img src="/nothing.png" alt="Gone">',
+    ),
+    "/img/small.png": (200, "image/png", png(40, 40)),
+    "/big.png": (200, "image/png", png(900, 900) + b"\0" * 2**20),
 }
 
 
@@ -115,3 +125,14 @@ def test_connection_refused(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_not_http() -> None:
     with pytest.raises(ConversionError, match="not an http"):
         fetch_url("ftp://example.com/file.txt")
+
+
+def test_a_fetched_page_brings_its_images_under_the_page_limits(server: str) -> None:
+    doc = fetch_url(f"{server}/figures.html", limits=IngestSettings(max_file_mb=0.5))
+    assert [(p.reference, p.caption, p.source) for p in doc.pictures] == [
+        ("image-1", "Small", f"{server}/img/small.png")
+    ]
+    assert "![Small](picture:image-1)" in doc.text
+    notes = "\n".join(doc.notes)
+    assert "picture image-2 skipped" in notes and "over the limit of 0.5 MB" in notes
+    assert "picture image-3 skipped" in notes and "HTTP 404" in notes

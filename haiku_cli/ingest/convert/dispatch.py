@@ -129,7 +129,7 @@ def _convert(
     if kind == "pdf":
         from haiku_cli.ingest.convert.pdf import convert_pdf
 
-        doc = convert_pdf(data, label=label, uri=uri, fallback_title=fallback_title)
+        doc = convert_pdf(data, label=label, uri=uri, fallback_title=fallback_title, limits=limits)
     elif kind == "docx":
         from haiku_cli.ingest.convert.docx import convert_docx
 
@@ -148,6 +148,8 @@ def _convert(
         else:
             doc = convert_plain(text, uri=uri, title=fallback_title)
         doc = replace(doc, notes=tuple(notes))
+    if kind in ("html", "markdown"):
+        doc = _linked_pictures(doc, label, limits)
     if not doc.text.strip():
         raise ConversionError(f"{label} is empty")
     limits = limits or IngestSettings()
@@ -155,6 +157,18 @@ def _convert(
         size = len(doc.text)
         raise ConversionError(over_limit(label, size, "max_text_mb", limits.max_text_mb, "text of "))
     return doc
+
+
+def _linked_pictures(doc: ConvertedDocument, label: str, limits: IngestSettings | None) -> ConvertedDocument:
+    from haiku_cli.ingest.convert.images import PictureCollector
+    from haiku_cli.ingest.convert.linked import link_pictures
+
+    collector = PictureCollector(label, limits)
+    segments = [
+        replace(s, text=link_pictures(s.text, uri=doc.uri, collector=collector)) for s in doc.segments
+    ]
+    pictures, notes = collector.finish()
+    return replace(doc, segments=segments, pictures=pictures, notes=doc.notes + notes)
 
 
 def _byte_limit(kind: str, limits: IngestSettings) -> tuple[str, float]:

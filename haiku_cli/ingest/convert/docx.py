@@ -8,8 +8,10 @@ import zipfile
 from typing import Any
 
 from haiku_cli.config.settings import IngestSettings
+from haiku_cli.ingest.convert.images import PictureCollector
 from haiku_cli.ingest.convert.limits import over_limit
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
+from haiku_cli.store.markers import marker
 
 _HEADING = re.compile(r"heading\s*(\d)", re.IGNORECASE)
 
@@ -34,6 +36,7 @@ def convert_docx(
         raise ConversionError(f"{label}: corrupt DOCX ({type(exc).__name__})") from exc
 
     styles = _StyleNames(document)
+    collector = PictureCollector(label, limits)
     blocks: list[str] = []
     first_title: str | None = None
     for item in document.iter_inner_content():
@@ -45,10 +48,31 @@ def convert_docx(
             blocks.append(text)
             if is_title and first_title is None:
                 first_title = text.lstrip("# ").strip()
+        blocks.extend(_inline_pictures(document, item, collector))
     core_title = " ".join((document.core_properties.title or "").split())
     title = core_title or first_title or fallback_title
     body = "\n\n".join(b for b in blocks if b.strip())
-    return ConvertedDocument(uri=uri, title=title, segments=[Segment(body)])
+    pictures, notes = collector.finish()
+    return ConvertedDocument(uri=uri, title=title, segments=[Segment(body)], pictures=pictures, notes=notes)
+
+
+def _inline_pictures(document: Any, paragraph: Any, collector: PictureCollector) -> list[str]:
+    """Store the images drawn in a paragraph; their markers, which follow the paragraph's text."""
+    markers = []
+    for drawing in paragraph._p.xpath(".//wp:inline | .//wp:anchor"):  # python-docx has no picture API
+        reference = collector.next_reference()
+        described = drawing.xpath("./wp:docPr")
+        caption = ""
+        if described:
+            caption = described[0].get("descr") or described[0].get("title") or ""
+        for rid in drawing.xpath(".//a:blip/@r:embed")[:1]:
+            part = document.part.related_parts.get(rid)
+            blob = getattr(part, "blob", None)
+            if blob is None:
+                collector.skip(reference, "its image is missing from the package")
+            elif collector.add_encoded(blob, reference, caption=caption, source=str(part.partname)):
+                markers.append(marker(reference, caption))
+    return markers
 
 
 def _check_unpacked_size(data: bytes, label: str, limits: IngestSettings) -> None:

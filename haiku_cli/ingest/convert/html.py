@@ -1,4 +1,4 @@
-"""HTML to markdown through html-to-markdown, without scripts, styles, navigation or inline image data."""
+"""HTML to markdown through html-to-markdown, without scripts, styles or navigation."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def convert_html(
     options = ConversionOptions(
         extract_metadata=True,
         exclude_selectors=_EXCLUDE,
-        inline_data_media="alt_text_only",
+        inline_data_media="keep",  # read as pictures, else as their alt text (convert.linked)
         base_url=uri if uri.startswith(("http://", "https://")) else None,
     )
     try:

@@ -7,6 +7,7 @@ import threading
 from collections import Counter
 from typing import Any
 
+from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert.garbled import unreadable
 from haiku_cli.ingest.convert.pdf_title import largest_type, pick_title
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
@@ -33,9 +34,17 @@ _SECTION_PREFIX = re.compile(
 )
 
 
-def convert_pdf(data: bytes, *, label: str, uri: str, fallback_title: str | None) -> ConvertedDocument:
-    """Extract the text layer page by page; a corrupt PDF or one without text raises ConversionError."""
+def convert_pdf(
+    data: bytes, *, label: str, uri: str, fallback_title: str | None, limits: IngestSettings | None = None
+) -> ConvertedDocument:
+    """Extract the text layer and the pictures page by page (a page without text is kept as a render);
+    a corrupt PDF, or one with neither text nor pictures, raises ConversionError."""
     import pypdfium2 as pdfium
+
+    from haiku_cli.ingest.convert.images import PictureCollector
+    from haiku_cli.ingest.convert.pdf_pictures import page_pictures, place_markers
+
+    collector = PictureCollector(label, limits)
 
     with _PDFIUM_LOCK:
         try:
@@ -52,12 +61,14 @@ def convert_pdf(data: bytes, *, label: str, uri: str, fallback_title: str | None
             font_title = _largest_type(pdf, first) if first is not None else None
             first_text = "\n".join(pages[first]) if first is not None else ""
             title = pick_title(pdf.get_metadata_dict().get("Title"), first_text, font_title)
+            # A garbled page is not a scan: its images are kept, but it is not rendered.
+            placed = [_pictures(pdf, i, read[i], collector, page_pictures) for i in range(len(pdf))]
             bookmarks = _bookmarks(pdf)
         except pdfium.PdfiumError as exc:
             raise ConversionError(f"{label}: corrupt PDF") from exc
         finally:
             pdf.close()
-    if not any(line.strip() for lines in pages for line in lines):
+    if not any(line.strip() for lines in pages for line in lines) and not collector.pictures:
         if garbled:
             raise ConversionError(f"{label}: the text layer is unreadable (garbled fonts); nothing to index")
         raise ConversionError(f"{label}: no text layer (scanned?)")
@@ -67,9 +78,27 @@ def convert_pdf(data: bytes, *, label: str, uri: str, fallback_title: str | None
         notes = (f"{label}: {which} left out: the text layer is unreadable (garbled fonts)",)
     _drop_running_lines(pages)
     _mark_headings(pages, bookmarks)
+    for lines, here in zip(pages, placed, strict=True):
+        place_markers(lines, here, collector)
     # Every page keeps its segment, blank or not, so segment i is always page i + 1.
     segments = [Segment("\n".join(lines).strip("\n"), page=i + 1) for i, lines in enumerate(pages)]
-    return ConvertedDocument(uri=uri, title=title or fallback_title, segments=segments, notes=notes)
+    pictures, picture_notes = collector.finish()
+    return ConvertedDocument(
+        uri=uri,
+        title=title or fallback_title,
+        segments=segments,
+        pictures=pictures,
+        notes=notes + picture_notes,
+    )
+
+
+def _pictures(pdf: Any, index: int, lines: list[str] | None, collector: Any, collect: Any) -> list[Any]:
+    page = pdf[index]
+    try:
+        has_text = lines is None or any(line.strip() for line in lines)
+        return collect(page, index + 1, collector, has_text=has_text)
+    finally:
+        page.close()
 
 
 def _page_ranges(pages: list[int]) -> str:

@@ -1,0 +1,62 @@
+"""Downloading over http(s) with httpx, stopped once a download passes the `[ingest]` size limit."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from haiku_cli.config.settings import IngestSettings
+from haiku_cli.ingest.convert.limits import over_limit
+from haiku_cli.ingest.document import ConversionError
+
+if TYPE_CHECKING:
+    import httpx
+
+_USER_AGENT = "haiku-cli/0.1 (+local RAG ingest)"
+
+
+def download(
+    url: str, *, timeout: float, limits: IngestSettings, accept: str = "*/*"
+) -> tuple[bytes, str, str | None]:
+    """The bytes, final URL and content type of `url`; failures and downloads over the limit raise
+    ConversionError."""
+    import httpx
+
+    if not url.lower().startswith(("http://", "https://")):
+        raise ConversionError(f"{url}: not an http(s) URL")
+    headers = {"User-Agent": _USER_AGENT, "Accept": accept}
+    try:
+        with (
+            httpx.Client(follow_redirects=True, timeout=timeout, headers=headers) as client,
+            client.stream("GET", url) as response,
+        ):
+            if response.status_code >= 400:
+                phrase = f" {response.reason_phrase}" if response.reason_phrase else ""
+                raise ConversionError(f"{url}: HTTP {response.status_code}{phrase}")
+            data = _read_limited(response, url, limits)
+            return data, str(response.url), response.headers.get("content-type")
+    except httpx.TimeoutException as exc:
+        raise ConversionError(f"{url}: timed out after {timeout:g}s") from exc
+    except httpx.ConnectError as exc:
+        raise ConversionError(f"{url}: cannot connect ({_reason(exc)})") from exc
+    except httpx.TooManyRedirects as exc:
+        raise ConversionError(f"{url}: too many redirects") from exc
+    except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
+        raise ConversionError(f"{url}: invalid URL ({_reason(exc)})") from exc
+    except httpx.HTTPError as exc:
+        raise ConversionError(f"{url}: download failed ({_reason(exc)})") from exc
+
+
+def _read_limited(response: httpx.Response, url: str, limits: IngestSettings) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > limits.max_file_mb * 2**20:
+            raise ConversionError(over_limit(url, size, "max_file_mb", limits.max_file_mb, "more than "))
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _reason(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
