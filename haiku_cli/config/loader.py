@@ -74,6 +74,7 @@ def load_settings(explicit: Path | None = None) -> tuple[Settings, Path]:
 _SECONDS_ENV = {
     "HAIKU_WRITE_WAIT": ("storage", "write_wait_seconds"),
     "HAIKU_STORAGE_TIMEOUT": ("storage", "timeout_seconds"),
+    "HAIKU_LEASE_SECONDS": ("storage", "lease_seconds"),
     "HAIKU_EMBEDDER_TIMEOUT": ("embedder", "timeout_seconds"),
     "HAIKU_MODEL_TIMEOUT": ("model", "timeout_seconds"),
 }
@@ -93,6 +94,8 @@ def _seconds_from_env(settings: Settings) -> Settings:
             raise InputError(f"{env} must be a finite number of seconds, got {raw!r}")
         if value < 0 or (key == "timeout_seconds" and value == 0):
             raise InputError(f"{env} must be a positive number of seconds, got {raw!r}")
+        if key == "lease_seconds" and value < 1:
+            raise InputError(f"{env} must be at least 1 second, got {raw!r}")
         updates.setdefault(section, {})[key] = value
     for section, values in updates.items():
         part = getattr(settings, section).model_copy(update=values)

@@ -101,6 +101,8 @@ class StorageSettings(_Strict):
     write_wait_seconds: float = Field(default=120.0, ge=0)
     # Each object-store request (connect + answer); a stalled server fails the command instead of hanging.
     timeout_seconds: float = Field(default=30.0, gt=0)
+    # An object-store writer's lease: unrenewed this long, its holder is presumed dead and is taken over.
+    lease_seconds: float = Field(default=60.0, ge=1)
 
 
 class IngestSettings(_Strict):

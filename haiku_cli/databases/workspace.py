@@ -39,7 +39,8 @@ class Workspace:
         self.settings = settings
         self.config_file = config_file
         self.pool = DatabasePool(
-            WaitPolicy(settings.storage.write_wait_seconds, on_write_wait), settings.storage.timeout_seconds
+            WaitPolicy(settings.storage.write_wait_seconds, on_write_wait, settings.storage.lease_seconds),
+            settings.storage.timeout_seconds,
         )
         self._embedder = embedder
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,6 +46,9 @@ class Database:
         self.writer_lock: Any = None  # the held writer lock (store.writer), re-entrant
         self.write_policy: Any = None  # how long to wait for another writer (store.writer.WaitPolicy)
         self.read_at = time.monotonic()  # when this handle last caught up with the stored state
+        # This process's commits to the meta table (its writes, an object-store lease's heartbeat, a
+        # vacuum compacting it) take turns: two at once would conflict, and fail one of them.
+        self.meta_guard = threading.RLock()
         self.documents = tables[schema.DOCUMENTS]
         self.meta_table = tables[schema.META]
         self.meta = read_meta(self.meta_table)
@@ -131,12 +135,14 @@ class Database:
         """Store several meta values in one atomic commit."""
         rows = [{"key": k, "value": v} for k, v in values.items()]
         merge = self.meta_table.merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
-        merge.execute(rows)
+        with self.meta_guard:
+            merge.execute(rows)
         self.meta.update(values)
 
     def delete_meta(self, key: str) -> None:
         """Remove one meta value."""
-        self.meta_table.delete(f"key = '{key}'")
+        with self.meta_guard:
+            self.meta_table.delete(f"key = '{key}'")
         self.meta.pop(key, None)
 
     def check_embedder(self, spec: EmbedderSpec) -> None:

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import warnings
+from contextlib import nullcontext
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -219,20 +220,53 @@ def _superseded_cutoff(table: Table, keep: timedelta) -> timedelta | None:
 def vacuum(db: Database) -> tuple[int | None, int | None, bool]:
     """Merge index segments, compact files, drop every old version and bring an older layout up to date.
 
-    Returns the size before and after, and whether the layout was upgraded.
+    Every step checks first that this writer still holds the database (an object-store lease may
+    lapse during a long vacuum), and old versions go last, after every commit of the vacuum: a reader
+    whose version was removed catches up once, to versions that stay. Returns the size before and
+    after, and whether the layout was upgraded.
     """
     path = db.location.local_path
     before = _dir_size(path) if path is not None else None
     with exclusive(db), warnings.catch_warnings(), storage_errors(db, "cannot be vacuumed"):
-        upgraded = upgrade_layout(db)
-        refresh_indexes(db.chunks, merge_all=True)
-        refresh_keys(db.documents, DOCUMENT_KEYS)
-        # Dropping every old version is what vacuum is for; LanceDB warns about it to other callers.
+        # Dropping old versions is what vacuum is for; LanceDB warns about it to other callers.
         warnings.simplefilter("ignore", UserWarning)
-        for table in (db.documents, db.chunks, db.meta_table, *db.side_tables().values()):
-            table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+        upgraded = upgrade_layout(db)
+        ensure_held(db)
+        refresh_indexes(db.chunks, merge_all=True)
+        ensure_held(db)
+        refresh_keys(db.documents, DOCUMENT_KEYS)
+        side = list(db.side_tables().values())
+        # The meta table is not compacted: it holds a few rows, and Lance drops a file once every row
+        # in it is replaced, while compacting it beside the lease's heartbeat would conflict with it.
+        for table in (db.documents, db.chunks, *side):
+            ensure_held(db)
+            table.optimize()  # compaction and index upkeep; only versions over a week old go here
+        for table in (db.documents, db.chunks, db.meta_table, *side):
+            ensure_held(db)
+            _drop_old_versions(db, table)
     after = _dir_size(path) if path is not None else None
     return before, after, upgraded
+
+
+def _drop_old_versions(db: Database, table: Table) -> None:
+    """Remove every version but the latest, and the files of failed writes.
+
+    Files no version names may be a commit still on its way (the lease's heartbeat on the meta table,
+    or a writer that has not yet noticed its lease lapsed): they are only removed where no other writer
+    can exist, a local database under its lock; on an object store Lance removes them after 7 days.
+    """
+    unverified = db.location.local_path is not None
+    with db.meta_guard if table is db.meta_table else nullcontext():
+        try:
+            dataset = lance_dataset(table)
+            if dataset is not None:
+                dataset.cleanup_old_versions(older_than=timedelta(0), delete_unverified=unverified)
+                return
+        except Exception:  # a Lance that refuses: LanceDB's own way below
+            pass
+        finally:
+            table.checkout_latest()
+        table.optimize(cleanup_older_than=timedelta(0), delete_unverified=unverified)
 
 
 def upgrade_layout(db: Database) -> bool:

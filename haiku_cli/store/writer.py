@@ -27,8 +27,14 @@ from haiku_cli.store.handle import PENDING_WRITE, Database, catch_up, storage_fa
 
 LOCK_FILE = "haiku-writer.lock"
 LEASE_KEY = "writer_lease"
-# An object-store lease is renewed every third of this; a writer silent for this long is presumed dead.
+# A writer whose object-store lease went unrenewed this long is presumed dead and may be taken over. The
+# holder renews it every sixth of this (a failed renewal is retried within a second) and stops writing
+# once its last renewal is half of this old: a commit it started before then has the other half to land
+# before anyone may take over (see docs/reliability.md for the measured renewal gaps).
 LEASE_TTL_SECONDS = 60.0
+_RENEW_FRACTION = 1 / 6
+_HOLD_FRACTION = 1 / 2
+_RETRY_RENEWAL_SECONDS = 1.0
 DEFAULT_WAIT_SECONDS = 120.0
 _POLL_SECONDS = 0.2
 _NOTE_EVERY_SECONDS = 15.0
@@ -44,6 +50,7 @@ class Owner:
     command: str
     started: float
     heartbeat: float
+    ttl: float = 60.0  # the lease's time-to-live, set by its holder (records of older releases: 60 s)
 
     def describe(self) -> str:
         """`pid 123 on host (haiku add-src, since 02:51:03 UTC)`."""
@@ -51,11 +58,16 @@ class Owner:
         return f"pid {self.pid} on {self.host} ({self.command}, since {since})"
 
     @classmethod
-    def me(cls) -> Owner:
-        """A fresh owner record for this process."""
+    def me(cls, ttl: float | None = None) -> Owner:
+        """A fresh owner record for this process, whose lease (if it takes one) lives `ttl` seconds."""
         now = time.time()
         argv = [os.path.basename(sys.argv[0] or "python"), *sys.argv[1:2]]
-        return cls(uuid.uuid4().hex, os.getpid(), socket.gethostname(), " ".join(argv), now, now)
+        ttl = LEASE_TTL_SECONDS if ttl is None else ttl
+        return cls(uuid.uuid4().hex, os.getpid(), socket.gethostname(), " ".join(argv), now, now, ttl)
+
+    def expired(self) -> bool:
+        """Whether this lease went unrenewed for its whole time-to-live: its holder is presumed dead."""
+        return time.time() - self.heartbeat >= self.ttl
 
     @classmethod
     def parse(cls, text: str) -> Owner | None:
@@ -72,6 +84,7 @@ class WaitPolicy:
 
     seconds: float | None = DEFAULT_WAIT_SECONDS  # None: wait as long as it takes; 0: fail at once
     notify: Callable[[str], None] | None = None
+    lease_seconds: float | None = None  # an object-store lease's time-to-live (None: LEASE_TTL_SECONDS)
 
 
 class _Lock:
@@ -150,25 +163,38 @@ class _Lease(_Lock):
         self.db = db
         self.owner = owner
         self.lost = False
+        self.renewals: list[float] = []  # when each renewal landed (time.time()), for measuring the gaps
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name=f"lease-{db.name}", daemon=True)
         self._thread.start()
 
     def _beat(self) -> None:
-        while not self._stop.wait(LEASE_TTL_SECONDS / 3):
+        pause = self.owner.ttl * _RENEW_FRACTION
+        while not self._stop.wait(pause):
             renewed = Owner(**{**asdict(self.owner), "heartbeat": time.time()})
             try:
-                if _compare_and_set(self.db, self.owner, renewed):
-                    self.owner = renewed
-                else:
-                    self.lost = True
-                    return
+                with self.db.meta_guard:  # never beside this process's own meta commits: they would conflict
+                    kept = _compare_and_set(self.db, self.owner, renewed)
             except Exception:
-                continue  # a transient store error: the next beat tries again before the lease expires
+                # A transient store error: try again soon, well before the holder must stop writing.
+                pause = min(_RETRY_RENEWAL_SECONDS, self.owner.ttl * _RENEW_FRACTION)
+                continue
+            if not kept:
+                self.lost = True
+                return
+            self.owner = renewed
+            self.renewals.append(time.time())
+            pause = self.owner.ttl * _RENEW_FRACTION
+
+    @property
+    def held_for(self) -> float:
+        """How long after its last renewal this writer stops writing."""
+        return self.owner.ttl * _HOLD_FRACTION
 
     def valid(self) -> bool:
-        # Past its time-to-live without a renewal, another writer may already have taken it over.
-        return not self.lost and time.time() - self.owner.heartbeat < LEASE_TTL_SECONDS
+        # Others take over only after the whole time-to-live; stopping at half of it leaves a commit
+        # started just before that the other half to land.
+        return not self.lost and time.time() - self.owner.heartbeat < self.held_for
 
     def abandon(self) -> None:
         self._stop.set()
@@ -181,7 +207,7 @@ class _Lease(_Lock):
         if self.valid():
             # If the store cannot be reached to give the lease back, it lapses after its time-to-live;
             # the command's own error (if any) is the one worth reporting.
-            with suppress(Exception):
+            with suppress(Exception), self.db.meta_guard:
                 _compare_and_set(self.db, self.owner, None)
 
 
@@ -218,13 +244,14 @@ def _compare_and_set(db: Database, expected: Owner | None, new: Owner | None) ->
 def _try_lease(db: Database, owner: Owner) -> _Lock | Owner | None:
     rows = _lease_rows(db)
     current = rows[0] if rows else None
-    if current is not None and time.time() - current.heartbeat < LEASE_TTL_SECONDS:
+    if current is not None and not current.expired():
         return current
-    if _compare_and_set(db, current, owner):
-        return _Lease(db, owner)
-    rows = _lease_rows(db)
-    if owner in rows:
-        _compare_and_set(db, owner, None)  # lost the race: take back the row that came second
+    with db.meta_guard:
+        if _compare_and_set(db, current, owner):
+            return _Lease(db, owner)
+        rows = _lease_rows(db)
+        if owner in rows:
+            _compare_and_set(db, owner, None)  # lost the race: take back the row that came second
     return rows[0] if rows else None
 
 
@@ -245,7 +272,7 @@ def try_lock(db_or_path: Database | Path, owner: Owner, name: str) -> _Lock | Ow
 
 def acquire(target: Database | Path, name: str, policy: WaitPolicy) -> _Lock:
     """Take the writer lock, waiting as the policy says; exit-3 error naming the holder on timeout."""
-    owner = Owner.me()
+    owner = Owner.me(policy.lease_seconds)
     start = time.monotonic()
     last_note = None
     while True:
@@ -295,7 +322,7 @@ def ensure_held(db: Database) -> None:
     if lock is not None and not lock.valid():
         raise DatabaseError(
             f"database '{db.name}' stopped being this writer's: its lease lapsed "
-            f"(no renewal for {LEASE_TTL_SECONDS:.0f} s) and another writer may have taken over; "
+            f"(no renewal for {lock.held_for:g} s) and another writer may take over; "
             "this write was not committed, run it again"
         )
 

@@ -119,6 +119,12 @@ def test_storage_waits_from_config_and_environment(write_config, monkeypatch: py
     monkeypatch.setenv("HAIKU_STORAGE_TIMEOUT", "2.5")
     storage = load_settings()[0].storage
     assert (storage.write_wait_seconds, storage.timeout_seconds) == (0, 2.5)
+    monkeypatch.setenv("HAIKU_LEASE_SECONDS", "5")
+    assert load_settings()[0].storage.lease_seconds == 5
+    monkeypatch.setenv("HAIKU_LEASE_SECONDS", "0.5")  # shorter than one renewal of a store's lease takes
+    with pytest.raises(InputError, match="HAIKU_LEASE_SECONDS must be at least 1 second, got '0.5'"):
+        load_settings()
+    monkeypatch.delenv("HAIKU_LEASE_SECONDS")
     monkeypatch.setenv("HAIKU_WRITE_WAIT", "soon")
     with pytest.raises(InputError, match="HAIKU_WRITE_WAIT must be a number of seconds"):
         load_settings()

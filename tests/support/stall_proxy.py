@@ -1,25 +1,31 @@
-"""A TCP proxy on 127.0.0.1 in front of a real server that can be told to stall: it keeps every
-connection open but forwards nothing, like an object store that stopped answering."""
+"""A TCP proxy on 127.0.0.1 in front of a real server that can be told to stall, to slow down or to drop
+its connections: like an object store that stopped answering, answers slowly, or cut the line."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
 import threading
+import time
 from types import TracebackType
 
 
 class StallingProxy:
-    """Forward 127.0.0.1:`port` to `target`; `stall()` freezes all traffic, `resume()` lets it flow."""
+    """Forward 127.0.0.1:`port` to `target`; `stall()` freezes all traffic, `resume()` lets it flow,
+    `delay` seconds are waited before each piece of a request is forwarded, `drop()` cuts every
+    open connection."""
 
-    def __init__(self, target_port: int) -> None:
+    def __init__(self, target_port: int, delay: float = 0.0) -> None:
         self.target_port = target_port
+        self.delay = delay
         self.flowing = threading.Event()
         self.flowing.set()
         self._closed = threading.Event()
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self.endpoint = f"http://127.0.0.1:{self.port}"
+        self._open: set[socket.socket] = set()
+        self._guard = threading.Lock()
 
     def __enter__(self) -> StallingProxy:
         threading.Thread(target=self._accept, daemon=True).start()
@@ -40,6 +46,15 @@ class StallingProxy:
         """Forward again."""
         self.flowing.set()
 
+    def drop(self) -> None:
+        """Reset every open connection, as a network that went down would (new ones are accepted)."""
+        with self._guard:
+            dropped, self._open = self._open, set()
+        for s in dropped:
+            with contextlib.suppress(OSError):
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                s.close()
+
     def _accept(self) -> None:
         while not self._closed.is_set():
             try:
@@ -51,15 +66,19 @@ class StallingProxy:
             except OSError:
                 client.close()
                 continue
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+            with self._guard:
+                self._open.update((client, server))
+            threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, False), daemon=True).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+    def _pump(self, source: socket.socket, sink: socket.socket, request: bool) -> None:
         try:
             while data := source.recv(65536):
                 self.flowing.wait()
                 if self._closed.is_set():
                     break
+                if request and self.delay:
+                    time.sleep(self.delay)
                 sink.sendall(data)
         except OSError:
             pass
@@ -67,3 +86,5 @@ class StallingProxy:
             for s in (source, sink):
                 with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
+            with self._guard:
+                self._open.difference_update((source, sink))
