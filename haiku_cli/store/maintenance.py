@@ -6,7 +6,6 @@ import hashlib
 import json
 import os
 import warnings
-from contextlib import nullcontext
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -256,17 +255,16 @@ def _drop_old_versions(db: Database, table: Table) -> None:
     can exist, a local database under its lock; on an object store Lance removes them after 7 days.
     """
     unverified = db.location.local_path is not None
-    with db.meta_guard if table is db.meta_table else nullcontext():
-        try:
-            dataset = lance_dataset(table)
-            if dataset is not None:
-                dataset.cleanup_old_versions(older_than=timedelta(0), delete_unverified=unverified)
-                return
-        except Exception:  # a Lance that refuses: LanceDB's own way below
-            pass
-        finally:
-            table.checkout_latest()
-        table.optimize(cleanup_older_than=timedelta(0), delete_unverified=unverified)
+    try:
+        dataset = lance_dataset(table)
+        if dataset is not None:
+            dataset.cleanup_old_versions(older_than=timedelta(0), delete_unverified=unverified)
+            return
+    except Exception:  # a Lance that refuses: LanceDB's own way below
+        pass
+    finally:
+        table.checkout_latest()
+    table.optimize(cleanup_older_than=timedelta(0), delete_unverified=unverified)
 
 
 def upgrade_layout(db: Database) -> bool:

@@ -171,9 +171,9 @@ class _Lease(_Lock):
     def _beat(self) -> None:
         pause = self.owner.ttl * _RENEW_FRACTION
         while not self._stop.wait(pause):
-            renewed = Owner(**{**asdict(self.owner), "heartbeat": time.time()})
             try:
                 with self.db.meta_guard:  # never beside this process's own meta commits: they would conflict
+                    renewed = Owner(**{**asdict(self.owner), "heartbeat": time.time()})
                     kept = _compare_and_set(self.db, self.owner, renewed)
             except Exception:
                 # A transient store error: try again soon, well before the holder must stop writing.

@@ -122,7 +122,7 @@ def test_storage_waits_from_config_and_environment(write_config, monkeypatch: py
     monkeypatch.setenv("HAIKU_LEASE_SECONDS", "5")
     assert load_settings()[0].storage.lease_seconds == 5
     monkeypatch.setenv("HAIKU_LEASE_SECONDS", "0.5")  # shorter than one renewal of a store's lease takes
-    with pytest.raises(InputError, match="HAIKU_LEASE_SECONDS must be at least 1 second, got '0.5'"):
+    with pytest.raises(InputError, match=r"HAIKU_LEASE_SECONDS must be at least 1 second, got '0\.5'"):
         load_settings()
     monkeypatch.delenv("HAIKU_LEASE_SECONDS")
     monkeypatch.setenv("HAIKU_WRITE_WAIT", "soon")

@@ -28,6 +28,7 @@ def _titles(loc: Location) -> list[str]:
     return sorted(d.title for d in reads.list_documents(open_database(loc), limit=None))
 
 
+@pytest.mark.slow
 def test_a_vacuum_longer_than_the_heartbeat_leaves_the_database_readable(
     s3_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
