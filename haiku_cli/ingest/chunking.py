@@ -14,9 +14,11 @@ from haiku_cli.ingest.document import ConvertedDocument
 # the embedder may prepend.
 MARGIN = 0.10
 # Sentence ends: terminal punctuation, optional closing quotes or brackets, then whitespace; CJK stops.
-_SENTENCE_END = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*\s+|[\u3002\uff01\uff1f]+")
+# A match only starts where a run of punctuation starts, and takes it whole (possessive): a long run
+# with no space after it ("....", a 2 MB "word") is tried once, not once per character (quadratic).
+_SENTENCE_END = re.compile(r"(?<![.!?\u2026])[.!?\u2026]++[\"'\u201d\u2019)\]]*+\s+|[\u3002\uff01\uff1f]+")
 _WORD = re.compile(r"\S+")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
+_TABLE_RULE = re.compile(r"^\s*+\|?\s*+:?-{3,}")
 
 
 @dataclass(frozen=True)

@@ -217,6 +217,32 @@ def test_counter_is_called_on_pieces_not_growing_text() -> None:
     assert elapsed < 2
 
 
+ONE_LINE = {
+    "punctuation without spaces": "." * 400_000,
+    "alternating stops": "!?" * 200_000,
+    "dotted words": "a.b" * 130_000,
+    "plain words": " ".join(f"w{i % 97}" for i in range(100_000)),
+    "one long word": "x" * 400_000,
+    "table rule of blanks": "| a | b |\n" + " " * 400_000 + "x\n| 1 | 2 |\n| 3 | 4 |",
+}
+
+
+@pytest.mark.timeout(120)  # generous: the sentence cut was quadratic, 80,000 dots took minutes
+@pytest.mark.parametrize("shape", ONE_LINE)
+def test_one_line_inputs_cost_work_in_proportion_to_their_size(shape: str) -> None:
+    text = ONE_LINE[shape]
+    counted: list[int] = []
+
+    def chars(piece: str) -> int:
+        counted.append(len(piece))
+        return math.ceil(len(piece) / 8)
+
+    chunks = chunk_document(doc(text), chars, max_tokens=256)
+    check(chunks, counter=chars)
+    # Each character is tokenized a bounded number of times (the whole, its pieces, their overlap).
+    assert sum(counted) <= 4 * len(text)
+
+
 def test_tiny_budget_is_rejected() -> None:
     with pytest.raises(ValueError):
         chunk_document(doc("text"), lambda t: len(t.split()) + 5, max_tokens=4)
