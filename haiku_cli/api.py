@@ -27,10 +27,12 @@ Operations (async; each is what one `haiku` command calls)
     `parse_metadata(["k=v", ...]) -> dict`; `MAX_QUERY_CHARS` (the longest search query, in characters);
     `short_ids(ids) -> {id: short id}` (ids as text output shows them; `get`/`delete` take them back).
 
-Remembered sources (what `add-src` added, read again by `sync`)
+Remembered sources (what `add-src` added, read again by `sync` and `watch`)
     `list_sources(ws, location) -> SourceList`,
     `forget_source(ws, location, source, *, keep_documents) -> ForgottenSource`,
     `sync(ws, locations, *, progress, on_source) -> SyncRun`, `writable_databases(ws) -> list[Location]`,
+    `watch(ws, locations, *, on_change, on_note, sweep_seconds, poll_seconds, debounce_ms)` (until cancelled;
+    each change a `WatchEvent`).
 
 Conversations (saved sessions; what `haiku chat` and `ask --session` run)
     `ChatHost` (`await ChatHost.open(ws, selection, session=NAME, model=...)`, then
@@ -101,6 +103,7 @@ if TYPE_CHECKING:
     )
     from haiku_cli.databases.selection import Selection
     from haiku_cli.databases.short_ids import short_ids
+    from haiku_cli.databases.watching import WatchEvent, watch
     from haiku_cli.databases.workspace import Workspace
     from haiku_cli.errors import DatabaseError, ExitCode, HaikuError, Hint, InputError, ModelError
     from haiku_cli.ingest.metadata import parse_metadata

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         SourceList,
         SourceSync,
         SyncReport,
+        WatchEvent,
     )
 
 _WORD = re.compile(r"\w{3,}", re.UNICODE)
@@ -424,3 +425,13 @@ def sync_summary(report: SyncReport) -> None:
     sources = len(report.sources)
     what = f"{sources} source{'s' * (sources != 1)}" if sources else "no remembered sources"
     output.err.print(f"{report.database}: {what}; {summary or 'nothing changed'}", markup=False, style="dim")
+
+
+def watch_event(event: WatchEvent, *, show_database: bool) -> None:
+    """One change a watch made, as one line on stderr (failures in red)."""
+    where = f" [{event.database}]" if show_database else ""
+    if event.status == "failed":
+        output.error(f"{event.error or event.path}{where}")
+        return
+    detail = f" → {event.document_id}" if event.document_id else f": {event.error}" if event.error else ""
+    output.err.print(f"{event.status:9} {printable(event.path)}{detail}{where}", markup=False, soft_wrap=True)

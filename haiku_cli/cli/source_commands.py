@@ -26,6 +26,7 @@ def register(app: typer.Typer) -> None:
     add_command(app, "sources", sources)
     add_command(app, "forget-src", forget_src)
     add_command(app, "sync", sync)
+    add_command(app, "watch", watch)
 
 
 def sources(ctx: typer.Context, location: Location = ONE_DATABASE, json: Json = False) -> None:
@@ -102,3 +103,45 @@ def _chosen(
     if all_:
         return api.writable_databases(ws)
     return [ws.select_one(database or [], db or [])]
+
+
+def watch(
+    ctx: typer.Context,
+    all_: AllDatabases = False,
+    sweep: Annotated[
+        float,
+        typer.Option("--sweep", help="Seconds between full sweeps (the backstop for missed events).", min=1),
+    ] = 300.0,
+    poll: Annotated[
+        float, typer.Option("--poll", help="Seconds between asking URL sources again.", min=1)
+    ] = 600.0,
+    debounce: Annotated[
+        int, typer.Option("--debounce", help="Milliseconds of quiet before changes are synced.", min=10)
+    ] = 500,
+    database: DatabaseNames = None,
+    db: DatabasePaths = None,
+    json: Annotated[bool, typer.Option("--json", help="Print each change as a JSON line on stdout.")] = False,
+) -> None:
+    """Keep the remembered sources synced until Ctrl-C: one line per change on stderr."""
+    from haiku_cli import api
+
+    ws = workspace(ctx)
+    locations = _chosen(ctx, ws, all_, database, db)
+
+    def changed(event: api.WatchEvent) -> None:
+        if json:
+            output.print_json_line(event.model_dump(mode="json"))
+        else:
+            render.watch_event(event, show_database=len(locations) > 1)
+
+    run(
+        lambda: api.watch(
+            ws,
+            locations,
+            on_change=changed,
+            on_note=output.note,
+            sweep_seconds=sweep,
+            poll_seconds=poll,
+            debounce_ms=debounce,
+        )
+    )

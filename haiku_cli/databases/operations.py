@@ -382,7 +382,7 @@ async def sync(
         run.databases.append(report)
         db = await ws.pool.open_one(location, writable=True)
         try:
-            for source in await anyio.to_thread.run_sync(_remembered, db):
+            for source in await anyio.to_thread.run_sync(remembered_sources, db):
                 done = await sync_source(ws, db, source, progress=progress)
                 report.sources.append(done)
                 if on_source is not None:
@@ -392,7 +392,8 @@ async def sync(
     return run
 
 
-def _remembered(db: Database) -> list[RememberedSource]:
+def remembered_sources(db: Database) -> list[RememberedSource]:
+    """The sources an open database remembers (read errors as one line naming it)."""
     from haiku_cli.store.sources import read_sources
 
     with _read_errors(db):
@@ -415,7 +416,7 @@ async def sync_source(
         return ws.embedder
 
     async with writing(db):
-        current = {s.source: s for s in await anyio.to_thread.run_sync(_remembered, db)}
+        current = {s.source: s for s in await anyio.to_thread.run_sync(remembered_sources, db)}
         if source.source not in current:  # forgotten meanwhile
             return reports.SourceSync(source=source.source, kind=source.kind)
         return await syncing.sync_source(

@@ -1,0 +1,274 @@
+"""`watch` on the real file system with real watchfiles events, against a real database."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+import anyio
+import pytest
+
+from haiku_cli.databases import operations
+from haiku_cli.databases.watching import WatchEvent, watch
+from haiku_cli.store import open_database, reads
+from haiku_cli.store.location import Location
+
+# How long a test waits for a change to show; a bound on a hang, not a performance target.
+_PATIENCE = 30.0
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "apples.md").write_text("# Apples\n\nApples grow in orchards.\n")
+    return folder
+
+
+class Watching:
+    """A watch running in a thread of its own, with the events it reported."""
+
+    def __init__(self, ws, location: Location, **options) -> None:
+        self.events: list[WatchEvent] = []
+        self.notes: list[str] = []
+        self._started = threading.Event()
+        self._stop: Callable[[], None] | None = None
+        self._thread = threading.Thread(
+            target=anyio.run, args=(self._run, ws, location, options), daemon=True
+        )
+
+    async def _run(self, ws, location: Location, options: dict) -> None:
+        with anyio.CancelScope() as scope:
+            token = anyio.lowlevel.current_token()
+            self._stop = lambda: anyio.from_thread.run_sync(scope.cancel, token=token)
+            await watch(
+                ws,
+                [location],
+                on_change=self.events.append,
+                on_note=self.notes.append,
+                started=self._started.set,
+                **options,
+            )
+
+    def __enter__(self) -> Watching:
+        self._thread.start()
+        assert self._started.wait(_PATIENCE), "the watch did not start"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._stop is not None:
+            self._stop()
+        self._thread.join(_PATIENCE)
+
+    def wait_for(self, check: Callable[[list[WatchEvent]], bool]) -> list[WatchEvent]:
+        deadline = time.monotonic() + _PATIENCE
+        while time.monotonic() < deadline:
+            if check(list(self.events)):
+                return list(self.events)
+            time.sleep(0.05)
+        raise AssertionError(f"not seen in time; events: {self.events}")
+
+
+def _seen(status: str, path: Path) -> Callable[[list[WatchEvent]], bool]:
+    return lambda events: any(e.status == status and e.path == str(path) for e in events)
+
+
+def _added(ws, location: Location, source: Path | str) -> None:
+    anyio.run(lambda: operations.add_sources(ws, location, [str(source)], title=None, metadata={}))
+
+
+def _documents(location: Location) -> dict[str, str]:
+    db = open_database(location)
+    return {d.uri: d.id for d in reads.list_documents(db, limit=None)}
+
+
+def test_saves_renames_and_moves_are_followed_without_duplicates(
+    workspace, tmp_path: Path, notes: Path
+) -> None:
+    ws, location = workspace(), Location("w", str(tmp_path / "w.lancedb"))
+    _added(ws, location, notes)
+    with Watching(ws, location, debounce_ms=100) as watching:
+        (notes / "kiwis.md").write_text("Kiwis are fuzzy.\n")
+        watching.wait_for(_seen("added", notes / "kiwis.md"))
+        first = _documents(location)[(notes / "kiwis.md").as_uri()]
+
+        # An editor's save: write a temporary file, then rename it over the original.
+        (notes / ".kiwis.md.swp").write_text("swap")
+        (notes / "kiwis.md.tmp").write_text("Kiwis are fuzzy and green inside.\n")
+        os.replace(notes / "kiwis.md.tmp", notes / "kiwis.md")
+        (notes / ".kiwis.md.swp").unlink()
+        watching.wait_for(_seen("updated", notes / "kiwis.md"))
+        assert _documents(location)[(notes / "kiwis.md").as_uri()] == first
+
+        (notes / "sub").mkdir()
+        os.rename(notes / "apples.md", notes / "sub" / "apples.md")
+        watching.wait_for(_seen("added", notes / "sub" / "apples.md"))
+        watching.wait_for(_seen("deleted", notes / "apples.md"))
+    assert sorted(_documents(location)) == sorted(
+        [(notes / "kiwis.md").as_uri(), (notes / "sub" / "apples.md").as_uri()]
+    )
+    assert not [e for e in watching.events if e.path.endswith((".tmp", ".swp"))]
+
+
+def test_quiet_while_nothing_changes_and_catches_up_after_a_stop(
+    workspace, tmp_path: Path, notes: Path
+) -> None:
+    ws, location = workspace(), Location("w", str(tmp_path / "w.lancedb"))
+    _added(ws, location, notes)
+    with Watching(ws, location, debounce_ms=100, sweep_seconds=1) as watching:
+        time.sleep(2.5)  # two sweeps over an unchanged folder
+    assert watching.events == [] and watching.notes == []
+    (notes / "apples.md").unlink()
+    (notes / "pears.md").write_text("Pears ripen off the tree.\n")
+    with Watching(ws, location) as watching:  # the first sweep finds what changed while stopped
+        assert {(e.status, Path(e.path).name) for e in watching.events} == {
+            ("deleted", "apples.md"),
+            ("added", "pears.md"),
+        }
+
+
+async def _no_watching(roots, recursive, stop, debounce_ms) -> AsyncIterator[set]:
+    raise OSError(errno.ENOSPC, "OS file watch limit reached")
+    yield set()  # pragma: no cover - makes this an async generator
+
+
+def test_when_the_system_cannot_watch_it_says_so_once_and_sweeps(
+    workspace, tmp_path: Path, notes: Path
+) -> None:
+    ws, location = workspace(), Location("w", str(tmp_path / "w.lancedb"))
+    _added(ws, location, notes)
+    with Watching(ws, location, watcher=_no_watching, sweep_seconds=0.5) as watching:
+        (notes / "pears.md").write_text("Pears ripen off the tree.\n")
+        watching.wait_for(_seen("added", notes / "pears.md"))
+        (notes / "plums.md").write_text("Plums are stone fruit.\n")
+        watching.wait_for(_seen("added", notes / "plums.md"))
+    assert len(watching.notes) == 1
+    assert "cannot watch for changes (OS file watch limit reached); sweeping every" in watching.notes[0]
+
+
+def test_other_writers_meanwhile_lose_nothing(workspace, tmp_path: Path, notes: Path) -> None:
+    ws, location = workspace(), Location("w", str(tmp_path / "w.lancedb"))
+    _added(ws, location, notes)
+    other = workspace()
+    with Watching(ws, location, debounce_ms=100) as watching:
+        for i in range(3):
+            (notes / f"n{i}.md").write_text(f"Note number {i} about tides.\n")
+            typed = anyio.run(
+                lambda i=i: operations.add_text(other, location, f"Typed note {i}.", title=None, metadata={})
+            )
+            assert typed.outcomes[0].status == "added"
+        watching.wait_for(lambda events: sum(e.status == "added" for e in events) == 3)
+        apples = _documents(location)[(notes / "apples.md").as_uri()]
+        anyio.run(lambda: operations.delete_document(other, location, apples))
+        anyio.run(lambda: operations.sync(other, [location]))  # a second syncer at the same time
+    files = {uri for uri in _documents(location) if uri is not None}
+    assert files == {(notes / name).as_uri() for name in ("apples.md", "n0.md", "n1.md", "n2.md")}
+    # The typed notes stay; apples.md, deleted by hand while its file is still there, was read again.
+    assert reads.count_documents(open_database(location)) == 4 + 3
+
+
+class _Page(BaseHTTPRequestHandler):
+    body = b"<title>Tides</title><p>High tide at noon.</p>"
+    statuses: ClassVar[list[int]] = []
+
+    def do_GET(self) -> None:
+        etag = f'"{hash(type(self).body)}"'
+        if self.headers.get("If-None-Match") == etag:
+            type(self).statuses.append(304)
+            self.send_response(304)
+            self.end_headers()
+            return
+        type(self).statuses.append(200)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("ETag", etag)
+        self.send_header("Content-Length", str(len(type(self).body)))
+        self.end_headers()
+        self.wfile.write(type(self).body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_url_sources_are_polled(workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    _Page.statuses = []
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/tides.html"
+    ws, location = workspace(), Location("w", str(tmp_path / "w.lancedb"))
+    try:
+        _added(ws, location, url)
+        with Watching(ws, location, poll_seconds=0.5) as watching:
+            _Page.body = b"<title>Tides</title><p>High tide at one.</p>"
+            watching.wait_for(lambda events: any(e.status == "updated" and e.path == url for e in events))
+        assert 304 in _Page.statuses  # unchanged polls were answered "not modified"
+        (doc_id,) = _documents(location).values()
+        assert "one" in reads.get_document(open_database(location), doc_id).content
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.mark.slow
+def test_killed_with_sigkill_and_restarted_it_catches_up(tmp_path: Path, notes: Path) -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    db = tmp_path / "k.lancedb"
+    haiku = [sys.executable, "-m", "haiku_cli"]
+    assert (
+        subprocess.run([*haiku, "add-src", str(notes), "--db", str(db)], env=env, timeout=120).returncode == 0
+    )
+
+    def start() -> subprocess.Popen:
+        return subprocess.Popen(
+            [*haiku, "watch", "--db", str(db), "--json", "--debounce", "100"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+
+    first = start()
+    time.sleep(8)  # started and watching
+    for i in range(20):
+        (notes / f"n{i}.md").write_text(f"Note {i} on the tides of the estuary.\n")
+    time.sleep(1.0)
+    first.send_signal(signal.SIGKILL)  # perhaps in the middle of writing them
+    first.wait(30)
+    (notes / "apples.md").unlink()
+    second = start()
+    try:
+        deadline = time.monotonic() + 120
+        uris: set[str] = set()
+        while time.monotonic() < deadline:
+            found = subprocess.run(
+                [*haiku, "list", "--db", str(db), "--json", "--limit", "100"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            if found.returncode == 0:
+                uris = {d["uri"] for d in json.loads(found.stdout)["documents"]}
+                if len(uris) == 20 and (notes / "apples.md").as_uri() not in uris:
+                    break
+            time.sleep(1)
+        assert uris == {(notes / f"n{i}.md").as_uri() for i in range(20)}
+    finally:
+        second.send_signal(signal.SIGINT)
+        printed, _ = second.communicate(timeout=30)
+    lines = [json.loads(line) for line in printed.splitlines()]
+    assert {"status": "deleted", "path": str(notes / "apples.md")}.items() <= next(
+        line for line in lines if line["status"] == "deleted"
+    ).items()
