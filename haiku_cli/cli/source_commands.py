@@ -110,13 +110,21 @@ def watch(
     all_: AllDatabases = False,
     sweep: Annotated[
         float,
-        typer.Option("--sweep", help="Seconds between full sweeps (the backstop for missed events).", min=1),
+        typer.Option(
+            "--sweep",
+            help="Seconds between full sweeps (the backstop for missed events).",
+            min=1,
+            metavar="S",
+        ),
     ] = 300.0,
     poll: Annotated[
-        float, typer.Option("--poll", help="Seconds between asking URL sources again.", min=1)
+        float, typer.Option("--poll", help="Seconds between asking URL sources again.", min=1, metavar="S")
     ] = 600.0,
     debounce: Annotated[
-        int, typer.Option("--debounce", help="Milliseconds of quiet before changes are synced.", min=10)
+        int,
+        typer.Option(
+            "--debounce", help="Milliseconds of quiet before changes are synced.", min=10, metavar="MS"
+        ),
     ] = 500,
     database: DatabaseNames = None,
     db: DatabasePaths = None,
