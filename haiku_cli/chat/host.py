@@ -37,8 +37,8 @@ TextSink = Callable[[str], None]
 
 CONVERSATION = " This is a conversation: a question may refer to earlier questions and answers."
 ANALYSIS = (
-    " When a question needs counting, comparing or tabulating across many documents, compute the answer "
-    "with `execute_code` rather than guessing from a few search results."
+    " When a question needs counting, comparing or tabulating across many documents, load the `analysis` "
+    "capability and compute the answer with `execute_code` rather than guessing from a few search results."
 )
 
 
@@ -50,12 +50,17 @@ def chat_evidence(
         ws, budget=ws.settings.model.search_budget, scope=tuple(scope), document_filter=document_filter
     )
     # Retrieval first, so it serves `search` and `cite` (and keeps their records) with or without analysis:
-    # a session can then be resumed with or without --analysis.
+    # a session can then be resumed with or without --analysis. Analysis is deferred: most questions only
+    # search, and its instructions then cost nothing (benchmarks/deferred.py); one that computes loads it.
     found: list[EvidenceCapability] = [retrieval]
     if analysis:
         found.append(
             AnalysisCapability(
-                ws, budget=retrieval.budget, scope=retrieval.scope, document_filter=document_filter
+                ws,
+                budget=retrieval.budget,
+                scope=retrieval.scope,
+                document_filter=document_filter,
+                defer_loading=True,
             )
         )
     return found

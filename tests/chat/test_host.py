@@ -25,6 +25,7 @@ from haiku_cli.store.location import Location
 from tests.capabilities.analysis_script import execute, last_output
 from tests.capabilities.conftest import NOTES
 from tests.capabilities.script import _CHUNK_ID, call, chunk_ids, returns, search, text
+from tests.capabilities.test_deferred import load
 from tests.chat.streaming import Hang, StreamScript
 from tests.conftest import fill
 from tests.support.resized_embedder import Resized
@@ -37,7 +38,10 @@ def prompts(messages: list[ModelMessage]) -> list[str]:
         for m in messages
         if isinstance(m, ModelRequest)
         for p in m.parts
-        if isinstance(p, UserPromptPart) and isinstance(p.content, str)
+        # pydantic-ai's own notes (a loaded capability's instructions) ride in user parts too.
+        if isinstance(p, UserPromptPart)
+        and isinstance(p.content, str)
+        and not p.content.startswith("<system>")
     ]
 
 
@@ -322,15 +326,17 @@ def test_session_files_stay_in_the_data_dir(kb: Workspace, isolated: Path) -> No
 def test_analysis_chat_lets_the_model_compute_or_search(kb: Workspace) -> None:
     program = "import json\nfor d in list_documents():\n    print(d['title'])"
     script = StreamScript(
+        load("analysis"),
         execute(program),
         *grounded("capital of France", "There are four documents; France is one [1]."),
         *grounded("cells", "The mitochondrion [1]."),
     )
     host = open_host(kb, script, analysis=True)
     first = ask(host, "How many documents, and which is about France?")
-    assert "Cells" in last_output(script.seen[1])  # the program really ran over both databases
-    offered = {t.name for t in script.info[0].function_tools}
-    assert offered == {"search", "cite", "execute_code"}
+    assert "Cells" in last_output(script.seen[2])  # the program really ran over both databases
+    # Analysis is deferred: its tool (and instructions) arrive when the model loads it.
+    assert {t.name for t in script.info[0].function_tools} == {"search", "cite", "load_capability"}
+    assert {t.name for t in script.info[1].function_tools} >= {"search", "cite", "execute_code"}
     assert first.grounded and first.citations[0].document_title == "France"
     assert ask(host, "And what makes ATP?").citations[0].document_title == "Cells"
     saved = SessionStore().load("talk")
@@ -354,6 +360,7 @@ def test_a_session_resumes_with_or_without_analysis(kb: Workspace) -> None:
     program = "print(len(list_documents()))"
     script = StreamScript(
         *grounded("capital of France", "Paris [1]."),
+        load("analysis"),
         execute(program),
         *grounded("cells", "Four documents; ATP [1]."),
         *grounded("basil", "Six hours [1]."),
@@ -361,7 +368,7 @@ def test_a_session_resumes_with_or_without_analysis(kb: Workspace) -> None:
     assert ask(open_host(kb, script), "Capital?").grounded
     computed = ask(open_host(kb, script, analysis=True), "How many documents, and what makes ATP?")
     assert computed.grounded and computed.citations[0].document_title == "Cells"
-    assert last_output(script.seen[4]).endswith("stdout:\n4")
+    assert last_output(script.seen[5]).endswith("stdout:\n4")
     plain = ask(open_host(kb, script), "Basil?")
     assert plain.grounded and plain.citations[0].document_title == "Gardening"
     assert prompts(script.seen[-1]) == ["Capital?", "How many documents, and what makes ATP?", "Basil?"]
