@@ -163,7 +163,7 @@ def rebuild(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False
 
 
 def history(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) -> None:
-    """Table versions, newest first."""
+    """The commands that wrote the database, newest first (--json adds every table version)."""
     from haiku_cli import api
 
     ws = workspace(ctx)
@@ -171,6 +171,22 @@ def history(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False
     if json:
         output.print_model(found)
         return
+    if found.writes:
+        render.table(
+            ["time", "command", "versions"],
+            [
+                (
+                    w.timestamp.strftime("%Y-%m-%d %H:%M:%S UTC"),
+                    w.operation,
+                    ", ".join(f"{table} v{v}" for table, v in w.versions.items()),
+                )
+                for w in found.writes
+            ],
+            keep=("time",),
+        )
+        return
+    # Written by a haiku that did not log its commands: the table versions are all there is.
+    output.err.print("(no commands logged for this database; its table versions follow)", style="dim")
     render.table(
         ["table", "version", "time"],
         [(v.table, v.version, v.timestamp.strftime("%Y-%m-%d %H:%M:%S UTC")) for v in found.versions],

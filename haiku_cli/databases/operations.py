@@ -68,8 +68,12 @@ async def add_text(
             f"the text to add is {megabytes(len(text))}, over the limit of {limit_mb:g} MB; "
             "raise [ingest] max_text_mb in the config file to add it"
         )
+    gist = " ".join(text.split())
     return await _adding(
-        ws, location, lambda db: pipeline.add_text(db, ws.embedder, text, title=title, metadata=metadata)
+        ws,
+        location,
+        lambda db: pipeline.add_text(db, ws.embedder, text, title=title, metadata=metadata),
+        f"add {title!r}" if title else f"add {gist[:40]!r}" + ("…" if len(gist) > 40 else ""),
     )
 
 
@@ -110,11 +114,15 @@ async def add_sources(
             follow_symlinks=follow_symlinks,
             limits=ws.settings.ingest,
         ),
+        "add-src " + " ".join(display_path(s) for s in sources),
     )
 
 
 async def _adding(
-    ws: Workspace, location: Location, add: Callable[[Database], Awaitable[reports.IngestReport]]
+    ws: Workspace,
+    location: Location,
+    add: Callable[[Database], Awaitable[reports.IngestReport]],
+    operation: str,
 ) -> reports.IngestReport:
     """Run an add by the store's add protocol: a database it created goes again if nothing was stored."""
     return await adding(
@@ -123,6 +131,7 @@ async def _adding(
         add,
         stored=lambda report: any(o.status in ("added", "updated") for o in report.outcomes),
         close=partial(ws.pool.forget, location),
+        operation=operation,
     )
 
 
@@ -225,11 +234,12 @@ async def get_document(ws: Workspace, location: Location, document_id: str) -> D
 async def delete_document(ws: Workspace, location: Location, document_id: str) -> DeletedDocument:
     """`haiku delete`: remove a document (named as `get` takes it) and its chunks together."""
     db = await ws.pool.open_one(location, writable=True)
-    async with writing(db):
+    async with writing(db, "delete") as write:
         found = await anyio.to_thread.run_sync(lambda: references.resolve(db, location, document_id))
         doc = await anyio.to_thread.run_sync(lambda: reads.get_document(db, found))
         if doc is None:
             raise references.not_found(document_id, location)
+        write.operation = f"delete {found} ({doc.title or doc.uri or 'untitled'})"
         chunks = await anyio.to_thread.run_sync(lambda: len(reads.chunks_of(db, found)))
         await anyio.to_thread.run_sync(lambda: writes.delete_document(db, found))
     ws.pool.forget(location)
@@ -242,15 +252,19 @@ async def info(ws: Workspace, location: Location) -> maintenance.DatabaseInfo:
 
 
 async def history(ws: Workspace, location: Location) -> DatabaseHistory:
-    """`haiku history`: table versions, newest first."""
-    versions = await read_one(ws.pool, location, maintenance.history)
-    return DatabaseHistory(database=location.name, versions=versions)
+    """`haiku history`: the write commands that made the database, and its table versions, newest first."""
+    from haiku_cli.store.write_log import write_log
+
+    versions, writes_made = await read_one(
+        ws.pool, location, lambda db: (maintenance.history(db), write_log(db))
+    )
+    return DatabaseHistory(database=location.name, writes=writes_made, versions=versions)
 
 
 async def vacuum(ws: Workspace, location: Location) -> VacuumReport:
     """`haiku vacuum`: compact, drop old versions, and upgrade an older layout in place."""
     db = await ws.pool.open_one(location, writable=True)
-    async with writing(db):
+    async with writing(db, "vacuum", always_logged=True):
         before, after, upgraded = await anyio.to_thread.run_sync(lambda: maintenance.vacuum(db))
     ws.pool.forget(location)
     return VacuumReport(
@@ -265,7 +279,7 @@ async def rebuild(
     from haiku_cli.ingest import rebuild as rebuilding
 
     db = await ws.pool.open_one(location, writable=True)
-    async with writing(db):
+    async with writing(db, "rebuild"):
         done = await rebuilding.rebuild(db, ws.embedder, progress)
     ws.pool.forget(location)
     return RebuildReport(
@@ -354,7 +368,7 @@ async def forget_source(
         )
 
     try:
-        async with writing(db):
+        async with writing(db, f"forget-src {key}" + (" --keep-documents" if keep_documents else "")):
             return await anyio.to_thread.run_sync(forget, db)
     finally:
         ws.pool.forget(location)
@@ -415,7 +429,7 @@ async def sync_source(
         db.check_embedder(await ws.resolve_embedder_spec())
         return ws.embedder
 
-    async with writing(db):
+    async with writing(db, f"sync {source.source}"):
         current = {s.source: s for s in await anyio.to_thread.run_sync(remembered_sources, db)}
         if source.source not in current:  # forgotten meanwhile
             return reports.SourceSync(source=source.source, kind=source.kind)

@@ -13,6 +13,7 @@ from haiku_cli.search.hits import SearchHit
 from haiku_cli.store.maintenance import TableVersion
 from haiku_cli.store.records import ChunkRecord, DocumentRecord, DocumentSummary
 from haiku_cli.store.sources import RememberedSource
+from haiku_cli.store.write_log import WriteRecord
 
 
 class SearchResults(BaseModel):
@@ -52,9 +53,11 @@ class DeletedDocument(BaseModel):
 
 
 class DatabaseHistory(BaseModel):
-    """`haiku history`: every version of a database's tables, newest first."""
+    """`haiku history`: the write commands that made a database, and every version of its tables, newest
+    first (a database written before commands were logged has versions without commands)."""
 
     database: str
+    writes: list[WriteRecord] = Field(default_factory=list)
     versions: list[TableVersion]
 
 

@@ -17,23 +17,49 @@ import anyio.to_thread
 from haiku_cli.errors import DatabaseError
 from haiku_cli.store.database import exists
 from haiku_cli.store.handle import Database
+from haiku_cli.store.journal import table_versions
 from haiku_cli.store.location import Location
+from haiku_cli.store.write_log import record
 from haiku_cli.store.writer import exclusive
 from haiku_cli.store.writes import remove_unwritten
 
 R = TypeVar("R")
 
 
+class Write:
+    """A write command under way: `operation` (None: not logged) names it in `haiku history`."""
+
+    def __init__(self, db: Database, operation: str | None) -> None:
+        self.db = db
+        self.operation = operation
+
+
 @asynccontextmanager
-async def writing(db: Database) -> AsyncIterator[Database]:
-    """Hold the database's writer lock for a whole command; waiting for it happens off the event loop."""
+async def writing(
+    db: Database, operation: str | None = None, *, always_logged: bool = False
+) -> AsyncIterator[Write]:
+    """Hold the database's writer lock for a whole command; waiting for it happens off the event loop.
+
+    A command that finishes having changed the tables (or any, with `always_logged`: `vacuum` drops old
+    versions even when it compacts nothing) is logged as `operation` (see store/write_log.py).
+    """
     held = exclusive(db)
     await anyio.to_thread.run_sync(held.__enter__)
+    write = Write(db, operation)
     try:
-        yield db
+        before = {} if always_logged else table_versions(db)
+        yield write
+        if write.operation is not None:
+            await anyio.to_thread.run_sync(lambda: _log(db, write.operation, before))
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(lambda: held.__exit__(None, None, None))
+
+
+def _log(db: Database, operation: str | None, before: dict[str, int]) -> None:
+    # The write is committed already: a log entry that cannot be written must not make it look failed.
+    with suppress(Exception):
+        record(db, operation or "write", before)
 
 
 class _RemovedMeanwhile(Exception):
@@ -47,6 +73,7 @@ async def adding(
     *,
     stored: Callable[[R], bool],
     close: Callable[[], None],
+    operation: str | None = None,
 ) -> R:
     """Run `add` on the database `open_writable` opens (creating it if need be), holding the writer lock.
 
@@ -55,7 +82,7 @@ async def adding(
     """
     for _ in range(2):
         try:
-            return await _add_once(location, open_writable, add, stored)
+            return await _add_once(location, open_writable, add, stored, operation)
         except _RemovedMeanwhile:
             # Another first add created the database, failed and removed it while this one waited for
             # its lock: nothing was written here yet, so this add creates it afresh, as a first add would.
@@ -72,6 +99,7 @@ async def _add_once(
     open_writable: Callable[[], Awaitable[Database]],
     add: Callable[[Database], Awaitable[R]],
     stored: Callable[[R], bool],
+    operation: str | None,
 ) -> R:
     path = location.local_path
     new_folder = path is not None and not await anyio.to_thread.run_sync(path.exists)
@@ -90,7 +118,7 @@ async def _add_once(
 
     locked = False
     try:
-        async with writing(db):
+        async with writing(db, operation) as write:
             locked = True
             if await removed():
                 raise _RemovedMeanwhile
@@ -100,6 +128,7 @@ async def _add_once(
                 await remove_if_created()
                 raise
             if not stored(report):
+                write.operation = None  # nothing to log, and perhaps no database left to log it in
                 await remove_if_created()
             return report
     except DatabaseError:

@@ -1,0 +1,30 @@
+"""`haiku history` names the commands that wrote the database, not only raw table versions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def test_history_lists_the_write_commands_newest_first(cli, tmp_path: Path) -> None:
+    note = tmp_path / "tides.md"
+    note.write_text("# Tides\n\nSpring tides follow the moon.\n", encoding="utf-8")
+    assert cli("add", "Lanterns burn kerosene.", "--title", "Lamps").exit_code == 0
+    assert cli("add-src", str(note)).exit_code == 0
+    assert cli("add-src", str(note)).exit_code == 0  # unchanged: nothing written, nothing logged
+    assert cli("delete", str(note)).exit_code == 0
+    assert cli("vacuum").exit_code == 0
+    found = json.loads(cli("history", "--json").stdout)
+    operations = [w["operation"] for w in found["writes"]]
+    doc_id = json.loads(cli("list", "--json").stdout)["documents"][0]["id"]
+    assert operations[0] == "vacuum" and operations[2:] == [f"add-src {note}", "add 'Lamps'"]
+    assert (
+        operations[1].startswith("delete ")
+        and operations[1].endswith(" (Tides)")
+        and doc_id not in operations[1]
+    )
+    assert set(found["writes"][0]["versions"]) >= {"documents", "chunks"} and found["versions"]
+    text = cli("history").stdout.splitlines()
+    assert text[0].split() == ["time", "command", "versions"]
+    assert "vacuum" in text[1] and f"add-src {note}" in text[3] and "add 'Lamps'" in text[4]
+    assert "documents v" in text[4]
