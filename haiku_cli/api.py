@@ -17,7 +17,7 @@ Operations (async; each is what one `haiku` command calls)
     `get_document(ws, location, document_id) -> DocumentWithChunks`
     `delete_document(ws, location, document_id) -> DeletedDocument`
     `add_text(ws, location, text, *, title, metadata) -> IngestReport`
-    `add_sources(ws, location, sources, *, title, metadata, progress) -> IngestReport`
+    `add_sources(ws, location, sources, *, title, metadata, progress, include, exclude) -> IngestReport`
     `info(ws, location) -> DatabaseInfo`, `history(ws, location) -> DatabaseHistory`,
     `vacuum(ws, location) -> VacuumReport`, `rebuild(ws, location, progress) -> RebuildReport`,
     `overview(ws, selection=None) -> list[DatabaseOverview]` (every configured database, or a selection's),
@@ -42,7 +42,7 @@ Conversations (saved sessions; what `haiku chat` and `ask --session` run)
 
 Result types (pydantic; `model_dump(mode="json")` is the CLI's `--json`, see docs/json.md)
     `SearchResults`, `SearchHit`, `DocumentList`, `DocumentSummary`, `DocumentRecord`, `ChunkRecord`,
-    `DocumentWithChunks`, `DeletedDocument`, `IngestReport`, `SourceOutcome`, `DatabaseInfo`,
+    `DocumentWithChunks`, `DeletedDocument`, `IngestReport`, `SourceOutcome`, `LeftOut`, `DatabaseInfo`,
     `DatabaseHistory`, `TableVersion`, `VacuumReport`, `RebuildReport`, `DatabaseOverview`, `AskResult`,
     `SourceList`, `SourceSummary`, `ForgottenSource`, `SyncRun`, `SyncReport`, `SourceSync`,
     `AnalyzeResult`, `Citation`, `Execution`, `ResolvedConfig`.
@@ -107,7 +107,7 @@ if TYPE_CHECKING:
     from haiku_cli.databases.workspace import Workspace
     from haiku_cli.errors import DatabaseError, ExitCode, HaikuError, Hint, InputError, ModelError
     from haiku_cli.ingest.metadata import parse_metadata
-    from haiku_cli.ingest.reports import IngestReport, SourceOutcome, SourceSync, SyncReport
+    from haiku_cli.ingest.reports import IngestReport, LeftOut, SourceOutcome, SourceSync, SyncReport
     from haiku_cli.sandbox.runner import Execution
     from haiku_cli.search.candidates import SearchType
     from haiku_cli.search.hits import SearchHit

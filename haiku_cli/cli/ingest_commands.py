@@ -64,6 +64,27 @@ def add_src(
             help="Add what symlinks lead to outside the folders given (skipped and reported otherwise).",
         ),
     ] = False,
+    include: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--include",
+            help="Add only the files of folders matching this glob (gitignore-style, repeatable); "
+            "a matching file of another suffix is read as plain text.",
+            metavar="GLOB",
+        ),
+    ] = None,
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exclude", help="Leave out files and folders matching this glob (repeatable).", metavar="GLOB"
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="List each file left out (unsupported, ignored, excluded) and why."
+        ),
+    ] = False,
     location: Location = ONE_DATABASE,
     json: Json = False,
 ) -> None:
@@ -82,16 +103,18 @@ def add_src(
                 metadata=metadata,
                 progress=bar,
                 follow_symlinks=follow_symlinks,
+                include=include or (),
+                exclude=exclude or (),
             )
         )
-    _report(report, json)
+    _report(report, json, verbose=verbose)
 
 
-def _report(report: IngestReport, as_json: bool) -> None:
+def _report(report: IngestReport, as_json: bool, *, verbose: bool = False) -> None:
     if as_json:
         output.print_model(report)
     else:
-        render.ingest_report(report)
+        render.ingest_report(report, verbose=verbose)
     if report.failed:
         # Nothing usable at all is bad input; some failures among successes is a partial batch.
         exit_with(ExitCode.INPUT if len(report.failed) == len(report.outcomes) else ExitCode.PARTIAL)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
         Execution,
         ForgottenSource,
         IngestReport,
+        LeftOut,
         ResolvedConfig,
         SearchHit,
         SourceList,
@@ -223,8 +225,12 @@ def databases(rows: Sequence[DatabaseOverview], *, show_locations: bool) -> None
             output.error(r.error)
 
 
-def ingest_report(report: IngestReport) -> None:
-    """What happened to each source (failures on stderr), then a one-line summary on stderr."""
+def ingest_report(report: IngestReport, *, verbose: bool = False) -> None:
+    """What happened to each source (failures on stderr), then a one-line summary on stderr.
+
+    The summary counts what folders held and was left out (each listed when `verbose`), and the stored
+    files that left them.
+    """
     for o in report.outcomes:
         if o.status == "failed":
             output.error(o.error or o.source)
@@ -237,12 +243,46 @@ def ingest_report(report: IngestReport) -> None:
             output.out.print(f"{o.status:9} {printable(o.source)} → {o.document_id}{detail}", markup=False)
             if o.note:
                 output.err.print(f"note: {o.note}", markup=False, style="yellow")
+    if verbose:
+        for left in report.left_out:
+            line = f"left out: {printable(left.source)} ({left.why}: {printable(left.detail)})"
+            output.err.print(line, markup=False, style="dim", soft_wrap=True)
+        for path in report.gone:
+            line = f"no longer in the folder: {printable(path)} (still stored)"
+            output.err.print(line, markup=False, style="dim", soft_wrap=True)
     statuses = ("added", "updated", "unchanged", "skipped")
     counts = {s: sum(1 for o in report.outcomes if o.status == s) for s in statuses}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     if report.failed:
         summary += (", " if summary else "") + f"{len(report.failed)} failed"
-    output.err.print(f"{report.database}: {summary or 'nothing to add'}", markup=False, style="dim")
+    summary = summary or "nothing to add"
+    for part in (left_out_summary(report.left_out, verbose), gone_summary(report.gone)):
+        summary += f"; {part}" if part else ""
+    output.err.print(f"{report.database}: {printable(summary)}", markup=False, style="dim", soft_wrap=True)
+
+
+def left_out_summary(left_out: Sequence[LeftOut], verbose: bool) -> str:
+    """What folders held and was not read: `273 unsupported (.png 250, .py 20), 3 ignored (by FILE)`."""
+    if not left_out:
+        return ""
+    parts = []
+    for why in ("unsupported", "ignored", "excluded"):
+        # Ignored entries are counted by the ignore file that left them out, not by its pattern.
+        details = Counter(
+            o.detail.rsplit(": ", 1)[0] if why == "ignored" else o.detail for o in left_out if o.why == why
+        )
+        if details:
+            shown = ", ".join(f"{d} {n}" if why == "unsupported" else d for d, n in details.most_common(5))
+            more = ", …" if len(details) > 5 else ""
+            by = "by " if why == "ignored" else ""
+            parts.append(f"{sum(details.values())} {why} ({by}{shown}{more})")
+    hint = "" if verbose else "; --verbose lists them"
+    return "left out: " + ", ".join(parts) + hint
+
+
+def gone_summary(gone: Sequence[str]) -> str:
+    """What a re-added folder lost: `2 no longer in the folder: kept; use sync`."""
+    return f"{len(gone)} no longer in the folder: kept; use sync" if gone else ""
 
 
 def kept_ids(n: int | None) -> str:

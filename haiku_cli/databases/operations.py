@@ -86,10 +86,16 @@ async def add_sources(
     metadata: dict[str, Any],
     progress: reports.Progress | None = None,
     follow_symlinks: bool = False,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
 ) -> reports.IngestReport:
-    """`haiku add-src`: add files, directories and URLs; the report says which failed or were skipped."""
+    """`haiku add-src`: add files, directories and URLs; the report says which failed or were skipped.
+
+    `include`/`exclude` are gitignore-style globs choosing the files of folders; an included file of a
+    suffix haiku does not know is read as plain text.
+    """
     from haiku_cli.ingest import pipeline
-    from haiku_cli.ingest.sources import as_source, display_path, is_url, unread_scheme
+    from haiku_cli.ingest.sources import FileChoice, as_source, display_path, is_url, unread_scheme
 
     # Checked before the database is opened, so that bad input never creates an empty one.
     if not sources:
@@ -113,6 +119,7 @@ async def add_sources(
             progress=progress,
             follow_symlinks=follow_symlinks,
             limits=ws.settings.ingest,
+            choice=FileChoice(include, exclude),
         ),
         "add-src " + " ".join(display_path(s) for s in sources),
     )

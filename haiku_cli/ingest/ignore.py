@@ -15,6 +15,7 @@ IGNORE_FILES = (".gitignore", ".haikuignore")
 class _IgnoreFile:
     base: Path  # the directory holding the ignore file; its patterns are relative to it
     spec: GitIgnoreSpec
+    path: Path
 
 
 def parse_ignore_file(path: Path) -> _IgnoreFile | None:
@@ -23,7 +24,8 @@ def parse_ignore_file(path: Path) -> _IgnoreFile | None:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    return _IgnoreFile(Path(os.path.abspath(path.parent)), GitIgnoreSpec.from_lines(lines))
+    base = Path(os.path.abspath(path.parent))
+    return _IgnoreFile(base, GitIgnoreSpec.from_lines(lines), base / path.name)
 
 
 class IgnoreRules:
@@ -39,7 +41,11 @@ class IgnoreRules:
 
     def ignored(self, path: Path, *, is_dir: bool) -> bool:
         """Whether `path` is ignored; as in git, a deeper file's matching pattern overrides its parents'."""
-        result = False
+        return self.ignored_by(path, is_dir=is_dir) is not None
+
+    def ignored_by(self, path: Path, *, is_dir: bool) -> str | None:
+        """`FILE: PATTERN` of the ignore file and pattern that ignore `path`; None when it is not ignored."""
+        result = None
         path = Path(os.path.abspath(path))  # the files' bases are absolute
         for ignore in self._files:
             try:
@@ -47,7 +53,8 @@ class IgnoreRules:
             except ValueError:
                 continue
             # A trailing slash is how pathspec knows a directory, for patterns like `build/`.
-            include = ignore.spec.check_file(rel + "/" if is_dir else rel).include
-            if include is not None:
-                result = include
+            check = ignore.spec.check_file(rel + "/" if is_dir else rel)
+            if check.include is not None and check.index is not None:
+                pattern = ignore.spec.patterns[check.index].pattern
+                result = f"{ignore.path}: {pattern}" if check.include else None
         return result

@@ -19,11 +19,12 @@ from haiku_cli.ingest.chunking import Chunk, chunk_document
 from haiku_cli.ingest.document import ConvertedDocument
 from haiku_cli.ingest.embedding import BATCH_CHUNKS, embed_chunks
 from haiku_cli.ingest.reports import IngestReport, NoProgress, Progress, SourceOutcome, Status
+from haiku_cli.ingest.sources import FileChoice, TextFile
 from haiku_cli.ingest.stages import two_stages
 from haiku_cli.ingest.stored import content_hash, picture_records, stored_content
 from haiku_cli.store.database import Database
 from haiku_cli.store.maintenance import after_write
-from haiku_cli.store.reads import count_documents, find_by_hash, find_by_uri
+from haiku_cli.store.reads import count_documents, find_by_hash, find_by_uri, stored_uris
 from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk, PictureRecord
 from haiku_cli.store.transaction import atomic_write, storage_errors
 from haiku_cli.store.writes import new_id, write_documents
@@ -274,6 +275,8 @@ class Ingestor:
 
 # Updated documents of up to this many chunks reuse the stored vectors of their identical chunks.
 _REUSE_VECTORS_UP_TO = 4 * BATCH_CHUNKS
+# What an add reads: a URL, a file, or a file of another suffix read as text.
+Item = str | Path | TextFile
 # A batch ready to write: whole or first parts of documents, and further chunks of documents written before.
 _Embedded = tuple[list[DocumentWrite], list[tuple[DocumentRecord, NewChunk]]]
 
@@ -304,36 +307,48 @@ async def add_sources(
     progress: Progress | None = None,
     follow_symlinks: bool = False,
     limits: IngestSettings | None = None,
+    choice: FileChoice | None = None,
 ) -> IngestReport:
     """Add files, directories (recursively) and URLs; unreadable sources are reported, the rest added.
 
     Symlinks leading out of a directory are skipped unless `follow_symlinks`; files over `limits` are
-    reported as failed. Each source found is remembered with these options (`sync` reads it again).
-    The whole add is one all-or-nothing write: a model or database failure, Ctrl-C or a kill leaves the
-    database as it was before the command.
+    reported as failed; `choice` (--include/--exclude) picks the files of folders. What folders hold and
+    is not read, and stored files that left them, are listed in the report. Each source found is
+    remembered with these options (`sync` reads it again). The whole add is one all-or-nothing write: a
+    model or database failure, Ctrl-C or a kill leaves the database as it was before the command.
     """
     from haiku_cli.ingest.remembering import remembered, source_key
+    from haiku_cli.ingest.reports import LeftOut
     from haiku_cli.ingest.sources import SkippedSource, display_path, is_url, iter_source_files
     from haiku_cli.store.sources import prepare
 
-    items: list[tuple[int, str | Path]] = []  # with their positions among the sources given and found
+    choice = choice or FileChoice()
+    items: list[tuple[int, Item]] = []  # with their positions among the sources given and found
     owners: dict[int, str] = {}  # position -> the remembered source the item came from
     kept: list[RememberedSource] = []
     ingestor = Ingestor(db, embedder, progress)
     positions = itertools.count()
+    folders: list[Path] = []
     for source in sources:
         ingestor.position = next(positions)
         if not is_url(source) and not os.path.lexists(Path(source).expanduser()):
             ingestor.fail(display_path(source), f"{display_path(source)}: no such file or directory")
             continue
-        kept.append(remembered(source, title=title, metadata=metadata, follow_symlinks=follow_symlinks))
+        kept.append(
+            remembered(source, title=title, metadata=metadata, follow_symlinks=follow_symlinks, choice=choice)
+        )
         if is_url(source):
             items.append((ingestor.position, source))
             owners[ingestor.position] = source
             continue
-        for entry in iter_source_files(Path(source).expanduser(), follow_symlinks=follow_symlinks):
+        path = Path(source).expanduser()
+        if path.is_dir():
+            folders.append(path)
+        for entry in iter_source_files(path, follow_symlinks=follow_symlinks, choice=choice):
             ingestor.position = next(positions)
-            if not isinstance(entry, SkippedSource):
+            if isinstance(entry, LeftOut):
+                ingestor.report.left_out.append(entry)
+            elif not isinstance(entry, SkippedSource):
                 items.append((ingestor.position, entry))
                 owners[ingestor.position] = source_key(source)
             elif entry.failed:
@@ -342,12 +357,30 @@ async def add_sources(
                 ingestor.skip(entry.source, entry.reason)
     if title is not None and len(items) > 1:
         raise InputError("--title names one document, but the sources hold several; drop --title")
+    if folders:
+        ingestor.report.gone = await anyio.to_thread.run_sync(_gone_from, db, folders)
     await anyio.to_thread.run_sync(prepare, db)  # before the journal: the write below may fill them
     with atomic_write(db):
         seen = await ingest_items(ingestor, items, title=title, metadata=metadata, limits=limits)
         await anyio.to_thread.run_sync(lambda: remember_outcomes(db, kept, ingestor.report, owners, seen))
     await anyio.to_thread.run_sync(after_write, db)
     return ingestor.report.in_source_order()
+
+
+def _gone_from(db: Database, folders: list[Path]) -> list[str]:
+    """The stored files, under the folders being added, that no longer exist (a sync or delete drops them)."""
+    from urllib.parse import unquote, urlsplit
+
+    from haiku_cli.ingest.sources import display_path
+
+    prefixes = tuple(Path(os.path.abspath(f)).as_uri().rstrip("/") + "/" for f in folders)
+    gone = []
+    for uri in stored_uris(db):
+        if uri.startswith(prefixes):
+            path = unquote(urlsplit(uri).path, errors="surrogateescape")
+            if not os.path.lexists(path):
+                gone.append(display_path(path))
+    return sorted(gone)
 
 
 def remember_outcomes(
@@ -368,7 +401,7 @@ def remember_outcomes(
 
 async def ingest_items(
     ingestor: Ingestor,
-    items: Sequence[tuple[int, str | Path]],
+    items: Sequence[tuple[int, Item]],
     *,
     title: str | None,
     metadata: dict[str, Any],
@@ -395,7 +428,7 @@ async def ingest_items(
 
 async def _convert_all(
     ingestor: Ingestor,
-    items: Sequence[tuple[int, str | Path]],
+    items: Sequence[tuple[int, Item]],
     *,
     title: str | None,
     metadata: dict[str, Any],
@@ -413,7 +446,7 @@ async def _convert_all(
 
     for position, item in items:
         ingestor.position = position
-        label = str(item)
+        label = str(item.path if isinstance(item, TextFile) else item)
         try:
             if isinstance(item, str):
                 document_id, validators = known.get(item, (None, None))
@@ -426,8 +459,11 @@ async def _convert_all(
                     continue
                 doc = fetched.document
             else:
-                seen[position] = await anyio.to_thread.run_sync(_look_at, item)
-                doc = await anyio.to_thread.run_sync(convert_file, item, limits)
+                path, as_text = (item.path, True) if isinstance(item, TextFile) else (item, False)
+                seen[position] = await anyio.to_thread.run_sync(_look_at, path)
+                doc = await anyio.to_thread.run_sync(
+                    lambda p=path, t=as_text: convert_file(p, limits, as_text=t)
+                )
             await ingestor.add(doc, source=label, title=title, metadata=metadata)
         except HaikuError as exc:
             if exc.exit_code != InputError.exit_code:

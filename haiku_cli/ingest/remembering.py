@@ -11,7 +11,7 @@ from typing import Any
 from haiku_cli.ingest.convert.dispatch import file_uri
 from haiku_cli.ingest.convert.url import Validators
 from haiku_cli.ingest.reports import SourceOutcome
-from haiku_cli.ingest.sources import is_url
+from haiku_cli.ingest.sources import FileChoice, is_url
 from haiku_cli.store.sources import FileState, RememberedSource
 
 # The outcomes whose document stands for its file once the add is done.
@@ -24,7 +24,12 @@ def source_key(source: str) -> str:
 
 
 def remembered(
-    source: str, *, title: str | None, metadata: dict[str, Any], follow_symlinks: bool
+    source: str,
+    *,
+    title: str | None,
+    metadata: dict[str, Any],
+    follow_symlinks: bool,
+    choice: FileChoice | None = None,
 ) -> RememberedSource:
     """The record of a source being added now, with the options it is added with."""
     key = source_key(source)
@@ -36,7 +41,13 @@ def remembered(
         except OSError:
             kind = "file"
     return RememberedSource(
-        source=key, kind=kind, title=title, metadata=metadata, follow_symlinks=follow_symlinks
+        source=key,
+        kind=kind,
+        title=title,
+        metadata=metadata,
+        follow_symlinks=follow_symlinks,
+        include=list(choice.include) if choice else [],
+        exclude=list(choice.exclude) if choice else [],
     )
 
 

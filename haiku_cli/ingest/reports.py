@@ -58,11 +58,29 @@ class SourceOutcome(BaseModel):
         return self._position
 
 
+class LeftOut(BaseModel):
+    """A file or folder met in a folder being added and left out on purpose, and why.
+
+    `why` is "unsupported" (`detail`: its suffix), "ignored" (`detail`: `IGNORE_FILE: PATTERN`) or
+    "excluded" (`detail`: the `--exclude` pattern, or `--include` when it matched none of those).
+    """
+
+    source: str
+    why: Literal["unsupported", "ignored", "excluded"]
+    detail: str
+
+
 class IngestReport(BaseModel):
-    """The outcome of every source of one add, in the database it went to."""
+    """The outcome of every source of one add, in the database it went to.
+
+    `left_out` lists what the folders held that was not read; `gone` the stored documents whose files
+    left the folders added (they stay stored until a sync or a delete).
+    """
 
     database: str = ""
     outcomes: list[SourceOutcome] = Field(default_factory=list)
+    left_out: list[LeftOut] = Field(default_factory=list)
+    gone: list[str] = Field(default_factory=list)
 
     @property
     def failed(self) -> list[SourceOutcome]:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
+from pathspec import GitIgnoreSpec
+
 from haiku_cli.ingest.convert.dispatch import suffix_kind
 from haiku_cli.ingest.convert.text import looks_binary
 from haiku_cli.ingest.ignore import IgnoreRules
+from haiku_cli.ingest.reports import LeftOut
 
 # Directories that never hold sources worth indexing, whatever the ignore files say.
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
@@ -31,6 +34,37 @@ class SkippedSource:
     source: str
     reason: str
     failed: bool = True
+
+
+@dataclass(frozen=True)
+class TextFile:
+    """A file `--include` asked for whose suffix haiku does not know: it is read as plain text."""
+
+    path: Path
+
+
+class FileChoice:
+    """Which files of a folder `--include` and `--exclude` (gitignore-style globs, relative to it) pick."""
+
+    def __init__(self, include: Iterable[str] = (), exclude: Iterable[str] = ()) -> None:
+        self.include = tuple(include)
+        self.exclude = tuple(exclude)
+        self._include = GitIgnoreSpec.from_lines(self.include)
+        self._exclude = [(p, GitIgnoreSpec.from_lines([p])) for p in self.exclude]
+
+    def excluded_by(self, rel: str, *, is_dir: bool) -> str | None:
+        """Why the entry at `rel` (posix, relative to the folder added) is left out, or None."""
+        rel = rel + "/" if is_dir else rel
+        for pattern, spec in self._exclude:
+            if spec.match_file(rel):
+                return f"--exclude {pattern}"
+        if self.include and not is_dir and not self._include.match_file(rel):
+            return "--include"
+        return None
+
+    def included(self, rel: str) -> bool:
+        """Whether `--include` names the file at `rel`."""
+        return bool(self.include) and self._include.match_file(rel)
 
 
 def display_path(path: Path | str) -> str:
@@ -67,14 +101,21 @@ def unread_scheme(source: str) -> str | None:
     return f"{display_path(source)}:{where} haiku reads only local paths and http(s) addresses"
 
 
-def iter_source_files(root: Path, *, follow_symlinks: bool = False) -> Iterator[Path | SkippedSource]:
+Found = Path | TextFile | SkippedSource | LeftOut
+
+
+def iter_source_files(
+    root: Path, *, follow_symlinks: bool = False, choice: FileChoice | None = None
+) -> Iterator[Found]:
     """Yield `root` itself unless it is a directory, else its supported files, recursively and sorted.
 
-    Inside directories, hidden and ignored entries, unsupported suffixes and binary suffix-less files are
-    skipped silently. Entries that cannot be read (a name that is not UTF-8, a path too long, a
+    Inside directories, hidden entries are skipped silently; ignored, excluded and unsupported ones
+    (binary suffix-less files too) are yielded as `LeftOut`, and files `--include` names whose suffix is
+    not known as `TextFile`. Entries that cannot be read (a name that is not UTF-8, a path too long, a
     permission error) are yielded as failed `SkippedSource`s, and so are symlinks leading out of `root`
     unless `follow_symlinks`. Each real directory is walked once, so symlink loops end.
     """
+    choice = choice or FileChoice()
     if not _is_utf8(str(root)):
         yield SkippedSource(display_path(root), "the name is not valid UTF-8; rename it to add it")
         return
@@ -84,15 +125,21 @@ def iter_source_files(root: Path, *, follow_symlinks: bool = False) -> Iterator[
         yield _unreadable(root, exc)
         return
     if not is_dir:
-        yield root  # a named file is always yielded so that the caller reports what is wrong with it
+        # A named file is always yielded so that the caller reports what is wrong with it.
+        yield TextFile(root) if suffix_kind(root) is None and choice.included(root.name) else root
         return
-    walk = _Walk(os.path.realpath(root), follow_symlinks)
-    yield from walk.directory(root, _inherited_rules(root))
+    rules = _inherited_rules(root)
+    by = rules.ignored_by(root, is_dir=True)
+    if by is not None:
+        yield LeftOut(source=display_path(root), why="ignored", detail=by)
+        return
+    walk = _Walk(root, follow_symlinks, choice)
+    yield from walk.directory(root, rules)
 
 
 def iter_source_scope(
-    root: Path, path: Path, *, follow_symlinks: bool = False
-) -> Iterator[Path | SkippedSource]:
+    root: Path, path: Path, *, follow_symlinks: bool = False, choice: FileChoice | None = None
+) -> Iterator[Found]:
     """What `iter_source_files(root)` yields at or under `path` (a file or folder inside `root`).
 
     The folders on the way down must not be hidden, skipped or ignored, and their ignore files apply,
@@ -104,7 +151,7 @@ def iter_source_scope(
         return
     if not root.is_dir() or not os.path.lexists(path):
         return
-    walk = _Walk(os.path.realpath(root), follow_symlinks)
+    walk = _Walk(root, follow_symlinks, choice or FileChoice())
     rules = _inherited_rules(root).descend(root)
     folder = root
     for name in inside.parts[:-1]:
@@ -144,12 +191,14 @@ def _inherited_rules(root: Path) -> IgnoreRules:
 class _Walk:
     """One walk of a tree: its real top, whether links may leave it, and the real directories seen."""
 
-    def __init__(self, top: str, follow_symlinks: bool) -> None:
-        self.top = top
+    def __init__(self, root: Path, follow_symlinks: bool, choice: FileChoice) -> None:
+        self.root = root
+        self.top = os.path.realpath(root)
         self.follow_symlinks = follow_symlinks
+        self.choice = choice
         self.visited: set[str] = set()
 
-    def directory(self, directory: Path, rules: IgnoreRules) -> Iterator[Path | SkippedSource]:
+    def directory(self, directory: Path, rules: IgnoreRules) -> Iterator[Found]:
         real = os.path.realpath(directory)
         if real in self.visited:
             return  # a symlink loop, or a second link to a directory already walked
@@ -169,9 +218,7 @@ class _Walk:
             except OSError as exc:  # e.g. a path longer than the system allows
                 yield _unreadable(Path(entry.path), exc)
 
-    def _entry(
-        self, path: Path, entry: os.DirEntry[str] | Path, rules: IgnoreRules
-    ) -> Iterator[Path | SkippedSource]:
+    def _entry(self, path: Path, entry: os.DirEntry[str] | Path, rules: IgnoreRules) -> Iterator[Found]:
         is_dir = entry.is_dir()  # follows symlinks; a broken or looping link is neither dir nor file
         if not is_dir and not entry.is_file():
             return
@@ -188,11 +235,32 @@ class _Walk:
             reason = f"the {kind} name is not valid UTF-8; rename it to add it"
             yield SkippedSource(display_path(path), reason)
             return
-        if is_dir:
-            if not _skip_dir(path, entry.name) and not rules.ignored(path, is_dir=True):
-                yield from self.directory(path, rules)
-        elif not rules.ignored(path, is_dir=False) and _wanted_file(path):
+        if is_dir and _skip_dir(path, entry.name):
+            return
+        left_out = self._left_out(path, is_dir, rules)
+        if left_out is not None:
+            yield left_out
+        elif is_dir:
+            yield from self.directory(path, rules)
+        elif path.suffix and suffix_kind(path) is not None:
             yield path
+        elif not path.suffix or self.choice.included(path.relative_to(self.root).as_posix()):
+            # Read as text (suffix-less, or asked for), unless it is an executable, an image or the like.
+            if _binary(path):
+                yield LeftOut(source=display_path(path), why="unsupported", detail=path.suffix or "binary")
+            else:
+                yield TextFile(path) if path.suffix else path
+        else:
+            yield LeftOut(source=display_path(path), why="unsupported", detail=path.suffix.lower())
+
+    def _left_out(self, path: Path, is_dir: bool, rules: IgnoreRules) -> LeftOut | None:
+        by = rules.ignored_by(path, is_dir=is_dir)
+        if by is not None:
+            return LeftOut(source=display_path(path), why="ignored", detail=by)
+        excluded = self.choice.excluded_by(path.relative_to(self.root).as_posix(), is_dir=is_dir)
+        if excluded is not None:
+            return LeftOut(source=display_path(path), why="excluded", detail=excluded)
+        return None
 
     def _inside(self, path: Path) -> bool:
         real = os.path.realpath(path)
@@ -226,12 +294,6 @@ def _skip_dir(path: Path, name: str) -> bool:
     return (path / "pyvenv.cfg").is_file()
 
 
-def _wanted_file(path: Path) -> bool:
-    kind = suffix_kind(path)
-    if kind is None:
-        return False
-    if path.suffix:
-        return True
-    # Suffix-less files are read as text, so leave out executables and other binaries here.
+def _binary(path: Path) -> bool:
     with path.open("rb") as f:
-        return not looks_binary(f.read(_SNIFF_BYTES))
+        return looks_binary(f.read(_SNIFF_BYTES))

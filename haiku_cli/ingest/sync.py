@@ -19,10 +19,17 @@ import anyio.to_thread
 from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert.dispatch import file_uri
 from haiku_cli.ingest.convert.url import Validators
-from haiku_cli.ingest.pipeline import Ingestor, ingest_items
+from haiku_cli.ingest.pipeline import Ingestor, Item, ingest_items
 from haiku_cli.ingest.remembering import Seen, states_of
-from haiku_cli.ingest.reports import Progress, SourceOutcome, SourceSync, SyncStatus
-from haiku_cli.ingest.sources import SkippedSource, iter_source_files, iter_source_scope
+from haiku_cli.ingest.reports import LeftOut, Progress, SourceOutcome, SourceSync, SyncStatus
+from haiku_cli.ingest.sources import (
+    FileChoice,
+    Found,
+    SkippedSource,
+    TextFile,
+    iter_source_files,
+    iter_source_scope,
+)
 from haiku_cli.store import sources as stored_sources
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import document_ids
@@ -81,7 +88,7 @@ async def sync_source(
 class _Plan:
     """What a sync of one source has to do, found under the lock before anything is written."""
 
-    items: list[tuple[int, str | Path]] = field(default_factory=list)  # to read (new or stat moved)
+    items: list[tuple[int, Item]] = field(default_factory=list)  # to read (new or stat moved)
     gone: list[FileState] = field(default_factory=list)  # stored, no longer in the source
     refresh: list[FileState] = field(default_factory=list)  # stored for documents no longer held
     known: dict[str, tuple[str, Validators]] = field(default_factory=dict)
@@ -113,13 +120,16 @@ def _plan(db: Database, source: RememberedSource, scope: Sequence[Path] | None) 
     if problem is not None:
         plan.problem = problem
         return plan
-    walked = iter_source_files(root, follow_symlinks=source.follow_symlinks)
+    choice = FileChoice(source.include, source.exclude)
+    walked = iter_source_files(root, follow_symlinks=source.follow_symlinks, choice=choice)
     if scope is not None:
-        walked = _scoped(root, scope, source.follow_symlinks)
+        walked = _scoped(root, scope, source.follow_symlinks, choice)
     seen: set[str] = set()
     kept_under: list[str] = []  # uris of folders that could not be read: what was under them stays
     for entry in walked:
         position = next(positions)
+        if isinstance(entry, LeftOut):
+            continue  # not the folder's any more, as a file that left it
         if isinstance(entry, SkippedSource):
             status = "failed" if entry.failed else "skipped"
             error = f"{entry.source}: {entry.reason}" if entry.failed else None
@@ -130,10 +140,10 @@ def _plan(db: Database, source: RememberedSource, scope: Sequence[Path] | None) 
             if entry.failed:
                 kept_under.append(file_uri(Path(entry.source)))
             continue
-        uri = file_uri(entry)
+        uri = file_uri(entry.path if isinstance(entry, TextFile) else entry)
         seen.add(uri)
         stored = states.get(uri)
-        if stored is not None and _unchanged(entry, stored):
+        if stored is not None and _unchanged(entry.path if isinstance(entry, TextFile) else entry, stored):
             plan.unchanged += 1
         else:
             plan.items.append((position, entry))
@@ -169,13 +179,13 @@ def _unchanged(path: Path, stored: FileState) -> bool:
         return False  # read it: the read reports what is wrong
 
 
-def _scoped(root: Path, scope: Sequence[Path], follow_symlinks: bool) -> Iterator[Path | SkippedSource]:
+def _scoped(root: Path, scope: Sequence[Path], follow_symlinks: bool, choice: FileChoice) -> Iterator[Found]:
     done: set[Path] = set()
     for path in sorted(set(scope)):
         if any(path == d or d in path.parents for d in done):
             continue  # inside a folder already walked
         done.add(path)
-        yield from iter_source_scope(root, path, follow_symlinks=follow_symlinks)
+        yield from iter_source_scope(root, path, follow_symlinks=follow_symlinks, choice=choice)
 
 
 def _in_scope(scope: Sequence[Path] | None):

@@ -199,6 +199,11 @@ def find_by_uri(db: Database, uri: str) -> DocumentRecord | None:
     return _document(rows[0]) if rows else None
 
 
+def stored_uris(db: Database) -> list[str]:
+    """The uri of every document that has one."""
+    return [r["uri"] for r in _query_rows(db, db.documents, "uri IS NOT NULL", ["uri"], None)]
+
+
 def find_by_hash(db: Database, content_hash: str) -> DocumentRecord | None:
     """A uri-less document with this content, if any (so re-adding the same text is a no-op)."""
     where = f"uri IS NULL AND content_hash = {sql_string(content_hash)}"

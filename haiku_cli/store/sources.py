@@ -65,6 +65,8 @@ class RememberedSource(BaseModel):
     title: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     follow_symlinks: bool = False
+    include: list[str] = Field(default_factory=list)  # --include/--exclude globs picking a folder's files
+    exclude: list[str] = Field(default_factory=list)
     added_at: UtcDatetime = Field(default_factory=lambda: datetime.now(UTC))
 
 

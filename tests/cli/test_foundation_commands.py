@@ -570,3 +570,51 @@ def test_databases_of_different_embedders_point_to_the_flags_that_chose_them(
     by_name = cli("search", "tides")
     assert by_name.stderr.strip().endswith("or narrow the selection with --database")
     assert cli("search", "tides", "--type", "fts").exit_code == 0
+
+
+def test_what_a_folder_holds_and_is_not_read_is_counted_and_listed_with_verbose(cli, docs: Path) -> None:
+    (docs / "fig.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (docs / "plot.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (docs / "notes.org").write_text("* Org heading\nOrg notes about lanterns.\n")
+    (docs / ".gitignore").write_text("build/\n")
+    (docs / "build").mkdir()
+    (docs / "build" / "out.md").write_text("# Built\n")
+    plain = cli("add-src", str(docs))
+    assert plain.exit_code == 0
+    summary = plain.stderr.strip().splitlines()[-1]
+    assert summary == (
+        f"default: 2 added; left out: 3 unsupported (.png 2, .org 1), 1 ignored (by {docs / '.gitignore'}); "
+        "--verbose lists them"
+    )
+    verbose = cli("add-src", str(docs), "--verbose", "--include", "*.org", "--exclude", "guide/")
+    assert f"left out: {docs / 'fig.png'} (excluded: --include)" in verbose.stderr
+    assert f"left out: {docs / 'build'} (ignored: {docs / '.gitignore'}: build/)" in verbose.stderr
+    assert f"left out: {docs / 'guide'} (excluded: --exclude guide/)" in verbose.stderr
+    assert f"added     {docs / 'notes.org'}" in verbose.stdout  # read as plain text, as asked
+    found = json.loads(cli("search", "lanterns", "--json").stdout)["hits"]
+    assert found and found[0]["document_uri"].endswith("notes.org")
+
+
+def test_re_adding_a_folder_says_which_stored_files_left_it(cli, docs: Path) -> None:
+    assert cli("add-src", str(docs)).exit_code == 0
+    (docs / "search.txt").unlink()
+    again = cli("add-src", str(docs), "--verbose")
+    assert again.exit_code == 0
+    assert again.stderr.strip().splitlines()[-1] == (
+        "default: 1 unchanged; 1 no longer in the folder: kept; use sync"
+    )
+    assert f"no longer in the folder: {docs / 'search.txt'} (still stored)" in again.stderr
+    as_json = json.loads(cli("add-src", str(docs), "--json").stdout)
+    assert as_json["gone"] == [str(docs / "search.txt")]
+
+
+def test_a_folder_a_parent_gitignore_ignores_names_the_ignore_file(cli, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".gitignore").write_text("data/\n")
+    (repo / "data").mkdir()
+    (repo / "data" / "a.md").write_text("# A\n\ntext\n")
+    result = cli("add-src", str(repo / "data"))
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"default: nothing to add; left out: 1 ignored (by {repo / '.gitignore'}); --verbose lists them"
+    )

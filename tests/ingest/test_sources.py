@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from haiku_cli.ingest.sources import SkippedSource, as_source, iter_source_files, unread_scheme
+from haiku_cli.ingest.reports import LeftOut
+from haiku_cli.ingest.sources import (
+    FileChoice,
+    SkippedSource,
+    TextFile,
+    as_source,
+    iter_source_files,
+    unread_scheme,
+)
 
 
 def touch(root: Path, rel: str, data: bytes = b"text\n") -> Path:
@@ -176,7 +184,7 @@ def test_ignore_files_above_the_root_apply_inside_a_repository(
     touch(tmp_path, "docs/private/c.md")
     assert rels(tmp_path / "docs") == ["a.md"]
     monkeypatch.chdir(tmp_path / "docs")
-    assert [p.as_posix() for p in iter_source_files(Path("."))] == ["a.md"]
+    assert [p.as_posix() for p in iter_source_files(Path(".")) if isinstance(p, Path)] == ["a.md"]
 
 
 def test_parent_ignore_files_do_not_apply_outside_a_repository(tmp_path: Path) -> None:
@@ -206,3 +214,69 @@ def test_a_folder_named_like_a_scheme_is_still_a_path(
     (tmp_path / "ftp:" / "x").mkdir(parents=True)
     assert unread_scheme("ftp://x") is None
     assert "haiku reads only local paths" in (unread_scheme("s3://x") or "")
+
+
+def left_out(root: Path, choice: FileChoice | None = None) -> list[tuple[str, str, str]]:
+    entries = iter_source_files(root, choice=choice)
+    return [
+        (Path(e.source).relative_to(root).as_posix(), e.why, e.detail)
+        for e in entries
+        if isinstance(e, LeftOut)
+    ]
+
+
+def test_unsupported_and_ignored_entries_are_reported_with_the_reason(tmp_path: Path) -> None:
+    tmp_path = tmp_path / "folder"
+    touch(tmp_path, ".gitignore", b"# built\nbuild/\n*.log\n")
+    for rel in [
+        "a.md",
+        "fig.PNG",
+        "notes.org",
+        "build/out.md",
+        "run.log",
+        ".hidden.png",
+        "node_modules/x.png",
+    ]:
+        touch(tmp_path, rel)
+    touch(tmp_path, "tool", b"\x7fELF\x02\x01\x01\x00\x00\x00")
+    ignore = f"{tmp_path / '.gitignore'}"
+    assert left_out(tmp_path) == [
+        ("build", "ignored", f"{ignore}: build/"),
+        ("fig.PNG", "unsupported", ".png"),
+        ("notes.org", "unsupported", ".org"),
+        ("run.log", "ignored", f"{ignore}: *.log"),
+        ("tool", "unsupported", "binary"),
+    ]
+
+
+def test_a_folder_a_parent_ignore_file_ignores_says_which_file_left_it_out(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    touch(tmp_path, ".gitignore", b"/data/\n")
+    touch(tmp_path, "data/a.md")
+    assert list(iter_source_files(tmp_path / "data")) == [
+        LeftOut(source=str(tmp_path / "data"), why="ignored", detail=f"{tmp_path / '.gitignore'}: /data/")
+    ]
+
+
+def test_include_and_exclude_choose_files_and_read_other_suffixes_as_text(tmp_path: Path) -> None:
+    tmp_path = tmp_path / "folder"
+    for rel in ["a.md", "b.txt", "notes.org", "sub/c.org", "sub/draft.md", "drafts/d.md", "x.py"]:
+        touch(tmp_path, rel)
+    touch(tmp_path, "pic.org", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    choice = FileChoice(include=["*.md", "*.org"], exclude=["drafts/", "draft*"])
+    found = list(iter_source_files(tmp_path, choice=choice))
+    assert [p.relative_to(tmp_path).as_posix() for p in found if isinstance(p, Path)] == ["a.md"]
+    assert [t.path.relative_to(tmp_path).as_posix() for t in found if isinstance(t, TextFile)] == [
+        "notes.org",
+        "sub/c.org",
+    ]
+    assert left_out(tmp_path, choice) == [
+        ("b.txt", "excluded", "--include"),
+        ("drafts", "excluded", "--exclude drafts/"),
+        ("pic.org", "unsupported", ".org"),
+        ("sub/draft.md", "excluded", "--exclude draft*"),
+        ("x.py", "excluded", "--include"),
+    ]
+    named = touch(tmp_path, "one.org")
+    assert list(iter_source_files(named, choice=choice)) == [TextFile(named)]
+    assert list(iter_source_files(named)) == [named]

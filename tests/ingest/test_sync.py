@@ -263,3 +263,16 @@ def test_a_url_is_asked_again_with_its_etag(tmp_path: Path, embedder, served: st
     assert "Second version" in reads.get_document(db, first).content
     assert _sync(db, embedder, served).unchanged == 1
     assert _Served.statuses[-1] == 304
+
+
+def test_sync_chooses_a_folders_files_as_its_add_did(tmp_path: Path, embedder, notes: Path) -> None:
+    from haiku_cli.ingest.sources import FileChoice
+
+    db = new_db(tmp_path, embedder)
+    (notes / "plan.org").write_text("* Plan\nPlant pears in spring.\n")
+    _add(db, embedder, str(notes), choice=FileChoice(include=["*.org", "*.md"]))
+    assert sorted(Path(u).name for u in _by_uri(db)) == ["a.md", "plan.org"]
+    (notes / "plan.org").write_text("* Plan\nPlant plums in spring.\n")
+    done = _sync(db, embedder, str(notes))
+    assert (done.updated, done.deleted, done.added) == (1, 0, 0)  # read as text again; b.txt still left out
+    assert sorted(Path(u).name for u in _by_uri(db)) == ["a.md", "plan.org"]

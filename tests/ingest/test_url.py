@@ -32,6 +32,27 @@ ROUTES: dict[str, tuple[int, str, bytes]] = {
     ),
     "/img/small.png": (200, "image/png", png(40, 40)),
     "/big.png": (200, "image/png", png(900, 900) + b"\0" * 2**20),
+    # As Python's http.server lists a folder, and a folder of an nginx autoindex without its title.
+    "/files/": (
+        200,
+        "text/html; charset=utf-8",
+        b"<html><head><title>Directory listing for /files/</title></head><body>"
+        b"<h1>Directory listing for /files/</h1><hr><ul><li><a href='a.md'>a.md</a></li>"
+        b"<li><a href='b.pdf'>b.pdf</a></li></ul><hr></body></html>",
+    ),
+    "/bare/": (
+        200,
+        "text/html",
+        b"<pre>" + b"".join(b"<a href='f%d.txt'>f%d.txt</a>\n" % (i, i) for i in range(8)) + b"</pre>",
+    ),
+    "/article.html": (
+        200,
+        "text/html",
+        b"<title>Lanterns</title>"
+        b"<p>Lanterns burn kerosene; see <a href='/a'>oil</a> and <a href='/b'>wicks</a>.</p>"
+        + b"<p>More prose about lanterns and how they are trimmed.</p>"
+        * 6,
+    ),
 }
 
 
@@ -136,3 +157,15 @@ def test_a_fetched_page_brings_its_images_under_the_page_limits(server: str) -> 
     notes = "\n".join(doc.notes)
     assert "picture image-2 skipped" in notes and "over the limit of 0.5 MB" in notes
     assert "picture image-3 skipped" in notes and "HTTP 404" in notes
+
+
+@pytest.mark.parametrize("path", ["/files/", "/bare/"])
+def test_a_directory_listing_is_noted_as_not_crawled(server: str, path: str) -> None:
+    doc = fetch_url(server + path)
+    assert doc.notes == (
+        f"{server}{path}: a directory listing, stored as one page of links; nothing it links to is crawled",
+    )
+
+
+def test_a_page_with_some_links_is_no_listing(server: str) -> None:
+    assert fetch_url(server + "/article.html").notes == ()

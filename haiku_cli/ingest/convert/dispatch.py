@@ -49,14 +49,17 @@ def suffix_kind(path: PurePath | str) -> str | None:
     return "text" if suffix == "" else _SUFFIX_KINDS.get(suffix)
 
 
-def convert_file(path: Path, limits: IngestSettings | None = None) -> ConvertedDocument:
+def convert_file(
+    path: Path, limits: IngestSettings | None = None, *, as_text: bool = False
+) -> ConvertedDocument:
     """Convert a local file chosen by its suffix; raise ConversionError naming the file and the problem.
 
-    A file larger than `limits.max_file_mb` is refused before it is read.
+    A file larger than `limits.max_file_mb` is refused before it is read; `as_text` reads a file whose
+    suffix is not supported as plain text.
     """
     limits = limits or IngestSettings()
     label = str(path)
-    kind = suffix_kind(path)
+    kind = suffix_kind(path) or ("text" if as_text else None)
     try:
         info = path.stat()
     except FileNotFoundError:

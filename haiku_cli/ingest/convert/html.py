@@ -24,6 +24,12 @@ _EXCLUDE = [
 ]
 
 
+# Apache, nginx and Python's http.server title their folder listings so.
+_LISTING_TITLE = re.compile(r"(?:index of|directory listing for)\s+/", re.IGNORECASE)
+_LINK = re.compile(r"\[[^\]]*\]\([^)\s]+")
+_LISTING_LINKS = 5
+
+
 def sniff_charset(data: bytes) -> str | None:
     """The charset a `<meta>` tag near the top declares, if any."""
     m = _META_CHARSET.search(data[:4096])
@@ -66,7 +72,21 @@ def convert_html(
     # With metadata extraction on, the converter prepends it as YAML front matter; it is not content.
     _, body = split_front_matter(result.content or "")
     title = _html_title(result.metadata) or fallback_title
-    return ConvertedDocument(uri=uri, title=title, segments=[Segment(body.strip("\n"))])
+    notes: tuple[str, ...] = ()
+    if uri.startswith(("http://", "https://")) and _directory_listing(title, body):
+        notes = (
+            f"{label}: a directory listing, stored as one page of links; nothing it links to is crawled",
+        )
+    return ConvertedDocument(uri=uri, title=title, segments=[Segment(body.strip("\n"))], notes=notes)
+
+
+def _directory_listing(title: str | None, body: str) -> bool:
+    """Whether a page is a server's listing of a folder: titled so, or little more than a list of links."""
+    if title and _LISTING_TITLE.match(title):
+        return True
+    lines = [line for line in body.splitlines() if line.strip()]
+    linked = sum(bool(_LINK.search(line)) for line in lines)
+    return linked >= _LISTING_LINKS and linked >= 0.8 * len(lines)
 
 
 def _html_title(metadata: Any) -> str | None:
