@@ -29,11 +29,14 @@ class Hint:
     `list_documents` (to find an id) and `add_documents` (to a database not written yet) are about
     `database`; `fts_or_narrow` (databases written with different embedders) is about a set: search it by
     full text alone, or narrow it; `page_documents` says that listing, not searching, reaches every
-    document; `choose_model` that a model may also be passed when starting the front door. `chosen_by`
+    document; `choose_model` that a model may also be passed when starting the front door;
+    `finish_upkeep` that vacuuming `database` finishes the index upkeep a stored write left. `chosen_by`
     is the CLI option that picked the database (`--database notes`, `--db PATH`), for the CLI's wording.
     """
 
-    action: Literal["list_documents", "add_documents", "fts_or_narrow", "page_documents", "choose_model"]
+    action: Literal[
+        "list_documents", "add_documents", "fts_or_narrow", "page_documents", "choose_model", "finish_upkeep"
+    ]
     database: str = ""
     chosen_by: str = ""
 

@@ -183,6 +183,8 @@ def _hint(hint: Hint | None) -> str:
     option = f" {hint.chosen_by}" if hint.chosen_by else ""
     if hint.action == "list_documents":
         return f"; haiku list{option} shows the ids"
+    if hint.action == "finish_upkeep":
+        return f"; haiku vacuum{option} finishes it"
     return f"; add documents to it first (haiku add-src PATH{option})"
 
 

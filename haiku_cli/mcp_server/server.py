@@ -188,6 +188,8 @@ def _hint(hint: Hint | None) -> str:
         return "; list_documents pages through every document"
     if hint.action == "choose_model":
         return ", or start haiku mcp with --model"
+    if hint.action == "finish_upkeep":
+        return f"; haiku vacuum on database '{hint.database}' finishes it"
     if hint.action == "fts_or_narrow":
         return (
             "; search them together with type 'fts', "

@@ -13,13 +13,15 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.compute as pc
 from pydantic import BaseModel
 
+from haiku_cli.errors import DatabaseError, HaikuError, Hint
 from haiku_cli.store import schema
 from haiku_cli.store.database import PENDING_WRITE, Database
+from haiku_cli.store.handle import failure_reason
 from haiku_cli.store.indexes import DOCUMENT_KEYS, index_states, lance_dataset, refresh_indexes, refresh_keys
 from haiku_cli.store.reads import count_chunks, count_documents
 from haiku_cli.store.records import UtcDatetime
 from haiku_cli.store.transaction import storage_errors
-from haiku_cli.store.writer import ensure_held, exclusive
+from haiku_cli.store.writer import checkpoint, ensure_held, exclusive
 
 if TYPE_CHECKING:
     from lancedb.table import Table
@@ -106,11 +108,23 @@ def after_write(db: Database) -> None:
     """
     if db.in_write:
         return
-    with exclusive(db), storage_errors(db, "cannot be indexed"):
-        refresh_indexes(db.chunks)
-        refresh_keys(db.documents, DOCUMENT_KEYS)
-        cleanup_superseded(db)
-        _store_corpus_totals(db)
+    with exclusive(db):
+        checkpoint("committed")
+        try:
+            refresh_indexes(db.chunks)
+            refresh_keys(db.documents, DOCUMENT_KEYS)
+            cleanup_superseded(db)
+            _store_corpus_totals(db)
+        except HaikuError:
+            raise
+        except Exception as exc:
+            # The write itself is committed and read as it is (unindexed rows are searched directly):
+            # saying the command failed would have it retried; what is left is the upkeep.
+            raise DatabaseError(
+                f"database '{db.name}': the write was stored, but the index upkeep after it failed: "
+                f"{failure_reason(exc)}",
+                hint=Hint("finish_upkeep", db.name, db.location.chosen_by),
+            ) from exc
 
 
 def corpus_totals(db: Database) -> tuple[int, int]:

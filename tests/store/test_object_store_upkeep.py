@@ -3,12 +3,16 @@ store down: a vacuum longer than the lease's heartbeat leaves every file a commi
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from haiku_cli.errors import DatabaseError
+from haiku_cli.errors import DatabaseError, ExitCode
 from haiku_cli.store import EmbedderSpec, Location, open_database, reads, writer
 from haiku_cli.store.maintenance import vacuum
 from haiku_cli.store.writer import exclusive
@@ -69,3 +73,61 @@ def test_a_vacuum_whose_lease_lapsed_stops_before_removing_anything(
             vacuum(db)
     assert len(open_database(loc).documents.list_versions()) == versions
     assert _titles(loc) == ["kept"]
+
+
+def _config(write_config, endpoint: str, tmp_path: Path) -> None:
+    write_config(
+        f"""
+[databases.papers]
+uri = "s3://lab/papers-{tmp_path.name}.lancedb"
+storage_options = {{ endpoint = "{endpoint}", allow_http = true, region = "us-east-1" }}
+"""
+    )
+
+
+def _haiku(*args: str, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "haiku_cli", *args],
+        env={**os.environ, **env},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_a_write_whose_index_upkeep_fails_says_it_was_stored_and_what_finishes_it(
+    cli, write_config, s3_server: str, tmp_path: Path
+) -> None:
+    from tests.store.test_writer import _wait_for
+
+    with StallingProxy(int(s3_server.rsplit(":", 1)[1])) as proxy:
+        _config(write_config, proxy.endpoint, tmp_path)
+        assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
+        gate = tmp_path / "gate"
+        gate.mkdir()
+        env = {
+            "HAIKU_TEST_PAUSE": f"committed:{gate}",
+            "HAIKU_STORAGE_TIMEOUT": "1",
+            "HAIKU_LEASE_SECONDS": "10",
+        }
+        writer_process = _haiku("add", "Owls hunt voles at night.", "-d", "papers", env=env)
+        _wait_for(lambda: any(gate.glob("*.reached")), "the add to pause after its commit")
+        proxy.stall()  # the store stops answering after the write was committed, during its upkeep
+        (gate / "committed.go").touch()
+        _, stderr = writer_process.communicate(timeout=300)
+        proxy.resume()
+    assert writer_process.returncode == ExitCode.DATABASE, stderr
+    assert len(stderr.splitlines()) == 1, stderr
+    assert stderr.startswith(
+        "haiku: database 'papers': the write was stored, but the index upkeep after it failed: "
+    )
+    assert stderr.rstrip().endswith("; haiku vacuum --database papers finishes it")
+    _config(write_config, s3_server, tmp_path)
+    listed = json.loads(cli("list", "-d", "papers", "--json").stdout)["documents"]
+    assert sorted(d["title"] for d in listed) == [
+        "Owls hunt voles at night.",
+        "Peregrine falcons stoop onto prey.",
+    ]
+    hits = json.loads(cli("search", "voles", "-d", "papers", "--type", "fts", "--json").stdout)["hits"]
+    assert [h["content"] for h in hits] == ["Owls hunt voles at night."]
+    vacuumed = cli("vacuum", "-d", "papers")
+    assert vacuumed.exit_code == 0, vacuumed.stderr
