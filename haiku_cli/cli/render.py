@@ -168,19 +168,28 @@ def document(found: DocumentWithChunks) -> None:
     """`haiku get`: the title, the facts about the document, then its content."""
     doc = found.document
     output.out.print(printable(doc.title or "(untitled)"), style="bold", markup=False)
+    # Metadata one `key=value` a line, as `--meta` takes it; a value that is not plain text is JSON.
+    pairs = [f"{k}={_meta_value(v)}" for k, v in doc.metadata.items()]
+    when = "%Y-%m-%d %H:%M:%S UTC"
     for label, value in (
         ("id", doc.id),
         ("uri", doc.uri),
         ("database", found.database),
-        ("metadata", doc.metadata or None),
-        ("created", doc.created_at),
-        ("updated", doc.updated_at),
+        ("metadata", "\n           ".join(pairs) or None),
+        ("created", doc.created_at.strftime(when)),
+        ("updated", doc.updated_at.strftime(when)),
         ("chunks", len(found.chunks)),
     ):
         if value is not None:
             output.out.print(f"{label:>9}: {printable(str(value))}", markup=False, style="dim")
     output.out.print()
     output.out.print(printable(doc.content.replace("\f", "\n\n")), markup=False)
+
+
+def _meta_value(value: object) -> str:
+    if isinstance(value, str) and "\n" not in value:
+        return value
+    return json.dumps(value, ensure_ascii=False)
 
 
 def database_info(facts: DatabaseInfo) -> None:

@@ -76,6 +76,8 @@ def build_server(scope: ServerScope) -> MCPServer:
     class HaikuMCPServer(MCPServer):
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             # Every failure reaches the client as a tool error of one sentence; the server keeps running.
+            if isinstance(arguments, dict) and (unknown := await self._unknown(name, arguments)):
+                raise ToolError(unknown)
             try:
                 return await super().call_tool(name, arguments, context)
             except ToolError as exc:
@@ -90,6 +92,18 @@ def build_server(scope: ServerScope) -> MCPServer:
                         f"internal error in haiku ({type(cause).__name__}); please report it"
                     ) from cause
                 raise
+
+        async def _unknown(self, name: str, arguments: dict[str, Any]) -> str | None:
+            # The SDK drops arguments a tool does not take: a misspelt `limt` would search with the default.
+            tool = next((t for t in await self.list_tools() if t.name == name), None)
+            if tool is None:
+                return None  # the SDK names an unknown tool itself
+            takes = list(tool.input_schema.get("properties", {}))
+            extra = [key for key in arguments if key not in takes]
+            if not extra:
+                return None
+            offered = f"it takes {', '.join(takes)}" if takes else "it takes no arguments"
+            return f"unknown argument '{extra[0]}' for {name}; {offered}"
 
     server = HaikuMCPServer(
         "haiku",
@@ -116,7 +130,10 @@ def build_server(scope: ServerScope) -> MCPServer:
         limit: Annotated[int | None, Field(description=_LIMIT), NOT_TRUE_OR_FALSE] = None,
         filter: Annotated[
             str | None,
-            Field(description="SQL condition over document fields: uri, title, metadata, created_at."),
+            Field(
+                description="SQL condition over document fields: uri, title, metadata.KEY, created_at "
+                "(ISO dates), e.g. \"metadata.year = '2024'\"."
+            ),
         ] = None,
     ) -> SearchResults:
         """Search the databases in scope; one ranked list, each hit labelled with its database."""

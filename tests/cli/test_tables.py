@@ -56,3 +56,13 @@ def test_list_and_search_show_short_ids_that_get_takes(cli, tmp_path) -> None:
     assert f"    {doc_id[:8]}  file://" in hits and doc_id not in hits
     got = cli("get", doc_id[:8])
     assert got.exit_code == 0 and "Lanterns burn kerosene." in got.stdout
+
+
+def test_get_shows_metadata_as_key_value_lines_and_times_in_utc(cli) -> None:
+    added = cli("add", "Lanterns burn kerosene.", "--meta", "year=1901", "--meta", "kind=oil lamp", "--json")
+    doc_id = json.loads(added.stdout)["outcomes"][0]["document_id"]
+    lines = cli("get", doc_id).stdout.splitlines()
+    assert " metadata: year=1901" in lines and "           kind=oil lamp" in lines
+    assert not any("{'" in line for line in lines)  # never a Python dict
+    created = next(line for line in lines if line.lstrip().startswith("created:"))
+    assert created.endswith(" UTC") and "+00:00" not in created

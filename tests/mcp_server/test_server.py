@@ -179,6 +179,16 @@ def test_list_documents_needs_no_name_with_one_database_in_scope(scope) -> None:
         ("search", {"query": "x", "databases": [1]}, "invalid argument 'databases[0]': expected text, got 1"),
         ("get_document", {"database": "alpha"}, "missing argument 'document_id': expected text"),
         ("search", {"query": "x", "filter": "((("}, "invalid filter '((('"),
+        (
+            "search",
+            {"query": "x", "limt": 3},
+            "unknown argument 'limt' for search; it takes query, databases, type, limit, filter",
+        ),
+        (
+            "list_databases",
+            {"database": "alpha"},
+            "unknown argument 'database' for list_databases; it takes no",
+        ),
         ("list_documents", {"database": "alpha", "offset": -1}, "offset must be 0 or more"),
         (
             "get_document",
