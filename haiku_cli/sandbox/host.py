@@ -81,18 +81,5 @@ class HostFunctions:
 
 
 def hit_dict(hit: SearchHit) -> dict[str, Any]:
-    """A search hit as sandboxed code receives it."""
-    return {
-        "database": hit.database,
-        "document_id": hit.document_id,
-        "chunk_id": hit.chunk_id,
-        "title": hit.document_title,
-        "uri": hit.document_uri,
-        "content": hit.content,
-        "score": hit.score,
-        "rank": hit.rank,
-        "heading_path": list(hit.heading_path),
-        "pages": list(hit.pages),
-        "metadata": hit.metadata,
-        "path": f"{ROOT}/{hit.document_id}/",
-    }
+    """A search hit as sandboxed code receives it: the fields of `haiku search --json`, and its folder."""
+    return {**hit.model_dump(mode="json"), "path": f"{ROOT}/{hit.document_id}/"}

@@ -24,9 +24,10 @@ async def test_search_fans_out_over_the_selection_with_database_labels(open_box)
     assert run.ok, run.stderr
     hits = json.loads(run.stdout)
     assert len(hits) == 3
-    assert hits[0]["database"] == "beta" and hits[0]["title"] == "Sparrows"
+    assert hits[0]["database"] == "beta" and hits[0]["document_title"] == "Sparrows"
     assert {h["database"] for h in hits} <= {"alpha", "beta"}
-    assert set(hits[0]) >= {"database", "document_id", "chunk_id", "title", "content", "score", "path"}
+    # The fields `haiku search --json` gives each hit, and the document's folder.
+    assert set(hits[0]) == set(SearchHit.model_fields) | {"path"}
     assert hits[0]["path"] == f"/documents/{hits[0]['document_id']}/"
 
 
@@ -95,7 +96,7 @@ async def test_search_results_too_big_for_the_sandbox_memory_are_refused(fat_db:
     ws = Workspace(Settings(sandbox=SandboxSettings(memory_mb=2)), embedder=embedder)
     async with open_corpus_sandbox(ws, Selection((location,)), on_hits=seen.extend) as box:
         refused = await box.execute("hits = search('owls at night', limit=2)")
-        small = await box.execute("print(search('wrens', limit=1)[0]['title'])")
+        small = await box.execute("print(search('wrens', limit=1)[0]['document_title'])")
     assert "MemoryError: search() would return more than 0.5 MB" in refused.stderr
     assert "the sandbox's 2 MB of memory; ask for less at a time" in refused.stderr
     assert small.ok and small.stdout == "Wrens sing at dawn.\n"
