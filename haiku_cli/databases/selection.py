@@ -10,7 +10,7 @@ from pathlib import Path
 from haiku_cli.config.paths import data_dir
 from haiku_cli.config.settings import Settings
 from haiku_cli.errors import InputError
-from haiku_cli.store.database import exists, refuse_a_file
+from haiku_cli.store.database import exists, refuse_a_file, written_here
 from haiku_cli.store.location import Location
 
 DEFAULT_NAME = "default"
@@ -85,7 +85,11 @@ def searchable(selection: Selection) -> tuple[Selection, list[str]]:
     object storage is never guessed at. When nothing is written, the whole set is kept so that opening it
     says why.
     """
-    unwritten = [loc.name for loc in selection.locations if loc.local_path is not None and not exists(loc)]
+    unwritten = [
+        loc.name
+        for loc in selection.locations
+        if loc.local_path is not None and not written_here(loc) and not exists(loc)
+    ]
     written = tuple(loc for loc in selection.locations if loc.name not in unwritten)
     if not written:
         return selection, []

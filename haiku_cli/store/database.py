@@ -55,9 +55,11 @@ def exists(location: Location) -> bool:
     A local folder holding other files is refused rather than reported missing: it can never be created
     there, so "add documents first" would send the user to an add that refuses.
     """
+    if written_here(location):
+        return True  # a local database's meta table is there: nothing else to look at
     refuse_a_file(location)
     path = location.local_path
-    if path is not None and not (path / f"{schema.META}.lance").exists():
+    if path is not None:
         _refuse_foreign_folder(location, path)
         return False
     try:
@@ -67,6 +69,13 @@ def exists(location: Location) -> bool:
         raise
     except Exception as exc:  # an unreachable store is a failure, not "missing"
         raise DatabaseError(f"database '{location.name}' cannot be reached: {failure_reason(exc)}") from exc
+
+
+def written_here(location: Location) -> bool:
+    """Whether a local database's meta table, which marks a database as existing, is in its folder (one
+    look at the folder); always False for object storage, which only a connection can tell."""
+    path = location.local_path
+    return path is not None and (path / f"{schema.META}.lance").is_dir()
 
 
 def refuse_a_file(location: Location) -> None:
@@ -88,18 +97,19 @@ def open_database(
     """Open a database; create it first when `create_with` is given and it does not exist yet."""
     if writable and location.read_only:
         raise DatabaseError(f"database '{location.name}' is configured read_only; it cannot be written")
-    if not exists(location):
+    # Object storage is not listed first: opening the tables says whether they are there (one round trip
+    # fewer); a local folder is looked at first, since connecting would create it.
+    if (create_with is not None or location.local_path is not None) and not exists(location):
         if create_with is None:
-            raise DatabaseError(
-                f"database '{location.name}' does not exist yet",
-                hint=Hint("add_documents", location.name, location.chosen_by),
-            )
+            raise _not_yet(location)
         return _create_exclusively(location, create_with)
+    conn = _connect(location)
     try:
-        conn = _connect(location)
         tables = {n: conn.open_table(n) for n in (schema.DOCUMENTS, schema.META)}
         db = Database(location, conn, tables)
     except Exception as exc:
+        if location.local_path is None and not exists(location):
+            raise _not_yet(location) from None
         raise DatabaseError(f"database '{location.name}' cannot be opened: {failure_reason(exc)}") from exc
     if db.schema_version > schema.SCHEMA_VERSION:
         raise DatabaseError(
@@ -113,6 +123,13 @@ def open_database(
 
         read_snapshot(db)
     return db
+
+
+def _not_yet(location: Location) -> DatabaseError:
+    return DatabaseError(
+        f"database '{location.name}' does not exist yet",
+        hint=Hint("add_documents", location.name, location.chosen_by),
+    )
 
 
 _FRESH_SECONDS = 1.0

@@ -103,3 +103,25 @@ async def test_a_read_awaited_on_lancedbs_loop_is_bounded_by_the_storage_timeout
     # A local database never stalls on a network: its reads are not bounded.
     local = Location("notes", "/tmp/notes.lancedb")
     assert await pool.within(local, asyncio.sleep(0.3, "slow but local")) == "slow but local"
+
+
+def test_a_search_connects_to_each_database_once_and_never_lists_it(make_db, workspace, monkeypatch) -> None:
+    from haiku_cli.databases import operations
+    from haiku_cli.store import database
+
+    notes, _ = make_db("notes", ["Owls hunt at night."])
+    papers, _ = make_db("papers", ["Owls see in the dark."])
+    connected: list[str] = []
+    connect = database._connect
+
+    def counting(location: Location):
+        connected.append(location.name)
+        conn = connect(location)
+        monkeypatch.setattr(conn, "list_tables", lambda *a, **k: pytest.fail("listed the tables"))
+        return conn
+
+    monkeypatch.setattr(database, "_connect", counting)
+    ws, selection = workspace(), Selection((notes, papers))
+    found = anyio.run(lambda: operations.search_results(ws, selection, "owls", search_type="fts"))
+    assert len(found.hits) == 2
+    assert sorted(connected) == ["notes", "papers"]
