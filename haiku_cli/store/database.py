@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
+from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from haiku_cli.errors import DatabaseError, Hint, InputError
@@ -163,13 +165,33 @@ def _create_exclusively(location: Location, spec: EmbedderSpec) -> Database:
     from haiku_cli.store.writer import WaitPolicy, acquire
 
     # Two first writers must not both create the tables: the second waits, then opens what the first made.
+    made_folder = not path.is_dir()
     lock = acquire(path, location.name, WaitPolicy())
     try:
         if exists(location):
             return open_database(location)
-        return _create(location, spec)
+        try:
+            return _create(location, spec)
+        except DatabaseError:
+            # A database that could not be created (a full disk) leaves nothing behind: no half-made
+            # tables (no meta table, so not a database), and no folder or lock file if it made them.
+            _remove_uncreated(path, made_folder=made_folder)
+            raise
     finally:
         lock.release()
+
+
+def _remove_uncreated(path: Path, *, made_folder: bool) -> None:
+    from haiku_cli.store.writer import LOCK_FILE
+
+    for table in (schema.DOCUMENTS, schema.CHUNKS):
+        shutil.rmtree(path / f"{table}.lance", ignore_errors=True)
+    if made_folder:
+        # Unlinked while still held: a writer waiting on this lock file sees it gone and takes a new one.
+        with suppress(OSError):
+            (path / LOCK_FILE).unlink()
+        with suppress(OSError):  # not empty: another writer is making its lock file there
+            os.rmdir(path)
 
 
 # What a file manager leaves in a folder it merely showed: such a folder is still empty to its user.

@@ -84,7 +84,7 @@ class Database:
     def side_table(self, name: str) -> Table | None:
         """A table created on first use (`schema.SIDE_TABLES`), or None if this database has none."""
         if name not in self._side:
-            self._side[name] = self.conn.open_table(name) if name in table_names(self.conn) else None
+            self._side[name] = _open_committed(self.conn, name) if name in table_names(self.conn) else None
         return self._side[name]
 
     def side_tables(self) -> dict[str, Table]:
@@ -205,6 +205,19 @@ def is_missing_file(exc: BaseException | None) -> bool:
 def is_read_failure(exc: BaseException) -> bool:
     """Whether LanceDB's exception is the store failing a read (I/O, a file gone), not bad input."""
     return isinstance(exc, OSError) or "LanceError(IO)" in str(exc) or is_missing_file(exc)
+
+
+def _open_committed(conn: DBConnection, name: str) -> Table | None:
+    """A listed table, or None when its creation never committed a version (a full disk, a kill).
+
+    Such a folder holds no data; creating the table again (`create_side_table`) makes it whole.
+    """
+    try:
+        return conn.open_table(name)
+    except ValueError as exc:
+        if "was not found" not in str(exc):
+            raise
+        return None
 
 
 def storage_failure(name: str, what: str, exc: BaseException) -> DatabaseError:

@@ -122,9 +122,10 @@ def _try_file_lock(path: Path, owner: Owner, name: str) -> _Lock | Owner | None:
     import fcntl
 
     for attempt in range(100):
+        made_folder = not path.is_dir()
         try:
             path.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+            fd, made_file = _open_lock_file(path / LOCK_FILE)
         except FileNotFoundError as exc:
             if attempt < 99:
                 continue  # the folder was removed between the two calls: make it again
@@ -138,13 +139,39 @@ def _try_file_lock(path: Path, owner: Owner, name: str) -> _Lock | Owner | None:
             os.close(fd)
             return held
         if _is_current(fd, path / LOCK_FILE):
-            data = json.dumps(asdict(owner)).encode()
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, data, 0)
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, json.dumps(asdict(owner)).encode(), 0)
+            except OSError as exc:  # a full disk has no room even for the owner record
+                _give_up_lock(fd, path, made_file=made_file, made_folder=made_folder)
+                raise storage_failure(name, "cannot be written", exc) from exc
             return _FileLock(fd)
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
     return None  # the file kept being removed under us: an unknown holder, tried again after a pause
+
+
+def _open_lock_file(lock: Path) -> tuple[int, bool]:
+    """The lock file's descriptor, and whether this call created it."""
+    try:
+        return os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644), True
+    except FileExistsError:
+        return os.open(lock, os.O_RDWR), False
+
+
+def _give_up_lock(fd: int, path: Path, *, made_file: bool, made_folder: bool) -> None:
+    """Release a lock taken in vain, leaving no lock file or folder behind that this attempt made."""
+    import fcntl
+
+    # Unlinked while still held, as a writer removing a database does: a waiter sees it gone.
+    if made_file:
+        with suppress(OSError):
+            (path / LOCK_FILE).unlink()
+    if made_folder:
+        with suppress(OSError):  # not empty: another writer is making its lock file there
+            os.rmdir(path)
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
 
 
 def _is_current(fd: int, path: Path) -> bool:

@@ -15,8 +15,12 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
-def _in_namespace(setup: str, *commands: list[str]) -> list[subprocess.CompletedProcess]:
-    """Run haiku commands after `setup` (mount commands) in a private mount namespace."""
+def _in_namespace(setup: str, *commands: list[str], after: str = "") -> list[subprocess.CompletedProcess]:
+    """Run haiku commands after `setup` (mount commands) in a private mount namespace.
+
+    `after` is a shell command run last, still inside the namespace; its output comes as one more
+    result (exit code 0).
+    """
     if shutil.which("unshare") is None:
         pytest.skip("unshare is not installed: cannot make a private read-only or tiny file system")
     probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True)
@@ -24,8 +28,10 @@ def _in_namespace(setup: str, *commands: list[str]) -> list[subprocess.Completed
         pytest.skip(f"user/mount namespaces are not available here: {probe.stderr.decode().strip()}")
     runs = [shlex.join([sys.executable, "-m", "haiku_cli", *cmd]) for cmd in commands]
     # Each command's stdout and stderr end with a separator line; stderr also carries its exit code.
-    script = f"set -e\n{setup}\nset +e\n" + "\n".join(
-        f"{run}; echo \"rc=$?\" >&2; echo '---' >&2; echo '---'" for run in runs
+    script = (
+        f"set -e\n{setup}\nset +e\n"
+        + "\n".join(f"{run}; echo \"rc=$?\" >&2; echo '---' >&2; echo '---'" for run in runs)
+        + f"\n{after}"
     )
     proc = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=300)
     assert proc.stderr.count("rc=") == len(commands), proc.stderr
@@ -35,6 +41,8 @@ def _in_namespace(setup: str, *commands: list[str]) -> list[subprocess.Completed
     ):
         body, _, code = err.rpartition("rc=")
         done.append(subprocess.CompletedProcess([], int(code.strip()), out, body))
+    if after:
+        done.append(subprocess.CompletedProcess([], 0, proc.stdout.split("---\n")[len(commands)], ""))
     return done
 
 
@@ -85,3 +93,59 @@ def test_full_disk_is_one_line_and_leaves_the_database_as_it_was(cli, tmp_path: 
     assert (json.loads(info.stdout)["documents"], json.loads(info.stdout)["chunks"]) == (1, 1)
     assert after.returncode == 3  # still full, but still one line
     assert after.stderr.strip() == "haiku: database 'notes' cannot be written: the disk is full"
+
+
+def test_a_disk_full_to_the_last_byte_is_the_database_failing_not_the_output(cli, tmp_path: Path) -> None:
+    # No room even for the writer lock's owner record: every writing command says which database cannot
+    # be written and why (exit 3); it is not standard output failing (74). A database the add was to
+    # create leaves no folder or lock file behind.
+    folder = tmp_path / "full"
+    folder.mkdir()
+    staging = tmp_path / "staging" / "notes.lancedb"
+    _add(cli, staging, "Kestrels hover over fields hunting voles.")
+    listed = json.loads(cli("list", "--db", str(staging), "--json").stdout)
+    doc_id = listed["documents"][0]["id"]
+    db, new = folder / "notes.lancedb", folder / "new.lancedb"
+    fill = f"head -c 100000000 /dev/zero > {folder}/filler 2>/dev/null || true"
+    *failed, created, listing, left = _in_namespace(
+        f"mount -t tmpfs -o size=2m tmpfs {folder} && cp -r {staging} {folder}/ && {fill}",
+        ["add", "Owls hunt at night.", "--db", str(db)],
+        ["delete", doc_id, "--db", str(db)],
+        ["vacuum", "--db", str(db)],
+        ["rebuild", "--db", str(db)],
+        ["add", "Owls hunt at night.", "--db", str(new)],
+        ["list", "--db", str(db), "--json"],
+        after=f"ls -A {folder}",
+    )
+    for run in failed:
+        assert (run.returncode, run.stderr.strip()) == (
+            3,
+            "haiku: database 'notes' cannot be written: the disk is full",
+        )
+    assert (created.returncode, created.stderr.strip()) == (
+        3,
+        "haiku: database 'new' cannot be written: the disk is full",
+    )
+    assert [d["id"] for d in json.loads(listing.stdout)["documents"]] == [doc_id]
+    assert left.stdout.split() == ["filler", "notes.lancedb"]
+
+
+def test_a_new_database_that_cannot_be_created_leaves_no_folder(cli, tmp_path: Path) -> None:
+    # Room for the lock's owner record, none for the tables.
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    new = folder / "new.lancedb"
+    fill = (
+        f"avail=$(df -k --output=avail {folder} | tail -1); "
+        f"head -c $(( (avail - 12) * 1024 )) /dev/zero > {folder}/filler"
+    )
+    created, left = _in_namespace(
+        f"mount -t tmpfs -o size=2m tmpfs {folder} && {fill}",
+        ["add", "Owls hunt at night.", "--db", str(new)],
+        after=f"ls -A {folder}",
+    )
+    assert (created.returncode, created.stderr.strip()) == (
+        3,
+        "haiku: database 'new' cannot be created: the disk is full",
+    )
+    assert left.stdout.split() == ["filler"]
