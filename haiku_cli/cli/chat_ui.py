@@ -30,9 +30,19 @@ HELP = """\
 /citations  everything cited so far, by question
 /clear      start a new conversation (same session and databases)
 /exit       leave (or Ctrl-D)
+exit, quit, clear and help typed alone are the commands too.
 Esc Enter inserts a new line; Ctrl-C cancels an answer in progress."""
 
 PROMPT = "> "
+# Typed alone, these words are what a user means by them, not questions to the model.
+BARE_COMMANDS = frozenset({"exit", "quit", "clear", "help"})
+
+
+def as_command(line: str) -> str | None:
+    """The slash command a line is (`/help`, or `help` typed alone), else None: a question."""
+    if line.startswith("/"):
+        return line
+    return "/" + line.lower() if line.lower() in BARE_COMMANDS else None
 
 
 async def converse(
@@ -65,6 +75,14 @@ async def converse(
         return await _lines(host)
     finally:
         host.close()
+        if interactive and host.session.turns:
+            output.err.print(
+                f"session {host.session.name} is saved in {host.store.path(host.session.name)}; "
+                f"continue it with haiku chat --session {host.session.name}",
+                style="dim",
+                markup=False,
+                highlight=False,
+            )
 
 
 async def _terminal(host: ChatHost) -> None:
@@ -94,8 +112,8 @@ async def _terminal(host: ChatHost) -> None:
         question = line.strip()
         if not question:
             continue
-        if question.startswith("/"):
-            if _command(host, question):
+        if command := as_command(question):
+            if _command(host, command):
                 return
             continue
         await _answer_live(host, question, noted)
@@ -111,8 +129,8 @@ async def _lines(host: ChatHost) -> int:
         question = line.strip()
         if not question:
             continue
-        if question.startswith("/"):
-            if _command(host, question):
+        if command := as_command(question):
+            if _command(host, command):
                 return code
             continue
         try:
@@ -228,8 +246,8 @@ def _banner(host: ChatHost) -> None:
     s = host.session
     resumed = f", {len(s.turns)} earlier question{'s' if len(s.turns) != 1 else ''}" if s.turns else ""
     output.err.print(
-        f"session {s.name}{resumed} · {', '.join(host.selection.names)} · {host.label} · "
-        "/help for commands, Ctrl-D to leave",
+        f"session {s.name}{resumed}, saved after each answer in {host.store.path(s.name)} · "
+        f"{', '.join(host.selection.names)} · {host.label} · /help for commands, exit or Ctrl-D to leave",
         style="dim",
         markup=False,
         highlight=False,

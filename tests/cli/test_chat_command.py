@@ -163,3 +163,16 @@ def test_listing_or_deleting_with_a_conversation_option_is_refused_by_name(cli, 
 def test_json_help_says_it_is_for_the_session_list(cli) -> None:
     shown = " ".join(cli("chat", "--help").stdout.split())
     assert "--json With --list-sessions: print the list as JSON." in shown
+
+
+def test_exit_typed_without_a_slash_leaves_and_help_and_clear_are_commands(kb, cli, openai_env) -> None:
+    stub = openai_env(conversation)
+    lines = "What is the capital of France?\nhelp\nClear\nexit\nWhat makes ATP?\n"
+    result = cli("chat", *MODEL, "--session", "bare", input=lines)
+    assert result.exit_code == 0, result.stderr
+    assert "/citations  everything cited so far" in result.stdout  # help
+    assert "new conversation" in result.stderr  # clear
+    assert "ATP" not in result.stdout  # exit: the question after it was never asked
+    asked = [question(body) for body in stub.requests]
+    assert "exit" not in asked and "help" not in asked and "What makes ATP?" not in asked
+    assert SessionStore().load("bare").turns == []  # cleared

@@ -50,6 +50,7 @@ def test_chat_in_a_terminal(kb, openai_env) -> None:
     stub = openai_env(conversation)
     child = spawn("--session", "tty")
     try:
+        assert f"saved after each answer in {SessionStore().path('tty')}" in child.before
         ask(child, "What is the capital of France?")
         child.expect("Paris")
         child.expect(r"\[1\].*France.*\[notes\]")
@@ -66,7 +67,8 @@ def test_chat_in_a_terminal(kb, openai_env) -> None:
         child.expect(r"Q2: .*How much sun does basil need\?")
         child.expect_exact(PROMPT)
         assert "Q3" not in child.before
-        child.send("/exit\r")
+        child.send("exit\r")  # without the slash: still the command, not a question
+        child.expect_exact(f"session tty is saved in {SessionStore().path('tty')}")
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
