@@ -22,15 +22,18 @@ def register(app: typer.Typer) -> None:
     add_command(app, "databases", databases)
 
 
-def path(ctx: typer.Context) -> None:
+def path(ctx: typer.Context, json: Json = False) -> None:
     """Print the config file path (whether or not it exists)."""
     from haiku_cli.config.paths import config_path, named_by
 
     explicit = (ctx.find_root().obj or {}).get("config")
     p = config_path(explicit)
+    named = named_by(explicit)
+    if json:
+        output.print_json({"config_file": str(p), "config_exists": p.exists(), "named_by": named})
+        return
     output.out.print(str(p), markup=False, soft_wrap=True)
     if not p.exists():
-        named = named_by(explicit)
         then = f"named by {named}, other commands fail until it exists" if named else "defaults apply"
         output.err.print(f"(no file there yet: {then})", style="dim", markup=False)
 

@@ -277,12 +277,15 @@ def test_a_missing_config_named_by_haiku_config_fails_but_config_path_shows_it(
     where = cli("config", "path")
     assert where.exit_code == 0 and where.stdout.strip() == str(missing)
     assert "named by HAIKU_CONFIG, other commands fail until it exists" in where.stderr
+    as_json = json.loads(cli("config", "path", "--json").stdout)
+    assert as_json == {"config_file": str(missing), "config_exists": False, "named_by": "HAIKU_CONFIG"}
     assert not (tmp_path / "data").exists()  # nothing was written to the default database
 
 
 def test_config_path_show_and_databases(cli, write_config, tmp_path: Path) -> None:
     path = write_config(f'[databases]\nnotes = "{tmp_path}/notes.lancedb"\n')
     assert cli("config", "path").stdout.strip() == str(path)
+    assert json.loads(cli("config", "path", "--json").stdout)["config_exists"] is True
     shown = json.loads(cli("config", "show", "--json").stdout)
     assert shown["settings"]["databases"]["notes"]["uri"] == f"{tmp_path}/notes.lancedb"
     assert shown["config_file"] == str(path) and shown["config_exists"] is True
