@@ -6,23 +6,33 @@ made for a question before the one in progress becomes a one-line receipt, and t
 carries the one capsule: every chunk earlier answers cited, grouped by the question that last cited it,
 newest group first, each rendered once with its chunk id and database, so it stays citable. Parts are
 rewritten in place, so every tool return stays paired with its call.
+
+The pictures those cited chunks cover follow the capsule, each once (by database, document and
+reference) with a fresh label, fetched through the capability whose state cited them; one that cannot be
+fetched any more (its document deleted since) is left out, label and all. Our pictures sent earlier in
+user messages (a label with our tag and an image right after it) are dropped from the request, since the
+cited ones come back beside the capsule; anything else a user sent is kept.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, replace
+from typing import Any
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
+from pydantic_ai.messages import BinaryContent, ModelMessage, ModelRequest, ToolReturnPart, UserPromptPart
 from pydantic_ai.models import ModelRequestContext
 
 from haiku_cli.capabilities.citations import Citation
-from haiku_cli.capabilities.evidence import evidence_states
+from haiku_cli.capabilities.evidence import EvidenceCapability, evidence_capabilities, evidence_states
+from haiku_cli.capabilities.pictures import keys_in, picture_items, reads_images, without_owned
 from haiku_cli.capabilities.state import EvidenceReturn, EvidenceState, HaikuDeps
+from haiku_cli.databases.pictures import PictureKey
 
 CAPSULE_HEADING = "Chunks cited by earlier answers (cite them again by the same id if they still apply):"
+CAPSULE_PICTURES = 8  # the pictures of cited chunks re-sent beside the capsule, newest answers' first
 
 
 @dataclass(frozen=True)
@@ -35,24 +45,70 @@ class _Earlier:
 
 
 def compact(
-    messages: Sequence[ModelMessage], earlier: Sequence[_Earlier], capsule: str
+    messages: Sequence[ModelMessage],
+    earlier: Sequence[_Earlier],
+    capsule: str,
+    pictures: Sequence[str | BinaryContent] = (),
 ) -> list[ModelMessage]:
-    """The messages with earlier evidence returns as receipts, the newest one also carrying the capsule."""
+    """The messages with earlier evidence returns as receipts, the newest one also carrying the capsule
+    and, after it, the `pictures` items; our pictures in the user messages of earlier turns are dropped.
+
+    Pure: the pictures were fetched by the caller.
+    """
     if not earlier:
         return list(messages)
     newest = max(earlier, key=lambda e: (e.message, e.part))
-    by_message: dict[int, dict[int, str]] = {}
+    by_message: dict[int, dict[int, str | list[str | BinaryContent]]] = {}
     for e in earlier:
         text = e.receipt + (f"\n\n{capsule}" if e is newest and capsule else "")
-        by_message.setdefault(e.message, {})[e.part] = text
+        by_message.setdefault(e.message, {})[e.part] = [text, *pictures] if e is newest and pictures else text
     result = list(messages)
-    for index, parts in by_message.items():
-        message = result[index]
-        assert isinstance(message, ModelRequest)
+    # The question in progress begins at the latest user prompt: what came before it is earlier turns.
+    asked = [i for i, m in enumerate(messages) if isinstance(m, ModelRequest) and _prompted(m)]
+    earlier_turns = asked[-1] if asked else 0
+    for index, message in enumerate(messages):
+        if not isinstance(message, ModelRequest) or (index >= earlier_turns and index not in by_message):
+            continue
+        parts = by_message.get(index, {})
         # New part and message objects: the stored history must not change.
-        new_parts = [replace(p, content=parts[i]) if i in parts else p for i, p in enumerate(message.parts)]
-        result[index] = replace(message, parts=new_parts)
+        new_parts = [
+            replace(p, content=parts[i]) if i in parts else _without_our_pictures(p)
+            for i, p in enumerate(message.parts)
+        ]
+        if any(new is not old for new, old in zip(new_parts, message.parts, strict=True)):
+            result[index] = replace(message, parts=new_parts)
     return result
+
+
+def _prompted(message: ModelRequest) -> bool:
+    return any(isinstance(p, UserPromptPart) for p in message.parts)
+
+
+def _without_our_pictures(part: Any) -> Any:
+    if not isinstance(part, UserPromptPart) or isinstance(part.content, str):
+        return part
+    kept = without_owned(list(part.content))
+    return part if len(kept) == len(part.content) else replace(part, content=kept)
+
+
+def capsule_pictures(
+    owners: Sequence[tuple[EvidenceCapability, EvidenceState]],
+    groups: Sequence[tuple[str, Sequence[Citation]]],
+) -> list[tuple[PictureKey, EvidenceCapability, str | None]]:
+    """The pictures the capsule's chunks cover, in capsule order, each once, with the capability that
+    fetches it (the one whose state cited it) and its document's title."""
+    owner_of: dict[tuple[str, str], EvidenceCapability] = {}
+    for cap, state in owners:
+        for e in state.earlier:
+            owner_of.setdefault((e.citation.database, e.citation.chunk_id), cap)
+    found: dict[PictureKey, tuple[PictureKey, EvidenceCapability, str | None]] = {}
+    for _, citations in groups:
+        for c in citations:
+            for key in keys_in([(c.database, c.document_id, c.content)]):
+                owner = owner_of.get((c.database, c.chunk_id))
+                if owner is not None and key not in found:
+                    found[key] = (key, owner, c.document_title)
+    return list(found.values())[:CAPSULE_PICTURES]
 
 
 def render_capsule(groups: Sequence[tuple[str, Sequence[Citation]]]) -> str:
@@ -133,5 +189,32 @@ class EvidenceCompaction(AbstractCapability[HaikuDeps]):
         earlier = earlier_returns(request_context.messages, states)
         if not earlier:
             return request_context
-        capsule = render_capsule(capsule_groups(states))
-        return replace(request_context, messages=compact(request_context.messages, earlier, capsule))
+        groups = capsule_groups(states)
+        capsule = render_capsule(groups)
+        pictures = await _fetch(ctx, capsule_pictures(_owners(ctx), groups))
+        messages = compact(request_context.messages, earlier, capsule, pictures)
+        return replace(request_context, messages=messages)
+
+
+def _owners(ctx: RunContext[HaikuDeps]) -> list[tuple[EvidenceCapability, EvidenceState]]:
+    """Each evidence state of the run with the first capability registered for it."""
+    owners: list[tuple[EvidenceCapability, EvidenceState]] = []
+    for cap in evidence_capabilities(ctx):
+        state = cap.evidence(ctx.deps)
+        if all(state is not s for _, s in owners):
+            owners.append((cap, state))
+    return owners
+
+
+async def _fetch(
+    ctx: RunContext[HaikuDeps], wanted: Sequence[tuple[PictureKey, EvidenceCapability, str | None]]
+) -> list[str | BinaryContent]:
+    """The wanted pictures still there, as labelled items (fetched through their owners)."""
+    by_owner: dict[int, tuple[EvidenceCapability, list[PictureKey]]] = {}
+    for key, owner, _ in wanted:
+        by_owner.setdefault(id(owner), (owner, []))[1].append(key)
+    found = {}
+    for owner, keys in by_owner.values():
+        found.update(await owner.pictures(ctx.deps, keys))
+    shown = [(key, found[key], title) for key, _, title in wanted if key in found]
+    return picture_items(shown, images=reads_images(ctx))

@@ -26,8 +26,10 @@ from pydantic_ai.tools import DeferredToolRequests
 
 from haiku_cli.capabilities.citations import Citation
 from haiku_cli.capabilities.state import EvidenceState, HaikuDeps, Source
+from haiku_cli.databases.pictures import PictureKey
 from haiku_cli.databases.resolve import ResolvedChunk
 from haiku_cli.errors import InputError
+from haiku_cli.store.records import PictureRecord
 
 QUESTION_CHARS = 300  # enough of a question to recognise it in a capsule heading
 
@@ -49,6 +51,10 @@ class EvidenceCapability(AbstractCapability[HaikuDeps]):
 
     def check_scope(self, deps: HaikuDeps) -> None:
         """Refuse (`ScopeError`) carried state asking for more than the host allows; by default no scope."""
+
+    async def pictures(self, deps: HaikuDeps, keys: Sequence[PictureKey]) -> dict[PictureKey, PictureRecord]:
+        """The pictures named by `keys` this capability can still fetch (missing ones left out); none here."""
+        return {}
 
     async def before_run(self, ctx: RunContext[HaikuDeps]) -> None:
         """Begin or resume the question (see `track_questions`; `CitationPolicy` does it too)."""

@@ -6,18 +6,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pydantic_ai import RunContext
+from pydantic_ai.messages import BinaryContent
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 from haiku_cli.capabilities.citations import Citation, clean_ids, resolve_citations
 from haiku_cli.capabilities.evidence import EvidenceCapability, record_citations, record_return
+from haiku_cli.capabilities.pictures import MAX_PICTURES, keys_in, picture_items, reads_images
 from haiku_cli.capabilities.scope import question_filter, question_selection
 from haiku_cli.capabilities.state import EvidenceRef, EvidenceState, HaikuDeps, SearchRecord, Source
 from haiku_cli.databases import operations
+from haiku_cli.databases.pictures import PictureKey, fetch_pictures
 from haiku_cli.databases.resolve import Resolution, ResolvedChunk
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.search.hits import SearchHit
+from haiku_cli.store.records import PictureRecord
 
 DEFAULT_BUDGET = 5
 PER_RESPONSE = 3
@@ -120,8 +124,14 @@ class RetrievalCapability(EvidenceCapability):
 
         return instructions
 
-    async def search(self, ctx: RunContext[HaikuDeps], query: str) -> str:
+    async def pictures(self, deps: HaikuDeps, keys: Sequence[PictureKey]) -> dict[PictureKey, PictureRecord]:
+        """The pictures named by `keys` that the question's databases still hold (missing ones left out)."""
+        return await fetch_pictures(self.workspace.pool, self.selection(deps), keys)
+
+    async def search(self, ctx: RunContext[HaikuDeps], query: str) -> str | list[str | BinaryContent]:
         """Search the user's documents; each result starts with its chunk id in square brackets.
+
+        The pictures the results cover follow them, each labelled (and shown, if you can see images).
 
         Args:
             query: What to look for, in words likely to appear in the documents.
@@ -150,9 +160,16 @@ class RetrievalCapability(EvidenceCapability):
         refs = [EvidenceRef(database=h.database, chunk_id=h.chunk_id) for h in hits]
         state.saw(refs)
         state.searches.append(SearchRecord(**record_return(ctx, state), query=query, results=refs))
-        return format_hits(
+        text = format_hits(
             query, hits, show_database=len(selection.locations) > 1, units_left=state.units_left(self.budget)
         )
+        keys = keys_in((h.database, h.document_id, h.content) for h in hits)[:MAX_PICTURES]
+        found = await self.pictures(ctx.deps, keys) if keys else {}
+        if not found:
+            return text
+        titles = {(h.database, h.document_id): h.document_title for h in hits}
+        shown = [(k, found[k], titles.get((k.database, k.document_id))) for k in keys if k in found]
+        return [text, *picture_items(shown, images=reads_images(ctx))]
 
     async def cite(self, ctx: RunContext[HaikuDeps], chunk_ids: list[str]) -> str:
         """Cite the chunks that support your answer, or declare that the documents do not support it.

@@ -39,6 +39,7 @@ from haiku_cli.store.adding import adding, writing
 from haiku_cli.store.database import Database, exists
 from haiku_cli.store.handle import read_errors as _read_errors
 from haiku_cli.store.location import Location
+from haiku_cli.store.pictures import pictures_of
 
 if TYPE_CHECKING:
     from haiku_cli.embed import Embedder
@@ -233,7 +234,10 @@ async def get_document(ws: Workspace, location: Location, document_id: str) -> D
         doc = reads.get_document(db, found)
         if doc is None:  # deleted between the two reads
             raise references.not_found(document_id, location)
-        return DocumentWithChunks(database=db.name, document=doc, chunks=reads.chunks_of(db, found))
+        pictures = pictures_of(db, [found])[found]
+        return DocumentWithChunks(
+            database=db.name, document=doc, chunks=reads.chunks_of(db, found), pictures=pictures
+        )
 
     return await read_one(ws.pool, location, read)
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from haiku_cli.ingest.reports import SyncReport
 from haiku_cli.search.hits import SearchHit
 from haiku_cli.store.maintenance import TableVersion
-from haiku_cli.store.records import ChunkRecord, DocumentRecord, DocumentSummary
+from haiku_cli.store.records import ChunkRecord, DocumentRecord, DocumentSummary, PictureInfo
 from haiku_cli.store.sources import RememberedSource
 from haiku_cli.store.write_log import WriteRecord
 
@@ -42,6 +42,7 @@ class DocumentWithChunks(BaseModel):
     database: str
     document: DocumentRecord
     chunks: list[ChunkRecord]
+    pictures: list[PictureInfo] = Field(default_factory=list)
 
 
 class DeletedDocument(BaseModel):
