@@ -30,6 +30,16 @@ app = typer.Typer(
     add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    epilog=(
+        "Examples:\n\n\b\n"
+        "  haiku add-src ~/papers/ notes.md         add files, folders, URLs\n"
+        '  haiku search "sparse retrieval" --files  one line per document\n'
+        "  haiku get 3f2b8c1e                       by short id, uri or path\n"
+        "  haiku list --filter \"metadata.year = '2024'\"\n"
+        '  haiku ask "What does the thesis say?" --model openai:gpt-4o\n'
+        "  haiku chat -d notes                      a saved conversation\n\n"
+        "haiku COMMAND --help shows a command's options; README.md has the rest."
+    ),
 )
 
 

@@ -6,6 +6,7 @@ import errno
 import functools
 import inspect
 import os
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -96,6 +97,11 @@ class _Command(TyperCommand):
         for param in self.params:
             if isinstance(param, TyperArgument) and param.metavar:
                 param.display_type_rich = _no_type  # type: ignore[method-assign]
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        """The first sentence of the help, whole: `haiku --help` wraps it rather than cut it at 45 chars."""
+        first = " ".join((self.short_help or self.help or "").split("\n\n")[0].split())
+        return re.split(r"(?<=\.)\s", first, maxsplit=1)[0]
 
 
 def _no_type(ctx: typer.Context) -> None:

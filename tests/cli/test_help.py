@@ -1,0 +1,19 @@
+"""`haiku --help` at 80 columns: every command's first sentence whole, and examples."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_help_lists_commands_without_cuts_and_shows_examples(cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    shown = cli("--help").stdout
+    assert "..." not in shown.replace("[ARGS]...", "")
+    assert all(len(line) <= 80 for line in shown.splitlines()), shown
+    commands = shown[shown.index("Commands:") : shown.index("Examples:")]
+    flat = " ".join(commands.split())
+    assert "add-src Add files, directories and URLs; unsupported or unreadable ones are reported and" in flat
+    assert "search Search the selected databases (all configured ones by default)." in flat
+    examples = shown[shown.index("Examples:") :].splitlines()
+    assert any(line.strip().startswith('haiku search "') for line in examples)
+    assert sum(line.strip().startswith("haiku ") for line in examples) >= 5
