@@ -18,7 +18,8 @@ from haiku_cli.databases.resolve import resolve_documents
 from haiku_cli.databases.selection import Selection
 from haiku_cli.store import reads
 from haiku_cli.store.database import Database
-from haiku_cli.store.records import ChunkRecord, DocumentRecord
+from haiku_cli.store.pictures import get_pictures, pictures_of
+from haiku_cli.store.records import ChunkRecord, DocumentRecord, PictureInfo, PictureRecord
 
 READ_AHEAD = 32  # documents fetched per content query when a program reads along the listing
 _KEPT = 2 * READ_AHEAD  # read-ahead texts kept at most; the oldest go first
@@ -133,6 +134,15 @@ class DocumentCatalog:
     async def chunks(self, database: str, document_id: str) -> list[ChunkRecord]:
         """A document's chunks in order."""
         return await self._read(database, lambda db: reads.chunks_of(db, document_id))
+
+    async def pictures(self, database: str, document_id: str) -> list[PictureInfo]:
+        """A document's pictures (without their bytes), in document order."""
+        return await self._read(database, lambda db: pictures_of(db, [document_id])[document_id])
+
+    async def picture(self, database: str, document_id: str, reference: str) -> PictureRecord | None:
+        """One picture with its bytes, or None."""
+        found = await self._read(database, lambda db: get_pictures(db, document_id, [reference]))
+        return found[0] if found else None
 
     def _next_in_listing(self, database: str, document_id: str) -> list[str]:
         if self._listing is None or document_id not in self._order:

@@ -17,10 +17,12 @@ from pydantic_monty.os_access import ScanEntry, StatResult, path_from_arg
 
 from haiku_cli.errors import HaikuError
 from haiku_cli.sandbox.catalog import DocumentCatalog
-from haiku_cli.store.records import DocumentRecord
+from haiku_cli.store.records import DocumentRecord, PictureInfo
 
 ROOT = "/documents"
-FILES = ("metadata.json", "content.txt", "chunks.jsonl")
+FILES = ("metadata.json", "content.txt", "chunks.jsonl", "pictures.json")
+PICTURES = "pictures"  # a document's folder of picture files, `{reference}.png` or `.jpg`
+_SUFFIXES = {"png": ".png", "jpeg": ".jpg"}
 
 # The OS calls that name a path; everything else (clocks, env) is not the mount's business.
 PATH_CALLS = frozenset(
@@ -97,12 +99,16 @@ class DocumentMount:
         if name == "Path.read_text":
             return await self._read(place)
         if name == "Path.read_bytes":
-            return (await self._read(place)).encode("utf-8")
+            picture = await self._picture_bytes(place)
+            return picture if picture is not None else (await self._read(place)).encode("utf-8")
         if name == "Path.iterdir":
             return [PurePosixPath(place.path, child) for child in await self._listdir(place)]
         if name == "Path.stat":
             if await self._kind(place) == "dir":
                 return StatResult.dir_stat(0o555)
+            info = await self._picture_info(place)
+            if info is not None:
+                return StatResult.file_stat(info.size, 0o444)
             return StatResult.file_stat(len((await self._read(place)).encode("utf-8")), 0o444)
         if name == "Path.scan":
             return await self._scan(place, kwargs.get("max_depth"))
@@ -116,9 +122,24 @@ class DocumentMount:
         assert place.document_id is not None
         if await self.catalog.find(place.document_id) is None:
             return None
-        if place.kind == "document":
+        if place.kind == "document" or place.file == PICTURES:
             return "dir"
-        return "file" if place.file in FILES else None
+        if place.file in FILES:
+            return "file"
+        return "file" if await self._picture_info(place) is not None else None
+
+    async def _picture_info(self, place: _Place) -> PictureInfo | None:
+        """The picture a `pictures/{reference}.{suffix}` path names, if its document has it."""
+        folder, _, name = (place.file or "").partition("/")
+        if folder != PICTURES or not name:
+            return None
+        found = await self.catalog.find(place.document_id or "")
+        if found is None:
+            return None
+        for info in await self.catalog.pictures(found[0], found[1].id):
+            if picture_file(info) == name:
+                return info
+        return None
 
     async def _require_file(self, place: _Place) -> None:
         kind = await self._kind(place)
@@ -137,7 +158,25 @@ class DocumentMount:
             raise FileNotFoundError(f"[Errno 2] No such file or directory: {place.path!r}")
         if kind == "file":
             raise NotADirectoryError(f"[Errno 20] Not a directory: {place.path!r}")
-        return list(FILES)
+        if place.kind == "file":  # the pictures folder
+            return await self._picture_files(place)
+        return [*FILES, PICTURES]
+
+    async def _picture_files(self, place: _Place) -> list[str]:
+        found = await self.catalog.find(place.document_id or "")
+        return (
+            []
+            if found is None
+            else [picture_file(p) for p in await self.catalog.pictures(found[0], found[1].id)]
+        )
+
+    async def _picture_bytes(self, place: _Place) -> bytes | None:
+        info = await self._picture_info(place)
+        if info is None:
+            return None
+        found = await self.catalog.find(info.document_id)
+        record = await self.catalog.picture(found[0], info.document_id, info.reference) if found else None
+        return record.data if record is not None else None
 
     async def _scan(self, place: _Place, max_depth: int | None) -> list[ScanEntry]:
         """The subtree for os.walk / Path.glob; listed documents are known directories, not resolved."""
@@ -147,19 +186,22 @@ class DocumentMount:
         entries = [ScanEntry("", kind == "dir", kind == "file", False)]
         if kind == "file" or max_depth == 0:
             return entries
-        depth = {"root": 0, "documents": 1, "document": 2}[place.kind]
+        depth = {"root": 0, "documents": 1, "document": 2, "file": 3}[place.kind]
         stack: list[tuple[str, int]] = [("", depth)]
         while stack:
             relative, level = stack.pop()
             if max_depth is not None and level - depth >= max_depth:
                 continue
             if level == 0:
-                children, is_dir = [ROOT.lstrip("/")], True
+                children = [(ROOT.lstrip("/"), True)]
             elif level == 1:
-                children, is_dir = await self.catalog.document_ids(), True
-            else:
-                children, is_dir = list(FILES), False
-            for child in children:
+                children = [(i, True) for i in await self.catalog.document_ids()]
+            elif level == 2:
+                children = [*((f, False) for f in FILES), (PICTURES, True)]
+            else:  # a document's pictures folder
+                folder = _locate(PurePosixPath(place.path, relative))
+                children = [(f, False) for f in await self._picture_files(folder)]
+            for child, is_dir in children:
                 rel = f"{relative}/{child}" if relative else child
                 entries.append(ScanEntry(rel, is_dir, not is_dir, False))
                 if is_dir:
@@ -176,12 +218,28 @@ class DocumentMount:
             return json.dumps(_metadata(database, record), ensure_ascii=False, indent=2) + "\n"
         if place.file == "content.txt":
             return await self.catalog.content(database, record.id)
+        if place.file == "pictures.json":
+            pictures = await self.catalog.pictures(database, record.id)
+            listed = [{**p.model_dump(mode="json"), "path": picture_path(p)} for p in pictures]
+            return json.dumps(listed, ensure_ascii=False, indent=2) + "\n"
+        if place.file != "chunks.jsonl":
+            raise ValueError(f"{place.path!r} is a picture: read it with read_bytes()")
         chunks = await self.catalog.chunks(database, record.id)
         lines = [
             json.dumps({"database": database, **chunk.model_dump(mode="json")}, ensure_ascii=False)
             for chunk in chunks
         ]
         return "".join(line + "\n" for line in lines)
+
+
+def picture_file(info: PictureInfo) -> str:
+    """A picture's file name in its document's `pictures` folder."""
+    return f"{info.reference}{_SUFFIXES.get(info.format, '.png')}"
+
+
+def picture_path(info: PictureInfo) -> str:
+    """A picture's path in the sandbox."""
+    return f"{ROOT}/{info.document_id}/{PICTURES}/{picture_file(info)}"
 
 
 def _metadata(database: str, record: DocumentRecord) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from haiku_cli.databases.workspace import Workspace
 from haiku_cli.sandbox.corpus import open_corpus_sandbox
 from haiku_cli.sandbox.runner import Sandbox
 from haiku_cli.store.location import Location
+from tests.support.pictures import png
 
 ALPHA = [
     {
@@ -67,7 +68,7 @@ class Corpus:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory, embedder) -> Corpus:
-    """alpha (3 pets), beta (2 birds) and gamma (a copy of alpha)."""
+    """alpha (3 pets), beta (2 birds), gamma (a copy of alpha) and figures (a document with a picture)."""
     root: Path = tmp_path_factory.mktemp("corpus")
     ws = Workspace(Settings(), embedder=embedder)
     locations = {name: Location(name, str(root / f"{name}.lancedb")) for name in ("alpha", "beta")}
@@ -84,6 +85,15 @@ def corpus(tmp_path_factory: pytest.TempPathFactory, embedder) -> Corpus:
         return ids
 
     ids = anyio.run(build)
+    figures = root / "figures-src"
+    figures.mkdir()
+    (figures / "chart.md").write_text("# Chart\n\nRevenue by quarter.\n\n![Revenue bars](chart.png)\n")
+    (figures / "chart.png").write_bytes(png(64, 48))
+    locations["figures"] = Location("figures", str(root / "figures.lancedb"))
+    added = anyio.run(
+        lambda: operations.add_sources(ws, locations["figures"], [str(figures)], title=None, metadata={})
+    )
+    ids["figures"] = [o.document_id for o in added.outcomes if o.document_id]
     shutil.copytree(root / "alpha.lancedb", root / "gamma.lancedb")
     locations["gamma"] = Location("gamma", str(root / "gamma.lancedb"))
     ids["gamma"] = list(ids["alpha"])

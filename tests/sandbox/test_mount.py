@@ -35,7 +35,7 @@ async def test_each_document_has_metadata_content_and_chunks(open_box, corpus) -
     assert out["text"].startswith("The cat sat on the mat.")
     assert out["chunks"][0]["document_id"] == doc_id
     assert out["chunks"][0]["database"] == "alpha"
-    assert out["files"] == ["chunks.jsonl", "content.txt", "metadata.json"]
+    assert out["files"] == ["chunks.jsonl", "content.txt", "metadata.json", "pictures", "pictures.json"]
 
 
 async def test_listing_documents_shows_every_id_of_the_selection(open_box, corpus) -> None:
@@ -55,7 +55,7 @@ async def test_pathlib_walk_and_glob_work(open_box, corpus) -> None:
             "print(len(texts), walked, Path('/documents').is_dir(), texts[0][:4])"
         )
     assert run.ok, run.stderr
-    assert run.stdout.strip() == "2 6 True Owls"
+    assert run.stdout.strip() == "2 8 True Owls"
 
 
 async def test_a_question_scoped_to_one_database_cannot_see_another(open_box, corpus) -> None:
@@ -156,3 +156,26 @@ async def test_an_id_found_by_search_is_readable_without_listing(open_box) -> No
             "print(open(hit['path'] + 'metadata.json').read())"
         )
     assert '"title": "Owls"' in run.stdout and '"database": "beta"' in run.stdout
+
+
+async def test_a_document_lists_its_pictures_and_their_bytes_are_readable(open_box, corpus) -> None:
+    from tests.support.pictures import png
+
+    doc_id = corpus.ids["figures"][0]
+    async with open_box("figures") as box:
+        run = await box.execute(
+            "import json, os\n"
+            "from pathlib import Path\n"
+            f"base = '/documents/{doc_id}'\n"
+            "listed = json.loads(open(base + '/pictures.json').read())\n"
+            "data = Path(listed[0]['path']).read_bytes()\n"
+            "print(json.dumps({'listed': listed, 'files': os.listdir(base + '/pictures'), 'size': len(data), "
+            "'head': data[:4].hex(), 'stat': Path(listed[0]['path']).stat().st_size}))"
+        )
+    assert run.ok, run.stderr
+    out = json.loads(run.stdout)
+    [picture] = out["listed"]
+    assert (picture["reference"], picture["caption"], picture["format"]) == ("image-1", "Revenue bars", "png")
+    assert picture["path"] == f"/documents/{doc_id}/pictures/image-1.png"
+    assert out["files"] == ["image-1.png"]
+    assert out["size"] == out["stat"] == len(png(64, 48)) and out["head"] == "89504e47"
