@@ -273,6 +273,8 @@ def _try_lease(db: Database, owner: Owner) -> _Lock | Owner | None:
     current = rows[0] if rows else None
     if current is not None and not current.expired():
         return current
+    # Stamped as it is taken: a writer that waited longer than the lease lives must not start lapsed.
+    owner = Owner(**{**asdict(owner), "heartbeat": time.time()})
     with db.meta_guard:
         if _compare_and_set(db, current, owner):
             return _Lease(db, owner)

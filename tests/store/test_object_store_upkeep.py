@@ -131,3 +131,38 @@ def test_a_write_whose_index_upkeep_fails_says_it_was_stored_and_what_finishes_i
     assert [h["content"] for h in hits] == ["Owls hunt voles at night."]
     vacuumed = cli("vacuum", "-d", "papers")
     assert vacuumed.exit_code == 0, vacuumed.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("store", ["local", "s3"])
+def test_vacuums_beside_a_writer_and_readers_all_succeed(
+    cli, write_config, s3_server: str, tmp_path: Path, store: str
+) -> None:
+    if store == "s3":
+        _config(write_config, s3_server, tmp_path)
+    else:
+        write_config(f'[databases]\npapers = "{tmp_path}/papers.lancedb"\n')
+    for text in ("Peregrine falcons stoop onto prey.", "Kestrels hover over fields.", "Owls hunt at night."):
+        assert cli("add", text, "-d", "papers").exit_code == 0
+    # On S3 each lease is renewed every second, so renewals land while the other process vacuums.
+    env = {"HAIKU_LEASE_SECONDS": "6"}
+    runs = [
+        _haiku("vacuum", "-d", "papers", env=env),
+        _haiku("add", "Harriers glide low over marshes.", "-d", "papers", env=env),
+        _haiku("vacuum", "-d", "papers", env=env),
+    ]
+    failed_reads = []
+    while any(r.poll() is None for r in runs):
+        for args in (("search", "falcons", "--json"), ("list", "--json")):
+            read = cli(*args, "-d", "papers")
+            if read.exit_code != 0:
+                failed_reads.append(read.stderr)
+    errors = [r.communicate()[1] for r in runs]
+    assert [r.returncode for r in runs] == [0, 0, 0], errors
+    assert failed_reads == []
+    listed = json.loads(cli("list", "-d", "papers", "--json").stdout)["documents"]
+    assert len(listed) == 4
+    deleted = cli("delete", listed[0]["id"], "-d", "papers")
+    assert (deleted.exit_code, deleted.stderr) == (0, "")
+    info = json.loads(cli("info", "-d", "papers", "--json").stdout)
+    assert (info["documents"], info["chunks"]) == (3, 3)

@@ -250,3 +250,28 @@ def test_a_writer_whose_lease_lapsed_neither_writes_nor_undoes_the_next_owner(
     after = open_database(loc, writable=True)
     assert [d.title for d in reads.list_documents(after, limit=None)] == ["from other"]
     assert "pending_write" not in after.meta
+
+
+def test_a_writer_that_waited_longer_than_a_lease_lives_writes_with_a_fresh_one(
+    s3_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    monkeypatch.setattr(writer, "LEASE_TTL_SECONDS", 2.0)
+    loc, _ = _s3(s3_server, tmp_path, "waited")
+    first = open_database(loc, create_with=SPEC, writable=True)
+    second = open_database(loc, writable=True)
+    second.write_policy = WaitPolicy(60)
+    held = threading.Event()
+
+    def hold() -> None:
+        with exclusive(first):
+            held.set()
+            time.sleep(3)  # longer than the lease lives: its heartbeat keeps it
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait()
+    write_documents(second, [_write("waited")])  # took the lease after waiting 3 s: not lapsed at once
+    holder.join()
+    assert [d.title for d in reads.list_documents(open_database(loc), limit=None)] == ["waited"]
