@@ -117,8 +117,9 @@ def delete(
         output.print_model(gone)
         return
     doc = gone.document
+    short = api.short_ids([doc.id])[doc.id]
     output.out.print(
-        f"deleted {doc.id} ({doc.title or doc.uri or 'untitled'}) from {gone.database}", markup=False
+        f"deleted {short} ({doc.title or doc.uri or 'untitled'}) from {gone.database}", markup=False
     )
 
 

@@ -240,6 +240,7 @@ def ingest_report(report: IngestReport, *, verbose: bool = False) -> None:
     The summary counts what folders held and was left out (each listed when `verbose`), and the stored
     files that left them.
     """
+    shown = api.short_ids([o.document_id for o in report.outcomes if o.document_id])
     for o in report.outcomes:
         if o.status == "failed":
             output.error(o.error or o.source)
@@ -249,7 +250,8 @@ def ingest_report(report: IngestReport, *, verbose: bool = False) -> None:
         else:
             kept = kept_ids(o.kept_chunk_ids)
             detail = f" ({o.chunks} chunk{'' if o.chunks == 1 else 's'}{kept})" if o.chunks else ""
-            output.out.print(f"{o.status:9} {printable(o.source)} → {o.document_id}{detail}", markup=False)
+            to = shown.get(o.document_id or "", o.document_id)
+            output.out.print(f"{o.status:9} {printable(o.source)} → {to}{detail}", markup=False)
             if o.note:
                 output.err.print(f"note: {o.note}", markup=False, style="yellow")
     if verbose:
@@ -452,6 +454,7 @@ def source_sync(done: SourceSync) -> None:
     """One source's sync as it finishes: each change on stdout, failures and problems on stderr."""
     if done.error:
         output.error(done.error)
+    shown = api.short_ids([o.document_id for o in done.changes if o.document_id])
     for o in done.changes:
         if o.status == "failed":
             output.error(o.error or o.source)
@@ -460,7 +463,8 @@ def source_sync(done: SourceSync) -> None:
                 f"skipped: {printable(o.source)}: {printable(o.note or '')}", markup=False, style="yellow"
             )
         else:
-            output.out.print(f"{o.status:9} {printable(o.source)} → {o.document_id}", markup=False)
+            to = shown.get(o.document_id or "", o.document_id)
+            output.out.print(f"{o.status:9} {printable(o.source)} → {to}", markup=False)
 
 
 def sync_summary(report: SyncReport) -> None:
@@ -482,5 +486,11 @@ def watch_event(event: WatchEvent, *, show_database: bool) -> None:
     if event.status == "failed":
         output.error(f"{event.error or event.path}{where}")
         return
-    detail = f" → {event.document_id}" if event.document_id else f": {event.error}" if event.error else ""
+    detail = (
+        f" → {api.short_ids([event.document_id])[event.document_id]}"
+        if event.document_id
+        else f": {event.error}"
+        if event.error
+        else ""
+    )
     output.err.print(f"{event.status:9} {printable(event.path)}{detail}{where}", markup=False, soft_wrap=True)

@@ -56,6 +56,10 @@ def test_list_and_search_show_short_ids_that_get_takes(cli, tmp_path) -> None:
     assert f"    {doc_id[:8]}  file://" in hits and doc_id not in hits
     got = cli("get", doc_id[:8])
     assert got.exit_code == 0 and "Lanterns burn kerosene." in got.stdout
+    other = cli("add", "Owls hunt at night.").stdout
+    assert other.startswith("added ") and " → " in other and len(other.split(" → ")[1].split()[0]) == 8
+    gone = cli("delete", doc_id[:8]).stdout
+    assert gone.startswith(f"deleted {doc_id[:8]} (Lamps)") and doc_id not in gone
 
 
 def test_get_shows_metadata_as_key_value_lines_and_times_in_utc(cli) -> None:
