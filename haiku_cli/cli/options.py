@@ -109,7 +109,8 @@ def workspace(ctx: typer.Context) -> Workspace:
     if "workspace" not in obj:
         from haiku_cli.cli import output
 
-        ws = Workspace.load(obj.get("config"), on_write_wait=output.note)
+        notice = output.WaitNotice()
+        ws = Workspace.load(obj.get("config"), on_write_wait=notice.start, on_write_waited=notice.end)
         root.obj = {**obj, "workspace": ws}
     return root.obj["workspace"]
 

@@ -6,14 +6,17 @@ import errno
 import json
 import re
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.text import Text
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
+    from rich.live import Live
     from rich.progress import Progress
 
 
@@ -77,29 +80,102 @@ def note(message: str) -> None:
     err.print(f"haiku: {message}", markup=False, soft_wrap=True)
 
 
+class WaitNotice:
+    """Why a command waits, said once: one line counting the seconds on a terminal, one plain line when
+    stderr is piped."""
+
+    def __init__(self) -> None:
+        self._live: Live | None = None
+
+    def start(self, message: str) -> None:
+        """The wait began, for the reason `message` gives."""
+        if not err.is_terminal:
+            note(message)
+            return
+        from rich.live import Live
+
+        self._live = Live(_Waiting(message), console=err, refresh_per_second=2, transient=False)
+        self._live.start()
+
+    def end(self) -> None:
+        """The wait is over; the line stays as it was last shown."""
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+
+class _Waiting:
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self.since = time.monotonic()
+
+    def __rich__(self) -> Text:
+        return Text(f"haiku: {self.message} ({time.monotonic() - self.since:.0f} s)")
+
+
 class _Bar:
+    """Files read of files found, with chunks embedded of chunks queued as a second figure and the file
+    being read; work without files (a rebuild) counts chunks alone."""
+
     def __init__(self, progress: Progress, description: str) -> None:
         self._progress = progress
-        self._task = progress.add_task(description, total=0)
+        self._task = progress.add_task(description, total=0, figures="", current="")
+        self._files: list[int] | None = None  # [read, found] once an add says how many it reads
+        self._chunks = [0, 0]  # [embedded, queued]
+
+    def add_files(self, count: int) -> None:
+        files = self._files = self._files or [0, 0]
+        files[1] += count
+        self._show()
+
+    def reading(self, source: str) -> None:
+        self._progress.update(self._task, current=_tail(source, _CURRENT_CHARS))
+
+    def file_done(self) -> None:
+        if self._files is not None:
+            self._files[0] += 1
+        self._show()
 
     def add_total(self, chunks: int) -> None:
-        task = self._progress.tasks[self._task]
-        self._progress.update(self._task, total=(task.total or 0) + chunks)
+        self._chunks[1] += chunks
+        self._show()
 
     def advance(self, chunks: int) -> None:
-        self._progress.advance(self._task, chunks)
+        self._chunks[0] += chunks
+        self._show()
+
+    def _show(self) -> None:
+        chunks = f"{self._chunks[0]:,}/{self._chunks[1]:,} chunks"
+        if self._files is None:
+            self._progress.update(
+                self._task, completed=self._chunks[0], total=self._chunks[1], figures=chunks
+            )
+            return
+        done, found = self._files
+        figures = f"{done:,}/{found:,} files  {chunks}"
+        self._progress.update(self._task, completed=done, total=found, figures=figures)
+
+
+_CURRENT_CHARS = 40
+
+
+def _tail(text: str, keep: int) -> str:
+    # The end of a path names the file; its start is the folder every file shares.
+    return text if len(text) <= keep else "…" + text[-(keep - 1) :]
 
 
 @contextmanager
 def progress_bar(description: str) -> Iterator[_Bar]:
-    """A chunk-counting bar on stderr when it is a terminal; silent otherwise."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    """A bar on stderr when it is a terminal (silent otherwise): files read of files found and chunks
+    embedded of chunks queued, with the file being read."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
-        MofNCompleteColumn(),
+        TextColumn("{task.fields[figures]}"),
         TimeRemainingColumn(),
+        TextColumn("{task.fields[current]}", style="dim"),
         console=err,
         transient=True,
         disable=not err.is_terminal,

@@ -31,16 +31,19 @@ class Workspace:
         *,
         embedder: Embedder | None = None,
         on_write_wait: Callable[[str], None] | None = None,
+        on_write_waited: Callable[[], None] | None = None,
     ) -> None:
         """A workspace over `settings`; `embedder` replaces the configured one (tests, host programs).
 
-        A second writer to a database waits for the first as configured, telling `on_write_wait` why.
+        A second writer to a database waits for the first as configured, telling `on_write_wait` why
+        (once per wait) and `on_write_waited` when the wait is over.
         """
         self.settings = settings
         self.config_file = config_file
+        storage = settings.storage
         self.pool = DatabasePool(
-            WaitPolicy(settings.storage.write_wait_seconds, on_write_wait, settings.storage.lease_seconds),
-            settings.storage.timeout_seconds,
+            WaitPolicy(storage.write_wait_seconds, on_write_wait, storage.lease_seconds, on_write_waited),
+            storage.timeout_seconds,
         )
         self._embedder = embedder
 
@@ -51,10 +54,13 @@ class Workspace:
         *,
         embedder: Embedder | None = None,
         on_write_wait: Callable[[str], None] | None = None,
+        on_write_waited: Callable[[], None] | None = None,
     ) -> Workspace:
         """Read the config (`--config` > `HAIKU_CONFIG` > user config dir) into a workspace."""
         settings, path = load_settings(config)
-        return cls(settings, path, embedder=embedder, on_write_wait=on_write_wait)
+        return cls(
+            settings, path, embedder=embedder, on_write_wait=on_write_wait, on_write_waited=on_write_waited
+        )
 
     @property
     def embedder(self) -> Embedder:

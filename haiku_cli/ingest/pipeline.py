@@ -413,6 +413,7 @@ async def ingest_items(
     `known`: per URL, its stored document id and validators, for a request that may answer "unchanged".
     """
     seen: dict[int, Seen] = {}
+    ingestor.progress.add_files(len(items))  # all found before any is read: the total does not grow
     async with ingestor.pipelined():
         await _convert_all(
             ingestor,
@@ -447,6 +448,7 @@ async def _convert_all(
     for position, item in items:
         ingestor.position = position
         label = str(item.path if isinstance(item, TextFile) else item)
+        ingestor.progress.reading(label)
         try:
             if isinstance(item, str):
                 document_id, validators = known.get(item, (None, None))
@@ -469,6 +471,8 @@ async def _convert_all(
             if exc.exit_code != InputError.exit_code:
                 raise  # a model or database failure stops the add, and undoes it
             ingestor.fail(label, str(exc))
+        finally:
+            ingestor.progress.file_done()
 
 
 def _look_at(path: Path) -> Seen:

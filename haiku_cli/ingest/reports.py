@@ -15,10 +15,18 @@ Status = Literal["added", "updated", "unchanged", "skipped", "failed", "deleted"
 
 
 class Progress(Protocol):
-    """Where long work reports how far it got (a rich bar on a terminal, nothing when piped)."""
+    """Where long work reports how far it got (a rich bar on a terminal, nothing when piped).
+
+    Chunks are counted as they are queued (`add_total`) and embedded (`advance`); an add also says how
+    many files it will read (`add_files`, once they are all found), which one it reads (`reading`) and
+    when each is read (`file_done`).
+    """
 
     def add_total(self, chunks: int) -> None: ...
     def advance(self, chunks: int) -> None: ...
+    def add_files(self, count: int) -> None: ...
+    def reading(self, source: str) -> None: ...
+    def file_done(self) -> None: ...
 
 
 class NoProgress:
@@ -28,6 +36,15 @@ class NoProgress:
         pass
 
     def advance(self, chunks: int) -> None:
+        pass
+
+    def add_files(self, count: int) -> None:
+        pass
+
+    def reading(self, source: str) -> None:
+        pass
+
+    def file_done(self) -> None:
         pass
 
 

@@ -37,7 +37,6 @@ _HOLD_FRACTION = 1 / 2
 _RETRY_RENEWAL_SECONDS = 1.0
 DEFAULT_WAIT_SECONDS = 120.0
 _POLL_SECONDS = 0.2
-_NOTE_EVERY_SECONDS = 15.0
 
 
 @dataclass(frozen=True)
@@ -80,11 +79,15 @@ class Owner:
 
 @dataclass(frozen=True)
 class WaitPolicy:
-    """How long a second writer waits for the first, and where it says that it is waiting."""
+    """How long a second writer waits for the first, and where it says that it is waiting.
+
+    `notify` is told once when a wait begins, `waited` once when it ends (the lock taken, or given up).
+    """
 
     seconds: float | None = DEFAULT_WAIT_SECONDS  # None: wait as long as it takes; 0: fail at once
     notify: Callable[[str], None] | None = None
     lease_seconds: float | None = None  # an object-store lease's time-to-live (None: LEASE_TTL_SECONDS)
+    waited: Callable[[], None] | None = None
 
 
 class _Lock:
@@ -303,23 +306,27 @@ def acquire(target: Database | Path, name: str, policy: WaitPolicy) -> _Lock:
     """Take the writer lock, waiting as the policy says; exit-3 error naming the holder on timeout."""
     owner = Owner.me(policy.lease_seconds)
     start = time.monotonic()
-    last_note = None
-    while True:
-        got = try_lock(target, owner, name)
-        if isinstance(got, _Lock):
-            return got
-        holder = got.describe() if got is not None else "another haiku process"
-        waited = time.monotonic() - start
-        if policy.seconds is not None and waited >= policy.seconds:
-            hint = (
-                "wait for it to finish, or let writers wait longer "
-                "(HAIKU_WRITE_WAIT or [storage] write_wait_seconds)"
-            )
-            raise DatabaseError(f"database '{name}' is being written by {holder}; {hint}")
-        if policy.notify is not None and (last_note is None or waited - last_note >= _NOTE_EVERY_SECONDS):
-            policy.notify(f"waiting for database '{name}': it is being written by {holder}")
-            last_note = waited
-        time.sleep(_POLL_SECONDS)
+    noted = False
+    try:
+        while True:
+            got = try_lock(target, owner, name)
+            if isinstance(got, _Lock):
+                return got
+            holder = got.describe() if got is not None else "another haiku process"
+            if policy.seconds is not None and time.monotonic() - start >= policy.seconds:
+                hint = (
+                    "wait for it to finish, or let writers wait longer "
+                    "(HAIKU_WRITE_WAIT or [storage] write_wait_seconds)"
+                )
+                raise DatabaseError(f"database '{name}' is being written by {holder}; {hint}")
+            if policy.notify is not None and not noted:
+                # Once per wait: a terminal shows it as one line counting the seconds, a log gets one line.
+                policy.notify(f"waiting for database '{name}': it is being written by {holder}")
+                noted = True
+            time.sleep(_POLL_SECONDS)
+    finally:
+        if noted and policy.waited is not None:
+            policy.waited()
 
 
 @contextmanager

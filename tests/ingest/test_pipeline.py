@@ -11,6 +11,7 @@ import pytest
 
 from haiku_cli.errors import DatabaseError, ModelError
 from haiku_cli.ingest import pipeline
+from haiku_cli.ingest.reports import NoProgress
 from haiku_cli.store import open_database, reads
 from tests.ingest.support import FailingAfter, Recording, chunks_by_id, docs_folder, new_db, sections
 
@@ -40,7 +41,7 @@ def test_a_failure_after_some_batches_undoes_the_whole_add(
     assert again.chunks.schema.names == columns  # an add keeps a database's layout
 
 
-class BadFirstBatch:
+class BadFirstBatch(NoProgress):
     """The real embedder, but its first batch comes back 3-d (the database cannot store it) once the next
     batch is queued, and the second never finishes until cancelled: batch 1's write fails while batch 2
     is being embedded. It is also the progress sink, to know what has been queued."""
@@ -122,7 +123,7 @@ def test_readding_is_a_noop_and_a_change_replaces_in_place(tmp_path: Path, embed
     assert reads.count_documents(db) == 2
 
 
-class _Vanisher:
+class _Vanisher(NoProgress):
     """A progress sink that deletes a file once the first document is queued, as another program might."""
 
     def __init__(self, victim: Path) -> None:
@@ -361,3 +362,33 @@ def test_a_folder_re_added_with_new_metadata_over_many_batches_keeps_every_id_an
     ]
     assert recording.calls == []
     assert chunks_by_id(db) == before and _vectors_by_id(db) == vectors
+
+
+class _Recorder(NoProgress):
+    """A progress sink recording what an add told it, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, object]] = []
+
+    def add_files(self, count: int) -> None:
+        self.events.append(("files", count))
+
+    def reading(self, source: str) -> None:
+        self.events.append(("reading", Path(source).name))
+
+    def file_done(self) -> None:
+        self.events.append(("done", None))
+
+
+def test_progress_knows_every_file_before_the_first_is_read(tmp_path: Path, embedder) -> None:
+    db = new_db(tmp_path, embedder)
+    folder = docs_folder(tmp_path, 3)
+    (folder / "empty.md").write_text("")
+    recorder = _Recorder()
+    anyio.run(
+        lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}, progress=recorder)
+    )
+    assert recorder.events == [
+        ("files", 4),
+        *[e for name in ["d0.md", "d1.md", "d2.md", "empty.md"] for e in [("reading", name), ("done", None)]],
+    ]

@@ -275,3 +275,22 @@ def test_a_writer_that_waited_longer_than_a_lease_lives_writes_with_a_fresh_one(
     write_documents(second, [_write("waited")])  # took the lease after waiting 3 s: not lapsed at once
     holder.join()
     assert [d.title for d in reads.list_documents(open_database(loc), limit=None)] == ["waited"]
+
+
+def test_a_waiting_writer_says_so_once_and_when_it_is_done(tmp_path: Path, monkeypatch) -> None:
+    import threading
+
+    # Before, the note came again every 15 s (7 times in 90 s): made frequent here, it would repeat.
+    monkeypatch.setattr(writer, "_NOTE_EVERY_SECONDS", 0.1, raising=False)
+    first = writer.acquire(tmp_path, "notes", WaitPolicy())
+    heard: list[str] = []
+    policy = WaitPolicy(30, notify=heard.append, waited=lambda: heard.append("done"))
+    second: list[object] = []
+    waiter = threading.Thread(target=lambda: second.append(writer.acquire(tmp_path, "notes", policy)))
+    waiter.start()
+    time.sleep(1.5)  # several polls while the first holds the lock
+    first.release()
+    waiter.join(30)
+    second[0].release()
+    assert len(heard) == 2 and heard[1] == "done"
+    assert heard[0].startswith("waiting for database 'notes': it is being written by pid")

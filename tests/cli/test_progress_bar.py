@@ -1,0 +1,64 @@
+"""The add progress bar as a terminal shows it: files read of files found, chunks, the file being read."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from haiku_cli.cli import output
+
+
+def _rendered(monkeypatch, steps) -> str:
+    screen = io.StringIO()
+    monkeypatch.setattr(
+        output, "err", Console(file=screen, force_terminal=True, width=160, color_system=None)
+    )
+    with output.progress_bar("adding to notes") as bar:
+        steps(bar)
+        bar._progress.refresh()
+        shown = screen.getvalue()
+    return shown.replace("\r", "\n").splitlines()[-1]
+
+
+def test_an_add_shows_files_of_all_found_then_chunks_and_the_file_being_read(monkeypatch) -> None:
+    def steps(bar) -> None:
+        bar.add_files(751)
+        for name in ("/home/me/papers/a.pdf", "/home/me/papers/b.pdf"):
+            bar.reading(name)
+            bar.add_total(40)
+            bar.file_done()
+        bar.advance(25)
+        bar.reading("/home/me/papers/a-very-long-folder-name/with/a/long/file-name-at-the-end.pdf")
+
+    line = _rendered(monkeypatch, steps)
+    assert "adding to notes" in line and "2/751 files  25/80 chunks" in line
+    assert line.rstrip().endswith(" …me/with/a/long/file-name-at-the-end.pdf")  # its end, 40 characters
+
+
+def test_work_without_files_counts_chunks_alone(monkeypatch) -> None:
+    def steps(bar) -> None:
+        bar.add_total(120)
+        bar.advance(30)
+
+    line = _rendered(monkeypatch, steps)
+    assert "30/120 chunks" in line and "files" not in line
+
+
+def test_a_wait_is_one_line_counting_seconds_on_a_terminal_and_one_line_piped(monkeypatch) -> None:
+    import time
+
+    why = "waiting for database 'notes': it is being written by pid 7 (haiku add-src big/)"
+    for terminal in (True, False):
+        screen = io.StringIO()
+        console = Console(file=screen, force_terminal=terminal, width=160, color_system=None)
+        monkeypatch.setattr(output, "err", console)
+        notice = output.WaitNotice()
+        notice.start(why)
+        time.sleep(1.2)  # the terminal line is redrawn with the seconds meanwhile
+        notice.end()
+        lines = [line for line in screen.getvalue().replace("\r", "\n").splitlines() if "haiku:" in line]
+        if terminal:
+            assert lines[-1].replace("\x1b[2K", "").replace("\x1b[1A", "").strip() == f"haiku: {why} (1 s)"
+        else:
+            assert lines == [f"haiku: {why}"]
