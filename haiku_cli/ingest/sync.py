@@ -32,7 +32,7 @@ from haiku_cli.ingest.sources import (
 )
 from haiku_cli.store import sources as stored_sources
 from haiku_cli.store.maintenance import after_write
-from haiku_cli.store.reads import document_ids
+from haiku_cli.store.reads import document_ids, in_list
 from haiku_cli.store.sources import FileState, RememberedSource
 from haiku_cli.store.transaction import atomic_write, storage_errors
 from haiku_cli.store.writes import delete_documents
@@ -98,9 +98,10 @@ class _Plan:
 
 
 def _plan(db: Database, source: RememberedSource, scope: Sequence[Path] | None) -> _Plan:
+    under = [file_uri(p) for p in scope] if scope is not None and source.kind != "url" else []
     with storage_errors(db, "cannot be read"):
-        states = {s.uri: s for s in stored_sources.file_states(db, source.source)}
-        held = set(document_ids(db)) if states else set()
+        states = {s.uri: s for s in stored_sources.file_states(db, source.source, under=under)}
+        held = _held(db, [s.document_id for s in states.values()])
     plan = _Plan()
     # A document deleted since (`haiku delete`) no longer stands for its file: read the file again.
     plan.refresh = [s for s in states.values() if s.document_id not in held]
@@ -147,13 +148,23 @@ def _plan(db: Database, source: RememberedSource, scope: Sequence[Path] | None) 
             plan.unchanged += 1
         else:
             plan.items.append((position, entry))
-    in_scope = _in_scope(scope)
     plan.gone = [
-        s
-        for uri, s in states.items()
-        if uri not in seen and in_scope(uri) and not any(_under(uri, k) for k in kept_under)
+        s for uri, s in states.items() if uri not in seen and not any(_under(uri, k) for k in kept_under)
     ]
     return plan
+
+
+def _held(db: Database, ids: list[str]) -> set[str]:
+    """Which of these documents the database still holds (a few are looked up, many read whole)."""
+    if not ids:
+        return set()
+    if len(ids) <= _LOOKUP_AT_MOST:
+        return set(document_ids(db, where=in_list("id", ids)))
+    return set(document_ids(db))
+
+
+# Up to this many documents are looked up by id; more, and every id is read (one column, fast).
+_LOOKUP_AT_MOST = 500
 
 
 def _unreachable(root: Path, documents: int) -> tuple[SyncStatus, str] | None:
@@ -186,13 +197,6 @@ def _scoped(root: Path, scope: Sequence[Path], follow_symlinks: bool, choice: Fi
             continue  # inside a folder already walked
         done.add(path)
         yield from iter_source_scope(root, path, follow_symlinks=follow_symlinks, choice=choice)
-
-
-def _in_scope(scope: Sequence[Path] | None):
-    if scope is None:
-        return lambda uri: True
-    prefixes = [file_uri(p) for p in scope]
-    return lambda uri: any(_under(uri, p) for p in prefixes)
 
 
 def _under(uri: str, prefix: str) -> bool:

@@ -144,14 +144,27 @@ def forget(db: Database, source: str) -> None:
             table.delete(f"source = {sql_string(source)}")
 
 
-def file_states(db: Database, source: str | None = None) -> list[FileState]:
-    """The file states of one source (every source's when None)."""
+def file_states(db: Database, source: str | None = None, *, under: Sequence[str] = ()) -> list[FileState]:
+    """The file states of one source (every source's when None); with `under`, only those of these uris
+    and of the uris below them (a folder's)."""
     table = db.side_table(schema.SOURCE_FILES)
     if table is None:
         return []
-    where = None if source is None else f"source = {sql_string(source)}"
+    conditions = [] if source is None else [f"source = {sql_string(source)}"]
+    if under:
+        # LIKE's `_` and `%` match more than themselves: the exact test is made below.
+        near = [f"uri = {sql_string(u)} OR uri LIKE {sql_string(u.rstrip('/') + '/%')}" for u in under]
+        conditions.append("(" + " OR ".join(near) + ")")
+    where = " AND ".join(conditions) or None
     columns = ["source", "uri", "document_id", "size", "mtime_ns", "etag", "last_modified"]
-    return [FileState(**r) for r in rows_where(db, table, where, columns).to_pylist()]
+    rows = rows_where(db, table, where, columns).to_pylist()
+    if under:
+        rows = [r for r in rows if any(_below(r["uri"], u) for u in under)]
+    return [FileState.model_construct(**r) for r in rows]  # read back from our own table: valid
+
+
+def _below(uri: str, top: str) -> bool:
+    return uri == top or uri.startswith(top.rstrip("/") + "/")
 
 
 def put_file_states(db: Database, states: Iterable[FileState]) -> None:
