@@ -115,6 +115,7 @@ class _Run:
         self.wake = anyio.Event()
         self.roots_changed = anyio.Event()
         self.unwatched = False  # the system cannot watch: sweeps stand in for events
+        self.events_lost = anyio.Event()  # set when it turns out the system cannot watch
         self.said: dict[tuple[str, str, str], str] = {}  # (database, source, path) -> failure said
 
     async def reload(self) -> None:
@@ -164,6 +165,7 @@ class _Run:
                     f"{_UNWATCHED_SWEEP_SECONDS:g} s instead"
                 )
             self.unwatched = True
+            self.events_lost.set()
         finally:
             stop.set()
 
@@ -205,12 +207,16 @@ class _Run:
                     failed[(index, key)] = paths
 
     async def every(self, seconds: float, urls: bool) -> None:
-        """Sweep every source (or poll every URL source) on an interval."""
+        """Sweep every path source (`urls`: poll every URL source) on an interval; once events are lost
+        (the system cannot watch), sweep at once and then at least every `_UNWATCHED_SWEEP_SECONDS`."""
         while True:
-            wait = seconds
-            if not urls and self.unwatched:
-                wait = min(seconds, _UNWATCHED_SWEEP_SECONDS)
-            await anyio.sleep(wait)
+            if urls:
+                await anyio.sleep(seconds)
+            elif self.unwatched:
+                await anyio.sleep(min(seconds, _UNWATCHED_SWEEP_SECONDS))
+            else:
+                with anyio.move_on_after(seconds):
+                    await self.events_lost.wait()
             if not urls:
                 await self.reload()
             await self.sweep(urls=urls)

@@ -65,10 +65,6 @@ class Seen:
         """A file as `stat` found it."""
         return cls(file_uri(path), stat.st_size, stat.st_mtime_ns)
 
-    def matches(self, state: FileState) -> bool:
-        """Whether the file looks as it did when `state` was stored (so it need not be read again)."""
-        return (self.size, self.mtime_ns) == (state.size, state.mtime_ns) and self.size is not None
-
 
 def states_of(
     outcomes: Iterable[SourceOutcome], owners: Mapping[int, str], seen: Mapping[int, Seen]

@@ -20,7 +20,7 @@ from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert.dispatch import file_uri
 from haiku_cli.ingest.convert.url import Validators
 from haiku_cli.ingest.pipeline import Ingestor, Item, ingest_items
-from haiku_cli.ingest.remembering import Seen, states_of
+from haiku_cli.ingest.remembering import states_of
 from haiku_cli.ingest.reports import LeftOut, Progress, SourceOutcome, SourceSync, SyncStatus
 from haiku_cli.ingest.sources import (
     FileChoice,
@@ -32,7 +32,7 @@ from haiku_cli.ingest.sources import (
 )
 from haiku_cli.store import sources as stored_sources
 from haiku_cli.store.maintenance import after_write
-from haiku_cli.store.reads import document_ids, in_list
+from haiku_cli.store.reads import in_list, rows_where
 from haiku_cli.store.sources import FileState, RememberedSource
 from haiku_cli.store.transaction import atomic_write, storage_errors
 from haiku_cli.store.writes import delete_documents
@@ -141,10 +141,11 @@ def _plan(db: Database, source: RememberedSource, scope: Sequence[Path] | None) 
             if entry.failed:
                 kept_under.append(file_uri(Path(entry.source)))
             continue
-        uri = file_uri(entry.path if isinstance(entry, TextFile) else entry)
+        path = entry.path if isinstance(entry, TextFile) else entry
+        uri = file_uri(path)
         seen.add(uri)
         stored = states.get(uri)
-        if stored is not None and _unchanged(entry.path if isinstance(entry, TextFile) else entry, stored):
+        if stored is not None and _unchanged(path, stored):
             plan.unchanged += 1
         else:
             plan.items.append((position, entry))
@@ -158,9 +159,8 @@ def _held(db: Database, ids: list[str]) -> set[str]:
     """Which of these documents the database still holds (a few are looked up, many read whole)."""
     if not ids:
         return set()
-    if len(ids) <= _LOOKUP_AT_MOST:
-        return set(document_ids(db, where=in_list("id", ids)))
-    return set(document_ids(db))
+    where = in_list("id", ids) if len(ids) <= _LOOKUP_AT_MOST else None
+    return set(rows_where(db, db.documents, where, ["id"]).column("id").to_pylist())
 
 
 # Up to this many documents are looked up by id; more, and every id is read (one column, fast).
@@ -184,10 +184,12 @@ def _unreachable(root: Path, documents: int) -> tuple[SyncStatus, str] | None:
 
 
 def _unchanged(path: Path, stored: FileState) -> bool:
+    """Whether the file's size and modification time are those stored (then it is not read)."""
     try:
-        return Seen.file(path, path.stat()).matches(stored)
+        stat = os.stat(path)
     except OSError:
         return False  # read it: the read reports what is wrong
+    return stored.size is not None and (stat.st_size, stat.st_mtime_ns) == (stored.size, stored.mtime_ns)
 
 
 def _scoped(root: Path, scope: Sequence[Path], follow_symlinks: bool, choice: FileChoice) -> Iterator[Found]:

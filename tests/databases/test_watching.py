@@ -143,11 +143,15 @@ async def _no_watching(roots, recursive, stop, debounce_ms) -> AsyncIterator[set
 
 
 def test_when_the_system_cannot_watch_it_says_so_once_and_sweeps(
-    workspace, tmp_path: Path, notes: Path
+    workspace, tmp_path: Path, notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from haiku_cli.databases import watching as watching_module
+
+    monkeypatch.setattr(watching_module, "_UNWATCHED_SWEEP_SECONDS", 0.5)
     ws, location = workspace(), Location("w", str(tmp_path / "w.lancedb"))
     _added(ws, location, notes)
-    with Watching(ws, location, watcher=_no_watching, sweep_seconds=0.5) as watching:
+    # Sweeps every 1000 s while events come; without events, every (here) 0.5 s.
+    with Watching(ws, location, watcher=_no_watching, sweep_seconds=1000) as watching:
         (notes / "pears.md").write_text("Pears ripen off the tree.\n")
         watching.wait_for(_seen("added", notes / "pears.md"))
         (notes / "plums.md").write_text("Plums are stone fruit.\n")

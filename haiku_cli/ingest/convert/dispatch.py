@@ -6,7 +6,7 @@ import os
 import stat
 from dataclasses import replace
 from pathlib import Path, PurePath, PurePosixPath
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote_from_bytes, unquote, urlsplit
 
 from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert.limits import over_limit
@@ -89,9 +89,13 @@ def convert_file(
     )
 
 
-def file_uri(path: Path) -> str:
+def file_uri(path: Path | str) -> str:
     """The uri a local file's document is stored under (its absolute path, symlinks not resolved)."""
-    return Path(os.path.abspath(path)).as_uri()
+    absolute = os.path.abspath(path)
+    if os.name != "posix":
+        return Path(absolute).as_uri()
+    # What Path.as_uri() makes of an absolute POSIX path, without building a Path (a sync makes one per file).
+    return "file://" + quote_from_bytes(os.fsencode(absolute))
 
 
 def convert_text(text: str, *, title: str | None = None, uri: str = "") -> ConvertedDocument:
