@@ -15,7 +15,7 @@ from haiku_cli.capabilities.evidence import (
     record_citations,
     set_scope,
 )
-from haiku_cli.capabilities.policy import REDIRECT_TAG, CitationPolicy, PolicyState
+from haiku_cli.capabilities.policy import REDIRECT_TAG, CitationPolicy, PolicyState, cite_available
 from haiku_cli.capabilities.retrieval import RetrievalCapability
 from haiku_cli.capabilities.scope import (
     ScopeError,
@@ -56,6 +56,7 @@ __all__ = [
     "ScopeError",
     "SearchRecord",
     "Source",
+    "cite_available",
     "evidence_states",
     "host_selection",
     "question_filter",

@@ -203,18 +203,29 @@ def set_scope(
         state.document_filter = document_filter
 
 
+def declare_ungrounded(ctx: RunContext[HaikuDeps], state: EvidenceState) -> None:
+    """Record `cite([])` in `state`; it speaks for the evidence shown so far in every evidence state."""
+    state.declare_ungrounded()
+    for s in evidence_states(ctx):
+        s.spoke()
+
+
 def record_citations(
     ctx: RunContext[HaikuDeps], state: EvidenceState, found: Sequence[ResolvedChunk]
 ) -> list[Citation]:
     """Add resolved chunks to `state` as citations and return them, numbered across all evidence states.
 
     A chunk already cited in this answer (by any evidence capability) keeps its number. Citing only ever
-    adds: it never narrows what the answer cites. Call this without awaiting in between reading and
-    writing: tools of one response run concurrently.
+    adds: it never narrows what the answer cites. A citation speaks for all the evidence shown so far, in
+    every evidence state. Call this without awaiting in between reading and writing: tools of one
+    response run concurrently.
     """
     states = evidence_states(ctx)
     if all(state is not s for s in states):
         states.append(state)
+    if found:
+        for s in states:
+            s.spoke()
     cited = {(c.database, c.chunk_id): c for s in states for c in s.citations}
     next_index = 1 + max((c.index for c in cited.values()), default=0)
     result: list[Citation] = []

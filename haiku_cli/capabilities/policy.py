@@ -6,15 +6,17 @@ question (recognised by a machine tag in whatever part carried it); the outcome 
 run, so an ending no per-response hook saw (a stream, `end_strategy="early"`) is still judged, once.
 
 A streamed response cannot be taken back once its text reaches the reader (and `run_stream` cannot retry
-at all), so for streamed requests the redirect comes before the response instead: the first streamed
-request after this question was shown evidence, with nothing cited or declared, carries the redirect and
-allows no text or output-tool answer, so the model must cite, declare or search first.
+at all), so a streamed response that may be sent back is held until it is complete: if it would end the
+question uncited, the host never sees it and the model is asked again with the same redirect, inside the
+same model request; otherwise it is passed on whole. The decision is `run()`'s: only an answer that would
+end the question uncited is redirected.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import KW_ONLY, dataclass, replace
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -23,13 +25,18 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
+    ModelResponse,
     RetryFeedbackPart,
     SystemPromptPart,
+    ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
-from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.models import CompletedStreamedResponse, Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.output import OutputContext
 from pydantic_ai.run import AgentRunResult
+from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import DeferredToolRequests
 
 from haiku_cli.capabilities.evidence import evidence_states, finish_questions, track_questions
@@ -42,11 +49,6 @@ REDIRECT_MESSAGE = (
     "Call `cite` with the ids of the chunks your answer relies on, or `cite` with an empty list if the "
     "documents do not support an answer; then give your answer again."
 )
-STREAM_REDIRECT_MESSAGE = (
-    f"{REDIRECT_TAG} Before you answer: evidence is in play and nothing is cited or declared yet. Call "
-    "`cite` with the ids of the chunks your answer will rely on, or `cite` with an empty list if the "
-    "documents do not support an answer (you may also search first); then answer."
-)
 
 Outcome = Literal["grounded", "ungrounded", "no_evidence", "violation"]
 StreamedRedirect = Literal["before", "after"]
@@ -57,7 +59,8 @@ class PolicyState(BaseModel):
     """The policy's record: the question in progress, whether it was sent back, and outcomes so far."""
 
     in_progress: Question | None = None
-    redirected: bool = False
+    redirected: bool = False  # this question was sent back
+    held_back: bool = False  # ... by holding a streamed draft back (that redirect is not in the history)
     outcome: Outcome | None = None
     history: list[Outcome] = Field(default_factory=list)  # outcomes of earlier answers, oldest first
 
@@ -67,6 +70,7 @@ class PolicyState(BaseModel):
             self.history.append(self.outcome)
         self.outcome = None
         self.redirected = False
+        self.held_back = False
         self.in_progress = Question(number=len(self.history) + 1, runs=[run_id] if run_id else [])
 
     def runs(self) -> set[str]:
@@ -75,23 +79,30 @@ class PolicyState(BaseModel):
 
 
 def decide(states: Sequence[EvidenceState], *, redirected: bool) -> Decision:
-    """The one decision on a final response, given every evidence state and whether we already redirected."""
-    if any(s.grounded for s in states):
+    """The one decision on a final response, given every evidence state and whether we already redirected.
+
+    Evidence shown after the model last cited or declared needs a fresh citation or declaration: such an
+    answer is sent back once. A citation is never withdrawn, so after that one redirect an answer that
+    cites anything is grounded.
+    """
+    owing = any(s.has_evidence and not s.settled for s in states)
+    if any(s.grounded for s in states) and (redirected or not owing):
         return "grounded"
-    if any(s.settled for s in states):
+    if owing:
+        return "violation" if redirected else "redirect"
+    if any(s.has_evidence for s in states):
         return "ungrounded"
-    if not any(s.has_evidence for s in states):
-        return "no_evidence"
-    return "violation" if redirected else "redirect"
+    return "no_evidence"
 
 
 def redirect_sent(messages: Sequence[ModelMessage], runs: set[str]) -> bool:
-    """Whether the question's runs hold our redirect, by its tag, in any part pydantic-ai may carry it in.
+    """Whether the question's runs hold our redirect, by its tag, and the model has answered it since.
 
-    That is retry feedback (text output), a retried output-tool return (structured output), or the system
-    note a streamed request carries. A user's own prompt never counts, whatever it says.
+    The tag is found in any part pydantic-ai may carry it in: retry feedback (text output) or a retried
+    output-tool return (structured output). A user's own prompt never counts, whatever it says; nor does a
+    redirect no response follows (a run stopped at a limit after queueing it): that one is asked again.
     """
-    for message in messages:
+    for i, message in enumerate(messages):
         if not isinstance(message, ModelRequest) or message.run_id not in runs:
             continue
         for part in message.parts:
@@ -101,9 +112,25 @@ def redirect_sent(messages: Sequence[ModelMessage], runs: set[str]) -> bool:
                 content = part.content
             else:
                 continue
-            if isinstance(content, str) and REDIRECT_TAG in content:
+            answered = any(isinstance(m, ModelResponse) for m in messages[i + 1 :])
+            if isinstance(content, str) and REDIRECT_TAG in content and answered:
                 return True
     return False
+
+
+def cite_available(ctx: RunContext[Any]) -> bool:
+    """Whether the model can call `cite` now; a host may withdraw or hide it (e.g. with `PrepareTools`).
+
+    Without it the policy never redirects (it would point at a tool that is gone): an answer that owes a
+    citation is recorded as a violation instead.
+    """
+    return ctx.is_tool_available("cite")
+
+
+def ends_question(response: ModelResponse, parameters: ModelRequestParameters) -> bool:
+    """Whether a response would end the run: it calls no function tool (text, or an output tool only)."""
+    tools = {t.name for t in parameters.function_tools}
+    return not any(isinstance(p, ToolCallPart) and p.tool_name in tools for p in response.parts)
 
 
 @dataclass(eq=False)
@@ -114,9 +141,10 @@ class CitationPolicy(AbstractCapability[HaikuDeps]):
     # A default id makes a second instance merge into the first: an agent has one policy.
     id: str | None = "citation_policy"
     state_key: str = "citation_policy"
-    # "before": streamed requests get the redirect ahead of the answer (works under `run_stream`, which
-    # cannot retry). "after": a host driving streamed runs with `run()`/`run_stream_events()`/`iter()`,
-    # where output retries work, gets the usual redirect and replaces the streamed draft itself.
+    # "before": a streamed response that may be sent back is held until complete and, if it would end the
+    # question uncited, redirected before the host sees it (works under `run_stream`, which cannot retry).
+    # "after": a host driving streamed runs with `run()`/`run_stream_events()`/`iter()`, where output
+    # retries work, sees the draft stream, gets the usual redirect and replaces the draft itself.
     streamed_redirect: StreamedRedirect = "before"
 
     def state(self, deps: HaikuDeps) -> PolicyState:
@@ -147,26 +175,16 @@ class CitationPolicy(AbstractCapability[HaikuDeps]):
 
     def _decide(self, ctx: RunContext[HaikuDeps]) -> Decision:
         policy = self.state(ctx.deps)
-        return decide(evidence_states(ctx), redirected=redirect_sent(ctx.messages, policy.runs()))
+        redirected = policy.held_back or redirect_sent(ctx.messages, policy.runs())
+        return decide(evidence_states(ctx), redirected=redirected)
 
-    async def before_model_request(
-        self, ctx: RunContext[HaikuDeps], request_context: ModelRequestContext
-    ) -> ModelRequestContext:
-        """Streamed requests get the redirect before the response, with no way to answer on that step.
+    def may_redirect(self, ctx: RunContext[HaikuDeps]) -> bool:
+        """Whether a response that ends the question now would be sent back."""
+        return self._decide(ctx) == "redirect" and cite_available(ctx)
 
-        Only once this question has been shown evidence: a follow-up that has not searched yet is judged
-        like any answer (redirected after the fact where the run can retry, else recorded).
-        """
-        if self.streamed_redirect != "before" or not request_context.streaming:
-            return request_context
-        if self._decide(ctx) != "redirect":
-            return request_context
-        if not any(s.evidence_mark for s in evidence_states(ctx)):
-            return request_context
-        self.state(ctx.deps).redirected = True
-        ctx.enqueue(SystemPromptPart(STREAM_REDIRECT_MESSAGE))
-        params = replace(request_context.model_request_parameters, allow_text_output=False, output_tools=[])
-        return replace(request_context, model_request_parameters=params)
+    def get_wrapper_model(self, model: Model) -> Model | None:
+        """Streamed requests go through `HoldBack`, which redirects a draft before the host sees it."""
+        return HoldBack(model, self) if self.streamed_redirect == "before" else None
 
     async def after_output_process(
         self, ctx: RunContext[HaikuDeps], *, output_context: OutputContext, output: Any
@@ -174,7 +192,7 @@ class CitationPolicy(AbstractCapability[HaikuDeps]):
         """Send a final response back once if it would end the question with evidence left uncited."""
         if ctx.partial_output or isinstance(output, DeferredToolRequests):
             return output
-        if self._decide(ctx) == "redirect" and ctx.retry < ctx.max_retries:
+        if self.may_redirect(ctx) and ctx.retry < ctx.max_retries:
             self.state(ctx.deps).redirected = True
             raise ModelRetry(REDIRECT_MESSAGE)
         return output
@@ -196,3 +214,45 @@ class CitationPolicy(AbstractCapability[HaikuDeps]):
         policy.in_progress = None
         finish_questions(ctx, result)
         return result
+
+
+class HoldBack(WrapperModel):
+    """A model whose streamed responses the policy may send back before the host sees them.
+
+    Only while a response ending the question would be redirected (evidence shown, nothing cited or
+    declared since, `cite` available) is a streamed response held until complete. If it calls a tool it is
+    replayed whole; if it would end the question, it is dropped and the model is asked again, with the
+    draft and the redirect `run()` would send, within the same model request.
+    """
+
+    def __init__(self, wrapped: Model, policy: CitationPolicy) -> None:
+        super().__init__(wrapped)
+        self.policy = policy
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> AsyncIterator[StreamedResponse]:
+        """Stream the response, holding back (and redirecting) a draft that would end the question uncited."""
+        args = (model_settings, model_request_parameters, run_context)
+        if run_context is None or not self.policy.may_redirect(run_context):
+            async with self.wrapped.request_stream(messages, *args) as stream:
+                yield stream
+            return
+        async with self.wrapped.request_stream(messages, *args) as stream:
+            events = [event async for event in stream]
+            draft = stream.get()
+        if not ends_question(draft, model_request_parameters):
+            yield CompletedStreamedResponse(
+                draft, model_request_parameters=model_request_parameters, replay_events=events
+            )
+            return
+        asked = [*messages, draft, ModelRequest(parts=[UserPromptPart(REDIRECT_MESSAGE)])]
+        async with self.wrapped.request_stream(asked, *args) as stream:
+            policy = self.policy.state(run_context.deps)
+            policy.redirected = policy.held_back = True
+            yield stream

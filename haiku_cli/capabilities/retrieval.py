@@ -11,7 +11,12 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 from haiku_cli.capabilities.citations import Citation, clean_ids, resolve_citations
-from haiku_cli.capabilities.evidence import EvidenceCapability, record_citations, record_return
+from haiku_cli.capabilities.evidence import (
+    EvidenceCapability,
+    declare_ungrounded,
+    record_citations,
+    record_return,
+)
 from haiku_cli.capabilities.pictures import MAX_PICTURES, keys_in, picture_items, reads_images
 from haiku_cli.capabilities.scope import question_filter, question_selection
 from haiku_cli.capabilities.state import EvidenceRef, EvidenceState, HaikuDeps, SearchRecord, Source
@@ -180,7 +185,7 @@ class RetrievalCapability(EvidenceCapability):
         """
         state = self.evidence(ctx.deps)
         if not chunk_ids:
-            state.declare_ungrounded()
+            declare_ungrounded(ctx, state)
             if state.citations:
                 # Declarations merge: `cite([])` never withdraws what this answer already cites.
                 marks = ", ".join(f"[{c.index}]" for c in state.citations)

@@ -132,7 +132,10 @@ class EvidenceState(BaseModel):
     evidence: list[EvidenceRef] = Field(default_factory=list)  # chunks shown to the model this answer
     citations: list[Citation] = Field(default_factory=list)
     declared_ungrounded: bool = False  # the model called cite([]) for this answer
-    declared_at: int = 0  # `evidence_mark` when it did: newer evidence makes the declaration stale
+    declared_at: int = 0  # `evidence_mark` when it did
+    # `evidence_mark` when the model last cited or declared (in any evidence capability): the evidence it
+    # has spoken for. Newer evidence needs a fresh citation or declaration.
+    spoken_at: int | None = None
     violation: bool = False  # the answer ended with evidence but neither cited nor declared
 
     def begin_question(self, run_id: str | None, text: str = "") -> None:
@@ -147,6 +150,7 @@ class EvidenceState(BaseModel):
         self.citations = []
         self.declared_ungrounded = False
         self.declared_at = 0
+        self.spoken_at = None
         self.violation = False
 
     def resume_question(self, run_id: str | None) -> None:
@@ -199,6 +203,11 @@ class EvidenceState(BaseModel):
         """The model said the documents do not support the answer (`cite([])`), as of the evidence so far."""
         self.declared_ungrounded = True
         self.declared_at = self.evidence_mark
+        self.spoke()
+
+    def spoke(self) -> None:
+        """The model cited or declared: it has spoken for the evidence shown so far."""
+        self.spoken_at = self.evidence_mark
 
     @property
     def prior_citations(self) -> int:
@@ -217,5 +226,5 @@ class EvidenceState(BaseModel):
 
     @property
     def settled(self) -> bool:
-        """The model cited something, or declared the answer ungrounded and was shown nothing new since."""
-        return bool(self.citations) or (self.declared_ungrounded and self.evidence_mark <= self.declared_at)
+        """The model cited or declared since it was last shown new evidence (a citation stays, regardless)."""
+        return self.spoken_at is not None and self.evidence_mark <= self.spoken_at

@@ -10,6 +10,7 @@ import anyio
 import pytest
 from pydantic import BaseModel
 from pydantic_ai import Agent, RunContext, capture_run_messages
+from pydantic_ai.capabilities import PrepareTools
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -17,9 +18,11 @@ from pydantic_ai.messages import (
     RetryFeedbackPart,
     RetryInfo,
     SystemPromptPart,
+    TextPart,
     ToolReturnPart,
     UserPromptPart,
 )
+from pydantic_ai.tools import ToolDefinition
 
 from haiku_cli.capabilities import (
     REDIRECT_TAG,
@@ -35,7 +38,17 @@ from haiku_cli.capabilities import (
 )
 from haiku_cli.capabilities.policy import decide, redirect_sent
 from haiku_cli.databases.workspace import Workspace
-from tests.capabilities.script import Script, call, cite_first, returns, run, search, text
+from tests.capabilities.script import (
+    Script,
+    agent_tools,
+    call,
+    chunk_ids,
+    cite_first,
+    returns,
+    run,
+    search,
+    text,
+)
 from tests.capabilities.test_questions import server_dies
 from tests.chat.streaming import StreamScript
 
@@ -183,9 +196,12 @@ def test_redirect_is_recognised_by_its_tag_in_this_run_only() -> None:
     )
     prose = ModelRequest(parts=[RetryFeedbackPart("please cite your sources", retry=_retry())], run_id="r1")
     user = ModelRequest(parts=[UserPromptPart(f"{REDIRECT_TAG} typed by a user")], run_id="r1")
-    assert redirect_sent([tagged], {"r1"})
-    assert not redirect_sent([prose, user], {"r1"})
-    assert not redirect_sent([tagged], {"r2"})
+    answered = ModelResponse(parts=[TextPart("Paris.")], run_id="r1")
+    assert redirect_sent([tagged, answered], {"r1"})
+    assert not redirect_sent([prose, answered, user, answered], {"r1"})
+    assert not redirect_sent([tagged, answered], {"r2"})
+    # Queued but never answered (the run stopped at a limit): not sent, so it is asked again.
+    assert not redirect_sent([answered, tagged], {"r1"})
 
 
 def _retry() -> RetryInfo:
@@ -199,6 +215,7 @@ def _state(
     declared: bool = False,
     prior: int = 0,
     later: bool = False,
+    newer: bool = False,
 ) -> EvidenceState:
     citation = Citation(index=1, database="d", document_id="x", chunk_id="c", content="t")
     state = EvidenceState(earlier=[EarlierCitation(answer=1, citation=citation)] * prior)
@@ -210,6 +227,9 @@ def _state(
         state.saw([EvidenceRef(database="d", chunk_id="newer")])
     if cited:
         state.citations.append(citation)
+        state.spoke()
+    if newer:  # evidence newer than the citation
+        state.saw([EvidenceRef(database="d", chunk_id="newest")])
     return state
 
 
@@ -225,7 +245,10 @@ def _state(
         ([_state(evidence=True)], False, "redirect"),
         ([_state(prior=2)], False, "redirect"),
         ([_state(evidence=True)], True, "violation"),
-        ([_state(evidence=True), _state(cited=True)], False, "grounded"),
+        ([_state(evidence=True, cited=True), _state()], False, "grounded"),
+        ([_state(evidence=True, cited=True, newer=True)], False, "redirect"),  # a fresh declaration is due
+        ([_state(evidence=True, cited=True, newer=True)], True, "grounded"),  # the citation stands
+        ([_state(evidence=True, cited=True, newer=True, declared=True)], True, "grounded"),
     ],
 )
 def test_decide(states: list[EvidenceState], redirected: bool, expected: str) -> None:
@@ -343,31 +366,86 @@ def test_a_question_resumed_before_its_redirect_is_redirected_once_in_the_resumi
     assert policy_state(deps).outcome == "violation" and retrieval_state(deps).violation
 
 
-def test_a_streamed_run_gets_the_redirect_before_it_answers(kb: Workspace) -> None:
-    script = StreamScript(search("capital of France"), cite_first(), text("Paris [1]."))
-    deps = HaikuDeps()
-    agent = Agent(script.model, deps_type=HaikuDeps, capabilities=[RetrievalCapability(kb), CitationPolicy()])
+def streamed(agent: Agent[HaikuDeps, str], deps: HaikuDeps) -> tuple[str, list[ModelMessage], list[str]]:
+    """Run under `run_stream` (which cannot retry); the output, the messages and every text the host saw."""
+    seen: list[str] = []
 
     async def go() -> tuple[str, list[ModelMessage]]:
         async with agent.run_stream("Capital?", deps=deps) as stream:
+            async for text_so_far in stream.stream_text():
+                seen.append(text_so_far)
             return await stream.get_output(), stream.all_messages()
 
     output, messages = anyio.run(go)
+    return output, messages, seen
+
+
+def streaming_agent(ws: Workspace, script: StreamScript) -> Agent[HaikuDeps, str]:
+    return Agent(script.model, deps_type=HaikuDeps, capabilities=[RetrievalCapability(ws), CitationPolicy()])
+
+
+def test_a_streamed_model_about_to_cite_is_not_redirected(kb: Workspace) -> None:
+    script = StreamScript(search("capital of France"), cite_first(), text("Paris [1]."))
+    deps = HaikuDeps()
+    output, messages, _ = streamed(streaming_agent(kb, script), deps)
+    # The same decision as `run()`: nothing ended the question uncited, so nothing was sent back.
+    assert output == "Paris [1]." and len(script.seen) == 3 and tagged(messages) == 0
+    assert all(REDIRECT_TAG not in str(request) for request in script.seen)
+    assert policy_state(deps).outcome == "grounded" and not policy_state(deps).redirected
+
+
+def test_a_streamed_draft_ending_uncited_is_redirected_before_the_host_sees_it(kb: Workspace) -> None:
+    script = StreamScript(
+        search("capital of France"), text("Paris, I think."), cite_first(), text("Paris [1].")
+    )
+    deps = HaikuDeps()
+    output, messages, seen = streamed(streaming_agent(kb, script), deps)
     assert output == "Paris [1]."
-    # The request after the evidence carried the redirect and could not be answered with text.
-    assert [i.allow_text_output for i in script.info] == [True, False, True]
-    assert REDIRECT_TAG in str(script.seen[1][-1]) and tagged(messages) == 1
-    assert policy_state(deps).outcome == "grounded"
+    assert not any("I think" in t for t in seen)  # the draft never reached the host
+    assert REDIRECT_TAG in str(script.seen[2][-1])  # the model was asked again, as `run()` would
+    assert "I think" not in str(messages)  # the stored history holds the answer only
+    assert policy_state(deps).redirected and policy_state(deps).outcome == "grounded"
 
 
 def test_a_streamed_answer_that_ignores_the_redirect_is_recorded_once(kb: Workspace) -> None:
-    script = StreamScript(search("capital of France"), text("Paris."))
+    script = StreamScript(search("capital of France"), text("Paris."), text("Paris, still."))
     deps = HaikuDeps()
-    agent = Agent(script.model, deps_type=HaikuDeps, capabilities=[RetrievalCapability(kb), CitationPolicy()])
-
-    async def go() -> str:
-        async with agent.run_stream("Capital?", deps=deps) as stream:
-            return await stream.get_output()
-
-    assert anyio.run(go) == "Paris."
+    output, _, _ = streamed(streaming_agent(kb, script), deps)
+    assert output == "Paris, still." and len(script.seen) == 3
     assert policy_state(deps).outcome == "violation" and retrieval_state(deps).violation
+
+
+def test_a_host_that_withdraws_cite_gets_a_violation_not_a_redirect_to_a_gone_tool(kb: Workspace) -> None:
+    async def without_cite(
+        ctx: RunContext[HaikuDeps], tool_defs: list[ToolDefinition]
+    ) -> list[ToolDefinition]:
+        return [t for t in tool_defs if t.name != "cite"]
+
+    script = Script(search("capital of France"), text("Paris."))
+    _, deps = run(kb, script, extra=[PrepareTools(without_cite)])
+    assert "cite" not in {t.name for t in agent_tools(script, 1)}
+    assert len(script.seen) == 2 and redirects_seen(script) == 0
+    assert policy_state(deps).outcome == "violation" and retrieval_state(deps).violation
+
+
+def test_newer_evidence_after_a_citation_needs_a_fresh_citation_or_declaration(kb: Workspace) -> None:
+    latest = lambda messages: call(("cite", {"chunk_ids": chunk_ids(messages)[-1:]}))  # noqa: E731
+    script = Script(
+        search("capital of France"),
+        cite_first(),
+        search("basil sun"),  # a new chunk, shown after the citation
+        text("Paris [1]."),  # sent back: the basil chunk is neither cited nor declared
+        latest,
+        text("Paris [1]; basil [2]."),
+    )
+    deps = HaikuDeps()
+    capabilities = [RetrievalCapability(kb, limit=1), CitationPolicy()]
+    Agent(script.model, deps_type=HaikuDeps, capabilities=capabilities).run_sync("q", deps=deps)
+    assert redirects_seen(script) == 1
+    assert [c.index for c in retrieval_state(deps).citations] == [1, 2]
+    assert policy_state(deps).outcome == "grounded"
+    # Ignoring the redirect keeps the answer grounded by what it cited: a citation is never withdrawn.
+    ignored = Script(search("capital of France"), cite_first(), search("basil sun"), text("A."), text("B."))
+    deps = HaikuDeps()
+    Agent(ignored.model, deps_type=HaikuDeps, capabilities=capabilities).run_sync("q", deps=deps)
+    assert redirects_seen(ignored) == 1 and policy_state(deps).outcome == "grounded"
