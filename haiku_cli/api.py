@@ -14,7 +14,10 @@ Operations (async; each is what one `haiku` command calls)
     (`search_type`: a `SearchType`, "hybrid", "vector" or "fts")
     `search_hits(ws, selection, query, ...) -> list[SearchHit]` (no skipping of databases not written yet)
     `list_documents(ws, location, *, document_filter, limit, offset) -> DocumentList`
-    `get_document(ws, location, document_id) -> DocumentWithChunks`
+    `get_document(ws, location, document_id) -> DocumentWithChunks` (with its pictures, without bytes)
+    `document_pictures(ws, location, document_id) -> DocumentPictures` (with bytes),
+    `write_pictures(ws, location, document_id, folder) -> WrittenPictures`,
+    `visualize_chunk(ws, location, chunk_id, folder=None) -> Visualized` (a PNG per page of a PDF chunk)
     `delete_document(ws, location, document_id) -> DeletedDocument`
     `add_text(ws, location, text, *, title, metadata) -> IngestReport`
     `add_sources(ws, location, sources, *, title, metadata, progress, include, exclude) -> IngestReport`
@@ -45,7 +48,8 @@ Result types (pydantic; `model_dump(mode="json")` is the CLI's `--json`, see doc
     `DocumentWithChunks`, `DeletedDocument`, `IngestReport`, `SourceOutcome`, `LeftOut`, `DatabaseInfo`,
     `DatabaseHistory`, `TableVersion`, `VacuumReport`, `RebuildReport`, `DatabaseOverview`, `AskResult`,
     `SourceList`, `SourceSummary`, `ForgottenSource`, `SyncRun`, `SyncReport`, `SourceSync`,
-    `AnalyzeResult`, `Citation`, `Execution`, `ResolvedConfig`.
+    `AnalyzeResult`, `Citation`, `Execution`, `ResolvedConfig`, `PictureInfo`, `PictureRecord`,
+    `DocumentPictures`, `WrittenPictures`, `Visualized`.
 
 Errors (every failure meant for a user is a `HaikuError` with a one-line message and an `exit_code`)
     `HaikuError`, `InputError`, `DatabaseError`, `ModelError`, `ExitCode`; `error.hint` is a `Hint` (or
@@ -87,6 +91,14 @@ if TYPE_CHECKING:
     )
     from haiku_cli.databases.operations import search as search_hits
     from haiku_cli.databases.operations import search_results as search
+    from haiku_cli.databases.pictures import (
+        DocumentPictures,
+        Visualized,
+        WrittenPictures,
+        document_pictures,
+        visualize_chunk,
+        write_pictures,
+    )
     from haiku_cli.databases.results import (
         DatabaseHistory,
         DatabaseOverview,
@@ -113,7 +125,13 @@ if TYPE_CHECKING:
     from haiku_cli.search.hits import SearchHit
     from haiku_cli.store.location import Location
     from haiku_cli.store.maintenance import DatabaseInfo, TableVersion
-    from haiku_cli.store.records import ChunkRecord, DocumentRecord, DocumentSummary
+    from haiku_cli.store.records import (
+        ChunkRecord,
+        DocumentRecord,
+        DocumentSummary,
+        PictureInfo,
+        PictureRecord,
+    )
 
 
 def _exports() -> dict[str, tuple[str, str]]:

@@ -17,6 +17,7 @@ from haiku_cli.cli import (
     config_commands,
     ingest_commands,
     mcp_command,
+    picture_commands,
     search_command,
     source_commands,
 )
@@ -77,6 +78,7 @@ ask_command.register(app)
 chat_command.register(app)
 analyze_command.register(app)
 admin_commands.register(app)
+picture_commands.register(app)
 config_commands.register(app)
 mcp_command.register(app)
 

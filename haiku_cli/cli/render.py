@@ -179,9 +179,14 @@ def document(found: DocumentWithChunks) -> None:
         ("created", doc.created_at.strftime(when)),
         ("updated", doc.updated_at.strftime(when)),
         ("chunks", len(found.chunks)),
+        ("pictures", len(found.pictures) or None),
     ):
         if value is not None:
             output.out.print(f"{label:>9}: {printable(str(value))}", markup=False, style="dim")
+    for p in found.pictures:
+        where = f"p. {p.page}  " if p.page else ""
+        line = f"{p.reference}  {where}{p.width}x{p.height} {p.format}  {size(p.size)}  {p.caption}"
+        output.out.print(f"{'':>11}{printable(line.rstrip())}", markup=False, style="dim")
     output.out.print()
     output.out.print(printable(doc.content.replace("\f", "\n\n")), markup=False)
 

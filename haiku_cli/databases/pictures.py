@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import NamedTuple
+from urllib.parse import unquote, urlsplit
 
+import anyio.to_thread
 from pydantic import BaseModel
 
 from haiku_cli.databases import references
@@ -12,11 +15,12 @@ from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.reading import read_each, read_one
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
+from haiku_cli.errors import InputError
 from haiku_cli.store import reads
 from haiku_cli.store.database import Database
 from haiku_cli.store.location import Location
 from haiku_cli.store.pictures import get_pictures
-from haiku_cli.store.records import DocumentSummary, PictureRecord
+from haiku_cli.store.records import ChunkRecord, DocumentSummary, PictureInfo, PictureRecord
 
 
 class PictureKey(NamedTuple):
@@ -71,3 +75,136 @@ async def document_pictures(ws: Workspace, location: Location, document_id: str)
         return DocumentPictures(database=db.name, document=doc.summary(), pictures=get_pictures(db, found))
 
     return await read_one(ws.pool, location, read)
+
+
+class WrittenPicture(PictureInfo):
+    """A picture written to a file."""
+
+    path: str
+
+
+class WrittenPictures(BaseModel):
+    """What `haiku pictures --out` wrote: one file per picture of the document."""
+
+    database: str
+    document_id: str
+    document_title: str | None
+    folder: str
+    pictures: list[WrittenPicture]
+
+
+_SUFFIXES = {"png": ".png", "jpeg": ".jpg"}
+
+
+async def write_pictures(
+    ws: Workspace, location: Location, document_id: str, folder: Path
+) -> WrittenPictures:
+    """Write a document's pictures into `folder` (made if missing) as `{reference}.png` / `.jpg`."""
+    found = await document_pictures(ws, location, document_id)
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"{folder} is a file; give a folder to write the pictures into")
+    written = []
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for picture in found.pictures:
+            path = folder / f"{picture.reference}{_SUFFIXES.get(picture.format, '.png')}"
+            path.write_bytes(picture.data)
+            written.append(WrittenPicture(**picture.info().model_dump(), path=str(path)))
+    except (PermissionError, NotADirectoryError, FileExistsError) as exc:
+        raise InputError(f"cannot write the pictures into {folder}: {exc.strerror or exc}") from exc
+    doc = found.document
+    return WrittenPictures(
+        database=found.database,
+        document_id=doc.id,
+        document_title=doc.title,
+        folder=str(folder),
+        pictures=written,
+    )
+
+
+class HighlightedPage(BaseModel):
+    """One page of a chunk drawn with the chunk's text highlighted."""
+
+    page: int
+    path: str
+    lines_found: int
+    lines: int
+
+
+class Visualized(BaseModel):
+    """What `haiku visualize` wrote for a chunk: a PNG per page it spans."""
+
+    database: str
+    chunk_id: str
+    document_id: str
+    document_title: str | None
+    document_uri: str | None
+    pages: list[HighlightedPage]
+
+
+async def visualize_chunk(
+    ws: Workspace, location: Location, chunk_id: str, folder: Path | None = None
+) -> Visualized:
+    """Draw each page of a chunk of a PDF (read again from the file it was added from) with the chunk's
+    text highlighted, as `{chunk id start}-p{page}.png` in `folder` (default: the current directory)."""
+    from haiku_cli.ingest.convert.pdf_highlight import highlight_lines, highlight_page
+
+    def read(db: Database) -> tuple[ChunkRecord, DocumentSummary | None]:
+        chunk = reads.get_chunks(db, [chunk_id.strip()]).get(chunk_id.strip())
+        if chunk is None:
+            raise InputError(
+                f"no chunk {chunk_id!r} in database '{location.name}'; chunk ids are in "
+                "`haiku search --json` (chunk_id) and in the citations of `haiku ask`"
+            )
+        doc = reads.get_document(db, chunk.document_id)
+        return chunk, doc.summary() if doc is not None else None
+
+    chunk, doc = await read_one(ws.pool, location, read)
+    if doc is None:
+        raise InputError(f"chunk {chunk_id!r}: its document was deleted")
+    path = _local_pdf(doc, chunk_id)
+    if not chunk.pages:
+        raise InputError(f"chunk {chunk_id!r} has no page number: only chunks of PDFs can be drawn")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(
+            f"{path}: cannot read ({exc.strerror or exc}); visualize draws the file added"
+        ) from exc
+    folder = folder or Path.cwd()
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"{folder} is a file; give a folder to write the pictures into")
+    pages = []
+    lines = len(highlight_lines(chunk.text))
+    for page in chunk.pages:
+        png, found = await anyio.to_thread.run_sync(
+            lambda page=page: highlight_page(data, page, chunk.text, label=str(path))
+        )
+        out = folder / f"{chunk.id[:8]}-p{page}.png"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(png)
+        except (PermissionError, NotADirectoryError) as exc:
+            raise InputError(f"cannot write {out}: {exc.strerror or exc}") from exc
+        pages.append(HighlightedPage(page=page, path=str(out), lines_found=found, lines=lines))
+    return Visualized(
+        database=location.name,
+        chunk_id=chunk.id,
+        document_id=doc.id,
+        document_title=doc.title,
+        document_uri=doc.uri,
+        pages=pages,
+    )
+
+
+def _local_pdf(doc: DocumentSummary, chunk_id: str) -> Path:
+    uri = doc.uri or ""
+    if not uri.startswith("file://") or not uri.lower().endswith(".pdf"):
+        raise InputError(
+            f"chunk {chunk_id!r} is from {uri or 'a text added directly'}: only chunks of PDFs added from "
+            "a local file can be drawn"
+        )
+    path = Path(unquote(urlsplit(uri).path))
+    if not path.is_file():
+        raise InputError(f"{path}: no such file; visualize draws the PDF the chunk was added from")
+    return path
