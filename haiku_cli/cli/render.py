@@ -89,21 +89,24 @@ def search_hits(query: str, hits: Sequence[SearchHit], *, show_database: bool = 
     terms = highlight_terms(query)
     shown = api.short_ids([hit.document_id for hit in hits])
     for hit in hits:
+        label = f"  [{hit.database}]" if show_database else ""
+        score = f"  score {hit.score:.3f}"
+        title = printable(hit.document_title or hit.document_uri or hit.document_id)
         head = Text()
         head.append(f"{hit.rank:>2}. ", style="bold")
-        head.append(printable(hit.document_title or hit.document_uri or hit.document_id), style="bold cyan")
-        if show_database:
-            head.append(f"  [{hit.database}]", style="magenta")
-        head.append(f"  score {hit.score:.3f}", style="dim")
+        head.append(_fit(title, 4 + cell_len(label + score)), style="bold cyan")
+        head.append(label, style="magenta")
+        head.append(score, style="dim")
         output.out.print(head)
         rest = ("  § " + " > ".join(hit.heading_path)) if hit.heading_path else ""
         if hit.pages:
             rest += "  p. " + ",".join(str(p) for p in hit.pages)
-        uri = printable(hit.document_uri or "(added text)")
-        if output.out.is_terminal:  # the uri gives way, in its middle, to the id and the section
-            room = output.out.width - 6 - len(shown[hit.document_id]) - cell_len(printable(rest))
-            uri = tables.middle(uri, max(room, 24))
-        output.out.print(Text(f"    {shown[hit.document_id]}  {uri}{printable(rest)}", style="dim"))
+        rest = printable(rest)
+        # The uri gives way, in its middle, to the id and the section.
+        uri = _fit(
+            printable(hit.document_uri or "(added text)"), 6 + len(shown[hit.document_id]) + cell_len(rest)
+        )
+        output.out.print(Text(f"    {shown[hit.document_id]}  {uri}{rest}", style="dim"))
         body = Text("    " + excerpt(hit.content, terms))
         body.highlight_words(terms, style="bold yellow", case_sensitive=False)
         output.out.print(body)
@@ -145,6 +148,13 @@ def document_hits(query: str, hits: Sequence[SearchHit], *, show_database: bool 
         body.highlight_words(terms, style="bold yellow", case_sensitive=False)
         head.append_text(body)
         output.out.print(head, no_wrap=output.out.is_terminal, overflow="ellipsis", soft_wrap=True)
+
+
+def _fit(text: str, beside: int) -> str:
+    """`text` cut in its middle to fit a terminal line beside `beside` other cells (whole in a pipe)."""
+    if not output.out.is_terminal:
+        return text
+    return tables.middle(text, max(output.out.width - beside, 20))
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[object]], *, keep: Sequence[str] = ("id",)) -> None:
@@ -325,13 +335,21 @@ def citations(cited: Sequence[Citation], question: str, *, heading: bool = True)
         output.out.print()
         output.out.print("Citations", style="bold")
     for c in cited:
-        head = Text(f"[{c.index}] ", style="bold")
-        head.append(printable(c.document_title or c.document_uri or c.document_id), style="cyan")
-        if c.document_title and c.document_uri:
-            head.append(f"  {printable(c.document_uri)}", style="dim")
-        head.append(f"  [{c.database}]", style="magenta")
-        if c.pages:
-            head.append(f"  p. {', '.join(str(p) for p in c.pages)}", style="dim")
+        marker, label = f"[{c.index}] ", f"  [{c.database}]"
+        pages = f"  p. {', '.join(str(p) for p in c.pages)}" if c.pages else ""
+        title = printable(c.document_title or c.document_uri or c.document_id)
+        uri = printable(c.document_uri) if c.document_title and c.document_uri else ""
+        # On a terminal the title and the uri share the line, each cut in its middle if need be.
+        beside = cell_len(marker + label + pages) + (2 if uri else 0)
+        uri_cells = min(cell_len(uri), max((output.out.width - beside) // 2, 24))
+        title = _fit(title, beside + uri_cells)
+        uri = _fit(uri, beside + cell_len(title))
+        head = Text(marker, style="bold")
+        head.append(title, style="cyan")
+        if uri:
+            head.append(f"  {uri}", style="dim")
+        head.append(label, style="magenta")
+        head.append(pages, style="dim")
         output.out.print(head, soft_wrap=True)
         text = Text("    " + excerpt(c.content, terms))
         text.highlight_words(terms, style="bold yellow", case_sensitive=False)

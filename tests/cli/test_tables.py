@@ -17,7 +17,7 @@ TITLE = "A Remarkably Long Title That Would Otherwise Wrap Over Several Lines Of
 @pytest.fixture
 def terminal(monkeypatch: pytest.MonkeyPatch) -> io.StringIO:
     screen = io.StringIO()
-    console = output._Console(file=screen, width=80, force_terminal=True, no_color=True, highlight=False)
+    console = output._Console(file=screen, width=80, force_terminal=True, color_system=None, highlight=False)
     monkeypatch.setattr(output, "out", console)
     return screen
 
@@ -70,3 +70,42 @@ def test_get_shows_metadata_as_key_value_lines_and_times_in_utc(cli) -> None:
     assert not any("{'" in line for line in lines)  # never a Python dict
     created = next(line for line in lines if line.lstrip().startswith("created:"))
     assert created.endswith(" UTC") and "+00:00" not in created
+
+
+def test_hits_and_citations_fit_80_columns_keeping_the_id_and_the_file_name(terminal: io.StringIO) -> None:
+    from haiku_cli.capabilities.citations import Citation
+    from haiku_cli.search.hits import SearchHit
+
+    doc_id = "3f2b8c1e-9a4d-4e57-b1c2-7d9e0f6a5b43"
+    hit = SearchHit(
+        database="papers",
+        document_id=doc_id,
+        document_uri=URI,
+        document_title=TITLE,
+        chunk_id="c1",
+        content="Tides rise and fall twice a day.",
+        score=0.5,
+        rank=1,
+        heading_path=["Tables"],
+    )
+    render.search_hits("tides", [hit])
+    render.citations(
+        [
+            Citation(
+                index=1,
+                database="papers",
+                document_id=doc_id,
+                document_uri=URI,
+                document_title=TITLE,
+                chunk_id="c1",
+                content="Tides rise.",
+            )
+        ],
+        "tides",
+    )
+    lines = [line for line in terminal.getvalue().splitlines() if line.strip()]
+    assert all(len(line) <= 80 for line in lines), lines
+    head, where, cited = lines[0], lines[1], next(line for line in lines if line.startswith("[1]"))
+    assert head.startswith(" 1. A Remarkably") and head.endswith("[papers]  score 0.500")
+    assert where.startswith(f"    {doc_id[:8]}  file:///") and where.endswith("asked-for.md  § Tables")
+    assert cited.startswith("[1] A Remarkably") and "asked-for.md" in cited and cited.endswith("[papers]")
