@@ -131,6 +131,14 @@ class Embedder:
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             got = f"returned an array of shape {vectors.shape} for {len(texts)} texts"
             raise ModelError(f"embedding model {self._name} {got}")
+        finite = np.isfinite(vectors).all(axis=1)
+        if not finite.all():
+            # NaN would be stored and then match nothing: a search would come back empty with no error.
+            bad = f"{int((~finite).sum())} of {len(texts)}"
+            raise ModelError(
+                f"embedding model '{self._name}' returned vectors with NaN or infinite values ({bad} texts); "
+                "check the embedding server"
+            )
         if self._dimension is None:
             self._dimension = vectors.shape[1]
         elif vectors.shape[1] != self._dimension:
@@ -141,8 +149,7 @@ class Embedder:
         return vectors / np.maximum(norms, 1e-12)
 
     async def _probe(self) -> int:
-        result = await self._model.embed([PROBE_TEXT], input_type="document")
-        return len(result.embeddings[0])
+        return (await self._embed([PROBE_TEXT], "document")).shape[1]
 
     def _probe_with(self, probe: Callable[[], Awaitable[int]]) -> Callable[[], Awaitable[int]]:
         async def run() -> int:

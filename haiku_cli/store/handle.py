@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from haiku_cli.errors import DatabaseError, HaikuError
+from haiku_cli.errors import DatabaseError, HaikuError, ModelError
 from haiku_cli.store import schema
 from haiku_cli.store.location import Location
 
@@ -148,7 +148,15 @@ class Database:
     def check_embedder(self, spec: EmbedderSpec) -> None:
         """Refuse to mix embedders: vectors from two models are not comparable."""
         mine = self.embedder
-        if mine.name != spec.name or mine.dimension != spec.dimension:
+        if mine.name == spec.name and mine.dimension != spec.dimension:
+            # Same model, other vectors: the server is broken or serves another model under that name.
+            # Rebuilding would re-embed everything with it, so the advice is to look at the server.
+            raise ModelError(
+                f"embedding model '{spec.name}' returned {spec.dimension}-dimensional vectors, but database "
+                f"'{self.name}' was written with it at {mine.dimension}; check that its server still "
+                "serves the model the database was written with"
+            )
+        if mine.name != spec.name:
             raise DatabaseError(
                 f"database '{self.name}' was written with embedder {mine.name} ({mine.dimension} dims), "
                 f"but {spec.name} ({spec.dimension} dims) is configured; "
