@@ -62,4 +62,4 @@ def _uris(reference: str) -> list[str]:
     source = as_source(reference)
     if is_url(source):
         return [reference, source]
-    return [reference, Path(os.path.abspath(source)).as_uri()]
+    return [reference, Path(os.path.abspath(os.path.expanduser(source))).as_uri()]

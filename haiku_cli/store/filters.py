@@ -76,10 +76,37 @@ def _metadata_condition(where: str, tokens: list[str], i: int) -> tuple[str, int
         if values:
             found = " OR ".join(_pair_present(key, v) for v in values)
             return (f"({found})" if op == "=" else f"NOT ({found})"), k + 1
+    elif op.upper() in ("IN", "NOT"):
+        negated = op.upper() == "NOT"
+        if not negated or next(rest, (0, ""))[1].upper() == "IN":
+            listed = _value_list(rest)
+            if listed is not None:
+                values, end = listed
+                found = " OR ".join(_pair_present(key, v) for v in values)
+                return (f"NOT ({found})" if negated else f"({found})"), end + 1
     raise InputError(
-        f"invalid filter {where!r}: metadata.{key} can be compared with =, != or IS [NOT] NULL to a "
-        f"quoted value or a number, e.g. metadata.{key} = 'draft'"
+        f"invalid filter {where!r}: metadata.{key} can be compared with =, !=, [NOT] IN (...) or "
+        f"IS [NOT] NULL to quoted values or numbers, e.g. metadata.{key} = 'draft'"
     )
+
+
+def _value_list(rest: Iterator[tuple[int, str]]) -> tuple[list[str], int] | None:
+    """The JSON forms of the values in `('a', 2, ...)` and where its ')' is; None if it is not a list."""
+    _, opening = next(rest, (0, ""))
+    if opening != "(":
+        return None
+    forms: list[str] = []
+    for _, literal in rest:
+        values = _json_forms(literal)
+        if not values:
+            return None
+        forms += values
+        end, after = next(rest, (0, ""))
+        if after == ")":
+            return forms, end
+        if after != ",":
+            return None
+    return None
 
 
 def _key(token: str) -> str:

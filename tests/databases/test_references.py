@@ -60,7 +60,15 @@ def test_a_uri_or_the_path_it_was_added_from_names_the_document(
     report = anyio.run(lambda: operations.add_sources(ws, location, [str(note)], title=None, metadata={}))
     doc_id = report.outcomes[0].document_id
     monkeypatch.chdir(tmp_path)
-    for reference in (note.as_uri(), str(note), "field notes.md", f"./{note.name}", f" {note.as_uri()}\n"):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for reference in (
+        note.as_uri(),
+        str(note),
+        "field notes.md",
+        f"./{note.name}",
+        "~/field notes.md",
+        f" {note.as_uri()}\n",
+    ):
         assert _get(ws, location, reference) == doc_id, reference
     gone = anyio.run(lambda: operations.delete_document(ws, location, os.path.relpath(note)))
     assert gone.document.id == doc_id and gone.chunks == 1
