@@ -450,5 +450,11 @@ async def sync_source(
 
 
 def writable_databases(ws: Workspace) -> list[Location]:
-    """`--all`: every configured database that exists and is not configured read_only."""
-    return [loc for loc in ws.locations.values() if not loc.read_only and exists(loc)]
+    """`--all`: every configured database that exists and is not configured read_only (none is an error)."""
+    found = [loc for loc in ws.locations.values() if not loc.read_only and exists(loc)]
+    if not found:
+        raise InputError(
+            "--all found no configured database that exists and is not read_only; "
+            "add sources to one first (haiku add-src PATH)"
+        )
+    return found

@@ -233,9 +233,7 @@ class _Run:
         async with self.lock:
             try:
                 done = await operations.sync_source(self.ws, watched.db, source, scope=scope)
-            except HaikuError as exc:
-                if exc.exit_code not in (3, 4):  # a database or a model that failed: say it, try later
-                    raise
+            except HaikuError as exc:  # a database or a model that failed: said once, tried again later
                 self._say(watched, source, source.source, "failed", str(exc))
                 return False
         self._report(watched, source, done)

@@ -96,6 +96,12 @@ def test_sync_all_covers_every_writable_database(cli, write_config, tmp_path: Pa
     assert several.exit_code == ExitCode.INPUT
 
 
+def test_sync_all_with_no_database_to_sync_says_so(cli) -> None:
+    done = cli("sync", "--all")
+    assert done.exit_code == ExitCode.INPUT
+    assert "--all found no configured database that exists and is not read_only" in done.stderr
+
+
 def test_a_database_without_remembered_sources(cli) -> None:
     cli("add", "A note typed in, not added from a source.")
     listed = cli("sources")

@@ -181,6 +181,27 @@ def test_other_writers_meanwhile_lose_nothing(workspace, tmp_path: Path, notes: 
     assert reads.count_documents(open_database(location)) == 4 + 3
 
 
+def test_a_writer_holding_the_lock_too_long_is_said_once_and_the_change_follows(
+    workspace, write_config, tmp_path: Path, notes: Path
+) -> None:
+    from haiku_cli.store.writer import WaitPolicy, acquire
+
+    write_config("[storage]\nwrite_wait_seconds = 0.2\n")
+    ws, location = workspace(), Location("w", str(tmp_path / "w.lancedb"))
+    _added(ws, location, notes)
+    with Watching(ws, location, debounce_ms=100) as watching:
+        held = acquire(Path(location.uri), location.name, WaitPolicy(0))  # another writer, for a while
+        try:
+            (notes / "pears.md").write_text("Pears ripen off the tree.\n")
+            watching.wait_for(lambda events: any(e.status == "failed" for e in events))
+            time.sleep(6)  # a retry or two meet the same writer: not said again
+        finally:
+            held.release()
+        watching.wait_for(_seen("added", notes / "pears.md"))
+    failures = [e for e in watching.events if e.status == "failed"]
+    assert len(failures) == 1 and "is being written by" in (failures[0].error or "")
+
+
 class _Page(BaseHTTPRequestHandler):
     body = b"<title>Tides</title><p>High tide at noon.</p>"
     statuses: ClassVar[list[int]] = []
