@@ -40,7 +40,13 @@ DatabaseNames = Annotated[
 ]
 DatabasePaths = Annotated[
     list[Path] | None,
-    typer.Option("--db", help="A database by path; it is named after its folder's stem.", metavar="PATH"),
+    # Not checked for readability here: an unreadable database is a database failure (exit 3), said once.
+    typer.Option(
+        "--db",
+        help="A database by path; it is named after its folder's stem.",
+        metavar="PATH",
+        readable=False,
+    ),
 ]
 ModelName = Annotated[
     str | None,

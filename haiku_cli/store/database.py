@@ -57,13 +57,16 @@ def exists(location: Location) -> bool:
     A local folder holding other files is refused rather than reported missing: it can never be created
     there, so "add documents first" would send the user to an add that refuses.
     """
-    if written_here(location):
-        return True  # a local database's meta table is there: nothing else to look at
-    refuse_a_file(location)
-    path = location.local_path
-    if path is not None:
-        _refuse_foreign_folder(location, path)
-        return False
+    try:
+        if written_here(location):
+            return True  # a local database's meta table is there: nothing else to look at
+        refuse_a_file(location)
+        path = location.local_path
+        if path is not None:
+            _refuse_foreign_folder(location, path)
+            return False
+    except OSError as exc:  # a folder without read permission: the database's failure, not a usage error
+        raise storage_failure(location.name, "cannot be read", exc) from exc
     try:
         conn = _connect(location)
         return schema.META in table_names(conn)
@@ -77,7 +80,10 @@ def written_here(location: Location) -> bool:
     """Whether a local database's meta table, which marks a database as existing, is in its folder (one
     look at the folder); always False for object storage, which only a connection can tell."""
     path = location.local_path
-    return path is not None and (path / f"{schema.META}.lance").is_dir()
+    try:
+        return path is not None and (path / f"{schema.META}.lance").is_dir()
+    except OSError as exc:  # a folder without read permission
+        raise storage_failure(location.name, "cannot be read", exc) from exc
 
 
 def refuse_a_file(location: Location) -> None:

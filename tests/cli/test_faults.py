@@ -3,6 +3,10 @@ command in bounded time, with one line naming what failed and the documented exi
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -89,3 +93,33 @@ def test_vectors_of_another_size_are_blamed_on_the_embedder_not_the_database(cli
                 "was written with it at 64; check that its server still serves the model the database was "
                 "written with\n",
             ), args
+
+
+def _without_root_powers() -> list[str]:
+    """A command prefix that runs haiku with file permissions enforced, even for root."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("root reads any folder, and setpriv (to drop that power) is not installed")
+    # Root bypasses permissions through two capabilities; without them it is checked like any owner.
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+
+
+def test_a_database_folder_without_read_permission_is_one_database_line(cli, tmp_path: Path) -> None:
+    db = tmp_path / "notes.lancedb"
+    assert cli("add", "Kestrels hover over fields.", "--db", str(db)).exit_code == 0
+    db.chmod(0)
+    try:
+        for args in (("search", "kestrels"), ("list",), ("add", "Owls.")):
+            run = subprocess.run(
+                [*_without_root_powers(), sys.executable, "-m", "haiku_cli", *args, "--db", str(db)],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert (run.returncode, run.stderr) == (
+                ExitCode.DATABASE,
+                "haiku: database 'notes' cannot be read: permission denied\n",
+            ), args
+    finally:
+        db.chmod(0o755)
