@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from haiku_cli.config.settings import IngestSettings
@@ -19,21 +20,56 @@ def download(
 ) -> tuple[bytes, str, str | None]:
     """The bytes, final URL and content type of `url`; failures and downloads over the limit raise
     ConversionError."""
+    got = download_if_changed(url, timeout=timeout, limits=limits, accept=accept)
+    return got.data or b"", got.url, got.content_type
+
+
+@dataclass(frozen=True)
+class Downloaded:
+    """What a server sent: the body (None when it answered "not modified"), where from, and what
+    identifies this version of it for a conditional request later (ETag, Last-Modified)."""
+
+    data: bytes | None
+    url: str
+    content_type: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+def download_if_changed(
+    url: str,
+    *,
+    timeout: float,
+    limits: IngestSettings,
+    accept: str = "*/*",
+    etag: str | None = None,
+    last_modified: str | None = None,
+) -> Downloaded:
+    """`download`, asking for the body only if it changed since the version `etag`/`last_modified` name."""
     import httpx
 
     if not url.lower().startswith(("http://", "https://")):
         raise ConversionError(f"{url}: not an http(s) URL")
     headers = {"User-Agent": _USER_AGENT, "Accept": accept}
+    if etag:
+        headers["If-None-Match"] = etag
+    if last_modified:
+        headers["If-Modified-Since"] = last_modified
     try:
         with (
             httpx.Client(follow_redirects=True, timeout=timeout, headers=headers) as client,
             client.stream("GET", url) as response,
         ):
+            if response.status_code == 304 and (etag or last_modified):
+                return Downloaded(None, str(response.url), etag=etag, last_modified=last_modified)
             if response.status_code >= 400:
                 phrase = f" {response.reason_phrase}" if response.reason_phrase else ""
                 raise ConversionError(f"{url}: HTTP {response.status_code}{phrase}")
             data = _read_limited(response, url, limits)
-            return data, str(response.url), response.headers.get("content-type")
+            got = response.headers
+            return Downloaded(
+                data, str(response.url), got.get("content-type"), got.get("etag"), got.get("last-modified")
+            )
     except httpx.TimeoutException as exc:
         raise ConversionError(f"{url}: timed out after {timeout:g}s") from exc
     except httpx.ConnectError as exc:
