@@ -5,11 +5,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.resolve import Resolution, ResolvedChunk, resolve_chunks
 from haiku_cli.databases.selection import Selection
+from haiku_cli.store.markers import picture_marks
+
+
+class CitedPicture(BaseModel):
+    """A picture the cited chunk covers: its reference in the document, and its caption."""
+
+    reference: str
+    caption: str = ""
 
 
 class Citation(BaseModel):
@@ -23,6 +31,12 @@ class Citation(BaseModel):
     chunk_id: str
     content: str
     pages: list[int] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def pictures(self) -> list[CitedPicture]:
+        """The pictures the cited chunk covers (`haiku pictures DOCUMENT_ID` writes them out)."""
+        return [CitedPicture(reference=r, caption=c) for r, c in picture_marks(self.content)]
 
     @classmethod
     def from_resolved(cls, index: int, found: ResolvedChunk) -> Citation:

@@ -354,6 +354,9 @@ def citations(cited: Sequence[Citation], question: str, *, heading: bool = True)
         text = Text("    " + excerpt(c.content, terms))
         text.highlight_words(terms, style="bold yellow", case_sensitive=False)
         output.out.print(text, soft_wrap=True)
+        for p in c.pictures:
+            shown = f"    picture {p.reference}" + (f": {p.caption}" if p.caption else "")
+            output.out.print(printable(shown), style="dim", markup=False, soft_wrap=True)
 
 
 def not_created(names: Sequence[str]) -> None:

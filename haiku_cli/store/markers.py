@@ -26,3 +26,8 @@ def clean_caption(caption: str) -> str:
 def picture_refs(text: str) -> list[str]:
     """The references of the pictures whose markers `text` holds, in order, each once."""
     return list(dict.fromkeys(m.group(2) for m in MARKER.finditer(text)))
+
+
+def picture_marks(text: str) -> list[tuple[str, str]]:
+    """(reference, caption) of each picture whose marker `text` holds, in order, each once."""
+    return list({m.group(2): (m.group(2), m.group(1)) for m in MARKER.finditer(text)}.values())

@@ -84,7 +84,8 @@ def test_ask_json_through_a_real_openai_compatible_server(kb, cli, openai_env) -
     assert data["databases"] == ["notes", "papers"]
     [citation] = data["citations"]
     assert set(citation) == {
-        "index", "database", "document_id", "document_uri", "document_title", "chunk_id", "content", "pages"
+        "index", "database", "document_id", "document_uri", "document_title", "chunk_id", "content", "pages",
+        "pictures",
     }  # fmt: skip
     assert (citation["index"], citation["database"], citation["document_title"]) == (1, "notes", "France")
     assert "Paris" in citation["content"]

@@ -1,15 +1,21 @@
-"""Pictures for users: `get` lists them, `pictures --out` writes them, `visualize` draws a chunk's page."""
+"""Pictures for users: `get` lists them, `pictures --out` writes them, `visualize` draws a chunk's page,
+`ask` sends them to the model and lists those of its citations."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
 from haiku_cli.errors import ExitCode
+from tests.cli.openai_stub import answer, tool_call
+from tests.cli.test_ask_command import openai_env
 from tests.support.pictures import pdf_with_images
+
+__all__ = ["openai_env"]  # a fixture: a scripted OpenAI-compatible server
 
 PAGES = [
     "Measuring recall of hybrid retrieval.\n\n\n\n\n\n\n\n\nFigure 1: Recall by method",
@@ -82,3 +88,30 @@ def test_visualize_refuses_a_chunk_that_is_not_from_a_pdf(cli, tmp_path: Path) -
     assert "only chunks of PDFs added from a local file can be drawn" in refused.stderr
     missing = cli("visualize", "not-a-chunk")
     assert missing.exit_code == ExitCode.INPUT and "no chunk 'not-a-chunk'" in missing.stderr
+
+
+def _figure_question(body: dict) -> tuple[int, dict]:
+    """Search for the figure, cite the first result, answer."""
+    turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+    if turn == 0:
+        return tool_call("search", {"query": "recall by method figure"})
+    if turn == 1:
+        tool = next(m for m in body["messages"] if m["role"] == "tool")
+        text = tool["content"] if isinstance(tool["content"], str) else json.dumps(tool["content"])
+        return tool_call("cite", {"chunk_ids": re.findall(r"\[([0-9a-f-]{36})\]", text)[:1]}, "call_2")
+    return answer("Figure 1 shows recall by method [1].")
+
+
+def test_ask_sends_the_figure_to_the_model_and_lists_it_with_its_citation(
+    cli, paper: str, openai_env
+) -> None:
+    stub = openai_env(_figure_question)
+    result = cli("ask", "What does figure 1 show?", "--model", "openai-chat:test", "--json")
+    assert result.exit_code == 0, result.stderr
+    [citation] = json.loads(result.stdout)["citations"]
+    assert {"reference": "p1-1", "caption": "Figure 1: Recall by method"} in citation["pictures"]
+    # On the wire (OpenAI chat completions): the tagged label in the tool result, the image as a data URL.
+    wire = json.dumps(stub.requests[1]["messages"])
+    assert "haiku-picture database=" in wire and "data:image/png;base64," in wire
+    shown = cli("ask", "What does figure 1 show?", "--model", "openai-chat:test")
+    assert "picture p1-1: Figure 1: Recall by method" in shown.stdout
