@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar
+
+import anyio
 
 from haiku_cli.databases.concurrency import in_threads, with_deadline
 from haiku_cli.databases.selection import Selection
@@ -25,11 +28,20 @@ from haiku_cli.store.writer import WaitPolicy
 T = TypeVar("T")
 
 
+@dataclass
+class _Opening:
+    """A cold open in flight, which concurrent calls for the same database wait on instead of repeating."""
+
+    done: anyio.Event = field(default_factory=anyio.Event)
+    result: Database | DatabaseError | None = None  # None once done: the opening call was cancelled
+
+
 class DatabasePool:
     """Open databases by name, reused across the queries of one process."""
 
     def __init__(self, write_policy: WaitPolicy | None = None, timeout_seconds: float | None = None) -> None:
         self._open: dict[tuple[str, str, bool], Database] = {}
+        self._opening: dict[tuple[str, str, bool], _Opening] = {}  # cold opens in flight
         self.write_policy = write_policy
         self.timeout_seconds = timeout_seconds  # the most a read of a networked database may take
 
@@ -69,6 +81,11 @@ class DatabasePool:
         selection is ever reached. Cold databases open concurrently: the wait is the slowest open.
         """
         missing = [loc for loc in selection.locations if _key(loc, writable) not in self._open]
+        # Single flight: a database another call is already opening is awaited, not opened again.
+        waiting = {
+            loc: self._opening[_key(loc, writable)] for loc in missing if _key(loc, writable) in self._opening
+        }
+        mine = [loc for loc in missing if loc not in waiting]
 
         def open_or_error(loc: Location) -> Database | DatabaseError:
             try:
@@ -91,19 +108,37 @@ class DatabasePool:
         cached = [loc for loc in cached if not is_fresh(self._open[_key(loc, False)])]
         if not missing and not cached:
             return [self._open[_key(loc, writable)] for loc in selection.locations]
-        calls = [partial(open_or_error, loc) for loc in missing] + [
-            partial(refresh_or_error, loc) for loc in cached
-        ]
-        results = await in_threads(calls)
-        opened, refreshed = results[: len(missing)], results[len(missing) :]
-        errors = [r for r in (*refreshed, *opened) if isinstance(r, DatabaseError)]
-        for loc, result in zip(cached, refreshed, strict=True):
-            if isinstance(result, DatabaseError):
-                self._open.pop(_key(loc, writable), None)
-        for loc, result in zip(missing, opened, strict=True):
-            if isinstance(result, Database):
-                result.write_policy = self.write_policy
-                self._open[_key(loc, writable)] = result
+        claims = {loc: _Opening() for loc in mine}
+        for loc, claim in claims.items():
+            self._opening[_key(loc, writable)] = claim
+        try:
+            calls = [partial(open_or_error, loc) for loc in mine] + [
+                partial(refresh_or_error, loc) for loc in cached
+            ]
+            results = await in_threads(calls)
+            opened, refreshed = results[: len(mine)], results[len(mine) :]
+            errors = [r for r in (*refreshed, *opened) if isinstance(r, DatabaseError)]
+            for loc, result in zip(cached, refreshed, strict=True):
+                if isinstance(result, DatabaseError):
+                    self._open.pop(_key(loc, writable), None)
+            for loc, result in zip(mine, opened, strict=True):
+                if isinstance(result, Database):
+                    result.write_policy = self.write_policy
+                    self._open[_key(loc, writable)] = result
+                claims[loc].result = result
+        finally:
+            for loc, claim in claims.items():
+                self._opening.pop(_key(loc, writable), None)
+                claim.done.set()  # with no result if this call was cancelled: a waiter opens it itself
+        for loc, claim in waiting.items():
+            await claim.done.wait()
+            if claim.result is None:
+                try:
+                    await self.clients_covering(Selection((loc,)), writable=writable, create_with=create_with)
+                except DatabaseError as exc:
+                    errors.append(exc)
+            elif isinstance(claim.result, DatabaseError):
+                errors.append(claim.result)
         if errors:
             raise DatabaseError.of_several(errors)
         return [self._open[_key(loc, writable)] for loc in selection.locations]

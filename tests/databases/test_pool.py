@@ -4,17 +4,21 @@ reader handle follows later writes, even when a vacuum deleted the versions it f
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections import Counter
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
+from haiku_cli.databases import pool as pool_module
 from haiku_cli.databases.concurrency import concurrently
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import DatabaseError
-from haiku_cli.store import EmbedderSpec, Location, open_database, reads
+from haiku_cli.store import Database, EmbedderSpec, Location, open_database, reads
 from haiku_cli.store.maintenance import vacuum
 from haiku_cli.store.writes import write_documents
 from tests.store.test_writes import _write
@@ -125,3 +129,43 @@ def test_a_search_connects_to_each_database_once_and_never_lists_it(make_db, wor
     found = anyio.run(lambda: operations.search_results(ws, selection, "owls", search_type="fts"))
     assert len(found.hits) == 2
     assert sorted(connected) == ["notes", "papers"]
+
+
+def _cold(tmp_path: Path, *names: str) -> list[Location]:
+    locations = [Location(n, str(tmp_path / f"{n}.lancedb")) for n in names]
+    for loc in locations:
+        write_documents(
+            open_database(loc, create_with=EmbedderSpec("test:e", 4), writable=True), [_write(loc.name)]
+        )
+    return locations
+
+
+async def test_sibling_calls_on_a_cold_pool_open_each_database_once(tmp_path: Path, monkeypatch) -> None:
+    locations = _cold(tmp_path, "a", "b")
+    opens: Counter[str] = Counter()
+
+    def counted(loc: Location, **kwargs: Any) -> Database:
+        opens[loc.name] += 1
+        return open_database(loc, **kwargs)
+
+    monkeypatch.setattr(pool_module, "open_database", counted)
+    pool = DatabasePool()
+    # Three searches of one question (one response's tool calls) reach the cold pool together.
+    siblings = await concurrently([partial(pool.clients_covering, Selection(tuple(locations)))] * 3)
+    assert opens == {"a": 1, "b": 1}
+    assert all(handles == siblings[0] for handles in siblings)
+
+
+async def test_cold_databases_open_at_the_same_time(tmp_path: Path, monkeypatch) -> None:
+    locations = _cold(tmp_path, "a", "b", "c")
+    # Each open waits until all three have started: opened one after another, the first would wait alone
+    # (and fail when the barrier gives up), so the test observes the overlap, not a duration.
+    together = threading.Barrier(len(locations), timeout=60)
+
+    def meeting(loc: Location, **kwargs: Any) -> Database:
+        together.wait()
+        return open_database(loc, **kwargs)
+
+    monkeypatch.setattr(pool_module, "open_database", meeting)
+    handles = await DatabasePool().clients_covering(Selection(tuple(locations)))
+    assert [db.name for db in handles] == ["a", "b", "c"]
