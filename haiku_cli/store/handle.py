@@ -176,9 +176,16 @@ def read_meta(table: Table) -> dict[str, str]:
 
 # What storage failures look like deep in LanceDB's (Rust) messages, and how to say them to a user.
 _KNOWN_FAILURES = (
+    # Looked up before any request: its failure says "Forbidden" (a metadata service refusing), not a denial.
+    (
+        ("failed to get aws credentials",),
+        "no AWS credentials were found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE",
+    ),
     (("read-only file system", "os error 30"), "the file system is read-only"),
     (("no space left", "os error 28", "disk quota"), "the disk is full"),
     (("permission denied", "os error 13", "access denied", "accessdenied", "forbidden"), "permission denied"),
+    # Before the timeouts: a refused connection's retry report also names its `retry_timeout`.
+    (("connection refused", "connectionrefused"), "the connection was refused; check the endpoint"),
     (("timed out", "timeout", "deadline"), "the storage did not answer in time"),
     (("connection refused", "connect error", "error sending request", "dispatch failure"), "cannot connect"),
 )

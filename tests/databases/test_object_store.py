@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from haiku_cli.errors import ExitCode
 
 
@@ -40,7 +42,9 @@ def test_create_add_search_and_fan_out_with_s3(cli, write_config, s3_server: str
     assert "s3://" not in cli("search", "falcons").stdout
 
 
-def test_unreachable_object_store_fails_naming_the_database(cli, write_config, tmp_path: Path) -> None:
+def test_unreachable_object_store_fails_naming_the_database(
+    cli, write_config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_config(
         f"""
 [databases]
@@ -51,9 +55,22 @@ storage_options = {{ endpoint = "http://127.0.0.1:9", allow_http = true, region 
 """
     )
     cli("add", "Kestrels hover.", "-d", "notes")
+    for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(variable, raising=False)
+    result = cli("search", "kestrel")
+    assert (result.exit_code, result.stderr) == (
+        ExitCode.DATABASE,
+        "haiku: database 'remote' cannot be reached: no AWS credentials were found; "
+        "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE\n",
+    )
+    # Nothing listens at the endpoint: a refused connection, not a store that "did not answer in time".
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     result = cli("search", "kestrel")
     assert result.exit_code == ExitCode.DATABASE
-    assert "database 'remote'" in result.stderr and "Traceback" not in result.stderr
+    assert result.stderr == (
+        "haiku: database 'remote' cannot be reached: the connection was refused; check the endpoint\n"
+    )
     assert result.stdout == ""
 
 
