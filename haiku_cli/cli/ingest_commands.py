@@ -93,20 +93,27 @@ def add_src(
 
     metadata = api.parse_metadata(meta or [])
     ws = workspace(ctx)
-    with output.progress_bar(f"adding to {location.name}") as bar:
-        report = run(
-            lambda: api.add_sources(
-                ws,
-                location,
-                sources,
-                title=title,
-                metadata=metadata,
-                progress=bar,
-                follow_symlinks=follow_symlinks,
-                include=include or (),
-                exclude=exclude or (),
+    try:
+        with output.progress_bar(f"adding to {location.name}") as bar:
+            report = run(
+                lambda: api.add_sources(
+                    ws,
+                    location,
+                    sources,
+                    title=title,
+                    metadata=metadata,
+                    progress=bar,
+                    follow_symlinks=follow_symlinks,
+                    include=include or (),
+                    exclude=exclude or (),
+                )
             )
+    except KeyboardInterrupt:
+        # What each finished batch wrote is kept (README: "Big folders"); a rerun skips it as unchanged.
+        output.error(
+            "interrupted: the documents written so far are kept; run the same add-src to add the rest"
         )
+        exit_with(ExitCode.INTERRUPTED)
     _report(report, json, verbose=verbose)
 
 

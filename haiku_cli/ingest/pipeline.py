@@ -26,7 +26,7 @@ from haiku_cli.store.database import Database
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import count_documents, find_by_hash, find_by_uri, stored_uris
 from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk, PictureRecord
-from haiku_cli.store.transaction import atomic_write, storage_errors
+from haiku_cli.store.transaction import atomic_write, keep_point, storage_errors
 from haiku_cli.store.writes import new_id, write_documents
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ class _Part:
     # The document's stored vectors may stand in for identical chunks' (same embedder, title, text).
     reuse_vectors: bool = False
     pictures: list[PictureRecord] = field(default_factory=list)  # written with the first part
+    last: bool = False  # the document's last part: once it is written, the document is whole
 
     @property
     def stored(self) -> DocumentRecord:
@@ -157,7 +158,10 @@ class Ingestor:
         while start < len(chunks):
             part = chunks[start : start + BATCH_CHUNKS - self._batch_chunks]
             pictures = picture_records(doc) if start == 0 else []
-            self._batch.append(_Part(record, part, existing, start == 0, outcome, reuse_vectors, pictures))
+            last = start + len(part) == len(chunks)
+            self._batch.append(
+                _Part(record, part, existing, start == 0, outcome, reuse_vectors, pictures, last=last)
+            )
             self._batch_chunks += len(part)
             start += len(part)
             if self._batch_chunks >= BATCH_CHUNKS:
@@ -238,7 +242,8 @@ class Ingestor:
                 )
             else:
                 more.extend((p.stored, c) for c in chunks)
-        return writes, more
+        # Batches are written in order, so only the batch's last document may go on into the next one.
+        return writes, more, batch[-1].last
 
     async def _kept_chunks(self, batch: list[_Part]) -> list[Kept | None]:
         """Per chunk of the batch, the stored chunk of its updated document it is identical to (or None).
@@ -269,16 +274,23 @@ class Ingestor:
         return out
 
     async def _write(self, embedded: _Embedded) -> None:
-        writes, more = embedded
-        await anyio.to_thread.run_sync(lambda: write_documents(self.db, writes, more_chunks=more))
+        writes, more, whole = embedded
+
+        def write() -> None:
+            write_documents(self.db, writes, more_chunks=more)
+            if whole:
+                keep_point(self.db)  # Ctrl-C from here on keeps this batch and those before it
+
+        await anyio.to_thread.run_sync(write)
 
 
 # Updated documents of up to this many chunks reuse the stored vectors of their identical chunks.
 _REUSE_VECTORS_UP_TO = 4 * BATCH_CHUNKS
 # What an add reads: a URL, a file, or a file of another suffix read as text.
 Item = str | Path | TextFile
-# A batch ready to write: whole or first parts of documents, and further chunks of documents written before.
-_Embedded = tuple[list[DocumentWrite], list[tuple[DocumentRecord, NewChunk]]]
+# A batch ready to write: whole or first parts of documents, further chunks of documents written before,
+# and whether every document in it is whole once it is written.
+_Embedded = tuple[list[DocumentWrite], list[tuple[DocumentRecord, NewChunk]], bool]
 
 
 async def add_text(

@@ -43,6 +43,8 @@ class Database:
         self.location = location
         self.conn = conn
         self.in_write = False  # inside atomic_write: nested writes join the outer one
+        # Table versions at the last point of the write where every document was whole (see keep_point)
+        self.keep_versions: dict[str, int] | None = None
         self.writer_lock: Any = None  # the held writer lock (store.writer), re-entrant
         self.write_policy: Any = None  # how long to wait for another writer (store.writer.WaitPolicy)
         self.read_at = time.monotonic()  # when this handle last caught up with the stored state

@@ -1,7 +1,12 @@
-"""All-or-nothing writes across tables, by recording table versions before a write and restoring them."""
+"""All-or-nothing writes across tables, by recording table versions before a write and restoring them.
+
+An interrupted write (Ctrl-C, a cancelled task) keeps what it committed up to its last keep point, where
+every document it wrote was whole; a failure or a kill still leaves the database as it was.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -17,6 +22,7 @@ def atomic_write(db: Database) -> Iterator[None]:
     """Run a multi-table write so that a failure or a kill leaves the database as it was.
 
     Nested uses join the outermost one: a whole `add-src` is one write, however many batches it commits.
+    Interrupted, it keeps the state of its last `keep_point` (if any) and undoes the rest.
     """
     if db.in_write:
         yield
@@ -30,20 +36,33 @@ def atomic_write(db: Database) -> Iterator[None]:
             db.set_meta(PENDING_WRITE, json.dumps(before))
         checkpoint("journal-written")
         db.in_write = True
+        db.keep_versions = None
         try:
             yield
             ensure_held(db)
-        except BaseException:
+        except BaseException as exc:
             # A writer whose lease lapsed must not touch the database: whoever took it over owns the
             # journal now and undoes this write itself.
             if db.writer_lock is None or db.writer_lock.valid():
-                _undo(db, before)
+                interrupted = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
+                kept = db.keep_versions if interrupted else None
+                _undo(db, kept or before)  # restoring the keep point drops the journal: what is kept stays
             raise
         finally:
             db.in_write = False
+            db.keep_versions = None
         checkpoint("before-commit")
         with storage_errors(db, "cannot be written"):
             db.delete_meta(PENDING_WRITE)
+
+
+def keep_point(db: Database) -> None:
+    """Mark the tables as they are now as what an interrupted write keeps (every document in them whole).
+
+    A no-op outside `atomic_write`.
+    """
+    if db.in_write:
+        db.keep_versions = table_versions(db)
 
 
 def _undo(db: Database, before: dict[str, int]) -> None:

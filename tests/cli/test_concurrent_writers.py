@@ -41,3 +41,33 @@ def test_second_add_fails_at_once_naming_the_first_when_told_not_to_wait(
     monkeypatch.delenv("HAIKU_WRITE_WAIT")
     listed = json.loads(cli("list", "--db", str(db), "--json").stdout)
     assert len(listed["documents"]) == 2
+
+
+def test_ctrl_c_during_an_add_keeps_what_was_written_and_a_rerun_finds_it_unchanged(
+    cli, tmp_path: Path
+) -> None:
+    import signal
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"n{i}.md").write_text(f"# Note {i}\n\nKestrel number {i} hovers over the field.\n")
+    db = tmp_path / "notes.lancedb"
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    env = {**os.environ, "HAIKU_TEST_PAUSE": f"data-written:{gate}"}
+    add = subprocess.Popen(
+        [sys.executable, "-m", "haiku_cli", "add-src", str(folder), "--db", str(db)],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for(lambda: any(gate.glob("*.reached")), "the add to write its batch")
+    add.send_signal(signal.SIGINT)  # Ctrl-C while the batch is being committed
+    (gate / "data-written.go").touch()
+    assert add.wait(60) == ExitCode.INTERRUPTED
+    assert add.stderr.read().splitlines()[-1] == (
+        "haiku: interrupted: the documents written so far are kept; run the same add-src to add the rest"
+    )
+    again = json.loads(cli("add-src", str(folder), "--db", str(db), "--json").stdout)
+    assert [o["status"] for o in again["outcomes"]] == ["unchanged"] * 3

@@ -392,3 +392,55 @@ def test_progress_knows_every_file_before_the_first_is_read(tmp_path: Path, embe
         ("files", 4),
         *[e for name in ["d0.md", "d1.md", "d2.md", "empty.md"] for e in [("reading", name), ("done", None)]],
     ]
+
+
+class _CtrlC:
+    """The real embedder, with Ctrl-C pressed (the add's task cancelled) as it starts its `at`-th batch."""
+
+    def __init__(self, real, at: int, scope: anyio.CancelScope | None = None) -> None:
+        self._real, self._at, self.scope = real, at, scope
+        self.calls, self.embedded = 0, 0
+        self.name, self.dimension, self.max_tokens = real.name, real.dimension, real.max_tokens
+        self.count_tokens = real.count_tokens
+
+    async def embed_documents(self, texts, on_progress=None):
+        self.calls += 1
+        if self.calls == self._at and self.scope is not None:
+            self.scope.cancel()
+            await anyio.sleep(1)  # cancelled here
+        self.embedded += len(texts)
+        return await self._real.embed_documents(texts, on_progress=on_progress)
+
+
+def test_ctrl_c_keeps_the_documents_finished_and_a_rerun_continues(
+    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = new_db(tmp_path, embedder)
+    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
+    folder = docs_folder(tmp_path, 7)
+    (folder / "d3x.md").write_text(_long_text(5, "alpha"))  # after d3.md: it spans three batches
+    pressing = _CtrlC(embedder, at=4)
+
+    async def interrupted() -> None:
+        with anyio.CancelScope() as scope:
+            pressing.scope = scope
+            await pipeline.add_sources(db, pressing, [str(folder)], title=None, metadata={})
+        assert scope.cancelled_caught
+
+    anyio.run(interrupted)
+    # Batches [d0 d1] [d2 d3] were written whole; [d3x d3x] was written too, but d3x is not whole.
+    kept = {Path(d.uri).name: d.id for d in reads.list_documents(db, limit=None)}
+    assert sorted(kept) == ["d0.md", "d1.md", "d2.md", "d3.md"]
+    assert all(len(reads.chunks_of(db, i)) == 1 for i in kept.values())
+    again = open_database(db.location, writable=True)
+    assert "pending_write" not in again.meta
+    rerun = _CtrlC(embedder, at=0)
+    report = anyio.run(lambda: pipeline.add_sources(again, rerun, [str(folder)], title=None, metadata={}))
+    statuses = {Path(o.source).name: o.status for o in report.outcomes}
+    assert statuses == {
+        **dict.fromkeys(["d0.md", "d1.md", "d2.md", "d3.md"], "unchanged"),
+        **dict.fromkeys(["d3x.md", "d4.md", "d5.md", "d6.md"], "added"),
+    }
+    long = next(o for o in report.outcomes if o.source.endswith("d3x.md"))
+    assert rerun.embedded == long.chunks + 3  # only what the interrupted add had not kept
+    assert reads.count_documents(again) == 8
