@@ -11,9 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import ClassVar
 
 import anyio
 import pytest
@@ -22,6 +20,7 @@ from haiku_cli.databases import operations
 from haiku_cli.databases.watching import WatchEvent, watch
 from haiku_cli.store import open_database, reads
 from haiku_cli.store.location import Location
+from tests.support.etag_server import serve_page
 
 # How long a test waits for a change to show; a bound on a hang, not a performance target.
 _PATIENCE = 30.0
@@ -79,7 +78,7 @@ class Watching:
         raise AssertionError(f"not seen in time; events: {self.events}")
 
 
-def _seen(status: str, path: Path) -> Callable[[list[WatchEvent]], bool]:
+def _seen(status: str, path: Path | str) -> Callable[[list[WatchEvent]], bool]:
     return lambda events: any(e.status == status and e.path == str(path) for e in events)
 
 
@@ -202,48 +201,20 @@ def test_a_writer_holding_the_lock_too_long_is_said_once_and_the_change_follows(
     assert len(failures) == 1 and "is being written by" in (failures[0].error or "")
 
 
-class _Page(BaseHTTPRequestHandler):
-    body = b"<title>Tides</title><p>High tide at noon.</p>"
-    statuses: ClassVar[list[int]] = []
-
-    def do_GET(self) -> None:
-        etag = f'"{hash(type(self).body)}"'
-        if self.headers.get("If-None-Match") == etag:
-            type(self).statuses.append(304)
-            self.send_response(304)
-            self.end_headers()
-            return
-        type(self).statuses.append(200)
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("ETag", etag)
-        self.send_header("Content-Length", str(len(type(self).body)))
-        self.end_headers()
-        self.wfile.write(type(self).body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 def test_url_sources_are_polled(workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(var, raising=False)
-    _Page.statuses = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-    url = f"http://127.0.0.1:{httpd.server_address[1]}/tides.html"
     ws, location = workspace(), Location("w", str(tmp_path / "w.lancedb"))
-    try:
-        _added(ws, location, url)
+    with serve_page(b"<title>Tides</title><p>High tide at noon.</p>", "/tides.html") as page:
+        _added(ws, location, page.url)
         with Watching(ws, location, poll_seconds=0.5) as watching:
-            _Page.body = b"<title>Tides</title><p>High tide at one.</p>"
-            watching.wait_for(lambda events: any(e.status == "updated" and e.path == url for e in events))
-        assert 304 in _Page.statuses  # unchanged polls were answered "not modified"
-        (doc_id,) = _documents(location).values()
-        assert "one" in reads.get_document(open_database(location), doc_id).content
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+            page.body = b"<title>Tides</title><p>High tide at one.</p>"
+            watching.wait_for(
+                lambda events: any(e.status == "updated" and e.path == page.url for e in events)
+            )
+        assert 304 in page.statuses  # unchanged polls were answered "not modified"
+    (doc_id,) = _documents(location).values()
+    assert "one" in reads.get_document(open_database(location), doc_id).content
 
 
 @pytest.mark.slow

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import ClassVar
 
 import anyio
 import pytest
@@ -18,6 +15,7 @@ from haiku_cli.ingest.sync import sync_source
 from haiku_cli.store import open_database, reads
 from haiku_cli.store import sources as stored
 from tests.ingest.support import FailingAfter, new_db
+from tests.support.etag_server import Page, serve_page
 
 
 def _add(db, embedder, *sources: str, **options):
@@ -209,70 +207,25 @@ def test_a_scoped_sync_looks_only_at_the_paths_given(tmp_path: Path, embedder, n
     assert _sync(db, embedder, str(notes), scope=[notes / "a.md"]).deleted == 1
 
 
-class _Served(BaseHTTPRequestHandler):
-    body = b"<title>Page</title><p>First version.</p>"
-    etag = '"v1"'
-    statuses: ClassVar[list[int]] = []
-
-    def do_GET(self) -> None:
-        cls = type(self)
-        if self.headers.get("If-None-Match") == cls.etag:
-            cls.statuses.append(304)
-            self.send_response(304)
-            self.end_headers()
-            return
-        cls.statuses.append(200)
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("ETag", cls.etag)
-        self.send_header("Content-Length", str(len(cls.body)))
-        self.end_headers()
-        self.wfile.write(cls.body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
-def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def page(monkeypatch: pytest.MonkeyPatch) -> Iterator[Page]:
     for var in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(var, raising=False)
-    _Served.statuses = []
-    _Served.body, _Served.etag = b"<title>Page</title><p>First version.</p>", '"v1"'
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Served)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/page.html"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve_page(b"<title>Page</title><p>First version.</p>") as served:
+        yield served
 
 
-def test_a_url_is_asked_again_with_its_etag(tmp_path: Path, embedder, served: str) -> None:
+def test_a_url_is_asked_again_with_its_etag(tmp_path: Path, embedder, page: Page) -> None:
     db = new_db(tmp_path, embedder)
-    _add(db, embedder, served)
-    first = _by_uri(db)[served]
-    done = _sync(db, embedder, served)
+    _add(db, embedder, page.url)
+    first = _by_uri(db)[page.url]
+    done = _sync(db, embedder, page.url)
     assert (done.unchanged, done.updated) == (1, 0)
-    assert _Served.statuses == [200, 304]
-    _Served.body, _Served.etag = b"<title>Page</title><p>Second version.</p>", '"v2"'
-    done = _sync(db, embedder, served)
+    assert page.statuses == [200, 304]
+    page.body = b"<title>Page</title><p>Second version.</p>"
+    done = _sync(db, embedder, page.url)
     assert done.updated == 1
-    assert _by_uri(db)[served] == first
+    assert _by_uri(db)[page.url] == first
     assert "Second version" in reads.get_document(db, first).content
-    assert _sync(db, embedder, served).unchanged == 1
-    assert _Served.statuses[-1] == 304
-
-
-def test_sync_chooses_a_folders_files_as_its_add_did(tmp_path: Path, embedder, notes: Path) -> None:
-    from haiku_cli.ingest.sources import FileChoice
-
-    db = new_db(tmp_path, embedder)
-    (notes / "plan.org").write_text("* Plan\nPlant pears in spring.\n")
-    _add(db, embedder, str(notes), choice=FileChoice(include=["*.org", "*.md"]))
-    assert sorted(Path(u).name for u in _by_uri(db)) == ["a.md", "plan.org"]
-    (notes / "plan.org").write_text("* Plan\nPlant plums in spring.\n")
-    done = _sync(db, embedder, str(notes))
-    assert (done.updated, done.deleted, done.added) == (1, 0, 0)  # read as text again; b.txt still left out
-    assert sorted(Path(u).name for u in _by_uri(db)) == ["a.md", "plan.org"]
+    assert _sync(db, embedder, page.url).unchanged == 1
+    assert page.statuses[-1] == 304
