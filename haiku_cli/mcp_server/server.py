@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -14,6 +15,7 @@ from haiku_cli.api import (
     AskResult,
     DatabaseOverview,
     DocumentList,
+    DocumentPictures,
     DocumentWithChunks,
     HaikuError,
     Hint,
@@ -24,6 +26,11 @@ from haiku_cli.mcp_server.tools import MAX_LIMIT, SEARCH_TYPES, ServerScope
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
+
+# The SDK's content types, which the picture tool's result annotation names (evaluated here); without the
+# SDK, build_server says how to install it.
+with contextlib.suppress(ImportError):
+    from mcp_types import ImageContent, TextContent
 
 MISSING_SDK = (
     "haiku mcp needs the MCP SDK: install it with pip install 'mcp>=2.3,<3' "
@@ -153,6 +160,24 @@ def build_server(scope: ServerScope) -> MCPServer:
         return await scope.get_document(database, document_id)
 
     @server.tool(annotations=reading)
+    async def get_pictures(
+        database: Annotated[str, Field(description="The database holding the document.")],
+        document_id: Annotated[
+            str,
+            Field(
+                description="The document's id as search hits give it (or a unique start of it), or its uri."
+            ),
+        ],
+        references: Annotated[
+            list[str] | None,
+            Field(description="Which pictures, by reference as get_document lists them (default: all)."),
+        ] = None,
+    ) -> list[TextContent | ImageContent]:
+        """A document's pictures (figures, scanned pages) as images, each after a label naming it."""
+        found = await scope.pictures(database, document_id, references)
+        return picture_content(found)
+
+    @server.tool(annotations=reading)
     async def list_documents(
         database: Annotated[
             str | None, Field(description="The database to list (optional when only one is in scope).")
@@ -249,3 +274,23 @@ def _expected(kind: str, given: object) -> str:
     if kind == "list_type" and isinstance(given, str):
         wanted += f", e.g. [{shown}]"
     return f"expected {wanted}, got {shown}"
+
+
+def picture_content(found: DocumentPictures) -> list[TextContent | ImageContent]:
+    """Each picture as a label (the one models get from `search`) and the image, base64 as MCP wants it."""
+    import base64
+
+    from haiku_cli.capabilities.pictures import label
+    from haiku_cli.databases.pictures import PictureKey
+
+    blocks: list[TextContent | ImageContent] = []
+    for p in found.pictures:
+        key = PictureKey(found.database, found.document.id, p.reference)
+        blocks.append(TextContent(type="text", text=label(key, p, found.document.title)))
+        mime = "image/jpeg" if p.format == "jpeg" else "image/png"
+        blocks.append(ImageContent(type="image", data=base64.b64encode(p.data).decode(), mime_type=mime))
+    if not blocks:
+        blocks.append(
+            TextContent(type="text", text=f"{found.document.title or found.document.id} has no pictures")
+        )
+    return blocks

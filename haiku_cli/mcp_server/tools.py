@@ -95,6 +95,20 @@ class ServerScope:
         """One document of a database in scope, with its chunks."""
         return await api.get_document(self.ws, self.location(database), document_id)
 
+    async def pictures(
+        self, database: str, document_id: str, references: Sequence[str] | None = None
+    ) -> api.DocumentPictures:
+        """A document's pictures with their bytes (those named by `references`, when given)."""
+        found = await api.document_pictures(self.ws, self.location(database), document_id)
+        if references:
+            wanted = set(references)
+            unknown = sorted(wanted - {p.reference for p in found.pictures})
+            if unknown:
+                have = ", ".join(p.reference for p in found.pictures) or "none"
+                raise api.InputError(f"no picture {', '.join(unknown)} in that document; it has: {have}")
+            found.pictures = [p for p in found.pictures if p.reference in wanted]
+        return found
+
     async def list_documents(
         self, database: str | None = None, limit: int = 50, offset: int = 0
     ) -> api.DocumentList:

@@ -23,7 +23,7 @@ from tests.capabilities.analysis_script import cite_printed, execute
 from tests.capabilities.script import Script, text
 from tests.support.single_chunks import single_chunk_database
 
-READ_TOOLS = {"list_databases", "search", "get_document", "list_documents"}
+READ_TOOLS = {"list_databases", "search", "get_document", "get_pictures", "list_documents"}
 
 
 @asynccontextmanager

@@ -50,7 +50,7 @@ async def exercise(client: Client) -> dict[str, Any]:
 
 
 def assert_first_session(seen: dict[str, Any]) -> None:
-    assert seen["tools"] == {"list_databases", "search", "get_document", "list_documents"}
+    assert seen["tools"] == {"list_databases", "search", "get_document", "get_pictures", "list_documents"}
     assert seen["both"] == {"alpha", "beta"}
     assert seen["narrowed"] == {"alpha"}
     assert seen["stray"] == (True, "unknown database 'gamma'; databases in scope: alpha, beta")
