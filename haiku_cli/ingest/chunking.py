@@ -17,7 +17,9 @@ MARGIN = 0.10
 # A match only starts where a run of punctuation starts, and takes it whole (possessive): a long run
 # with no space after it ("....", a 2 MB "word") is tried once, not once per character (quadratic).
 _SENTENCE_END = re.compile(r"(?<![.!?\u2026])[.!?\u2026]++[\"'\u201d\u2019)\]]*+\s+|[\u3002\uff01\uff1f]+")
-_WORD = re.compile(r"\S+")
+# A Markdown link is one word however many its text has, so a cut never splits one.
+_WORD = re.compile(r"!?\[[^\[\]\n]{0,200}\]\([^()\s]{0,2000}\)\S*|\S+")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _TABLE_RULE = re.compile(r"^\s*+\|?\s*+:?-{3,}")
 
 
@@ -98,6 +100,8 @@ class _Chunker:
     def split_block(self, block: Block) -> list[tuple[str, float]]:
         if block.kind == "table":
             return self.split_table(block.text)
+        if block.kind == "code":
+            return self.split_code(block.text)
         levels = ("line", "word") if block.kind in ("code", "list") else ("sentence", "line", "word")
         return self.split(block.text, levels, self.limit)
 
@@ -111,6 +115,22 @@ class _Chunker:
                 body = self.split("\n".join(lines[2:]), ("line", "word"), self.limit - header_cost)
                 return [(f"{header}\n{t}", c + header_cost) for t, c in body]
         return self.split(text, ("line", "word"), self.limit)
+
+    def split_code(self, text: str) -> list[tuple[str, float]]:
+        lines = text.split("\n")
+        opening = _FENCE.match(lines[0])
+        if opening is None or len(lines) < 3:
+            return self.split(text, ("line", "word"), self.limit)
+        fence = opening.group(1)
+        closed = lines[-1].strip().startswith(fence[0] * len(fence)) and not lines[-1].strip(fence[0] + " \t")
+        body = lines[1:-1] if closed else lines[1:]
+        closing = lines[-1] if closed else fence
+        fence_cost = self.cost(f"{lines[0]}\n{closing}") + self.sep
+        if fence_cost >= self.limit / 3:
+            return self.split(text, ("line", "word"), self.limit)
+        # Each part of a long code block is fenced again, so it still reads (and renders) as code.
+        pieces = self.split("\n".join(body), ("line", "word"), self.limit - fence_cost)
+        return [(f"{lines[0]}\n{t}\n{closing}", c + fence_cost) for t, c in pieces]
 
     def split(self, text: str, levels: tuple[str, ...], limit: float) -> list[tuple[str, float]]:
         """Cut `text` into pieces costing at most `limit`, at the coarsest level that has cuts."""

@@ -280,3 +280,26 @@ def test_markup_only_blocks_and_include_directives_are_not_chunks() -> None:
     assert [c.text for c in chunk_document(converted, words)] == [
         "Let us set up a project  first.\n\n```html\n<!-- a comment shown as code -->\n```"
     ]
+
+
+def test_a_long_code_block_is_fenced_again_in_every_chunk() -> None:
+    body = "\n".join(f"x{i} = compute(value_{i}, other_{i})  # step {i}" for i in range(60))
+    chunks = chunk_document(doc(f"# Code\n\n~~~python\n{body}\n~~~"), words, max_tokens=100)
+    check(chunks, max_tokens=100)
+    assert len(chunks) > 3
+    for c in chunks:
+        lines = c.text.split("\n")
+        assert lines[0] == "~~~python" and lines[-1] == "~~~" and lines[1].startswith("x")
+    assert {line for c in chunks for line in c.text.split("\n")[1:-1]} == set(body.split("\n"))
+
+
+def test_a_cut_by_words_never_splits_a_link() -> None:
+    links = " ".join(
+        f"see [the guide to handling errors number {i}](https://example.org/errors/{i}) now"
+        for i in range(40)
+    )
+    chunks = chunk_document(doc(links), words, max_tokens=45, overlap_tokens=0)  # 40 words: not 9 * n
+    check(chunks, max_tokens=45)
+    assert len(chunks) > 3
+    for c in chunks:
+        assert c.text.count("[") == c.text.count("](") == c.text.count(")")
