@@ -72,7 +72,10 @@ def compact(
         parts = by_message.get(index, {})
         # New part and message objects: the stored history must not change.
         new_parts = [
-            replace(p, content=parts[i]) if i in parts else _without_our_pictures(p)
+            # (`earlier` names tool returns only.)
+            _with_content(p, parts[i])
+            if i in parts and isinstance(p, ToolReturnPart)
+            else _without_our_pictures(p)
             for i, p in enumerate(message.parts)
         ]
         if any(new is not old for new, old in zip(new_parts, message.parts, strict=True)):
@@ -109,6 +112,10 @@ def capsule_pictures(
                 if owner is not None and key not in found:
                     found[key] = (key, owner, c.document_title)
     return list(found.values())[:CAPSULE_PICTURES]
+
+
+def _with_content(part: ToolReturnPart[Any], content: str | list[str | BinaryContent]) -> ToolReturnPart[Any]:
+    return replace(part, content=content)
 
 
 def render_capsule(groups: Sequence[tuple[str, Sequence[Citation]]]) -> str:
@@ -161,9 +168,9 @@ def earlier_returns(messages: Sequence[ModelMessage], states: Sequence[EvidenceS
             for p, part in enumerate(message.parts):
                 if not isinstance(part, ToolReturnPart):
                     continue
-                record = _match(records.get((part.tool_name, part.tool_call_id), []), message.run_id)
-                if record is not None and record.answer < current:
-                    found.append(_Earlier(m, p, record.receipt(state.asked.get(record.answer, ""))))
+                matched = _match(records.get((part.tool_name, part.tool_call_id), []), message.run_id)
+                if matched is not None and matched.answer < current:
+                    found.append(_Earlier(m, p, matched.receipt(state.asked.get(matched.answer, ""))))
     return found
 
 

@@ -68,7 +68,10 @@ def picture_items(
 
 def reads_images(ctx: RunContext[Any]) -> bool:
     """Whether the run's model takes images (pydantic-ai's profile; a text-only model gets labels only)."""
-    return bool(ctx.model.profile.get("supports_image_input", True))
+    from pydantic_ai.models import Model
+
+    model = ctx.model  # typed as the abstract model, which has no profile: a model that is not a Model
+    return not isinstance(model, Model) or bool(model.profile.get("supports_image_input", True))
 
 
 def keys_in(items: Iterable[tuple[str, str, str]]) -> list[PictureKey]:

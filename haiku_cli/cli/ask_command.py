@@ -19,7 +19,7 @@ from haiku_cli.cli.options import (
 from haiku_cli.cli.running import add_command, run
 
 if TYPE_CHECKING:
-    from haiku_cli.api import Selection
+    from haiku_cli.api import AskResult, Selection
 
 Question = Annotated[
     str, typer.Argument(help="The question to answer from your documents.", metavar="QUESTION")
@@ -48,6 +48,7 @@ def ask(
     from haiku_cli import api
 
     ws = workspace(ctx)
+    result: AskResult
     if session is not None:
         result = run(
             lambda: api.ask_in_session(

@@ -97,7 +97,7 @@ def _list_sessions(json: bool) -> None:
     """`--list-sessions`: the saved sessions, most recent first."""
     from haiku_cli.api import SessionStore
 
-    listed = run(SessionStore().summaries)
+    listed = SessionStore().summaries()
     if json:
         output.print_model(listed)
     elif not listed.sessions:
@@ -116,7 +116,7 @@ def _delete_session(name: str) -> None:
     """`--delete-session NAME`."""
     from haiku_cli.api import SessionStore
 
-    run(SessionStore().delete, name)
+    SessionStore().delete(name)
     output.err.print(f"deleted session {name}", markup=False, style="dim")
 
 

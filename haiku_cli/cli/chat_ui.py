@@ -8,7 +8,7 @@ from __future__ import annotations
 import signal
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from rich.live import Live
@@ -95,11 +95,12 @@ async def _terminal(host: ChatHost) -> None:
     keys = KeyBindings()
 
     @keys.add("escape", "enter")
-    def _newline(event) -> None:  # type: ignore[no-untyped-def]
+    def _newline(event: Any) -> None:
         event.current_buffer.insert_text("\n")
 
     sessions_dir().mkdir(parents=True, exist_ok=True)
-    prompt = PromptSession(history=FileHistory(str(sessions_dir() / "history")), key_bindings=keys)
+    history = FileHistory(str(sessions_dir() / "history"))
+    prompt: PromptSession[str] = PromptSession(history=history, key_bindings=keys)
     _banner(host)
     noted: set[str] = set()
     while True:

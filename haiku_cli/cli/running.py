@@ -56,16 +56,13 @@ def set_debug(value: bool) -> None:
     _debug = value
 
 
-async def _await(awaitable: Awaitable[T]) -> T:
-    return await awaitable
+def run(fn: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs) -> T:
+    """Run an async library function to completion and return its result (errors go to the boundary)."""
 
+    async def call() -> T:
+        return await fn(*args, **kwargs)
 
-def run(fn: Callable[..., Awaitable[T] | T], *args: Any) -> T:
-    """Call a library function, async or not, and return its result (errors go to the boundary)."""
-    result = fn(*args)
-    if inspect.isawaitable(result):
-        return anyio.run(_await, result)
-    return result  # type: ignore[return-value]
+    return anyio.run(call)
 
 
 def boundary(command: Callable[P, None]) -> Callable[P, None]:
@@ -104,7 +101,7 @@ class _Command(TyperCommand):
         return re.split(r"(?<=\.)\s", first, maxsplit=1)[0]
 
 
-def _no_type(ctx: typer.Context) -> None:
+def _no_type(ctx: Any) -> str | None:
     return None
 
 

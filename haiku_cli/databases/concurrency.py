@@ -5,12 +5,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 import anyio.to_thread
 
 T = TypeVar("T")
+A = TypeVar("A")
+B = TypeVar("B")
 
 
 async def in_threads(calls: Sequence[Callable[[], T]]) -> list[T]:
@@ -59,6 +61,12 @@ async def concurrently(calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
         leaf = _first_leaf(group)
         raise leaf from leaf.__cause__
     return results  # type: ignore[return-value]
+
+
+async def both(first: Callable[[], Awaitable[A]], second: Callable[[], Awaitable[B]]) -> tuple[A, B]:
+    """Await two calls of different result types at once (see `concurrently`)."""
+    a, b = await concurrently([first, second])
+    return cast(A, a), cast(B, b)
 
 
 def _first_leaf(group: BaseExceptionGroup) -> BaseException:

@@ -10,7 +10,7 @@ from typing import Literal
 import numpy as np
 
 from haiku_cli.config.settings import MAX_SEARCH_LIMIT
-from haiku_cli.databases.concurrency import concurrently
+from haiku_cli.databases.concurrency import both
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import Hint, InputError
@@ -119,9 +119,7 @@ async def _search_once(
     if search_type in ("hybrid", "vector"):
         assert embed_query is not None
         # Opening cold databases and loading the embedder overlap: a first query waits for the slower.
-        dbs, query_vector = await concurrently(
-            [partial(pool.clients_covering, selection), partial(embed_query, query)]
-        )
+        dbs, query_vector = await both(partial(pool.clients_covering, selection), partial(embed_query, query))
     else:
         dbs = await pool.clients_covering(selection)
     if search_type == "auto":
@@ -177,15 +175,11 @@ async def _hydrate(dbs: list[Database], ranked: list[tuple[Candidate, float]]) -
     hits = []
     for rank, (cand, score) in enumerate(ranked, start=1):
         if cand.document is not None:
-            uri, title, metadata = cand.document
-            fields = {"document_uri": uri, "document_title": title, "metadata": parse_json_object(metadata)}
+            uri, title, stored = cand.document
+            metadata = parse_json_object(stored)
         else:
             doc = docs[cand.database].get(cand.document_id)
-            fields = {
-                "document_uri": doc.uri if doc else None,
-                "document_title": doc.title if doc else None,
-                "metadata": doc.metadata if doc else {},
-            }
+            uri, title, metadata = (doc.uri, doc.title, doc.metadata) if doc else (None, None, {})
         hits.append(
             SearchHit(
                 database=cand.database,
@@ -196,7 +190,9 @@ async def _hydrate(dbs: list[Database], ranked: list[tuple[Candidate, float]]) -
                 rank=rank,
                 heading_path=cand.heading_path,
                 pages=cand.pages,
-                **fields,
+                document_uri=uri,
+                document_title=title,
+                metadata=metadata,
             )
         )
     return hits

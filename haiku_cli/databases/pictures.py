@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
@@ -178,7 +179,7 @@ async def visualize_chunk(
     lines = len(highlight_lines(chunk.text))
     for page in chunk.pages:
         png, found = await anyio.to_thread.run_sync(
-            lambda page=page: highlight_page(data, page, chunk.text, label=str(path))
+            partial(highlight_page, data, page, chunk.text, label=str(path))
         )
         out = folder / f"{chunk.id[:8]}-p{page}.png"
         try:

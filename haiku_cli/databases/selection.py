@@ -64,7 +64,7 @@ def select_one(
 ) -> Location:
     """Exactly one database for every other command; refuse rather than guess."""
     _not_both(names, paths)
-    chosen = list(dict.fromkeys(names)) or list(dict.fromkeys(paths))
+    chosen: list[str | Path] = [*dict.fromkeys(names)] or [*dict.fromkeys(paths)]
     if len(chosen) > 1:
         raise InputError("this command works on one database; give a single --database NAME or --db PATH")
     if paths:

@@ -11,6 +11,7 @@ so a watcher killed and restarted catches up with what changed while it was gone
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -32,7 +33,7 @@ from haiku_cli.store.sources import RememberedSource
 EventKind = Literal["added", "updated", "deleted", "skipped", "failed"]
 
 # The events of a path changing (set of (change, path)), as watchfiles' awatch yields them.
-Watcher = Callable[[Sequence[Path], bool, anyio.Event, int], AsyncIterator[set[tuple[object, str]]]]
+Watcher = Callable[[Sequence[Path], bool, anyio.Event, int], AsyncIterator[AbstractSet[tuple[object, str]]]]
 
 # How long after a failed sync (e.g. another writer held the lock too long) its paths are tried again.
 _RETRY_SECONDS = 5.0
@@ -200,11 +201,11 @@ class _Run:
                 await self.wake.wait()
             self.wake = anyio.Event()
             pending, self.pending = self.pending, {}
-            for (index, key), paths in pending.items():
+            for (index, source_key), paths in pending.items():
                 watched = self.watched[index]
-                source = next((s for s in watched.sources if s.source == key), None)
+                source = next((s for s in watched.sources if s.source == source_key), None)
                 if source is not None and not await self._sync(watched, source, sorted(paths)):
-                    failed[(index, key)] = paths
+                    failed[(index, source_key)] = paths
 
     async def every(self, seconds: float, urls: bool) -> None:
         """Sweep every path source (`urls`: poll every URL source) on an interval; once events are lost
@@ -277,7 +278,7 @@ class _Run:
 
 async def _watchfiles(
     roots: Sequence[Path], recursive: bool, stop: anyio.Event, debounce_ms: int
-) -> AsyncIterator[set[tuple[object, str]]]:
+) -> AsyncIterator[AbstractSet[tuple[object, str]]]:
     from watchfiles import awatch
 
     # `step`: how often the batch is checked for quiet; the debounce caps how long a burst may last.

@@ -6,9 +6,9 @@ import sys
 
 from haiku_cli.embed.openai_compatible import ServerRejected, ServerUnreachable, UndecodableResponse
 from haiku_cli.errors import HaikuError, ModelError
-from haiku_cli.model_failures import describe_model_failure, first_sentence, rejection, timed_out
+from haiku_cli.model_failures import Kind, describe_model_failure, first_sentence, rejection, timed_out
 
-KIND = "embedding model"
+KIND: Kind = "embedding model"
 
 
 def to_model_error(exc: BaseException, name: str, base_url: str | None = None) -> HaikuError:

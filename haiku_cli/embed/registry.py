@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, get_args
 from urllib.parse import urlsplit
@@ -133,8 +134,9 @@ def _build_inferred(spec: str, base_url: str | None) -> tuple[EmbeddingModel, Pr
     made: list[Provider[Any]] = []
 
     def provider_factory(name: str) -> Provider[Any]:
-        cls = infer_provider_class(name)
-        made.append(cls(base_url=base_url) if base_url else cls())
+        # Provider classes differ in what they take; those base_url is given for take one.
+        make: Callable[..., Provider[Any]] = infer_provider_class(name)
+        made.append(make(base_url=base_url) if base_url else make())
         return made[-1]
 
     try:

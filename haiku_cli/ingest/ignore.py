@@ -56,5 +56,7 @@ class IgnoreRules:
             check = ignore.spec.check_file(rel + "/" if is_dir else rel)
             if check.include is not None and check.index is not None:
                 pattern = ignore.spec.patterns[check.index].pattern
+                if isinstance(pattern, bytes):  # pathspec allows bytes patterns; ignore files are text
+                    pattern = pattern.decode(errors="replace")
                 result = f"{ignore.path}: {pattern}" if check.include else None
         return result

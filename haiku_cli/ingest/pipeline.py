@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -231,7 +232,8 @@ class Ingestor:
         titled = [(p.document.title, c) for p in batch for c in p.chunks]
         kept = await self._kept_chunks(batch)
         embedded = iter(await embed_chunks(self.embedder, titled, self.progress.advance, kept))
-        writes, more = [], []
+        writes: list[DocumentWrite] = []
+        more: list[tuple[DocumentRecord, NewChunk]] = []
         for p in batch:
             chunks = [next(embedded) for _ in p.chunks]
             if p.first:
@@ -465,19 +467,19 @@ async def _convert_all(
             if isinstance(item, str):
                 document_id, validators = known.get(item, (None, None))
                 fetched = await anyio.to_thread.run_sync(
-                    lambda url=item, v=validators: fetch_if_changed(url, v, limits=limits)
+                    partial(fetch_if_changed, item, validators, limits=limits)
                 )
                 seen[position] = Seen(item, validators=fetched.validators)
-                if fetched.document is None and document_id is not None:
+                if fetched.document is None:
+                    # Only a URL asked with the validators kept beside its document comes back unchanged.
+                    assert document_id is not None
                     ingestor.unchanged(label, document_id)
                     continue
                 doc = fetched.document
             else:
                 path, as_text = (item.path, True) if isinstance(item, TextFile) else (item, False)
                 seen[position] = await anyio.to_thread.run_sync(_look_at, path)
-                doc = await anyio.to_thread.run_sync(
-                    lambda p=path, t=as_text: convert_file(p, limits, as_text=t)
-                )
+                doc = await anyio.to_thread.run_sync(partial(convert_file, path, limits, as_text=as_text))
             await ingestor.add(doc, source=label, title=title, metadata=metadata)
         except HaikuError as exc:
             if exc.exit_code != InputError.exit_code:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, NamedTuple
 
 import anyio.to_thread
@@ -49,16 +50,12 @@ async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = 
             pending: list[_Rebuilt] = []
             for start in range(0, len(docs), _REBUILD_DOCUMENTS):
                 ids = [d.id for d in docs[start : start + _REBUILD_DOCUMENTS]]
-                full = await anyio.to_thread.run_sync(lambda ids=ids: get_documents(db, ids, content=True))
-                kept = await anyio.to_thread.run_sync(
-                    lambda ids=ids: KeptIds(db, ids, what="cannot be rebuilt")
-                )
+                full = await anyio.to_thread.run_sync(partial(get_documents, db, ids, content=True))
+                kept = await anyio.to_thread.run_sync(partial(KeptIds, db, ids, what="cannot be rebuilt"))
                 for doc in (full[i] for i in ids if i in full):
                     stored = from_stored(doc.uri, doc.title, doc.content)
                     chunks = await anyio.to_thread.run_sync(
-                        lambda stored=stored: chunk_document(
-                            stored, embedder.count_tokens, max_tokens=embedder.max_tokens
-                        )
+                        partial(chunk_document, stored, embedder.count_tokens, max_tokens=embedder.max_tokens)
                     )
                     progress.add_total(len(chunks))
                     summary = doc.summary()  # its chunks carry its fields, not its content

@@ -12,7 +12,7 @@ from haiku_cli.ingest.convert.dispatch import file_uri
 from haiku_cli.ingest.convert.url import Validators
 from haiku_cli.ingest.reports import SourceOutcome
 from haiku_cli.ingest.sources import FileChoice, is_url
-from haiku_cli.store.sources import FileState, RememberedSource
+from haiku_cli.store.sources import FileState, RememberedSource, SourceKind
 
 # The outcomes whose document stands for its file once the add is done.
 _HELD = ("added", "updated", "unchanged")
@@ -33,6 +33,7 @@ def remembered(
 ) -> RememberedSource:
     """The record of a source being added now, with the options it is added with."""
     key = source_key(source)
+    kind: SourceKind
     if is_url(source):
         kind = "url"
     else:

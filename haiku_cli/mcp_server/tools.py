@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Literal
 
 from haiku_cli import api
 from haiku_cli.agents.models import model_name
@@ -86,7 +86,7 @@ class ServerScope:
             self.ws,
             self.narrow(databases),
             query,
-            search_type=cast(SearchType, search_type),
+            search_type=search_type,
             limit=limit,
             document_filter=document_filter or None,
         )

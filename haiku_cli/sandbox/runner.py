@@ -13,6 +13,7 @@ import contextlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, Protocol
 
 import anyio
@@ -21,6 +22,7 @@ from pydantic_monty import (
     AsyncFunctionSnapshot,
     AsyncMonty,
     AsyncMontySession,
+    ExternalSettledResult,
     MontyComplete,
     MontyCrashedError,
     MontyError,
@@ -184,7 +186,7 @@ class Sandbox:
                 snap = await snap.resume(await self._call(snap, deadline))
         return snap.output
 
-    async def _call(self, snap: AsyncFunctionSnapshot, deadline: float) -> dict[str, Any]:
+    async def _call(self, snap: AsyncFunctionSnapshot, deadline: float) -> ExternalSettledResult:
         fn = self._functions.get(str(snap.function_name))
         if fn is None:
             return {"exc_type": "NameError", "message": f"name {snap.function_name!r} is not defined"}
@@ -194,15 +196,10 @@ class Sandbox:
             return {"exception": _for_sandbox(exc)}
         return await self._settle(str(snap.function_name), call, deadline)
 
-    async def _settle(self, name: str, call: Any, deadline: float) -> dict[str, Any]:
-        settled = await _settle(call, deadline, self._settings.timeout_seconds)
-        if "return_value" in settled:
-            # Handing the program more than its memory can hold would kill the worker and all its variables.
-            try:
-                check_result_size(name, settled["return_value"], self._settings.memory_mb)
-            except MemoryError as exc:
-                return {"exception": exc}
-        return settled
+    async def _settle(self, name: str, call: Any, deadline: float) -> ExternalSettledResult:
+        # Handing the program more than its memory can hold would kill the worker and all its variables.
+        fits = partial(check_result_size, name, memory_mb=self._settings.memory_mb)
+        return await _settle(call, deadline, self._settings.timeout_seconds, fits)
 
     async def _ensure_session(self) -> AsyncMontySession:
         if self._session is None:
@@ -230,8 +227,11 @@ class Sandbox:
 _GONE = "all variables from earlier executions are gone; recompute what you need"
 
 
-async def _settle(call: Any, deadline: float, timeout: float) -> dict[str, Any]:
-    """Await a host call within what is left of the execution's wall time; failures become sandbox errors."""
+async def _settle(
+    call: Any, deadline: float, timeout: float, fits: Callable[[Any], None]
+) -> ExternalSettledResult:
+    """Await a host call within what is left of the execution's wall time; failures become sandbox errors,
+    as does a result `fits` refuses (with MemoryError)."""
     remaining = deadline - anyio.current_time()
     message = (
         f"the execution's wall-time limit of {timeout:g} s was reached during a host call "
@@ -246,9 +246,13 @@ async def _settle(call: Any, deadline: float, timeout: float) -> dict[str, Any]:
             value = await call if inspect.isawaitable(call) else call
         if scope.cancelled_caught:
             return {"exception": TimeoutError(message)}
-        return {"return_value": value}
     except Exception as exc:
         return {"exception": _for_sandbox(exc)}
+    try:
+        fits(value)
+    except MemoryError as exc:
+        return {"exception": exc}
+    return {"return_value": value}
 
 
 def _for_sandbox(exc: Exception) -> BaseException:

@@ -151,18 +151,18 @@ async def rescore_set(
     """
     terms, candidates = await analyzed(reads, dbs[0], query.text, per_db)
     keys = [_version_key(db, rows.version) for db, rows in zip(dbs, found, strict=True)]
-    sizes = [_corpus.get(key) for key in keys]
-    unknown = [i for i, size in enumerate(sizes) if size is None]
-    if unknown:  # the first query of a table version: read from meta, or counted
-        calls = [(dbs[i], reads.in_thread(dbs[i], partial(corpus_size, dbs[i], keys[i][2]))) for i in unknown]
-        for i, size in zip(unknown, await each(calls), strict=True):
-            sizes[i] = size
-    combined = sum(sizes, TermStats())  # type: ignore[arg-type]
+    cached = [_corpus.get(key) for key in keys]
+    unknown = [i for i, size in enumerate(cached) if size is None]
+    # The first query of a table version reads its size from meta, or counts it.
+    calls = [(dbs[i], reads.in_thread(dbs[i], partial(corpus_size, dbs[i], keys[i][2]))) for i in unknown]
+    read = dict(zip(unknown, await each(calls), strict=True))
+    sizes = [size if size is not None else read[i] for i, size in enumerate(cached)]
+    combined = sum(sizes, TermStats())
     missing: list[tuple[Database, int, tuple[str, str, int, str]]] = []
     for db, rows, key, size, cands in zip(dbs, found, keys, sizes, candidates, strict=True):
         # Fewer full-text hits than asked for means every chunk matching a term is among them.
         exhaustive = not query.document_filter and len(cands.candidates) < query.k
-        known = frequencies_from_scores(size, terms.terms, cands, exhaustive)  # type: ignore[arg-type]
+        known = frequencies_from_scores(size, terms.terms, cands, exhaustive)
         combined.frequency.update(known)
         for term in dict.fromkeys(t for t in terms.terms if t not in known):
             count = _frequency.get((*key, term))
@@ -175,9 +175,9 @@ async def rescore_set(
     counts = await each(
         [(db, reads.matching(db, terms.lookup.get(k[3], k[3]), rows)) for db, rows, k in missing]
     )
-    for (_, _, key), count in zip(missing, counts, strict=True):
-        _frequency.remember(key, count)
-        combined.frequency[key[3]] += count
+    for (_, _, term_key), count in zip(missing, counts, strict=True):
+        _frequency.remember(term_key, count)
+        combined.frequency[term_key[3]] += count
     for cands in candidates:
         rescore(cands, terms.terms, combined)
 
@@ -193,8 +193,9 @@ def frequencies_from_scores(
     left out. Frequencies are returned only if they reproduce every score; the caller looks up the rest.
     """
     held = analyzed.counts.any(axis=0) if analyzed.candidates else np.zeros(len(analyzed.terms), dtype=bool)
-    present = [t for t, h in zip(analyzed.terms, held, strict=True) if h]
-    found = {} if not exhaustive else {t: 0 for t, h in zip(analyzed.terms, held, strict=True) if not h}
+    by_term = list(zip(analyzed.terms, [bool(h) for h in np.asarray(held).tolist()], strict=True))
+    present = [t for t, h in by_term if h]
+    found = {} if not exhaustive else {t: 0 for t, h in by_term if not h}
     if not present or not size.chunks:
         return found
     weights = analyzed.weights(query, size)[:, held]

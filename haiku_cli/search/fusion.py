@@ -34,7 +34,7 @@ def fuse(
     else:
         scored = _convex(candidates, vector_weight)
     scored.sort(key=lambda cs: (-cs[1], cs[0].database, cs[0].chunk_id))
-    return scored  # type: ignore[return-value]
+    return scored
 
 
 def as_one_pool(candidates: Sequence[Candidate], k: int) -> list[Candidate]:

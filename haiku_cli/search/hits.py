@@ -26,7 +26,7 @@ class SearchHit(BaseModel):
 def best_per_document(hits: list[SearchHit]) -> list[SearchHit]:
     """Each document's best hit, in the order of the ranking, ranked again from 1."""
     seen: set[tuple[str, str]] = set()
-    best = []
+    best: list[SearchHit] = []
     for hit in hits:
         key = (hit.database, hit.document_id)
         if key not in seen:

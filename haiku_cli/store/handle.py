@@ -10,7 +10,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -169,6 +169,15 @@ class Database:
 def table_names(conn: DBConnection) -> list[str]:
     """The names of a database's tables."""
     return list(conn.list_tables().tables)
+
+
+def drop_tables(conn: DBConnection, names: Iterable[str]) -> None:
+    """Drop those of the named tables that are there (one listing; not every connection type can be
+    told to ignore a missing table)."""
+    present = set(table_names(conn))
+    for name in names:
+        if name in present:
+            conn.drop_table(name)
 
 
 def read_meta(table: Table) -> dict[str, str]:

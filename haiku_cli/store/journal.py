@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from haiku_cli.store import schema
-from haiku_cli.store.handle import PENDING_WRITE, Database
+from haiku_cli.store.handle import PENDING_WRITE, Database, drop_tables
 
 
 def table_versions(db: Database) -> dict[str, int]:
@@ -43,7 +43,7 @@ def restore(db: Database, before: dict[str, int]) -> None:
     """Put the tables back at the journal's versions and drop the journal."""
     for name, table in _tables(db).items():
         if name not in before:
-            db.conn.drop_table(name, ignore_missing=True)  # created by the write being undone
+            drop_tables(db.conn, [name])  # created by the write being undone
             db.forget_side_table(name)
         elif table.version != before[name]:
             table.restore(before[name])

@@ -147,7 +147,8 @@ def initialise(module: ModuleType) -> None:
     with _lock:
         if not isinstance(module, _DeferredModule):
             return
-        module.__class__ = ModuleType  # before executing: lookups while it runs must not recurse
+        # Back to a plain module before executing: lookups while it runs must not recurse.
+        object.__setattr__(module, "__class__", ModuleType)
         module.__dict__.pop("_haiku_exports", None)
         for key in [k for k, v in module.__dict__.items() if isinstance(v, StandIn)]:
             del module.__dict__[key]  # names the code really defines come back as the real objects

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from haiku_cli.store import schema
 from haiku_cli.store.database import Database
+from haiku_cli.store.handle import drop_tables
 from haiku_cli.store.indexes import analyze_many
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.pictures import picture_rows
@@ -158,8 +159,7 @@ def remove_unwritten(db: Database, *, folder: bool) -> None:
         db.writer_lock.abandon()
         # The meta table goes last: while it exists the database does, and an object store's lease
         # (the lock of other writers) lives in it.
-        for name in (db.chunks_table_name, schema.DOCUMENTS, *schema.SIDE_TABLES, schema.META):
-            db.conn.drop_table(name, ignore_missing=True)
+        drop_tables(db.conn, (db.chunks_table_name, schema.DOCUMENTS, *schema.SIDE_TABLES, schema.META))
     path = db.location.local_path
     if path is None:
         return
