@@ -33,6 +33,7 @@ from haiku_cli.capabilities.state import (
     Question,
     SearchRecord,
     Source,
+    state_of,
 )
 
 __all__ = [
@@ -64,4 +65,5 @@ __all__ = [
     "record_citations",
     "set_scope",
     "sources_of",
+    "state_of",
 ]

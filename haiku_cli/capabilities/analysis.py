@@ -21,7 +21,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from haiku_cli.capabilities.evidence import record_return
 from haiku_cli.capabilities.retrieval import RetrievalCapability
-from haiku_cli.capabilities.state import EvidenceRef, EvidenceReturn, EvidenceState, HaikuDeps
+from haiku_cli.capabilities.state import EvidenceRef, EvidenceReturn, EvidenceState, HaikuDeps, state_of
 from haiku_cli.sandbox.corpus import open_corpus_sandbox
 from haiku_cli.sandbox.runner import Execution, Sandbox
 from haiku_cli.search.hits import SearchHit
@@ -36,6 +36,18 @@ class ExecutionRecord(EvidenceReturn):
     stdout: str
     stderr: str
     ok: bool
+    output_chars: int | None = None  # the output's length, kept once the output itself is dropped
+
+    def slimmed(self) -> ExecutionRecord:
+        """What an earlier question's program leaves in the state: enough for its receipt, not its text."""
+        return self.model_copy(
+            update={"code": "", "stdout": "", "stderr": "", "output_chars": self.output_length}
+        )
+
+    @property
+    def output_length(self) -> int:
+        """How many characters the program printed."""
+        return self.output_chars if self.output_chars is not None else len(self.stdout)
 
     def execution(self) -> Execution:
         """The record as the `{code, stdout, stderr, ok}` shape users see."""
@@ -45,15 +57,25 @@ class ExecutionRecord(EvidenceReturn):
         """A one-line stand-in for a program's output made for an earlier question."""
         outcome = "ran" if self.ok else "failed"
         return (
-            f"[A program for the earlier question {question!r} {outcome}; its output ({len(self.stdout)} "
+            f"[A program for the earlier question {question!r} {outcome}; its output ({self.output_length} "
             "characters) was compacted. Run it again if you need it.]"
         )
 
 
 class AnalysisState(EvidenceState):
-    """The retrieval evidence fields plus every program run, across the conversation."""
+    """The retrieval evidence fields plus the programs run: whole for the current answer, slimmed before.
+
+    When a question begins, earlier programs keep only what compaction needs for their receipts (which
+    call, which answer, whether it ran and how much it printed): the carried state stays small however
+    long the conversation. The message history keeps every program and its output.
+    """
 
     executions: list[ExecutionRecord] = Field(default_factory=list)
+
+    def begin_question(self, run_id: str | None, text: str = "") -> None:
+        """Start a new question; the programs of earlier ones are slimmed to their receipts."""
+        super().begin_question(run_id, text)
+        self.executions = [e.slimmed() if e.answer < self.answer else e for e in self.executions]
 
     def current_executions(self) -> list[ExecutionRecord]:
         """The programs run for the current answer."""
@@ -81,7 +103,7 @@ class AnalysisCapability(RetrievalCapability):
 
     def evidence(self, deps: HaikuDeps) -> AnalysisState:
         """The live analysis state (the evidence fields plus executions)."""
-        return deps.get(self.state_key, AnalysisState)
+        return state_of(deps, self.state_key, AnalysisState)
 
     def evidence_tools(self) -> frozenset[str]:
         """`execute_code`, and `search` (served when no retrieval capability before it is active)."""

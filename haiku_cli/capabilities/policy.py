@@ -40,7 +40,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import DeferredToolRequests
 
 from haiku_cli.capabilities.evidence import evidence_states, finish_questions, track_questions
-from haiku_cli.capabilities.state import EvidenceState, HaikuDeps, Question
+from haiku_cli.capabilities.state import EvidenceState, HaikuDeps, Question, state_of
 
 # A machine tag, so recognising our own redirect never depends on its (editable) prose.
 REDIRECT_TAG = "<haiku:cite-or-declare/>"
@@ -149,7 +149,7 @@ class CitationPolicy(AbstractCapability[HaikuDeps]):
 
     def state(self, deps: HaikuDeps) -> PolicyState:
         """The live policy state in `deps.state`."""
-        return deps.get(self.state_key, PolicyState)
+        return state_of(deps, self.state_key, PolicyState)
 
     def get_instructions(self) -> str:
         """The grounding rule, as the model should hear it."""

@@ -19,7 +19,7 @@ from haiku_cli.capabilities.evidence import (
 )
 from haiku_cli.capabilities.pictures import MAX_PICTURES, keys_in, picture_items, reads_images
 from haiku_cli.capabilities.scope import question_filter, question_selection
-from haiku_cli.capabilities.state import EvidenceRef, EvidenceState, HaikuDeps, SearchRecord, Source
+from haiku_cli.capabilities.state import EvidenceRef, EvidenceState, HaikuDeps, SearchRecord, Source, state_of
 from haiku_cli.databases import operations
 from haiku_cli.databases.pictures import PictureKey, fetch_pictures
 from haiku_cli.databases.resolve import Resolution, ResolvedChunk
@@ -62,7 +62,7 @@ class RetrievalCapability(EvidenceCapability):
 
     def evidence(self, deps: HaikuDeps) -> EvidenceState:
         """The live retrieval state (sources, filter, budget, evidence, citations)."""
-        return deps.get(self.state_key, EvidenceState)
+        return state_of(deps, self.state_key, EvidenceState)
 
     def selection(self, deps: HaikuDeps) -> Selection:
         """The databases the question in `deps` covers: the host's scope, narrowed by the carried state."""

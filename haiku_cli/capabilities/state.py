@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, Field
 
 from haiku_cli.capabilities.citations import Citation
+from haiku_cli.errors import InputError
 
 StateT = TypeVar("StateT", bound=BaseModel)
 
@@ -24,16 +25,7 @@ class HaikuDeps:
 
     def get(self, key: str, model: type[StateT]) -> StateT:
         """The live state model under `key`, validated from its JSON form (or created) on first access."""
-        raw = self.state.get(key)
-        if isinstance(raw, model):
-            return raw
-        if isinstance(raw, BaseModel):
-            # Stored as another class (a base or sibling model): go through JSON so the type is exact.
-            raw = raw.model_dump(mode="json")
-        live = model.model_validate(raw or {})
-        # Keep the live model under its key so tools, hooks and instructions share one object.
-        self.state[key] = live
-        return live
+        return state_of(self, key, model)
 
     def dump(self) -> dict[str, Any]:
         """A JSON-compatible copy of the whole state dict, to store and later pass to `restore`."""
@@ -45,6 +37,30 @@ class HaikuDeps:
     def restore(cls, data: Mapping[str, Any]) -> HaikuDeps:
         """Deps over a state dict read back from JSON; each key is validated when its capability reads it."""
         return cls(state=dict(data))
+
+
+def state_of(deps: object, key: str, model: type[StateT]) -> StateT:
+    """The live state model under `key` of any deps with a plain `state` dict (`HaikuDeps`, or a host's own).
+
+    Validated from its JSON form (or created) on first access, then kept under its key so tools, hooks
+    and instructions share one object. Deps without a `state` dict are refused in one line.
+    """
+    states = getattr(deps, "state", None)
+    if not isinstance(states, dict):
+        has = "no `state` attribute" if states is None else f"a `state` of type {type(states).__name__}"
+        raise InputError(
+            f"haiku's capabilities keep their state in `deps.state`, a dict, but the run's deps "
+            f"({type(deps).__name__}) have {has}: use HaikuDeps, or give the deps a `state: dict[str, Any]`"
+        )
+    raw = states.get(key)
+    if isinstance(raw, model):
+        return raw
+    if isinstance(raw, BaseModel):
+        # Stored as another class (a base or sibling model): go through JSON so the type is exact.
+        raw = raw.model_dump(mode="json")
+    live = model.model_validate(raw or {})
+    states[key] = live
+    return live
 
 
 class Source(BaseModel):

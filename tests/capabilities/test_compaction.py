@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 
@@ -17,6 +18,7 @@ from haiku_cli.capabilities import (
     HaikuDeps,
     RetrievalCapability,
 )
+from haiku_cli.capabilities.analysis import AnalysisState
 from haiku_cli.capabilities.compaction import CAPSULE_HEADING
 from haiku_cli.databases.workspace import Workspace
 from tests.capabilities.analysis_script import execute
@@ -145,6 +147,24 @@ def test_analysis_output_of_earlier_questions_is_compacted(kb: Workspace) -> Non
     assert (
         receipt.startswith("[A program for the earlier question 'Print x?' ran") and "x" * 500 not in receipt
     )
+    assert "its output (501 characters)" in receipt
+
+
+def test_the_carried_state_keeps_earlier_programs_as_receipts_only(kb: Workspace) -> None:
+    declare = call(("cite", {"chunk_ids": []}))
+    program = "print('x' * 3000)"
+    chat = Conversation(
+        kb, execute(program), declare, text("x."), execute("print(1)"), declare, text("1."), analysis=True
+    )
+    chat.ask("Print x?")
+    assert "x" * 3000 in json.dumps(chat.deps.dump())  # the answer's own program, whole while it is current
+    chat.ask("Print 1?")
+    carried = json.dumps(chat.deps.dump())
+    assert "x" * 3000 not in carried and program not in carried  # one question on, only its receipt is left
+    [earlier, current] = chat.deps.get("analysis", AnalysisState).executions
+    assert (earlier.answer, earlier.ok, earlier.output_length) == (1, True, 3001)
+    assert (current.code, current.stdout) == ("print(1)", "1\n")
+    assert program in str(chat.history)  # the history still holds it all
 
 
 def test_without_compaction_the_request_carries_the_transcript_untouched(kb: Workspace) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from pydantic_ai import Agent, capture_run_messages
@@ -20,6 +22,7 @@ from haiku_cli.capabilities import (
 )
 from haiku_cli.capabilities.analysis import AnalysisState
 from haiku_cli.databases.workspace import Workspace
+from haiku_cli.errors import InputError
 from tests.capabilities.analysis_script import execute
 from tests.capabilities.script import Script, call, cite_first, search, text
 
@@ -167,3 +170,30 @@ def test_a_run_paused_for_approval_keeps_its_question_in_progress(kb: Workspace)
     assert state.grounded and state.in_progress is None
     policy = deps.get("citation_policy", PolicyState)
     assert policy.outcome == "grounded" and policy.history == []
+
+
+@dataclass
+class HostDeps:
+    """A host's own deps: its fields, plus the plain `state` dict the capabilities keep their state in."""
+
+    user: str
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+def test_a_hosts_own_deps_with_a_state_dict_carry_the_capabilities_state(kb: Workspace) -> None:
+    script = Script(search("capital of France"), cite_first(), text("Paris [1]."))
+    agent = Agent(script.model, deps_type=HostDeps, capabilities=[RetrievalCapability(kb), CitationPolicy()])
+    deps = HostDeps(user="ann")
+    assert agent.run_sync("What is the capital of France?", deps=deps).output == "Paris [1]."  # type: ignore[arg-type]
+    assert deps.state["retrieval"].grounded and deps.state["citation_policy"].outcome == "grounded"
+
+
+def test_deps_without_a_state_dict_are_refused_in_one_line(kb: Workspace) -> None:
+    script = Script(text("Paris."))
+    agent = Agent(script.model, deps_type=str, capabilities=[RetrievalCapability(kb), CitationPolicy()])
+    refused = (
+        r"state in `deps.state`, a dict, but the run's deps \(str\) have no `state` attribute: use HaikuDeps"
+    )
+    with pytest.raises(InputError, match=refused):
+        agent.run_sync("Capital?", deps="ann")  # type: ignore[arg-type]
+    assert script.seen == []

@@ -338,10 +338,15 @@ def test_analysis_chat_lets_the_model_compute_or_search(kb: Workspace) -> None:
     assert {t.name for t in script.info[0].function_tools} == {"search", "cite", "load_capability"}
     assert {t.name for t in script.info[1].function_tools} >= {"search", "cite", "execute_code"}
     assert first.grounded and first.citations[0].document_title == "France"
-    assert ask(host, "And what makes ATP?").citations[0].document_title == "Cells"
     saved = SessionStore().load("talk")
     [execution] = [e for state in saved.state.values() for e in state.get("executions", [])]
     assert execution["code"] == program and execution["ok"] is True
+    assert ask(host, "And what makes ATP?").citations[0].document_title == "Cells"
+    # One question on, the saved state keeps the program as a receipt; the saved history keeps it whole.
+    saved = SessionStore().load("talk")
+    [execution] = [e for state in saved.state.values() for e in state.get("executions", [])]
+    assert execution["code"] == "" and execution["output_chars"] > 0
+    assert "for d in list_documents()" in str(saved.messages)
 
 
 def test_a_streamed_draft_that_cites_nothing_is_sent_back_and_replaced(kb: Workspace) -> None:
