@@ -43,7 +43,7 @@ async def serve_http(
 
     sock = _listen(host, port)
     port = sock.getsockname()[1]
-    url = f"http://{_bracketed(host)}:{port}{PATH}"
+    url = f"http://{_announced(host)}:{port}{PATH}"
     app: Any = server.streamable_http_app(
         streamable_http_path=PATH, transport_security=security_settings(host, allow_hosts), host=host
     )
@@ -105,6 +105,17 @@ def _listen(host: str, port: int) -> socket.socket:
 def _bracketed(host: str) -> str:
     host = host.strip("[]")
     return f"[{host}]" if ":" in host else host
+
+
+def _announced(host: str) -> str:
+    """The host of the URL to print: one this server's own Host check accepts.
+
+    A wildcard address is where to listen, not a name to connect to (its Host header is refused): this
+    machine reaches it on loopback; other machines use a name given with --allow-host.
+    """
+    if _is_wildcard(host):
+        return "[::1]" if ":" in host else "127.0.0.1"
+    return _bracketed(host)
 
 
 def _is_wildcard(host: str) -> bool:

@@ -84,11 +84,11 @@ def server_env(corpus: Path, **extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def serving_http(corpus: Path, **env: str) -> Iterator[str]:
-    """`haiku mcp --http` on a free port of 127.0.0.1, serving alpha and beta; yields the URL it printed."""
+def serving_http(corpus: Path, host: str = "127.0.0.1", **env: str) -> Iterator[str]:
+    """`haiku mcp --http` on a free port of `host`, serving alpha and beta; yields the URL it printed."""
     log = corpus / "http-server.log"
     proc = subprocess.Popen(
-        [*haiku_command(), "mcp", "--http", "--port", "0", "-d", "alpha", "-d", "beta"],
+        [*haiku_command(), "mcp", "--http", "--host", host, "--port", "0", "-d", "alpha", "-d", "beta"],
         env=server_env(corpus, **env),
         stdout=subprocess.PIPE,
         stderr=log.open("w"),

@@ -96,6 +96,18 @@ def test_http_refuses_foreign_origin_and_host(http_url: str, headers: dict[str, 
         assert response.status_code == status
 
 
+def test_listening_on_every_address_prints_a_url_its_host_check_accepts(corpus: Path) -> None:
+    # 0.0.0.0 is where to listen, not a name to connect to: its Host header would be refused (421).
+    with serving_http(corpus, host="0.0.0.0", HAIKU_MCP_TOKEN=TOKEN) as url:
+        sent = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "Authorization": f"Bearer {TOKEN}",
+        }
+        with httpx.stream("POST", url, json=INITIALIZE, headers=sent, timeout=30) as response:
+            assert response.status_code == 200
+
+
 TOKEN = "correct-horse-battery-staple"
 
 
