@@ -9,7 +9,6 @@ from pathlib import Path
 
 from haiku_cli.databases.short_ids import short_ids
 from haiku_cli.errors import Hint, InputError
-from haiku_cli.ingest.sources import as_source, is_url
 from haiku_cli.store import reads
 from haiku_cli.store.database import Database
 from haiku_cli.store.location import Location
@@ -59,6 +58,9 @@ def not_found(reference: str, location: Location) -> InputError:
 
 def _uris(reference: str) -> list[str]:
     """The uris a reference may have been stored under: as given, and as `add-src` stores a path."""
+    # Imported here: the ingest package is not needed by searches, which reach this module too.
+    from haiku_cli.ingest.sources import as_source, is_url
+
     source = as_source(reference)
     if is_url(source):
         return [reference, source]
