@@ -70,6 +70,18 @@ def printable(text: str) -> str:
     )
 
 
+_NEEDS_QUOTES = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def quoted_name(name: str) -> str:
+    """A file name or URL for a one-line report: as it is, or quoted with escapes when it holds a newline,
+    tab or other control (`'notes\\nold.txt'`), so that it cannot split or forge a report line."""
+    if not _NEEDS_QUOTES.search(name):
+        return name
+    escaped = name.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\t", "\\t")
+    return "'" + printable(escaped.replace("\r", "\\r")) + "'"
+
+
 def error(message: str) -> None:
     """One line on stderr (no markup interpretation: messages quote user input)."""
     err.print(f"haiku: {printable(message)}", markup=False, style="red", soft_wrap=True)

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from haiku_cli import api
 from haiku_cli.cli import output, tables
-from haiku_cli.cli.output import printable
+from haiku_cli.cli.output import printable, quoted_name
 
 if TYPE_CHECKING:
     from haiku_cli.api import (
@@ -257,24 +257,26 @@ def ingest_report(report: IngestReport, *, verbose: bool = False) -> None:
     """
     shown = api.short_ids([o.document_id for o in report.outcomes if o.document_id])
     for o in report.outcomes:
+        name = quoted_name(o.source)
         if o.status == "failed":
-            output.error(o.error or o.source)
+            # The message names the source as it is: quoted, a name with a newline stays on one line.
+            output.error((o.error or o.source).replace(o.source, name))
         elif o.status == "skipped":
-            line = f"skipped: {printable(o.source)}: {printable(o.note or '')}"
+            line = f"skipped: {name}: {printable(o.note or '')}"
             output.err.print(line, markup=False, style="yellow", soft_wrap=True)
         else:
             kept = kept_ids(o.kept_chunk_ids)
             detail = f" ({o.chunks} chunk{'' if o.chunks == 1 else 's'}{kept})" if o.chunks else ""
             to = shown.get(o.document_id or "", o.document_id)
-            output.out.print(f"{o.status:9} {printable(o.source)} → {to}{detail}", markup=False)
+            output.out.print(f"{o.status:9} {name} → {to}{detail}", markup=False)
             if o.note:
                 output.err.print(f"note: {o.note}", markup=False, style="yellow")
     if verbose:
         for left in report.left_out:
-            line = f"left out: {printable(left.source)} ({left.why}: {printable(left.detail)})"
+            line = f"left out: {quoted_name(left.source)} ({left.why}: {printable(left.detail)})"
             output.err.print(line, markup=False, style="dim", soft_wrap=True)
         for path in report.gone:
-            line = f"no longer in the folder: {printable(path)} (still stored)"
+            line = f"no longer in the folder: {quoted_name(path)} (still stored)"
             output.err.print(line, markup=False, style="dim", soft_wrap=True)
     statuses = ("added", "updated", "unchanged", "skipped")
     counts = {s: sum(1 for o in report.outcomes if o.status == s) for s in statuses}

@@ -52,6 +52,19 @@ def test_odd_files_are_reported_and_the_rest_is_added(cli, tmp_path: Path) -> No
     assert _titles(cli, db) == ["Herons", "zebras"]
 
 
+def test_a_file_name_with_a_newline_is_quoted_on_its_report_line(cli, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "owls\nadded     forged.md").write_text("Owls hunt at night.\n")
+    (src / "empty\tone.txt").write_text("")
+    result = cli("add-src", str(src), "--db", str(tmp_path / "h.lancedb"))
+    assert result.exit_code == ExitCode.PARTIAL
+    assert result.stdout.splitlines() == [
+        f"added     '{src}/owls\\nadded     forged.md' → {result.stdout.split('→ ')[1].split()[0]} (1 chunk)"
+    ]
+    assert f"haiku: '{src}/empty\\tone.txt' is empty" in result.stderr.splitlines()
+
+
 def test_a_file_over_the_size_limit_is_skipped_with_the_setting_to_raise(
     cli, tmp_path: Path, write_config
 ) -> None:
