@@ -16,8 +16,8 @@ cited ones come back beside the capsule; anything else a user sent is kept.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import KW_ONLY, dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any
 
 from pydantic_ai import RunContext
@@ -28,7 +28,7 @@ from pydantic_ai.models import ModelRequestContext
 from haiku_cli.capabilities.citations import Citation
 from haiku_cli.capabilities.evidence import EvidenceCapability, evidence_capabilities, evidence_states
 from haiku_cli.capabilities.pictures import keys_in, picture_items, reads_images, without_owned
-from haiku_cli.capabilities.state import EvidenceReturn, EvidenceState, HaikuDeps
+from haiku_cli.capabilities.state import EvidenceReturn, EvidenceState, HaikuDeps, state_of
 from haiku_cli.databases.pictures import PictureKey
 
 CAPSULE_HEADING = "Chunks cited by earlier answers (cite them again by the same id if they still apply):"
@@ -187,12 +187,19 @@ class EvidenceCompaction(AbstractCapability[HaikuDeps]):
 
     _: KW_ONLY
     id: str | None = "evidence_compaction"
+    # Evidence states this agent registers no capability for, by state key, whose earlier returns must
+    # still be compacted: a chat resumed without the analysis it used before.
+    unregistered: Mapping[str, type[EvidenceState]] = field(default_factory=dict)
 
     async def prepare_model_request(
         self, ctx: RunContext[HaikuDeps], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         """Rewrite this request's messages; the run's stored history is left as it is."""
         states = evidence_states(ctx)
+        for key, model in self.unregistered.items():
+            state = state_of(ctx.deps, key, model) if key in ctx.deps.state else None
+            if state is not None and all(state is not s for s in states):
+                states.append(state)
         earlier = earlier_returns(request_context.messages, states)
         if not earlier:
             return request_context

@@ -22,7 +22,7 @@ from pydantic_ai.models import Model
 from haiku_cli.agents import ask as ask_agent
 from haiku_cli.agents.models import model_errors, model_name, resolve_model
 from haiku_cli.agents.question import AskResult, build_agent, collect
-from haiku_cli.capabilities.analysis import AnalysisCapability
+from haiku_cli.capabilities.analysis import AnalysisCapability, AnalysisState
 from haiku_cli.capabilities.compaction import EvidenceCompaction
 from haiku_cli.capabilities.evidence import EvidenceCapability, set_scope
 from haiku_cli.capabilities.retrieval import RetrievalCapability
@@ -66,9 +66,12 @@ def chat_evidence(
     return found
 
 
-def conversation_capabilities() -> list[AbstractCapability[HaikuDeps]]:
-    """What a multi-turn host adds to the evidence capabilities (single-shot `ask` does not)."""
-    return [EvidenceCompaction()]
+def conversation_capabilities(*, analysis: bool) -> list[AbstractCapability[HaikuDeps]]:
+    """What a multi-turn host adds to the evidence capabilities (single-shot `ask` does not).
+
+    A session resumed without --analysis still compacts the program output of its earlier questions.
+    """
+    return [EvidenceCompaction(unregistered={} if analysis else {"analysis": AnalysisState})]
 
 
 class ChatHost:
@@ -98,7 +101,7 @@ class ChatHost:
         instructions = ask_agent.INSTRUCTIONS + CONVERSATION + (ANALYSIS if analysis else "")
         # `run()` with an event handler can retry, and the stream handler replaces a redirected draft.
         # `compaction=False` exists to measure what compaction saves (benchmarks/chat_requests.py).
-        added = conversation_capabilities() if compaction else []
+        added = conversation_capabilities(analysis=analysis) if compaction else []
         self.agent = build_agent(
             [*self.evidence, *added],
             model,

@@ -21,7 +21,7 @@ from haiku_cli.capabilities import (
 from haiku_cli.capabilities.analysis import AnalysisState
 from haiku_cli.databases.workspace import Workspace
 from tests.capabilities.analysis_script import cite_printed, execute, last_output
-from tests.capabilities.script import Script, agent_tools, call, cite_first, returns, search, text
+from tests.capabilities.script import Script, agent_tools, call, chunk_ids, cite_first, returns, search, text
 from tests.capabilities.test_questions import carried
 
 
@@ -119,3 +119,21 @@ def test_both_deferred_loaded_together_search_compute_and_cite(kb: Workspace) ->
     assert "Paris" in returns(script.seen[2], "search")[0]
     assert last_output(script.seen[2]) == "ok\nstdout:\n4"
     assert deps.get("retrieval", EvidenceState).grounded and outcome(deps) == "grounded"
+
+
+def test_another_capabilitys_record_covers_a_search_it_served(kb: Workspace) -> None:
+    # Question 1: analysis, loaded alone, serves `search`; its state holds the record of that search.
+    deps = HaikuDeps()
+    first = Script(load("analysis"), search("capital of France"), cite_first(), text("Paris [1]."))
+    result = deferred_agent(kb, first, retrieval=True, analysis=True).run_sync("Capital?", deps=deps)
+    assert [s.query for s in deps.get("analysis", AnalysisState).searches] == ["capital of France"]
+    # Question 2: retrieval is loaded and serves `search` now. The earlier search return in the history is
+    # covered by analysis's record: not refused as dropped state, and compacted as an earlier question's.
+    latest = lambda messages: call(("cite", {"chunk_ids": chunk_ids(messages)[-1:]}))  # noqa: E731
+    second = Script(load("retrieval"), search("basil sun"), latest, text("Basil [1]."))
+    deferred_agent(kb, second, retrieval=True, analysis=True).run_sync(
+        "What grows in the sun?", deps=carried(deps), message_history=result.all_messages()
+    )
+    earlier, latest_results = returns(second.seen[2], "search")
+    assert earlier.startswith("[Search 'capital of France' for the earlier question 'Capital?'")
+    assert "Basil" in latest_results

@@ -377,6 +377,9 @@ def test_a_session_resumes_with_or_without_analysis(kb: Workspace) -> None:
     plain = ask(open_host(kb, script), "Basil?")
     assert plain.grounded and plain.citations[0].document_title == "Gardening"
     assert prompts(script.seen[-1]) == ["Capital?", "How many documents, and what makes ATP?", "Basil?"]
+    # Resumed without --analysis, the earlier program's output is still sent as a receipt.
+    [program_output] = returns(script.seen[-1], "execute_code")
+    assert program_output.startswith("[A program for the earlier question 'How many documents")
 
 
 def test_the_chat_sends_earlier_evidence_compacted_and_saves_it_whole(kb: Workspace) -> None:
