@@ -116,7 +116,7 @@ class IngestSettings(_Strict):
     max_text_mb: float = Field(default=8.0, gt=0)
     # Pictures: a larger one is scaled down to this many pixels (one declaring over 25 times as many, as
     # a decompression bomb does, is skipped); one still over max_picture_mb once encoded is skipped.
-    max_picture_pixels: int = Field(default=4_000_000, gt=0)
+    max_picture_pixels: int = Field(default=2_000_000, gt=0)
     max_picture_mb: float = Field(default=4.0, gt=0)
     max_pictures: int = Field(default=100, ge=0)  # per document; 0 stores none
 

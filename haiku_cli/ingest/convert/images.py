@@ -25,6 +25,9 @@ MIN_SIDE = 16
 # An image declaring more than this many times max_picture_pixels is not decoded at all.
 BOMB_FACTOR = 25
 _KEPT_FORMATS = {"PNG": "png", "JPEG": "jpeg"}
+# Images from this many pixels with more than _FEW_COLORS colours are stored as JPEG.
+_PHOTO_PIXELS = 250_000
+_FEW_COLORS = 256
 
 
 class PictureCollector:
@@ -93,10 +96,10 @@ class PictureCollector:
             image = image.resize(target)
         if image.mode not in ("RGB", "L", "RGBA", "LA"):
             image = image.convert("RGBA" if "A" in image.getbands() else "RGB")
-        data = _encode(image, "PNG")
-        fmt = "png"
-        if len(data) > self._max_bytes:
-            data, fmt = _encode(image.convert("RGB"), "JPEG"), "jpeg"  # photographs compress far better so
+        fmt = "jpeg" if _photographic(image) else "png"
+        data = _encode(image.convert("RGB") if fmt == "jpeg" else image, fmt.upper())
+        if len(data) > self._max_bytes and fmt == "png":
+            data, fmt = _encode(image.convert("RGB"), "JPEG"), "jpeg"
         if len(data) > self._max_bytes:
             limit = self.limits.max_picture_mb
             self.skip(reference, f"over {limit:g} MB encoded (raise [ingest] max_picture_mb)")
@@ -106,7 +109,7 @@ class PictureCollector:
     def finish(self) -> tuple[tuple[Picture, ...], tuple[str, ...]]:
         """The pictures kept, and the notes (one for all those over `max_pictures`)."""
         notes = list(self.notes)
-        if self._over_count:
+        if self._over_count and self.limits.max_pictures > 0:  # 0: pictures are off, nothing to say
             notes.append(
                 f"{self.label}: {self._over_count} more picture(s) not stored, over the limit of "
                 f"{self.limits.max_pictures} per document (raise [ingest] max_pictures)"
@@ -169,6 +172,14 @@ def _fit(size: tuple[int, int], max_pixels: int) -> tuple[int, int]:
         return size
     scale = (max_pixels / (width * height)) ** 0.5
     return max(1, int(width * scale)), max(1, int(height * scale))
+
+
+def _photographic(image: Image) -> bool:
+    """Whether an image has the many colours of a photograph or a scan (JPEG keeps those far smaller, and
+    encodes them far faster) rather than the few of a chart or diagram (PNG keeps those sharp)."""
+    if "A" in image.getbands() or image.width * image.height < _PHOTO_PIXELS:
+        return False
+    return image.getcolors(maxcolors=_FEW_COLORS) is None
 
 
 def _too_many(size: tuple[int, int], limits: IngestSettings) -> bool:
