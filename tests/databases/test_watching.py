@@ -226,45 +226,49 @@ def test_killed_with_sigkill_and_restarted_it_catches_up(tmp_path: Path, notes: 
         subprocess.run([*haiku, "add-src", str(notes), "--db", str(db)], env=env, timeout=120).returncode == 0
     )
 
-    def start() -> subprocess.Popen:
+    def start(*options: str) -> subprocess.Popen:
         return subprocess.Popen(
-            [*haiku, "watch", "--db", str(db), "--json", "--debounce", "100"],
+            [*haiku, "watch", "--db", str(db), "--debounce", "100", *options],
             env=env,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             text=True,
         )
 
-    first = start()
-    time.sleep(8)  # started and watching
-    for i in range(20):
+    first = start()  # as a person runs it: one line per change on stderr
+    said: list[str] = []
+    threading.Thread(target=lambda: said.extend(iter(first.stderr.readline, "")), daemon=True).start()
+    (notes / "n0.md").write_text("Note 0 on the tides of the estuary.\n")
+    deadline = time.monotonic() + 120
+    while not any(line.startswith(f"added     {notes / 'n0.md'} → ") for line in said):
+        assert time.monotonic() < deadline, f"no line for n0.md; said: {said}"
+        time.sleep(0.1)
+    for i in range(1, 20):
         (notes / f"n{i}.md").write_text(f"Note {i} on the tides of the estuary.\n")
     time.sleep(1.0)
     first.send_signal(signal.SIGKILL)  # perhaps in the middle of writing them
     first.wait(30)
     (notes / "apples.md").unlink()
-    second = start()
+    second = start("--json")  # its first sweep catches up: the notes not yet written, apples.md gone
+    printed: list[dict] = []
+    threading.Thread(
+        target=lambda: printed.extend(json.loads(line) for line in iter(second.stdout.readline, "")),
+        daemon=True,
+    ).start()
     try:
         deadline = time.monotonic() + 120
-        uris: set[str] = set()
-        while time.monotonic() < deadline:
-            found = subprocess.run(
-                [*haiku, "list", "--db", str(db), "--json", "--limit", "100"],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-            if found.returncode == 0:
-                uris = {d["uri"] for d in json.loads(found.stdout)["documents"]}
-                if len(uris) == 20 and (notes / "apples.md").as_uri() not in uris:
-                    break
-            time.sleep(1)
-        assert uris == {(notes / f"n{i}.md").as_uri() for i in range(20)}
+        while not any(line["status"] == "deleted" for line in printed):
+            assert time.monotonic() < deadline, f"apples.md not deleted; printed: {printed}"
+            time.sleep(0.2)
+        found = subprocess.run(
+            [*haiku, "list", "--db", str(db), "--json", "--limit", "100"],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
     finally:
         second.send_signal(signal.SIGINT)
-        printed, _ = second.communicate(timeout=30)
-    lines = [json.loads(line) for line in printed.splitlines()]
-    assert {"status": "deleted", "path": str(notes / "apples.md")}.items() <= next(
-        line for line in lines if line["status"] == "deleted"
-    ).items()
+        second.wait(30)
+    assert [line["path"] for line in printed if line["status"] == "deleted"] == [str(notes / "apples.md")]
+    uris = {d["uri"] for d in json.loads(found.stdout)["documents"]}
+    assert uris == {(notes / f"n{i}.md").as_uri() for i in range(20)}
