@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 import typer
 
+from haiku_cli.api import Location, Workspace
 from haiku_cli.errors import ExitCode
+from tests.conftest import fill
 
 
 def _haiku() -> list[str]:
@@ -20,10 +22,27 @@ def _haiku() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "haiku_cli"]
 
 
+@pytest.fixture(scope="module")
+def owls_once(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:
+    """The owls database, embedded once for the module (the bundled model takes seconds per build)."""
+    folder = tmp_path_factory.mktemp("owls")
+    (folder / "config.toml").touch()
+    location = Location("owls", str(folder / "owls.lancedb"))
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("HAIKU_CONFIG", str(folder / "config.toml"))
+        env.setenv("HAIKU_DATA_DIR", str(folder / "data"))
+        fill(
+            Workspace.load(embedder=embedder),
+            location,
+            [f"Owl number {i} hunts voles at night." for i in range(30)],
+        )
+    return Path(location.uri)
+
+
 @pytest.fixture
-def owls(make_db) -> Path:
-    loc, _ = make_db("owls", [f"Owl number {i} hunts voles at night." for i in range(30)])
-    return Path(loc.uri)
+def owls(owls_once: Path, tmp_path: Path) -> Path:
+    """A copy of it for each test, which may change it."""
+    return Path(shutil.copytree(owls_once, tmp_path / "owls.lancedb"))
 
 
 @pytest.mark.slow

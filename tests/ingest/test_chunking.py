@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import math
 import random
-import time
 
 import pytest
 
@@ -207,14 +206,14 @@ def test_counter_is_called_on_pieces_not_growing_text() -> None:
         return len(text.split())
 
     paragraphs = [sentence(i, 30) for i in range(2000)]  # 60k words
-    started = time.perf_counter()
-    chunks = chunk_document(doc("\n\n".join(paragraphs)), counting, max_tokens=256)
-    elapsed = time.perf_counter() - started
+    text = "\n\n".join(paragraphs)
+    chunks = chunk_document(doc(text), counting, max_tokens=256)
     check(chunks)
-    # One count per paragraph, one check per finished chunk, two probes for the separator cost.
+    # One count per paragraph, one check per finished chunk, two probes for the separator cost: the work
+    # grows with the text, never with the text times its chunks (how long it takes is benchmarks' to say).
     assert len(calls) <= len(paragraphs) + len(chunks) + 2
     assert max(calls) <= 256 * 8
-    assert elapsed < 2
+    assert sum(calls) <= 3 * len(text)
 
 
 ONE_LINE = {

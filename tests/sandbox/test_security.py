@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 pytestmark = pytest.mark.anyio
@@ -76,12 +74,9 @@ async def test_reading_a_document_of_an_unselected_database_fails(open_box, corp
 async def test_an_infinite_loop_hits_the_time_limit_and_the_session_survives(open_box) -> None:
     async with open_box("alpha", timeout_seconds=0.5) as box:
         await box.execute("x = 41")
-        started = time.monotonic()
-        run = await box.execute("while True:\n    pass")
-        elapsed = time.monotonic() - started
+        run = await box.execute("while True:\n    pass")  # ended by the limit (pytest's timeout if not)
         after = await box.execute("print(x)")
         again = await box.execute("x = 1\nprint(x + 1)")
-    assert elapsed < 3
     assert not run.ok
     assert "TimeoutError" in run.stderr
     assert "hit the time limit" in run.stderr

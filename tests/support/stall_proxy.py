@@ -1,5 +1,6 @@
 """A TCP proxy on 127.0.0.1 in front of a real server that can be told to stall, to slow down or to drop
-its connections: like an object store that stopped answering, answers slowly, or cut the line."""
+its connections, or to refuse access: like an object store that stopped answering, answers slowly, cut the
+line or revoked the credentials."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ class StallingProxy:
         self.delay = delay
         self.flowing = threading.Event()
         self.flowing.set()
+        self.forbidding = threading.Event()
         self._closed = threading.Event()
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
@@ -46,6 +48,12 @@ class StallingProxy:
         """Forward again."""
         self.flowing.set()
 
+    def forbid(self) -> None:
+        """Answer every request from now on with 403 Forbidden, as a store that revoked access would: a
+        failure no client retries, so it comes at once whatever the timeouts (open connections are cut)."""
+        self.forbidding.set()
+        self.drop()
+
     def drop(self) -> None:
         """Reset every open connection, as a network that went down would (new ones are accepted)."""
         with self._guard:
@@ -61,6 +69,9 @@ class StallingProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
+            if self.forbidding.is_set():
+                threading.Thread(target=_forbid, args=(client,), daemon=True).start()
+                continue
             try:
                 server = socket.create_connection(("127.0.0.1", self.target_port))
             except OSError:
@@ -88,3 +99,36 @@ class StallingProxy:
                     s.shutdown(socket.SHUT_RDWR)
             with self._guard:
                 self._open.difference_update((source, sink))
+
+
+_FORBIDDEN = (
+    b"HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\nConnection: close\r\n"
+    b"Content-Length: %d\r\n\r\n"
+)
+_ACCESS_DENIED = (
+    b"<?xml version='1.0'?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
+)
+
+
+def _forbid(client: socket.socket) -> None:
+    """Read one request (its headers, and its body by Content-Length), answer 403 and close."""
+    with contextlib.suppress(OSError), client:
+        client.settimeout(30)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            more = client.recv(65536)
+            if not more:
+                return
+            data += more
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = next(
+            (
+                int(line.split(b":", 1)[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            ),
+            0,
+        )
+        while len(body) < length and (more := client.recv(65536)):
+            body += more
+        client.sendall(_FORBIDDEN % len(_ACCESS_DENIED) + _ACCESS_DENIED)
