@@ -81,42 +81,13 @@ def excerpt(content: str, terms: Sequence[str], width: int = 320) -> str:
     return ("…" if start else "") + flat[start:end].strip() + ("…" if end < len(flat) else "")
 
 
-def search_hits(query: str, hits: Sequence[SearchHit], *, show_database: bool = True) -> None:
-    """Print ranked hits: rank, title, uri, database and a highlighted excerpt."""
-    if not hits:
-        output.err.print("no results", style="dim")
-        return
-    terms = highlight_terms(query)
-    shown = api.short_ids([hit.document_id for hit in hits])
-    for hit in hits:
-        label = f"  [{hit.database}]" if show_database else ""
-        score = f"  score {hit.score:.3f}"
-        title = printable(hit.document_title or hit.document_uri or hit.document_id)
-        head = Text()
-        head.append(f"{hit.rank:>2}. ", style="bold")
-        head.append(_fit(title, 4 + cell_len(label + score)), style="bold cyan")
-        head.append(label, style="magenta")
-        head.append(score, style="dim")
-        output.out.print(head)
-        rest = ("  § " + " > ".join(hit.heading_path)) if hit.heading_path else ""
-        if hit.pages:
-            rest += "  p. " + ",".join(str(p) for p in hit.pages)
-        rest = printable(rest)
-        # The uri gives way, in its middle, to the id and the section.
-        uri = _fit(
-            printable(hit.document_uri or "(added text)"), 6 + len(shown[hit.document_id]) + cell_len(rest)
-        )
-        output.out.print(Text(f"    {shown[hit.document_id]}  {uri}{rest}", style="dim"))
-        body = Text("    " + excerpt(hit.content, terms))
-        body.highlight_words(terms, style="bold yellow", case_sensitive=False)
-        output.out.print(body)
-        output.out.print()
+def search_hits(
+    query: str, hits: Sequence[SearchHit], *, show_database: bool = True, files: bool = False
+) -> None:
+    """Ranked hits: rank, title, database, short id, uri, section and a highlighted excerpt.
 
-
-def document_hits(query: str, hits: Sequence[SearchHit], *, show_database: bool = True) -> None:
-    """`search --files`: one line per document: rank, short id, title, database, uri, section, excerpt.
-
-    On a terminal the line fits its width (the uri is cut in its middle, the excerpt at its end).
+    `files` (`search --files`) gives each hit one line; on a terminal it fits the width (the uri cut in
+    its middle, the excerpt at its end).
     """
     if not hits:
         output.err.print("no results", style="dim")
@@ -124,37 +95,67 @@ def document_hits(query: str, hits: Sequence[SearchHit], *, show_database: bool 
     terms = highlight_terms(query)
     shown = api.short_ids([hit.document_id for hit in hits])
     for hit in hits:
-        head = Text()
-        head.append(f"{hit.rank:>2}. ", style="bold")
-        head.append(shown[hit.document_id] + "  ", style="dim")
-        head.append(printable(hit.document_title or "(untitled)"), style="bold cyan")
-        if show_database:
-            head.append(f"  [{hit.database}]", style="magenta")
-        uri = printable(hit.document_uri or "")
-        section = printable(" > ".join(hit.heading_path))
-        tail = f"  § {section}" if section else ""
-        if hit.pages:
-            tail += "  p. " + ",".join(str(p) for p in hit.pages)
-        room = None
-        if output.out.is_terminal:
-            spare = output.out.width - head.cell_len - cell_len(tail) - 4
-            uri = tables.middle(uri, max(spare // 2, 24))
-            room = output.out.width - head.cell_len - cell_len(tail) - cell_len(uri) - 7
-        if uri:
-            head.append(f"  {uri}", style="dim")
-        head.append(tail, style="dim")
-        gist = excerpt(hit.content, terms, width=120 if room is None else max(room, 20))
-        body = Text(f"  — {gist}")
-        body.highlight_words(terms, style="bold yellow", case_sensitive=False)
-        head.append_text(body)
-        output.out.print(head, no_wrap=output.out.is_terminal, overflow="ellipsis", soft_wrap=True)
+        (_hit_line if files else _hit_block)(hit, shown[hit.document_id], terms, show_database)
 
 
-def _fit(text: str, beside: int) -> str:
+def _section(hit: SearchHit) -> str:
+    """Where in its document a hit is: `  § heading > path  p. 3,4` (empty when unknown)."""
+    where = ("  § " + " > ".join(hit.heading_path)) if hit.heading_path else ""
+    if hit.pages:
+        where += "  p. " + ",".join(str(p) for p in hit.pages)
+    return printable(where)
+
+
+def _hit_block(hit: SearchHit, short_id: str, terms: list[str], show_database: bool) -> None:
+    label = f"  [{hit.database}]" if show_database else ""
+    score = f"  score {hit.score:.3f}"
+    title = printable(hit.document_title or hit.document_uri or hit.document_id)
+    head = Text()
+    head.append(f"{hit.rank:>2}. ", style="bold")
+    head.append(_fit(title, 4 + cell_len(label + score)), style="bold cyan")
+    head.append(label, style="magenta")
+    head.append(score, style="dim")
+    output.out.print(head)
+    section = _section(hit)
+    # The uri gives way, in its middle, to the id and the section.
+    uri = _fit(printable(hit.document_uri or "(added text)"), 6 + len(short_id) + cell_len(section), uri=True)
+    output.out.print(Text(f"    {short_id}  {uri}{section}", style="dim"))
+    body = Text("    " + excerpt(hit.content, terms))
+    body.highlight_words(terms, style="bold yellow", case_sensitive=False)
+    output.out.print(body)
+    output.out.print()
+
+
+def _hit_line(hit: SearchHit, short_id: str, terms: list[str], show_database: bool) -> None:
+    rank, label, section = f"{hit.rank:>2}. ", f"  [{hit.database}]" if show_database else "", _section(hit)
+    title, uri = printable(hit.document_title or "(untitled)"), printable(hit.document_uri or "")
+    gist_cells = 120
+    if output.out.is_terminal:
+        # Title, uri and excerpt share what the rest leaves: the title up to 2/5, the uri half the remainder.
+        fixed = cell_len(rank + short_id + "  " + label + section) + (2 if uri else 0) + len("  — ")
+        room = output.out.width - fixed
+        title = tables.middle(title, max(room * 2 // 5, 12))
+        uri = tables.middle(uri, max((room - cell_len(title)) // 2, 12), end_share=tables.URI_END_SHARE)
+        gist_cells = max(room - cell_len(title) - cell_len(uri), 20)
+    line = Text()
+    line.append(rank, style="bold")
+    line.append(short_id + "  ", style="dim")
+    line.append(title, style="bold cyan")
+    line.append(label, style="magenta")
+    line.append(f"  {uri}" if uri else "", style="dim")
+    line.append(section, style="dim")
+    body = Text(f"  — {excerpt(hit.content, terms, width=gist_cells)}")
+    body.highlight_words(terms, style="bold yellow", case_sensitive=False)
+    line.append_text(body)
+    output.out.print(line, no_wrap=output.out.is_terminal, overflow="ellipsis", soft_wrap=True)
+
+
+def _fit(text: str, beside: int, *, uri: bool = False) -> str:
     """`text` cut in its middle to fit a terminal line beside `beside` other cells (whole in a pipe)."""
     if not output.out.is_terminal:
         return text
-    return tables.middle(text, max(output.out.width - beside, 20))
+    share = tables.URI_END_SHARE if uri else 0.5
+    return tables.middle(text, max(output.out.width - beside, 20), end_share=share)
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[object]], *, keep: Sequence[str] = ("id",)) -> None:
@@ -345,7 +346,7 @@ def citations(cited: Sequence[Citation], question: str, *, heading: bool = True)
         beside = cell_len(marker + label + pages) + (2 if uri else 0)
         uri_cells = min(cell_len(uri), max((output.out.width - beside) // 2, 24))
         title = _fit(title, beside + uri_cells)
-        uri = _fit(uri, beside + cell_len(title))
+        uri = _fit(uri, beside + cell_len(title), uri=True)
         head = Text(marker, style="bold")
         head.append(title, style="cyan")
         if uri:

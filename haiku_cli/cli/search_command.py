@@ -75,17 +75,16 @@ def search(
             )
             render.not_created([name for name in found.not_created if name not in noted])
             noted.update(found.not_created)
-            show = render.document_hits if files else render.search_hits
             if from_file is None:
                 if json:
                     output.print_model(found)
                 else:
-                    show(text, found.hits, show_database=True)
+                    render.search_hits(text, found.hits, show_database=True, files=files)
             elif json:
                 output.print_json_line(found.model_dump(mode="json"))
             else:
                 output.out.print(f"# {qid}: {text}", style="bold", markup=False)
-                show(text, found.hits, show_database=len(selection.names) > 1)
+                render.search_hits(text, found.hits, show_database=len(selection.names) > 1, files=files)
 
     run(each)
 

@@ -14,13 +14,13 @@ _GAP = "  "
 _NARROWEST = 12  # a shortened column keeps at least this many cells: a start, "…" and an end
 
 
-def middle(text: str, width: int) -> str:
-    """`text` in at most `width` cells: its start and its end around "…" (a file name ends a uri)."""
+def middle(text: str, width: int, *, end_share: float = 0.5) -> str:
+    """`text` in at most `width` cells: its start and its end around "…", the end `end_share` of them."""
     if cell_len(text) <= width:
         return text
     if width <= 1:
         return "…"[:width]
-    tail_cells = (width - 1) // 2
+    tail_cells = int((width - 1) * end_share)
     head_cells = width - 1 - tail_cells
     head, tail = "", ""
     for ch in text:
@@ -67,7 +67,18 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[object]], *, keep: Col
         kept = {i for i, name in enumerate(columns) if name in keep}
         widths = fitted_widths(widths, output.out.width, kept)
     for n, line in enumerate(lines):
-        shown = [middle(cell, w) for cell, w in zip(line, widths, strict=True)]
+        shown = [
+            middle(cell, w, end_share=_end_share(name))
+            for cell, w, name in zip(line, widths, columns, strict=True)
+        ]
         padded = [cell + " " * (w - cell_len(cell)) for cell, w in zip(shown[:-1], widths, strict=False)]
         text = Text(_GAP.join([*padded, shown[-1]]).rstrip(), style="bold" if header and n == 0 else "")
         output.out.print(text, no_wrap=True, overflow="ignore", crop=False)
+
+
+# A uri or path is cut nearer its start: its end names the file.
+URI_END_SHARE = 0.7
+
+
+def _end_share(column: str) -> float:
+    return URI_END_SHARE if column in ("uri", "location") else 0.5

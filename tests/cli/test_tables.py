@@ -89,23 +89,18 @@ def test_hits_and_citations_fit_80_columns_keeping_the_id_and_the_file_name(term
         heading_path=["Tables"],
     )
     render.search_hits("tides", [hit])
-    render.citations(
-        [
-            Citation(
-                index=1,
-                database="papers",
-                document_id=doc_id,
-                document_uri=URI,
-                document_title=TITLE,
-                chunk_id="c1",
-                content="Tides rise.",
-            )
-        ],
-        "tides",
-    )
+    same = hit.model_dump(include={"database", "document_id", "document_uri", "document_title", "chunk_id"})
+    render.citations([Citation(index=1, content="Tides rise.", **same)], "tides")
+    render.search_hits("tides", [hit], files=True)
     lines = [line for line in terminal.getvalue().splitlines() if line.strip()]
     assert all(len(line) <= 80 for line in lines), lines
     head, where, cited = lines[0], lines[1], next(line for line in lines if line.startswith("[1]"))
     assert head.startswith(" 1. A Remarkably") and head.endswith("[papers]  score 0.500")
     assert where.startswith(f"    {doc_id[:8]}  file:///") and where.endswith("asked-for.md  § Tables")
     assert cited.startswith("[1] A Remarkably") and "asked-for.md" in cited and cited.endswith("[papers]")
+    one_line = lines[-1]  # --files: rank, id, title, database, uri, section and excerpt on one line
+    assert (
+        one_line.startswith(f" 1. {doc_id[:8]}  A Remark")
+        and len(one_line) <= 80
+        and "for.md  § Tables  — Tides" in one_line
+    )
