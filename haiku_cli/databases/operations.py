@@ -230,13 +230,10 @@ async def get_document(ws: Workspace, location: Location, document_id: str) -> D
     """`haiku get`: one document with its chunks, named by id, unique id prefix, uri or path."""
 
     def read(db: Database) -> DocumentWithChunks:
-        found = references.resolve(db, location, document_id)
-        doc = reads.get_document(db, found)
-        if doc is None:  # deleted between the two reads
-            raise references.not_found(document_id, location)
-        pictures = pictures_of(db, [found])[found]
+        doc = references.document(db, location, document_id)
+        pictures = pictures_of(db, [doc.id])[doc.id]
         return DocumentWithChunks(
-            database=db.name, document=doc, chunks=reads.chunks_of(db, found), pictures=pictures
+            database=db.name, document=doc, chunks=reads.chunks_of(db, doc.id), pictures=pictures
         )
 
     return await read_one(ws.pool, location, read)
@@ -246,10 +243,8 @@ async def delete_document(ws: Workspace, location: Location, document_id: str) -
     """`haiku delete`: remove a document (named as `get` takes it) and its chunks together."""
     db = await ws.pool.open_one(location, writable=True)
     async with writing(db, "delete") as write:
-        found = await anyio.to_thread.run_sync(lambda: references.resolve(db, location, document_id))
-        doc = await anyio.to_thread.run_sync(lambda: reads.get_document(db, found))
-        if doc is None:
-            raise references.not_found(document_id, location)
+        doc = await anyio.to_thread.run_sync(lambda: references.document(db, location, document_id))
+        found = doc.id
         write.operation = f"delete {found} ({doc.title or doc.uri or 'untitled'})"
         chunks = await anyio.to_thread.run_sync(lambda: len(reads.chunks_of(db, found)))
         await anyio.to_thread.run_sync(lambda: writes.delete_document(db, found))

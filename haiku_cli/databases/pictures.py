@@ -69,11 +69,8 @@ async def document_pictures(ws: Workspace, location: Location, document_id: str)
     """One document's pictures, the document named as `haiku get` takes it."""
 
     def read(db: Database) -> DocumentPictures:
-        found = references.resolve(db, location, document_id)
-        doc = reads.get_document(db, found)
-        if doc is None:  # deleted between the two reads
-            raise references.not_found(document_id, location)
-        return DocumentPictures(database=db.name, document=doc.summary(), pictures=get_pictures(db, found))
+        doc = references.document(db, location, document_id)
+        return DocumentPictures(database=db.name, document=doc.summary(), pictures=get_pictures(db, doc.id))
 
     return await read_one(ws.pool, location, read)
 

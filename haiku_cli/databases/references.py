@@ -12,6 +12,7 @@ from haiku_cli.errors import Hint, InputError
 from haiku_cli.store import reads
 from haiku_cli.store.database import Database
 from haiku_cli.store.location import Location
+from haiku_cli.store.records import DocumentRecord
 
 MIN_PREFIX = 4  # the shortest id prefix taken (git's rule)
 _ID_PREFIX = re.compile(r"[0-9a-f-]+")
@@ -46,6 +47,14 @@ def resolve(db: Database, location: Location, reference: str) -> str:
         if found is not None:
             return found.id
     raise not_found(reference, location)
+
+
+def document(db: Database, location: Location, reference: str) -> DocumentRecord:
+    """The one document (with its content) `reference` names in `db`, as `resolve` finds it."""
+    found = reads.get_document(db, resolve(db, location, reference))
+    if found is None:  # deleted between the two reads
+        raise not_found(reference, location)
+    return found
 
 
 def not_found(reference: str, location: Location) -> InputError:
