@@ -45,6 +45,8 @@ class IgnoreRules:
 
     def ignored_by(self, path: Path, *, is_dir: bool) -> str | None:
         """`FILE: PATTERN` of the ignore file and pattern that ignore `path`; None when it is not ignored."""
+        if not self._files:
+            return None  # most folders have none: no path to build (a sync walks every entry each time)
         result = None
         path = Path(os.path.abspath(path))  # the files' bases are absolute
         for ignore in self._files:

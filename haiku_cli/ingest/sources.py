@@ -257,6 +257,8 @@ class _Walk:
         by = rules.ignored_by(path, is_dir=is_dir)
         if by is not None:
             return LeftOut(source=display_path(path), why="ignored", detail=by)
+        if not self.choice.include and not self.choice.exclude:
+            return None
         excluded = self.choice.excluded_by(path.relative_to(self.root).as_posix(), is_dir=is_dir)
         if excluded is not None:
             return LeftOut(source=display_path(path), why="excluded", detail=excluded)
