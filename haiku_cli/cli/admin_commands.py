@@ -53,7 +53,15 @@ def list_(
     loc: Location = ONE_DATABASE,
     json: Json = False,
 ) -> None:
-    """List documents, oldest first, a page at a time (50 unless --limit says otherwise)."""
+    """List documents, oldest first, a page at a time (50 unless --limit says otherwise).
+
+    Examples:
+
+    \b
+      haiku list --offset 50
+      haiku list --filter "metadata.project = 'thesis'"
+      haiku list --filter "created_at >= '2024-01-01'" --json
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)
@@ -91,7 +99,15 @@ def get(
     loc: Location = ONE_DATABASE,
     json: Json = False,
 ) -> None:
-    """Show one document with its content."""
+    """Show one document with its content.
+
+    Examples:
+
+    \b
+      haiku get 3f2b8c1e              the id's start, as list and search show it
+      haiku get ~/notes/tides.md      the path it was added from (or its uri)
+      haiku get 3f2b8c1e --json
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)

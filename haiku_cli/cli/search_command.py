@@ -46,7 +46,16 @@ def search(
     selection: Selection = DATABASE_SET,
     json: Json = False,
 ) -> None:
-    """Search the selected databases (all configured ones by default)."""
+    """Search the selected databases (all configured ones by default).
+
+    Examples:
+
+    \b
+      haiku search "tide tables" --limit 5
+      haiku search "tide tables" --files        one line per document
+      haiku search "recall" --filter "metadata.year = '2024'" --json
+      haiku search --from queries.txt --json    one query per line
+    """
     from haiku_cli import api
 
     kind = _search_type(search_type)

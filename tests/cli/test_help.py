@@ -17,3 +17,14 @@ def test_help_lists_commands_without_cuts_and_shows_examples(cli, monkeypatch: p
     examples = shown[shown.index("Examples:") :].splitlines()
     assert any(line.strip().startswith('haiku search "') for line in examples)
     assert sum(line.strip().startswith("haiku ") for line in examples) >= 5
+
+
+@pytest.mark.parametrize("command", ["search", "get", "list"])
+def test_the_commands_people_start_with_show_examples(
+    cli, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    shown = cli(command, "--help").stdout
+    examples = shown[shown.index("Examples:") :].splitlines()[1:]
+    assert sum(line.strip().startswith(f"haiku {command} ") for line in examples) >= 3
+    assert all(len(line) <= 80 for line in shown.splitlines()), shown
