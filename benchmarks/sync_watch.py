@@ -11,6 +11,7 @@ the stat and the write, not the model). Then:
 - the watcher's CPU seconds over an idle spell, and its resident memory.
 
     python benchmarks/sync_watch.py --files 10000 --work /tmp/haiku-syncwatch [--saves 20] [--json]
+    (--reuse keeps an earlier run's tree and database; --debounce MS is passed to watch)
 """
 
 from __future__ import annotations
@@ -196,20 +197,24 @@ def main() -> None:
     parser.add_argument("--debounce", type=int, default=500, help="watch --debounce, in ms")
     parser.add_argument("--idle", type=float, default=30.0, help="seconds of idle watching measured")
     parser.add_argument("--skip-watch", action="store_true")
+    parser.add_argument("--reuse", action="store_true", help="keep the tree and database of an earlier run")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     work = args.work / str(args.files)
     tree, db = work / "tree", work / "notes.lancedb"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    build_tree(tree, args.files)
+    reuse = args.reuse and db.exists()
+    if not reuse:
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        build_tree(tree, args.files)
     result: dict = {"files": args.files}
     with serve_hash_embedder(DIMENSION) as url:
         config = work / "config.toml"
         config.write_text(f'[embedder]\nmodel = "ollama:hash"\nbase_url = "{url}"\n', encoding="utf-8")
-        start = time.perf_counter()
-        haiku(["add-src", str(tree), "--db", str(db)], config)
-        result["add_src_seconds"] = round(time.perf_counter() - start, 1)
+        if not reuse:
+            start = time.perf_counter()
+            haiku(["add-src", str(tree), "--db", str(db)], config)
+            result["add_src_seconds"] = round(time.perf_counter() - start, 1)
         start = time.perf_counter()
         haiku(["sync", "--db", str(db)], config)
         result["cli_sync_unchanged_seconds"] = round(time.perf_counter() - start, 2)

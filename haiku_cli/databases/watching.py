@@ -84,6 +84,12 @@ async def watch(
         db = await ws.pool.open_one(location, writable=True)
         run.watched.append(_Watched(location, db))
     await run.reload()
+    for watched in run.watched:
+        if not watched.sources:
+            on_note(
+                f"database '{watched.location.name}' remembers no sources yet; those add-src adds are "
+                f"watched from the next sweep (every {sweep_seconds:g} s)"
+            )
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(run.follow_events)
         await run.sweep(urls=True)  # catch up with what changed while nothing watched

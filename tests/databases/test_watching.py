@@ -136,6 +136,23 @@ def test_quiet_while_nothing_changes_and_catches_up_after_a_stop(
         }
 
 
+def test_a_database_without_sources_says_so_and_picks_them_up_at_the_next_sweep(
+    workspace, tmp_path: Path, notes: Path
+) -> None:
+    ws, location = workspace(), Location("w", str(tmp_path / "w.lancedb"))
+    anyio.run(lambda: operations.add_text(ws, location, "A typed note.", title=None, metadata={}))
+    with Watching(ws, location, sweep_seconds=1, debounce_ms=100) as watching:
+        (note,) = watching.notes
+        assert note == (
+            "database 'w' remembers no sources yet; "
+            "those add-src adds are watched from the next sweep (every 1 s)"
+        )
+        _added(workspace(), location, notes)  # by another writer, while watching
+        time.sleep(2.5)  # a sweep reads the sources again and watches the folder
+        (notes / "pears.md").write_text("Pears ripen off the tree.\n")
+        watching.wait_for(_seen("added", notes / "pears.md"))
+
+
 async def _no_watching(roots, recursive, stop, debounce_ms) -> AsyncIterator[set]:
     raise OSError(errno.ENOSPC, "OS file watch limit reached")
     yield set()  # pragma: no cover - makes this an async generator
