@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
-from haiku_cli.errors import HaikuError
-from haiku_cli.store.handle import PENDING_WRITE, Database, storage_failure
+from haiku_cli.errors import DatabaseError, HaikuError
+from haiku_cli.store.handle import PENDING_WRITE, Database, read_meta, storage_failure
 from haiku_cli.store.journal import restore, table_versions
 from haiku_cli.store.writer import checkpoint, ensure_held, exclusive
 
@@ -52,8 +53,31 @@ def atomic_write(db: Database) -> Iterator[None]:
             db.in_write = False
             db.keep_versions = None
         checkpoint("before-commit")
-        with storage_errors(db, "cannot be written"):
-            db.delete_meta(PENDING_WRITE)
+        try:
+            with storage_errors(db, "cannot be written"):
+                db.delete_meta(PENDING_WRITE)
+        except DatabaseError:
+            if _journal_gone(db):
+                return  # the store took the commit, but its answer was lost: the write is stored
+            raise
+
+
+def _journal_gone(db: Database, tries: int = 4, pause: float = 2.0) -> bool:
+    """Whether the journal's removal landed after all; asked a few times, as a store whose answer was
+    lost often answers again seconds later (False when it never tells)."""
+    for attempt in range(tries):
+        if db.writer_lock is not None and not db.writer_lock.valid():
+            return False  # a writer that took over may have removed it, undoing this write
+        try:
+            db.meta_table.checkout_latest()
+            meta = read_meta(db.meta_table)
+        except Exception:
+            if attempt < tries - 1:
+                time.sleep(pause)
+            continue
+        db.meta = meta
+        return PENDING_WRITE not in meta
+    return False
 
 
 def keep_point(db: Database) -> None:

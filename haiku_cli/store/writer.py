@@ -193,7 +193,9 @@ class _Lease(_Lock):
         self.db = db
         self.owner = owner
         self.lost = False
-        self.renewals: list[float] = []  # when each renewal landed (time.time()), for measuring the gaps
+        # Each renewal's stamp and when its commit landed, and how many failed: for measuring the gaps.
+        self.renewals: list[tuple[float, float]] = []
+        self.failed_renewals = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name=f"lease-{db.name}", daemon=True)
         self._thread.start()
@@ -207,13 +209,14 @@ class _Lease(_Lock):
                     kept = _compare_and_set(self.db, self.owner, renewed)
             except Exception:
                 # A transient store error: try again soon, well before the holder must stop writing.
+                self.failed_renewals += 1
                 pause = min(_RETRY_RENEWAL_SECONDS, self.owner.ttl * _RENEW_FRACTION)
                 continue
             if not kept:
                 self.lost = True
                 return
             self.owner = renewed
-            self.renewals.append(time.time())
+            self.renewals.append((renewed.heartbeat, time.time()))
             pause = self.owner.ttl * _RENEW_FRACTION
 
     @property

@@ -166,3 +166,37 @@ def test_vacuums_beside_a_writer_and_readers_all_succeed(
     assert (deleted.exit_code, deleted.stderr) == (0, "")
     info = json.loads(cli("info", "-d", "papers", "--json").stdout)
     assert (info["documents"], info["chunks"]) == (3, 3)
+
+
+def test_a_commit_whose_answer_was_lost_is_reported_as_stored(
+    cli, write_config, s3_server: str, tmp_path: Path
+) -> None:
+    from tests.store.test_writer import _wait_for
+
+    with StallingProxy(int(s3_server.rsplit(":", 1)[1])) as proxy:
+        _config(write_config, proxy.endpoint, tmp_path)
+        assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
+        gate = tmp_path / "gate"
+        gate.mkdir()
+        # A long lease: no heartbeat commits to the meta table while the commit is watched for.
+        env = {
+            "HAIKU_TEST_PAUSE": f"before-commit:{gate}",
+            "HAIKU_STORAGE_TIMEOUT": "1",
+            "HAIKU_LEASE_SECONDS": "600",
+        }
+        writer_process = _haiku("add", "Owls hunt voles at night.", "-d", "papers", env=env)
+        _wait_for(lambda: any(gate.glob("*.reached")), "the add to pause before its commit")
+        # The commit that removes the journal reaches the store, then the store stops answering.
+        proxy.stall_after(b"PUT ", b"meta.lance/_versions/")
+        (gate / "before-commit.go").touch()
+        _wait_for(lambda: not proxy.flowing.is_set(), "the commit to reach the store")
+        time.sleep(5)  # the request and its retries give up, unanswered
+        proxy.resume()
+        _, stderr = writer_process.communicate(timeout=300)
+    assert writer_process.returncode == 0, stderr
+    _config(write_config, s3_server, tmp_path)
+    listed = json.loads(cli("list", "-d", "papers", "--json").stdout)["documents"]
+    assert sorted(d["title"] for d in listed) == [
+        "Owls hunt voles at night.",
+        "Peregrine falcons stoop onto prey.",
+    ]

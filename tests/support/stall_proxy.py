@@ -27,6 +27,7 @@ class StallingProxy:
         self.port = self._listener.getsockname()[1]
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self._open: set[socket.socket] = set()
+        self._stall_after: tuple[bytes, ...] = ()
         self._guard = threading.Lock()
 
     def __enter__(self) -> StallingProxy:
@@ -37,7 +38,7 @@ class StallingProxy:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._closed.set()
-        self.flowing.set()
+        self.resume()
         self._listener.close()
 
     def stall(self) -> None:
@@ -53,6 +54,11 @@ class StallingProxy:
         failure no client retries, so it comes at once whatever the timeouts (open connections are cut)."""
         self.forbidding.set()
         self.drop()
+
+    def stall_after(self, *markers: bytes) -> None:
+        """Forward the next request whose head holds every marker, then stall: the server acts on it but
+        its answer, like every later request, waits for `resume()`."""
+        self._stall_after = markers
 
     def drop(self) -> None:
         """Reset every open connection, as a network that went down would (new ones are accepted)."""
@@ -91,6 +97,9 @@ class StallingProxy:
                 if request and self.delay:
                     time.sleep(self.delay)
                 sink.sendall(data)
+                if request and self._stall_after and all(m in data for m in self._stall_after):
+                    self._stall_after = ()
+                    self.stall()
         except OSError:
             pass
         finally:
