@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from haiku_cli.errors import InputError
 
 # What a filter can name, as the error for an unknown field says it.
-FILTER_FIELDS = "id, uri, title, metadata.KEY, created_at, updated_at, content_hash"
+FILTER_FIELDS = "id, uri, title, metadata.KEY, created_at, updated_at, content, content_hash"
 _DATE_COLUMNS = ("created_at", "updated_at")
 _TOKEN = re.compile(
     r"""'(?:[^']|'')*'?           # a string literal (a missing closing quote is LanceDB's to report)

@@ -71,7 +71,7 @@ def _query_rows(db: Database, table: Any, where: str | None, columns: list[str],
 
 def _query_arrow(db: Database, table: Any, where: str | None, columns: list[str], limit: int | None):
     query = table.search().select(columns)
-    sql = translate(check_filter(where)) if where else None
+    sql = f"({translate(where)})" if where and check_filter(where) else None
     if sql:
         query = query.where(sql)
     query = query.limit(limit) if limit is not None else query.limit(table.count_rows() or 1)
@@ -105,6 +105,16 @@ def _filter_problem(exc: Exception) -> str:
     unknown = re.search(r"No field named ([^.\s]+)", str(exc))
     if unknown:
         return f"there is no field {unknown.group(1)}; a filter can name {FILTER_FIELDS}"
+    mistyped = re.search(
+        r"Received literal \w+\((.*?)\) and could not convert to literal of type '(\w+)", str(exc)
+    )
+    if mistyped:
+        given, kind = mistyped.groups()
+        if kind == "Timestamp":
+            return (
+                f"{given} is not a time; compare with an ISO date in quotes, e.g. created_at > '2024-01-31'"
+            )
+        return f"{given} is not text; put the value in quotes, e.g. title = '{given}'"
     if parsed is None:
         return re.sub(r"^(Invalid input, )+", "", plain_first_line(exc))
     return (

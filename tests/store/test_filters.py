@@ -60,6 +60,12 @@ def test_filters_name_metadata_keys_and_iso_dates(tmp_path: Path, where: str, ti
         ("metadata.year > 1900", "metadata.year can be compared with =, !=, [NOT] IN (...) or IS [NOT] NULL"),
         ("created_at > 'last week'", "created_at compares with an ISO date or time such as '2024-01-31'"),
         ("author = 'me'", "there is no field author; a filter can name id, uri, title, metadata.KEY"),
+        ("metadata.year", "invalid filter 'metadata.year': metadata.year can be compared with"),
+        ("title = 5", "invalid filter 'title = 5': 5 is not text; put the value in quotes, e.g. title = '5'"),
+        (
+            "created_at > 5",
+            "5 is not a time; compare with an ISO date in quotes, e.g. created_at > '2024-01-31'",
+        ),
     ],
 )
 def test_a_filter_naming_what_it_cannot_says_what_it_can_in_one_line(
@@ -70,7 +76,7 @@ def test_a_filter_naming_what_it_cannot_says_what_it_can_in_one_line(
         list_documents(db, where=where)
     message = str(raised.value)
     assert problem in message and "\n" not in message
-    assert "Struct" not in message and "Timestamp" not in message
+    assert "Struct" not in message and "Timestamp" not in message and "literal" not in message
 
 
 def test_search_and_list_filter_on_metadata_and_dates_from_the_command_line(cli) -> None:
