@@ -64,21 +64,11 @@ def highlight_terms(query: str) -> list[str]:
     return [w for w in _WORD.findall(query.lower()) if w not in _STOP]
 
 
-def excerpt(content: str, terms: Sequence[str], width: int = 320) -> str:
-    """A window of the content around the first query term, on one line."""
-    flat = printable(" ".join(content.split()))
-    if len(flat) <= width:
-        return flat
-    lower = flat.lower()
-    positions = [p for p in (lower.find(t) for t in terms) if p >= 0]
-    start = max(0, min(positions) - width // 4) if positions else 0
-    end = min(len(flat), start + width)
-    # Cut between words, not inside one (a word longer than the window is cut after all).
-    if start and flat[start - 1] != " " and (space := flat.find(" ", start, end)) > 0:
-        start = space + 1
-    if end < len(flat) and flat[end] != " " and (space := flat.rfind(" ", start, end)) > start:
-        end = space
-    return ("…" if start else "") + flat[start:end].strip() + ("…" if end < len(flat) else "")
+def excerpt(content: str, terms: Sequence[str], width: int = 320, *, indent: str | None = None) -> str:
+    """A window of the content around the first query term: one line, or with `indent` code kept as lines."""
+    from haiku_cli.cli.excerpts import excerpt as window
+
+    return window(content, terms, width, indent=indent)
 
 
 def search_hits(
@@ -120,7 +110,7 @@ def _hit_block(hit: SearchHit, short_id: str, terms: list[str], show_database: b
     # The uri gives way, in its middle, to the id and the section.
     uri = _fit(printable(hit.document_uri or "(added text)"), 6 + len(short_id) + cell_len(section), uri=True)
     output.out.print(Text(f"    {short_id}  {uri}{section}", style="dim"))
-    body = Text("    " + excerpt(hit.content, terms))
+    body = Text("    " + excerpt(hit.content, terms, indent="    "))
     body.highlight_words(terms, style="bold yellow", case_sensitive=False)
     output.out.print(body)
     output.out.print()
@@ -354,7 +344,7 @@ def citations(cited: Sequence[Citation], question: str, *, heading: bool = True)
         head.append(label, style="magenta")
         head.append(pages, style="dim")
         output.out.print(head, soft_wrap=True)
-        text = Text("    " + excerpt(c.content, terms))
+        text = Text("    " + excerpt(c.content, terms, indent="    "))
         text.highlight_words(terms, style="bold yellow", case_sensitive=False)
         output.out.print(text, soft_wrap=True)
         for p in c.pictures:
