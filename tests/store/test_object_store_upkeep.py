@@ -200,3 +200,47 @@ def test_a_commit_whose_answer_was_lost_is_reported_as_stored(
         "Owls hunt voles at night.",
         "Peregrine falcons stoop onto prey.",
     ]
+
+
+@pytest.mark.parametrize("fault", ["drop", "stall"])
+def test_an_add_src_cut_off_mid_way_leaves_the_database_as_it_was(
+    cli, write_config, s3_server: str, tmp_path: Path, fault: str
+) -> None:
+    from tests.store.test_writer import _wait_for
+
+    folder = tmp_path / "src"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"f{i}.md").write_text(
+            f"# Heron {i}\n\n" + " ".join(f"heron{i} wades {j}" for j in range(300))
+        )
+    with StallingProxy(int(s3_server.rsplit(":", 1)[1])) as proxy:
+        _config(write_config, proxy.endpoint, tmp_path)
+        assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
+        gate = tmp_path / "gate"
+        gate.mkdir()
+        # A short lease, so that the next writer takes over from the cut-off one within seconds.
+        env = {
+            "HAIKU_TEST_PAUSE": f"data-written:{gate}",
+            "HAIKU_STORAGE_TIMEOUT": "1",
+            "HAIKU_LEASE_SECONDS": "4",
+        }
+        writer_process = _haiku("add-src", str(folder), "-d", "papers", env=env)
+        _wait_for(lambda: any(gate.glob("*.reached")), "the add-src to pause after writing its first data")
+        if fault == "drop":
+            proxy.forbid()  # every connection cut and refused: no retry gets through
+        else:
+            proxy.stall()
+        (gate / "data-written.go").touch()
+        _, stderr = writer_process.communicate(timeout=300)
+    assert writer_process.returncode == ExitCode.DATABASE, stderr
+    assert stderr.startswith("haiku: database 'papers' ") and len(stderr.splitlines()) == 1, stderr
+    _config(write_config, s3_server, tmp_path)
+    listed = json.loads(cli("list", "-d", "papers", "--json").stdout)["documents"]
+    assert [d["title"] for d in listed] == ["Peregrine falcons stoop onto prey."]
+    again = cli("add-src", str(folder), "-d", "papers")  # takes the lapsed lease over and undoes the rest
+    assert again.exit_code == 0, again.stderr
+    hits = json.loads(cli("search", "heron1 wades", "-d", "papers", "--json").stdout)["hits"]
+    assert hits and hits[0]["document_title"] == "Heron 1"
+    info = json.loads(cli("info", "-d", "papers", "--json").stdout)
+    assert info["documents"] == 4

@@ -14,7 +14,7 @@ from types import TracebackType
 class StallingProxy:
     """Forward 127.0.0.1:`port` to `target`; `stall()` freezes all traffic, `resume()` lets it flow,
     `delay` seconds are waited before each piece of a request is forwarded, `drop()` cuts every
-    open connection."""
+    open connection, `stall_after()` stalls once a chosen request has reached the server."""
 
     def __init__(self, target_port: int, delay: float = 0.0) -> None:
         self.target_port = target_port
