@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel
 from pydantic_ai import Agent, RunContext, capture_run_messages
 from pydantic_ai.capabilities import PrepareTools
+from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -23,6 +24,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.usage import UsageLimits
 
 from haiku_cli.capabilities import (
     REDIRECT_TAG,
@@ -449,3 +451,23 @@ def test_newer_evidence_after_a_citation_needs_a_fresh_citation_or_declaration(k
     deps = HaikuDeps()
     Agent(ignored.model, deps_type=HaikuDeps, capabilities=capabilities).run_sync("q", deps=deps)
     assert redirects_seen(ignored) == 1 and policy_state(deps).outcome == "grounded"
+
+
+def test_a_redirect_queued_by_a_run_stopped_at_its_limit_is_asked_again(kb: Workspace) -> None:
+    deps = HaikuDeps()
+    first = Script(search("capital of France"), text("Paris."))
+    agent = Agent(first.model, deps_type=HaikuDeps, capabilities=[RetrievalCapability(kb), CitationPolicy()])
+    with capture_run_messages() as stopped, pytest.raises(UsageLimitExceeded):
+        agent.run_sync("Capital?", deps=deps, usage_limits=UsageLimits(request_limit=2))
+    assert tagged(stopped) == 1 and len(first.seen) == 2  # queued, never answered
+    # Resumed under `run_stream`: that redirect never reached the model, so an uncited answer is held back
+    # and sent back once more instead of being let through as a violation.
+    second = StreamScript(text("Paris, again."), cite_first(), text("Paris [1]."))
+    agent = Agent(second.model, deps_type=HaikuDeps, capabilities=[RetrievalCapability(kb), CitationPolicy()])
+
+    async def go() -> str:
+        async with agent.run_stream(deps=deps, message_history=stopped) as stream:
+            return await stream.get_output()
+
+    assert anyio.run(go) == "Paris [1]."
+    assert policy_state(deps).outcome == "grounded" and policy_state(deps).held_back
