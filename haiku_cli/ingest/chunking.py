@@ -13,6 +13,8 @@ from haiku_cli.ingest.document import ConvertedDocument
 # Share of max_tokens kept free for special tokens, tokenizer non-additivity and the heading context
 # the embedder may prepend.
 MARGIN = 0.10
+# No text costs less than a token per this many characters, whatever the tokenizer says.
+MAX_CHARS_PER_TOKEN = 32
 # Sentence ends: terminal punctuation, optional closing quotes or brackets, then whitespace; CJK stops.
 # A match only starts where a run of punctuation starts, and takes it whole (possessive): a long run
 # with no space after it ("....", a 2 MB "word") is tried once, not once per character (quadratic).
@@ -57,7 +59,10 @@ class _Chunker:
     def cost(self, text: str) -> float:
         cached = self._cache.get(text)
         if cached is None:
-            cached = self._cache[text] = max(0.0, self._count(text) - self.base)
+            # A run the tokenizer reads as one unknown token (a 2 MB "word") must still be cut: a chunk
+            # is also what a search returns and a model reads, whose tokenizers do not say [UNK].
+            floor = len(text) / MAX_CHARS_PER_TOKEN
+            cached = self._cache[text] = max(0.0, self._count(text) - self.base, floor)
         return cached
 
     # Packing -------------------------------------------------------------------------------------

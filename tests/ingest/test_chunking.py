@@ -242,6 +242,13 @@ def test_one_line_inputs_cost_work_in_proportion_to_their_size(shape: str) -> No
     assert sum(counted) <= 4 * len(text)
 
 
+def test_a_word_the_tokenizer_reads_as_one_token_is_still_cut() -> None:
+    # WordPiece reads any word over 100 characters as one [UNK]: a 400 KB word was one 400 KB chunk.
+    chunks = chunk_document(doc("x" * 400_000), lambda text: 3 if text else 2, max_tokens=256)
+    assert "".join(c.text for c in chunks) == "x" * 400_000
+    assert max(len(c.text) for c in chunks) <= 256 * 32
+
+
 def test_tiny_budget_is_rejected() -> None:
     with pytest.raises(ValueError):
         chunk_document(doc("text"), lambda t: len(t.split()) + 5, max_tokens=4)
