@@ -67,6 +67,9 @@ class DatabasePool:
         return None if self.timeout_seconds is None or not location.can_stall else self.timeout_seconds
 
     def _stalled(self, location: Location, seconds: float) -> DatabaseError:
+        if location.endpoint_refuses():  # its client was still retrying a refused connection
+            refused = "the connection was refused; check the endpoint"
+            return DatabaseError(f"database '{location.name}' cannot be reached: {refused}")
         return DatabaseError(
             f"database '{location.name}' did not answer within {seconds:g} s; "
             "check the store, or raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT)"

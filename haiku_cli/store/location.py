@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 Kind = Literal["local", "object store", "remote", "memory"]
 
 _OBJECT_STORES = ("s3://", "s3+ddb://", "gs://", "az://", "abfs://")
+_ENDPOINT_KEYS = ("endpoint", "aws_endpoint", "endpoint_url", "aws_endpoint_url")
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,25 @@ class Location:
             "client_retry_timeout": f"{max(1, round(seconds))}",
         }
         return replace(self, storage_options={**defaults, **self.storage_options})
+
+    def endpoint_refuses(self) -> bool:
+        """Whether the configured object-store endpoint refuses connections right now (nothing listens).
+
+        Told apart from a store that stopped answering, for a message that says which it is; one quick
+        connection attempt, made only once a request has already failed.
+        """
+        endpoint = next((self.storage_options[k] for k in _ENDPOINT_KEYS if k in self.storage_options), "")
+        parts = urlsplit(endpoint)
+        if not parts.hostname:
+            return False
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            with socket.create_connection((parts.hostname, port), timeout=1.0):
+                return False
+        except ConnectionRefusedError:
+            return True
+        except (OSError, ValueError):  # no answer, unknown host, bad port: not a refusal
+            return False
 
     @classmethod
     def from_path(cls, path: Path) -> Location:

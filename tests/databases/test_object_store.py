@@ -68,10 +68,13 @@ storage_options = {{ endpoint = "http://127.0.0.1:9", allow_http = true, region 
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     result = cli("search", "kestrel")
     assert result.exit_code == ExitCode.DATABASE
-    assert result.stderr == (
-        "haiku: database 'remote' cannot be reached: the connection was refused; check the endpoint\n"
-    )
+    refused = "haiku: database 'remote' cannot be reached: the connection was refused; check the endpoint\n"
+    assert result.stderr == refused
     assert result.stdout == ""
+    # Also when the client's retries outlast the storage timeout.
+    monkeypatch.setenv("HAIKU_STORAGE_TIMEOUT", "0.5")
+    result = cli("list", "-d", "remote")
+    assert (result.exit_code, result.stderr) == (ExitCode.DATABASE, refused)
 
 
 def test_stalled_object_store_in_a_set_is_named_within_the_timeout(
