@@ -12,9 +12,12 @@ Three parts, each printing a table (and JSON with --json):
   their run (40 kills by default), each followed by a check that the database reads, that every
   document has chunks, that the killed write is all there or not at all, and that the next writer
   goes ahead.
-- `faults`: storage and I/O faults (read-only mount, full tiny file system, S3 server stopped or
-  stalled, closed pipe, /dev/full, invalid UTF-8 on stdin, blank text) against their documented exit
-  codes, with the time each took to fail.
+- `faults`: storage and I/O faults (read-only mount, full tiny file system, a disk full to the last byte,
+  a database folder without read permission, S3 server stopped, stalled or refusing connections, closed
+  pipe, /dev/full, invalid UTF-8 or too much text on stdin, blank text), embedders and models on
+  127.0.0.1 that never answer, send NaN, vectors of another size or no choices, one-line inputs (7 MB of
+  words, 2 MB of dots), a file name with a newline and `haiku mcp --http --host 0.0.0.0`, each against
+  its documented exit code, with the time each took to end.
 
 Vectors come from the hashing embedding server in tests/support on 127.0.0.1 (the bundled model's
 speed is not what is measured here). Usage:
@@ -461,14 +464,14 @@ def _namespace_available() -> bool:
     return subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode == 0
 
 
-def _in_namespace(config: Path, setup: str, args: list[str]) -> tuple[int, str, float]:
-    """One haiku command after `setup` (mount commands) in a private mount namespace."""
+def _in_namespace(config: Path, setup: str, args: list[str], after: str = "") -> tuple[int, str, float]:
+    """One haiku command after `setup` (mount commands) in a private mount namespace; `after` runs next."""
     import shlex
 
     run = shlex.join([sys.executable, "-m", "haiku_cli", *args])
     start = time.monotonic()
     proc = subprocess.run(
-        ["unshare", "-rm", "sh", "-c", f"set -e\n{setup}\nset +e\n{run}"],
+        ["unshare", "-rm", "sh", "-c", f"set -e\n{setup}\nset +e\n{run}\nrc=$?\n{after}\nexit $rc"],
         capture_output=True,
         text=True,
         env=_env(config),
@@ -512,14 +515,57 @@ def _dev_full(config: Path) -> tuple[int, str, float]:
 
 
 def _bad_stdin(config: Path) -> tuple[int, str, float]:
+    return _stdin(config, b"caf\xe9 \xff\xfe owls")
+
+
+def _stdin(config: Path, data: bytes, **extra: str) -> tuple[int, str, float]:
     start = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "haiku_cli", "add", "-", "-d", "notes"],
-        env=_env(config),
-        input=b"caf\xe9 \xff\xfe owls",
+        env=_env(config, **extra),
+        input=data,
         capture_output=True,
     )
     return proc.returncode, proc.stderr.decode(), time.monotonic() - start
+
+
+def _mcp_on_every_address(config: Path) -> tuple[int, str, float]:
+    """`haiku mcp --http --host 0.0.0.0`: the URL it prints must pass its own Host check (HTTP 200)."""
+    import httpx
+
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "haiku_cli", "mcp", "--http", "--host", "0.0.0.0", "--port", "0"],
+        env=_env(config, HAIKU_MCP_TOKEN="a-token-of-sixteen-chars"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "reliability", "version": "1"},
+            },
+        }
+        headers = {
+            "Accept": "application/json, text/event-stream",
+            "Authorization": "Bearer a-token-of-sixteen-chars",
+        }
+        with httpx.stream("POST", url, json=hello, headers=headers, timeout=60) as response:
+            status = response.status_code
+    except (httpx.HTTPError, ValueError) as exc:
+        return 1, f"{url!r}: {exc}", time.monotonic() - start
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return (0 if status == 200 else status), f"{url} answered {status}", time.monotonic() - start
 
 
 def faults(s3: bool = True) -> dict:
@@ -580,8 +626,13 @@ def faults(s3: bool = True) -> dict:
                 3,
                 _in_namespace(config, fill, ["add-src", str(big), "--db", str(tiny / "notes.lancedb")]),
             )
+            _full_to_the_last_byte(config, work, check)
         else:
             rows.append({"fault": "read-only / full file system", "ok": None, "stderr": "no user namespaces"})
+        _unreadable_folder(config, work, check)
+        _servers_that_fail(work, url, check)
+        _one_line_inputs(config, work, check)
+        check("MCP on 0.0.0.0: printed URL accepted", "mcp --http", 0, _mcp_on_every_address(config))
         check("closed pipe (| head -n1)", "list", 0, _closed_pipe(config))
         check("/dev/full", "list --json", 74, _dev_full(config))
         check("invalid UTF-8 on stdin", "add -", 1, _bad_stdin(config))
@@ -620,6 +671,15 @@ def faults(s3: bool = True) -> dict:
                     proxy.resume()
                 for mode in ("stalled", "stopped"):
                     rows.append(_failing_mid_write(work, url, port, mode))
+            refused = _write_config(work, url, "http://127.0.0.1:9", stem="refused", file="refused.toml")
+            code, err, seconds = _timed(refused, "list", "-d", "remote", HAIKU_STORAGE_TIMEOUT="3")
+            check(
+                "S3 endpoint refuses connections",
+                "list",
+                3,
+                (code, err, seconds),
+                "refused" in err and "in time" not in err,
+            )
             # The server is gone now: nothing listens on its port.
             check(
                 "S3 server stopped",
@@ -640,6 +700,128 @@ def faults(s3: bool = True) -> dict:
         "handled": sum(1 for r in rows if r["ok"]),
         "checked": sum(1 for r in rows if r["ok"] is not None),
     }
+
+
+def _full_to_the_last_byte(config: Path, work: Path, check) -> None:
+    """No room even for the writer lock's owner record: each writing command names the database (3)."""
+    full = work / "full"
+    full.mkdir()
+    db = work / "notes.lancedb"
+    doc_id = sorted(_state(config, "notes")["ids"])[0]
+    fill = (
+        f"mount -t tmpfs -o size=2m tmpfs {full} && cp -r {db} {full}/ && "
+        f"(head -c 100000000 /dev/zero > {full}/filler 2>/dev/null || true)"
+    )
+    there = str(full / "notes.lancedb")
+    for command, args in (
+        ("add", ["add", "Owls.", "--db", there]),
+        ("delete", ["delete", doc_id, "--db", there]),
+        ("vacuum", ["vacuum", "--db", there]),
+        ("rebuild", ["rebuild", "--db", there]),
+    ):
+        code, err, seconds = _in_namespace(config, fill, args)
+        check("disk full to the last byte", command, 3, (code, err, seconds), "the disk is full" in err)
+    new = full / "new.lancedb"
+    code, err, seconds = _in_namespace(
+        config, fill, ["add", "Owls.", "--db", str(new)], after=f"test ! -e {new} || echo LEFT >&2"
+    )
+    check("disk full to the last byte", "add (new database)", 3, (code, err, seconds), "LEFT" not in err)
+
+
+def _unreadable_folder(config: Path, work: Path, check) -> None:
+    """A database folder without read permission: one exit-3 line (root's bypass dropped with setpriv)."""
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            return
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    locked = work / "locked.lancedb"
+    if _haiku(config, "add", _text("locked"), "--db", str(locked)).returncode != 0:
+        raise SystemExit("could not create the database to lock")
+    locked.chmod(0)
+    try:
+        for args in (["search", "falcon"], ["list"], ["add", "Owls."]):
+            start = time.monotonic()
+            proc = subprocess.run(
+                [*prefix, sys.executable, "-m", "haiku_cli", *args, "--db", str(locked)],
+                env=_env(config),
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            got = (proc.returncode, proc.stderr, time.monotonic() - start)
+            check("database folder not readable", args[0], 3, got, "permission denied" in proc.stderr)
+    finally:
+        locked.chmod(0o755)
+
+
+def _servers_that_fail(work: Path, url: str, check) -> None:
+    """Embedders and models on 127.0.0.1 that hang, send NaN, vectors of another size, or no choices."""
+    import numpy as np
+
+    from tests.cli.openai_stub import answer, serve
+    from tests.support.hash_embedder import serve_embeddings, serve_hash_embedder
+    from tests.support.silent_server import silent_server
+
+    def at(embedder_url: str, name: str) -> Path:
+        return _write_config(work, embedder_url, None, file=f"{name}.toml")
+
+    search = ("search", "falcon", "-d", "notes")
+    with silent_server() as silent:
+        config = at(silent.url, "silent")
+        for command, args in (("add", ("add", "Owls.", "-d", "notes")), ("search", search)):
+            got = _timed(config, *args, HAIKU_EMBEDDER_TIMEOUT="2")
+            check("embedder never answers (2 s limit)", command, 4, got, "within 2 s" in got[1])
+        model = {"OPENAI_BASE_URL": silent.url, "OPENAI_API_KEY": "x", "HAIKU_MODEL_TIMEOUT": "2"}
+        got = _timed(at(url, "model"), "ask", "Which birds?", "-m", "openai-chat:test", **model)
+        check("model never answers (2 s limit)", "ask", 4, got, "within 2 s" in got[1])
+    nan = serve_embeddings(lambda texts: np.full((len(texts), DIMENSION), np.nan, dtype=np.float32))
+    with nan as nan_url:
+        config = at(nan_url, "nan")
+        before = len(_state(config, "notes")["ids"])
+        for command, args in (("add", ("add", "Owls.", "-d", "notes")), ("search", search)):
+            got = _timed(config, *args)
+            kept = len(_state(config, "notes")["ids"]) == before
+            check("embedder sends NaN", command, 4, got, "NaN" in got[1] and kept)
+    with serve_hash_embedder(DIMENSION // 2) as small:
+        got = _timed(at(small, "small"), *search)
+        check("embedder changes vector size", "search", 4, got, "returned 32-dimensional" in got[1])
+    status, reply = answer("unused")
+    with serve(lambda body: (status, {**reply, "choices": []})) as stub:
+        env = {"OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "x"}
+        got = _timed(at(url, "model"), "ask", "Which birds?", "-m", "openai-chat:test", **env)
+        check("model sends no choices", "ask", 4, got)
+
+
+def _one_line_inputs(config: Path, work: Path, check) -> None:
+    """Files that are one line: chunking is linear, so these end (7 MB of words, 2 MB of dots)."""
+    words = work / "one-line-words.txt"
+    rng = random.Random(7)
+    with words.open("w", encoding="utf-8") as f:
+        for _ in range(7 * 2**20 // 4096):
+            f.write(" ".join(rng.choice(WORDS) for _ in range(560))[:4095] + " ")
+    dots = work / "one-line-dots.txt"
+    dots.write_text("." * 2 * 2**20, encoding="utf-8")
+    for name, path in (("7 MB one-line text", words), ("2 MB of dots, one line", dots)):
+        got = _timed(config, "add-src", str(path), "--db", str(work / f"{path.stem}.lancedb"))
+        check(name, "add-src", 0, (got[0], "", got[2]))
+    code, err, seconds = _stdin(config, b"x" * (2 * 2**20), HAIKU_CONFIG=str(_limited(config)))
+    check("add - over [ingest] max_text_mb", "add -", 1, (code, err, seconds), "max_text_mb" in err)
+    named = work / "odd names"
+    named.mkdir()
+    (named / "owls\nadded     forged.md").write_text("Owls hunt at night.\n", encoding="utf-8")
+    start = time.monotonic()
+    proc = _haiku(config, "add-src", str(named), "--db", str(work / "names.lancedb"))
+    lines = proc.stdout.splitlines()
+    one_line = len(lines) == 1 and "\\n" in lines[0]
+    got = (proc.returncode, proc.stderr.splitlines()[-1:][0] if proc.stderr else "", time.monotonic() - start)
+    check("file name with a newline", "add-src", 0, got, one_line)
+
+
+def _limited(config: Path) -> Path:
+    limited = config.with_name("limited.toml")
+    limited.write_text(config.read_text(encoding="utf-8") + "\n[ingest]\nmax_text_mb = 0.25\n", "utf-8")
+    return limited
 
 
 def _failing_mid_write(work: Path, url: str, port: int, mode: str) -> dict:
