@@ -183,3 +183,10 @@ def test_real_text_of_other_kinds_is_not_taken_for_garbage(tmp_path: Path) -> No
 def test_a_pdf_that_is_all_garbage_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConversionError, match=r"junk\.pdf: the text layer is unreadable \(garbled fonts\)"):
         convert_file(write(tmp_path, make_pdf([_shifted(_PROSE)] * 2), "junk.pdf"))
+
+
+def test_a_table_header_in_large_type_is_no_title(tmp_path: Path) -> None:
+    header = "DOCUMENT NO." + " " * 30 + "PAYEE NAME" + " " * 30 + "AMOUNT"
+    rows = "\n".join(f"B-{n} ACME OFFICE SUPPLY COMPANY {n}.00" for n in range(1191, 1200))
+    data = make_pdf([f"{header}\n{rows}"], sizes={(0, 0): 16})
+    assert convert_file(write(tmp_path, data, "senate-expenditures.pdf")).title == "senate-expenditures"

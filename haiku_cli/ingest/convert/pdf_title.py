@@ -42,6 +42,10 @@ _TOKEN = re.compile(r"\w+")
 # Type this much larger than the page's body text stands out as a title.
 _TITLE_RATIO = 1.15
 _MAX_TITLE_CHARS = 200
+# Words further apart than this many type heights stand in columns.
+_COLUMN_GAP = 2.0
+_Box = tuple[float, float, float, float]  # left, bottom, right, top
+_NO_BOX: _Box = (0.0, 0.0, 0.0, 0.0)
 
 
 def pick_title(metadata: str | None, first_page: str, font_title: str | None) -> str | None:
@@ -95,43 +99,58 @@ def largest_type(textpage: Any) -> str | None:
     if not count or len(text) != count:
         return None  # characters outside the BMP shift text offsets off the character indexes
     sizes: list[float] = []
+    boxes: list[_Box] = []
     for i, ch in enumerate(text):
         if ch.isspace():
             sizes.append(0.0)
+            boxes.append(_NO_BOX)
             continue
-        _, bottom, _, top = textpage.get_charbox(i, loose=True)
-        sizes.append(round(top - bottom, 1))
+        box = textpage.get_charbox(i, loose=True)
+        sizes.append(round(box[3] - box[1], 1))
+        boxes.append(box)
     letters = [s for s, ch in zip(sizes, text, strict=True) if ch.isalpha()]
     if not letters:
         return None
     body = max(set(letters), key=letters.count)
     for size in sorted({s for s in letters if s >= body * _TITLE_RATIO}, reverse=True)[:3]:
-        title = _lines_of_size(text, sizes, size)
+        title = _lines_of_size(text, sizes, boxes, size)
         if title is not None:
             return title
     return None
 
 
-def _lines_of_size(text: str, sizes: list[float], size: float) -> str | None:
+def _lines_of_size(text: str, sizes: list[float], boxes: list[_Box], size: float) -> str | None:
     """The characters of the first consecutive lines set in `size`, if they read like a title."""
     lines: list[str] = []
     line: list[str] = []
     matching = 0
-    for ch, s in zip([*text, "\n"], [*sizes, 0.0], strict=True):
+    widest_gap, last = 0.0, None
+    for ch, s, box in zip([*text, "\n"], [*sizes, 0.0], [*boxes, _NO_BOX], strict=True):
         if ch == "\r":
             continue  # PDFium ends lines with \r\n
         if ch != "\n":
             line.append(ch)
             matching += abs(s - size) <= max(0.5, size * 0.08)
+            if not ch.isspace():
+                widest_gap = max(widest_gap, _gap(last, box)) if last is not None else widest_gap
+                last = box
             continue
         # A line mostly in that size is taken whole: a second font in it may measure differently.
         filled = sum(not c.isspace() for c in line)
         if filled and matching * 2 >= filled:
+            if widest_gap > _COLUMN_GAP * size:
+                return None  # words spread over columns: a table's header row, not a title
             lines.append("".join(line).strip())
         elif lines:
             break  # the run of large lines ended
         line, matching = [], 0
+        widest_gap, last = 0.0, None
     title = " ".join(" ".join(lines).split())
     if not title or len(title) > _MAX_TITLE_CHARS or not reads_as_words(title):
         return None
     return title
+
+
+def _gap(before: _Box, after: _Box) -> float:
+    """The space between two characters' boxes, along a line running across or (rotated pages) up or down."""
+    return max(after[0] - before[2], before[0] - after[2], after[1] - before[3], before[1] - after[3])
