@@ -10,15 +10,11 @@ once as the chat is configured (with evidence compaction) and once with compacti
 
 from __future__ import annotations
 
-import argparse
 import json
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 
 import anyio
-from common import DEFAULT_DATA, load_beir
-from compaction import QUESTIONS, Conversationalist, build
+from compaction import Conversationalist, conversation
 from pydantic_ai.models.function import FunctionModel
 
 from haiku_cli.chat.host import ChatHost
@@ -43,18 +39,8 @@ async def converse(
 
 def main() -> None:
     """Build (or reuse) the database, hold the chat with and without compaction, print the curve."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--docs", type=int, default=300)
-    parser.add_argument("--work", type=Path, default=None)
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    work = args.work or Path(tempfile.mkdtemp(prefix="haiku-chat-requests-"))
-    config = build(work, args.data, args.docs)
-    _, queries, _ = load_beir(args.data)
-    questions = [queries[q] for q in sorted(queries, key=int)[:QUESTIONS]]
-    ws = Workspace.load(config)
-    store = SessionStore(work / "sessions")
+    args, ws, questions = conversation(__doc__, "haiku-chat-requests-")
+    store = SessionStore(args.work / "sessions")
     chat = anyio.run(converse, ws, questions, store, True)
     plain = anyio.run(converse, ws, questions, store, False)
     print("turn  requests  first request chars  largest request chars (tokens): no compaction -> chat  ratio")

@@ -134,19 +134,24 @@ def tokens(embedder: object, text: str) -> int:
     return int(count(text)) if callable(count) else len(text) // 4  # a remote embedder: a rough guess
 
 
-def main() -> None:
-    """Build, converse twice, print the curve (and JSON)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def conversation(doc: str, prefix: str) -> tuple[argparse.Namespace, Workspace, list[str]]:
+    """The command line these conversation benchmarks share, the database built (or reused) from it, and
+    the first `QUESTIONS` judged CISI queries; `args.work` is the folder used."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--docs", type=int, default=300)
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    work = args.work or Path(tempfile.mkdtemp(prefix="haiku-compaction-"))
-    config = build(work, args.data, args.docs)
+    args.work = args.work or Path(tempfile.mkdtemp(prefix=prefix))
+    config = build(args.work, args.data, args.docs)
     _, queries, _ = load_beir(args.data)
-    questions = [queries[q] for q in sorted(queries, key=int)[:QUESTIONS]]
-    ws = Workspace.load(config)
+    return args, Workspace.load(config), [queries[q] for q in sorted(queries, key=int)[:QUESTIONS]]
+
+
+def main() -> None:
+    """Build, converse twice, print the curve (and JSON)."""
+    args, ws, questions = conversation(__doc__, "haiku-compaction-")
     plain = converse(ws, questions, compaction=False)
     compacted = converse(ws, questions, compaction=True)
     print("turn  requests  largest request chars (tokens): plain -> compacted  ratio")

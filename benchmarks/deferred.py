@@ -17,14 +17,10 @@ input), plus the largest single request.
 
 from __future__ import annotations
 
-import argparse
 import json
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 
-from common import DEFAULT_DATA, load_beir
-from compaction import QUESTIONS, Conversationalist, build, visible_text
+from compaction import Conversationalist, conversation, visible_text
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -87,17 +83,7 @@ def hold(ws: Workspace, questions: Sequence[str], kind: str, *, deferred: set[st
 
 def main() -> None:
     """Build (or reuse) the database, hold each agent eager and deferred, print the comparison."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--docs", type=int, default=300)
-    parser.add_argument("--work", type=Path, default=None)
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    work = args.work or Path(tempfile.mkdtemp(prefix="haiku-deferred-"))
-    config = build(work, args.data, args.docs)
-    _, queries, _ = load_beir(args.data)
-    questions = [queries[q] for q in sorted(queries, key=int)[:QUESTIONS]]
-    ws = Workspace.load(config)
+    args, ws, questions = conversation(__doc__, "haiku-deferred-")
     report: dict[str, dict[str, list[dict[str, int]]]] = {}
 
     def mean(rows: list[dict[str, int]], key: str) -> float:
