@@ -205,3 +205,28 @@ def test_one_figure_cited_through_overlapping_chunks_is_attached_once() -> None:
     owner = object()
     wanted = capsule_pictures([(owner, state)], [("q", [*cited, other])])  # type: ignore[list-item]
     assert [k for k, _, _ in wanted] == [PictureKey("d", "doc", "p3-1"), PictureKey("d", "doc2", "p3-1")]
+
+
+def test_the_capsule_builder_takes_fetched_pictures_and_does_no_io() -> None:
+    from pydantic_ai.messages import ToolCallPart
+
+    from haiku_cli.capabilities.compaction import _Earlier, compact
+
+    asked = ModelRequest(parts=[UserPromptPart("First?")])
+    called = _answer("")
+    called.parts = [ToolCallPart("search", {"query": "q"}, tool_call_id="c1")]
+    returned = ModelRequest(
+        parts=[
+            ToolReturnPart(
+                "search",
+                ["Results", "old label", BinaryContent(b"x", media_type="image/png")],
+                tool_call_id="c1",
+            )
+        ]
+    )
+    now = ModelRequest(parts=[UserPromptPart("Second?")])
+    fresh = ["Picture p1-1 ... <haiku-picture/>", BinaryContent(png(), media_type="image/png")]
+    # A plain function of messages, positions and already-fetched pictures: no workspace, no await.
+    out = compact([asked, called, returned, now], [_Earlier(2, 0, "[receipt]")], "CAPSULE", fresh)
+    assert out[2].parts[0].content == ["[receipt]\n\nCAPSULE", *fresh]
+    assert returned.parts[0].content[0] == "Results"  # the history itself is untouched
