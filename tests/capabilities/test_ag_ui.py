@@ -138,3 +138,13 @@ def test_a_browser_may_narrow_the_hosts_scope(kb: Workspace) -> None:
     events, _, _ = turn(agent, [ask_message("What do chloroplasts do?")], narrowed)
     assert not papers_shown(script) and chunk_ids(script.last)
     assert snapshot_of(events)["retrieval"]["sources"] == [{"name": "notes", "path": None}]
+
+
+def test_a_browser_that_drops_the_state_but_echoes_the_history_is_told_to_carry_it(kb: Workspace) -> None:
+    script = StreamScript(search("capital of France"), cite_first(), text("Paris [1]."))
+    _, _, [first] = turn(host_agent(kb, script), [ask_message("What is the capital of France?")], None)
+    history = [*AGUIAdapter.dump_messages(first.all_messages()), ask_message("And its river?")]
+    again = StreamScript(text("The Seine."))
+    events, _, finished = turn(host_agent(kb, again), history, {})
+    assert "carry deps.state" in error_of(events)
+    assert again.seen == [] and finished == []
