@@ -88,3 +88,21 @@ def test_converted_text_over_the_limit_is_refused_with_the_setting(tmp_path: Pat
         f"{path}: text of 39 KB, over the limit of 0.01 MB; skipped "
         "(raise [ingest] max_text_mb in the config file to add it)"
     )
+
+
+def test_permalinks_beside_headings_leave_heading_paths() -> None:
+    from haiku_cli.ingest.chunking import chunk_document
+
+    page = (
+        b'<title>Errors</title><h1 id="handling-errors">Handling Errors<a class="headerlink" '
+        b'href="#handling-errors" title="Permanent link">&para;</a></h1><p>Text here.</p>'
+        b'<h2 id="x">Use it <a class="anchor" href="#x">#</a></h2><p>More.</p>'
+        b'<h2 id="y">Other <a href="#y">&sect;</a></h2><p>See <a href="#x">the use</a>.</p>'
+    )
+    doc = convert_bytes(page, uri="https://x.test/errors.html", content_type="text/html")
+    assert [c.heading_path for c in chunk_document(doc, lambda s: len(s.split()))] == [
+        ["Handling Errors"],
+        ["Handling Errors", "Use it"],
+        ["Handling Errors", "Other"],
+    ]
+    assert "[the use](https://x.test/errors.html#x)" in doc.text  # a link in the text stays

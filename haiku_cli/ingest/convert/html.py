@@ -21,6 +21,10 @@ _EXCLUDE = [
     "iframe",
     "[role=navigation]",
     "[aria-hidden=true]",
+    # Permalinks beside headings (MkDocs/Sphinx `¶`, Asciidoctor and GitHub-style anchors).
+    "a.headerlink",
+    "a.anchor",
+    "a.hash-link",
 ]
 
 

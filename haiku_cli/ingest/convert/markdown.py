@@ -12,6 +12,8 @@ _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 # A Pandoc/MkDocs attribute list ending a heading: `{ #handling-errors }`, `{.unnumbered}`, `{: #id }`.
 _ATTRIBUTES = re.compile(r"[ \t]*\{:?[ \t]*(?:[#.][\w:-]|[\w-]+=)[^{}\n]*\}[ \t]*$")
+# A link of a symbol or two to an anchor (of the page, made absolute or not), ending a heading from HTML.
+_PERMALINK = re.compile(r"[ \t]*\[[^\w\s\[\]]{0,2}\]\([^()\s#]*#[^()\s]*(?:[ \t]+\"[^\"]*\")?\)[ \t]*$")
 # Build-time includes (mdBook's `{{#include a.rs}}`, `{{#rustdoc_include ...}}`; FastAPI's `{* a.py *}`):
 # the tool pastes a file there, the source holds only the directive.
 _INCLUDE = re.compile(r"\{\{#[a-z_]+[ \t][^{}\n]*\}\}|^[ \t]*\{\*[^\n]*\*\}[ \t]*$", re.MULTILINE)
@@ -53,8 +55,9 @@ def first_heading(text: str, level: int = 1) -> str | None:
 
 
 def heading_text(text: str) -> str:
-    """A heading as a reader sees it: one line of text, without an attribute list (`{ #anchor }`)."""
-    return " ".join(_ATTRIBUTES.sub("", text).split())
+    """A heading as a reader sees it: one line of text, without an attribute list (`{ #anchor }`) or a
+    permalink to itself (`[¶](#anchor)`)."""
+    return " ".join(_PERMALINK.sub("", _ATTRIBUTES.sub("", text)).split())
 
 
 def without_markup(text: str) -> str:
