@@ -190,3 +190,9 @@ def test_a_table_header_in_large_type_is_no_title(tmp_path: Path) -> None:
     rows = "\n".join(f"B-{n} ACME OFFICE SUPPLY COMPANY {n}.00" for n in range(1191, 1200))
     data = make_pdf([f"{header}\n{rows}"], sizes={(0, 0): 16})
     assert convert_file(write(tmp_path, data, "senate-expenditures.pdf")).title == "senate-expenditures"
+
+
+def test_a_metadata_title_found_only_inside_longer_words_is_not_on_the_page(tmp_path: Path) -> None:
+    page = "Consensus in the Cloud\nRestarting replicas: a model of ordered logs, at some length."
+    data = make_pdf([page], title="Art", sizes={(0, 0): 24})
+    assert convert_file(write(tmp_path, data)).title == "Consensus in the Cloud"

@@ -82,7 +82,7 @@ def _on_page(title: str, page: str) -> bool:
     """Whether the title is printed on the page: as a phrase, or most of its (three or more) words."""
     words = _TOKEN.findall(_fold(title))
     text = _fold(page)
-    if " ".join(words) in " ".join(_TOKEN.findall(text)):
+    if f" {' '.join(words)} " in f" {' '.join(_TOKEN.findall(text))} ":  # whole words, not "art" in "start"
         return True
     on_page = set(_TOKEN.findall(text))
     return len(words) >= 3 and sum(w in on_page for w in words) >= 0.75 * len(words)
