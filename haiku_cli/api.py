@@ -48,7 +48,7 @@ Result types (pydantic; `model_dump(mode="json")` is the CLI's `--json`, see doc
     `DocumentWithChunks`, `DeletedDocument`, `IngestReport`, `SourceOutcome`, `LeftOut`, `DatabaseInfo`,
     `DatabaseHistory`, `TableVersion`, `VacuumReport`, `RebuildReport`, `DatabaseOverview`, `AskResult`,
     `SourceList`, `SourceSummary`, `ForgottenSource`, `SyncRun`, `SyncReport`, `SourceSync`,
-    `AnalyzeResult`, `Citation`, `Execution`, `ResolvedConfig`, `PictureInfo`, `PictureRecord`,
+    `AnalyzeResult`, `Citation`, `Execution`, `ResolvedConfig`, `PictureInfo`, `PictureMark`, `PictureRecord`,
     `DocumentPictures`, `WrittenPictures`, `Visualized`.
 
 Errors (every failure meant for a user is a `HaikuError` with a one-line message and an `exit_code`)
@@ -130,6 +130,7 @@ if TYPE_CHECKING:
         DocumentRecord,
         DocumentSummary,
         PictureInfo,
+        PictureMark,
         PictureRecord,
     )
 

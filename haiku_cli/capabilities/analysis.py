@@ -233,7 +233,7 @@ def analysis_instructions(
         "Two functions are built in: list_documents() returns "
         "[{id, database, title, uri, metadata, created_at, path}] and search(query, limit=10) returns "
         "ranked chunks [{database, document_id, document_title, document_uri, chunk_id, content, score, "
-        "rank, heading_path, pages, metadata, path}] (the fields of `haiku search --json`). "
+        "rank, heading_path, pages, metadata, pictures, path}] (the fields of `haiku search --json`). "
         "The sandbox has no network and no host files; it imports only a safe subset of the standard "
         "library (json, re, collections, math, datetime, itertools, functools, csv and the like; not "
         "statistics, heapq or textwrap, so compute means and medians by hand). Variables persist between "

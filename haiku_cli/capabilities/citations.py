@@ -11,13 +11,7 @@ from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.resolve import Resolution, ResolvedChunk, resolve_chunks
 from haiku_cli.databases.selection import Selection
 from haiku_cli.store.markers import picture_marks
-
-
-class CitedPicture(BaseModel):
-    """A picture the cited chunk covers: its reference in the document, and its caption."""
-
-    reference: str
-    caption: str = ""
+from haiku_cli.store.records import PictureMark
 
 
 class Citation(BaseModel):
@@ -34,9 +28,9 @@ class Citation(BaseModel):
 
     @computed_field  # type: ignore[prop-decorator]
     @property
-    def pictures(self) -> list[CitedPicture]:
+    def pictures(self) -> list[PictureMark]:
         """The pictures the cited chunk covers (`haiku pictures DOCUMENT_ID` writes them out)."""
-        return [CitedPicture(reference=r, caption=c) for r, c in picture_marks(self.content)]
+        return [PictureMark(reference=r, caption=c) for r, c in picture_marks(self.content)]
 
     @classmethod
     def from_resolved(cls, index: int, found: ResolvedChunk) -> Citation:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         ForgottenSource,
         IngestReport,
         LeftOut,
+        PictureMark,
         ResolvedConfig,
         SearchHit,
         SourceList,
@@ -113,7 +114,15 @@ def _hit_block(hit: SearchHit, short_id: str, terms: list[str], show_database: b
     body = Text("    " + excerpt(hit.content, terms, indent="    "))
     body.highlight_words(terms, style="bold yellow", case_sensitive=False)
     output.out.print(body)
+    _pictures(hit.pictures)
     output.out.print()
+
+
+def _pictures(pictures: Sequence[PictureMark]) -> None:
+    """One dim line per picture a chunk covers: `picture p3-1: Figure 2 ...`."""
+    for p in pictures:
+        shown = f"    picture {p.reference}" + (f": {p.caption}" if p.caption else "")
+        output.out.print(printable(shown), style="dim", markup=False, soft_wrap=True)
 
 
 def _hit_line(hit: SearchHit, short_id: str, terms: list[str], show_database: bool) -> None:
@@ -347,9 +356,7 @@ def citations(cited: Sequence[Citation], question: str, *, heading: bool = True)
         text = Text("    " + excerpt(c.content, terms, indent="    "))
         text.highlight_words(terms, style="bold yellow", case_sensitive=False)
         output.out.print(text, soft_wrap=True)
-        for p in c.pictures:
-            shown = f"    picture {p.reference}" + (f": {p.caption}" if p.caption else "")
-            output.out.print(printable(shown), style="dim", markup=False, soft_wrap=True)
+        _pictures(c.pictures)
 
 
 def not_created(names: Sequence[str]) -> None:

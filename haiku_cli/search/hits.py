@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
+
+from haiku_cli.store.markers import picture_marks
+from haiku_cli.store.records import PictureMark
 
 
 class SearchHit(BaseModel):
@@ -21,6 +24,12 @@ class SearchHit(BaseModel):
     heading_path: list[str] = Field(default_factory=list)
     pages: list[int] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def pictures(self) -> list[PictureMark]:
+        """The pictures the chunk covers, by their markers in its text."""
+        return [PictureMark(reference=r, caption=c) for r, c in picture_marks(self.content)]
 
 
 def best_per_document(hits: list[SearchHit]) -> list[SearchHit]:

@@ -62,6 +62,13 @@ class NewChunk(BaseModel):
     vector: list[float]
 
 
+class PictureMark(BaseModel):
+    """A picture a chunk covers, as its marker names it: its reference in the document, and its caption."""
+
+    reference: str
+    caption: str = ""
+
+
 class PictureInfo(BaseModel):
     """A stored picture without its bytes: its document, reference, place, size and caption."""
 

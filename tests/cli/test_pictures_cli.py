@@ -33,6 +33,13 @@ def paper(cli, tmp_path: Path) -> str:
     return json.loads(added.stdout)["outcomes"][0]["document_id"]
 
 
+def test_search_shows_the_pictures_a_hit_covers(cli, paper: str) -> None:
+    found = cli("search", "recall by method")
+    assert "picture p1-1: Figure 1: Recall by method" in found.stdout
+    hits = json.loads(cli("search", "recall by method", "--json").stdout)["hits"]
+    assert {"reference": "p1-1", "caption": "Figure 1: Recall by method"} in hits[0]["pictures"]
+
+
 def test_get_lists_a_documents_pictures(cli, paper: str) -> None:
     shown = cli("get", paper)
     assert shown.exit_code == 0, shown.stderr

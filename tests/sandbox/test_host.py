@@ -27,7 +27,7 @@ async def test_search_fans_out_over_the_selection_with_database_labels(open_box)
     assert hits[0]["database"] == "beta" and hits[0]["document_title"] == "Sparrows"
     assert {h["database"] for h in hits} <= {"alpha", "beta"}
     # The fields `haiku search --json` gives each hit, and the document's folder.
-    assert set(hits[0]) == set(SearchHit.model_fields) | {"path"}
+    assert set(hits[0]) == set(SearchHit.model_fields) | set(SearchHit.model_computed_fields) | {"path"}
     assert hits[0]["path"] == f"/documents/{hits[0]['document_id']}/"
 
 
