@@ -86,7 +86,10 @@ def test_kill_during_ingest_leaves_a_usable_database(tmp_path: Path) -> None:
         assert [d["title"] for d in json.loads(listed.stdout)["documents"]] == ["Kept from before."]
         info = json.loads(_run("info", "--db", str(db), "--json").stdout)
         assert (info["documents"], info["chunks"]) == (1, 1)
-    again = _run("add-src", str(folder), "--db", str(db), "--json")
+    # The next add (one text: what matters is that it writes, not what) finds nothing of the killed one.
+    again = _run("add", "Added after the kill.", "--db", str(db), "--json")
     assert again.returncode == 0, again.stderr
     listed = json.loads(_run("list", "--db", str(db), "--json", "--limit", "10000").stdout)
-    assert len(listed["documents"]) == 401
+    assert [d["title"] for d in listed["documents"]] == ["Kept from before.", "Added after the kill."]
+    info = json.loads(_run("info", "--db", str(db), "--json").stdout)
+    assert (info["documents"], info["chunks"]) == (2, 2)
