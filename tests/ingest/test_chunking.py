@@ -309,3 +309,14 @@ def test_a_cut_by_words_never_splits_a_link() -> None:
     assert len(chunks) > 3
     for c in chunks:
         assert c.text.count("[") == c.text.count("](") == c.text.count(")")
+
+
+def test_snippet_and_rst_include_directives_are_not_text() -> None:
+    from haiku_cli.ingest.convert.markdown import convert_markdown
+
+    text = (
+        'Intro text.\n\n--8<-- "docs/snippets/setup.md"\n\n'
+        ".. literalinclude:: ../src/app.py\n   :language: python\n   :lines: 1-20\n\nOutro text."
+    )
+    converted = convert_markdown(text, uri="", fallback_title=None)
+    assert [c.text for c in chunk_document(converted, words)] == ["Intro text.\n\nOutro text."]

@@ -14,9 +14,16 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _ATTRIBUTES = re.compile(r"[ \t]*\{:?[ \t]*(?:[#.][\w:-]|[\w-]+=)[^{}\n]*\}[ \t]*$")
 # A link of a symbol or two to an anchor (of the page, made absolute or not), ending a heading from HTML.
 _PERMALINK = re.compile(r"[ \t]*\[[^\w\s\[\]]{0,2}\]\([^()\s#]*#[^()\s]*(?:[ \t]+\"[^\"]*\")?\)[ \t]*$")
-# Build-time includes (mdBook's `{{#include a.rs}}`, `{{#rustdoc_include ...}}`; FastAPI's `{* a.py *}`):
+# Build-time includes (mdBook's `{{#include a.rs}}`, `{{#rustdoc_include ...}}`; FastAPI's `{* a.py *}`;
+# MkDocs snippets' `--8<-- "a.md"`; reStructuredText's `.. literalinclude:: a.py` with its options):
 # the tool pastes a file there, the source holds only the directive.
-_INCLUDE = re.compile(r"\{\{#[a-z_]+[ \t][^{}\n]*\}\}|^[ \t]*\{\*[^\n]*\*\}[ \t]*$", re.MULTILINE)
+_INCLUDE = re.compile(
+    r"\{\{#[a-z_]+[ \t][^{}\n]*\}\}"
+    r"|^[ \t]*\{\*[^\n]*\*\}[ \t]*$"
+    r"|^[ \t]*-{1,2}8<-{1,2}[ \t]+[^\n]*$"
+    r"|^\.\. (?:literalinclude|include)::[^\n]*(?:\n[ \t]+:[\w-]+:[^\n]*)*",
+    re.MULTILINE,
+)
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
 
