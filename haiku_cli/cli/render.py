@@ -214,6 +214,7 @@ def database_info(facts: DatabaseInfo) -> None:
         ("kind", f"{facts.kind}, read-only" if facts.read_only else facts.kind),
         ("documents", facts.documents),
         ("chunks", facts.chunks),
+        *([("pictures", facts.pictures)] if facts.pictures else []),
         ("size", size(facts.size_bytes)),
         ("embedder", f"{facts.embedder} ({facts.dimension} dims)"),
         ("schema", f"{facts.schema_version} ({facts.upgrade})" if facts.upgrade else facts.schema_version),

@@ -53,6 +53,7 @@ class DatabaseInfo(BaseModel):
     read_only: bool = False  # configured so: haiku never writes it
     documents: int
     chunks: int
+    pictures: int = 0
     size_bytes: int | None
     embedder: str
     dimension: int
@@ -71,14 +72,23 @@ def database_info(db: Database) -> DatabaseInfo:
         read_only=db.location.read_only,
         documents=count_documents(db),
         chunks=count_chunks(db),
+        pictures=db.pictures.count_rows() if db.pictures is not None else 0,
         size_bytes=_dir_size(path) if path is not None else None,
         embedder=db.embedder.name,
         dimension=db.embedder.dimension,
         schema_version=db.schema_version,
         upgrade=_upgrade(db),
-        versions={schema.DOCUMENTS: db.documents.version, schema.CHUNKS: db.chunks.version},
+        versions={name: table.version for name, table in _versioned(db).items()},
         indexes=[s.__dict__ for s in index_states(db.chunks)],
     )
+
+
+def _versioned(db: Database) -> dict[str, Table]:
+    """The tables whose versions `info` shows: documents, chunks, and pictures once there are some."""
+    tables = {schema.DOCUMENTS: db.documents, schema.CHUNKS: db.chunks}
+    if db.pictures is not None:
+        tables[schema.PICTURES] = db.pictures
+    return tables
 
 
 def _upgrade(db: Database) -> str | None:

@@ -51,6 +51,9 @@ def test_get_lists_a_documents_pictures(cli, paper: str) -> None:
         ("p2-1", 2, [72.0, 400.0, 136.0, 464.0]),
     ]
     assert "data" not in listed[0]
+    info = json.loads(cli("info", "--json").stdout)
+    assert info["pictures"] == 2 and "pictures" in info["versions"]
+    assert "pictures" in cli("info").stdout
 
 
 def test_pictures_writes_them_to_a_folder(cli, paper: str, tmp_path: Path) -> None:

@@ -155,3 +155,25 @@ def test_a_failed_first_add_leaves_no_database_in_the_object_store(
     assert left.get("KeyCount", 0) == 0
     assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
     assert json.loads(cli("info", "-d", "papers", "--json").stdout)["documents"] == 1
+
+
+def test_pictures_are_stored_listed_and_written_out_from_s3(
+    cli, write_config, s3_server: str, tmp_path: Path
+) -> None:
+    from tests.support.pictures import pdf_with_images
+
+    _config(write_config, s3_server, tmp_path)
+    paper = tmp_path / "paper.pdf"
+    paper.write_bytes(pdf_with_images(["A page of text above a figure."], [(0, (72, 400, 100, 80), "red")]))
+    added = cli("add-src", str(paper), "-d", "papers", "--json")
+    assert added.exit_code == 0, added.stderr
+    doc_id = json.loads(added.stdout)["outcomes"][0]["document_id"]
+    listed = json.loads(cli("get", doc_id, "-d", "papers", "--json").stdout)["pictures"]
+    assert [(p["reference"], p["width"], p["height"]) for p in listed] == [("p1-1", 100, 80)]
+    written = cli("pictures", doc_id, "-d", "papers", "--out", str(tmp_path / "figs"))
+    assert written.exit_code == 0, written.stderr
+    assert (tmp_path / "figs" / "p1-1.png").read_bytes().startswith(b"\x89PNG")
+    assert cli("delete", doc_id, "-d", "papers").exit_code == 0
+    again = cli("add-src", str(paper), "-d", "papers", "--json")
+    new_id = json.loads(again.stdout)["outcomes"][0]["document_id"]
+    assert len(json.loads(cli("get", new_id, "-d", "papers", "--json").stdout)["pictures"]) == 1
