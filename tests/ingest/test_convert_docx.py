@@ -43,3 +43,10 @@ def test_corrupt_docx(tmp_path: Path) -> None:
     path.write_bytes(b"PK\x03\x04 definitely not a zip")
     with pytest.raises(ConversionError, match=r"broken\.docx: corrupt DOCX"):
         convert_file(path)
+
+
+@pytest.mark.parametrize("core", ["Proceedings Template - WORD", "report_final_v2.docx", "untitled"])
+def test_a_junk_core_title_gives_way_to_the_first_heading(tmp_path: Path, core: str) -> None:
+    path = tmp_path / "paper.docx"
+    path.write_bytes(make_docx(title=core))
+    assert convert_file(path).title == "Install"

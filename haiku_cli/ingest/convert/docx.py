@@ -10,6 +10,7 @@ from typing import Any
 from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert.images import PictureCollector
 from haiku_cli.ingest.convert.limits import over_limit
+from haiku_cli.ingest.convert.pdf_title import clean_metadata_title
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
 from haiku_cli.store.markers import marker
 
@@ -49,7 +50,8 @@ def convert_docx(
             if is_title and first_title is None:
                 first_title = text.lstrip("# ").strip()
         blocks.extend(_inline_pictures(document, item, collector))
-    core_title = " ".join((document.core_properties.title or "").split())
+    # A template's name or a file name left in the core properties is no title.
+    core_title = clean_metadata_title(document.core_properties.title)
     title = core_title or first_title or fallback_title
     body = "\n\n".join(b for b in blocks if b.strip())
     pictures, notes = collector.finish()
