@@ -165,13 +165,25 @@ def resolving_databases(command: Callable[..., None]) -> Callable[..., None]:
                 annotation = eval(annotation, command.__globals__)  # what inspect's eval_str does
             params.append(param.replace(annotation=annotation))
 
-    @functools.wraps(command)
-    def wrapped(**kwargs: Any) -> None:
+    def resolve(kwargs: dict[str, Any]) -> None:
         names, paths = kwargs.pop("database") or [], kwargs.pop("db") or []
         kwargs[chosen.name] = _resolve(how, workspace(kwargs["ctx"]), names, paths)
+
+    return with_parameters(command, params, resolve)
+
+
+def with_parameters(
+    command: Callable[..., None], params: list[inspect.Parameter], adapt: Callable[[dict[str, Any]], None]
+) -> Callable[..., None]:
+    """`command` as typer sees it with `params` (annotations as objects): `adapt` turns the arguments typer
+    passes, by name, into the command's."""
+
+    @functools.wraps(command)
+    def wrapped(**kwargs: Any) -> None:
+        adapt(kwargs)
         command(**kwargs)
 
-    wrapped.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapped.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
     wrapped.__annotations__ = {p.name: p.annotation for p in params}
     return wrapped
 

@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperArgument, TyperCommand
 
 from haiku_cli.cli import output
-from haiku_cli.cli.options import resolving_databases
+from haiku_cli.cli.options import resolving_databases, with_parameters
 from haiku_cli.errors import ExitCode, HaikuError, Hint
 
 T = TypeVar("T")
@@ -126,19 +126,15 @@ def taking_global_options(command: Callable[..., None]) -> Callable[..., None]:
         inspect.Parameter("config_after", kind, default=None, annotation=_ConfigAfter),
     ]
 
-    @functools.wraps(command)
-    def wrapped(**kwargs: Any) -> None:
+    def take(kwargs: dict[str, Any]) -> None:
         debug, config = kwargs.pop("debug_after"), kwargs.pop("config_after")
         if debug:
             set_debug(True)
         if config is not None:  # read before the command loads its workspace
             root = kwargs["ctx"].find_root()
             root.obj = {**(root.obj or {}), "config": config}
-        command(**kwargs)
 
-    wrapped.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-    wrapped.__annotations__ = {p.name: p.annotation for p in params}
-    return wrapped
+    return with_parameters(command, params, take)
 
 
 def fail(exc: BaseException) -> ExitCode:
