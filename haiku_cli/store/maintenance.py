@@ -18,6 +18,7 @@ from haiku_cli.store import schema
 from haiku_cli.store.database import PENDING_WRITE, Database
 from haiku_cli.store.handle import failure_reason
 from haiku_cli.store.indexes import DOCUMENT_KEYS, index_states, lance_dataset, refresh_indexes, refresh_keys
+from haiku_cli.store.pictures import drop_orphans
 from haiku_cli.store.reads import count_chunks, count_documents
 from haiku_cli.store.records import UtcDatetime
 from haiku_cli.store.transaction import storage_errors
@@ -241,7 +242,8 @@ def _superseded_cutoff(table: Table, keep: timedelta) -> timedelta | None:
 
 
 def vacuum(db: Database) -> tuple[int | None, int | None, bool]:
-    """Merge index segments, compact files, drop every old version and bring an older layout up to date.
+    """Merge index segments, compact files, drop every old version and bring an older layout up to date
+    (and drop the pictures of documents an older haiku deleted).
 
     Every step checks first that this writer still holds the database (an object-store lease may
     lapse during a long vacuum), and old versions go last, after every commit of the vacuum: a reader
@@ -254,6 +256,8 @@ def vacuum(db: Database) -> tuple[int | None, int | None, bool]:
         # Dropping old versions is what vacuum is for; LanceDB warns about it to other callers.
         warnings.simplefilter("ignore", UserWarning)
         upgraded = upgrade_layout(db)
+        ensure_held(db)
+        drop_orphans(db)
         ensure_held(db)
         refresh_indexes(db.chunks, merge_all=True)
         ensure_held(db)

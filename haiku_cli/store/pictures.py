@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from haiku_cli.store.handle import Database, read_errors
-from haiku_cli.store.reads import in_list, sql_string
+from haiku_cli.store.reads import get_documents, in_list, sql_string
 from haiku_cli.store.records import PictureInfo, PictureRecord
 
 _INFO_COLUMNS = ["document_id", "reference", "page", "box", "width", "height", "format", "caption", "source"]
@@ -58,3 +58,18 @@ def _rows(db: Database, table: Any, where: str, columns: list[str]) -> list[dict
 
 def _natural(reference: str) -> list[tuple[int, Any]]:
     return [(0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", reference)]
+
+
+def drop_orphans(db: Database) -> int:
+    """Delete the pictures of documents that are gone (an older haiku deleted or replaced them without
+    knowing of pictures); how many documents' pictures went."""
+    table = db.pictures
+    if table is None:
+        return 0
+    with read_errors(db):
+        column = table.search().select(["document_id"]).limit(table.count_rows() or 1).to_arrow()
+    owners = set(column["document_id"].to_pylist())
+    gone = sorted(owners - set(get_documents(db, owners)))
+    if gone:
+        table.delete(in_list("document_id", gone))
+    return len(gone)

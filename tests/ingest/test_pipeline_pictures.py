@@ -111,3 +111,24 @@ def test_a_failed_add_leaves_no_pictures_and_no_table(
     monkeypatch.setattr(pipeline, "write_documents", real_write)
     add(again, embedder, paper(tmp_path))
     assert again.pictures is not None and again.pictures.count_rows() == 2
+
+
+def test_vacuum_drops_the_pictures_an_older_haiku_left_behind(tmp_path: Path, embedder) -> None:
+    from haiku_cli.store.maintenance import vacuum
+    from haiku_cli.store.writer import exclusive
+
+    db = new_db(tmp_path, embedder)
+    add(db, embedder, paper(tmp_path))
+    other = pdf_with_images(["Another page."], [(0, (72, 500, 64, 64), "green")])
+    (tmp_path / "other.pdf").write_bytes(other)
+    add(db, embedder, tmp_path / "other.pdf")
+    gone, kept = reads.list_documents(db)
+    kept_pictures = pictures_of(db, [kept.id])[kept.id]
+    assert len(kept_pictures) == 1
+    with exclusive(db):  # what a haiku of before pictures does: documents and chunks only
+        db.chunks.delete(f"document_id = '{gone.id}'")
+        db.documents.delete(f"id = '{gone.id}'")
+    vacuum(open_database(db.location, writable=True))
+    again = open_database(db.location)
+    assert pictures_of(again, [gone.id, kept.id]) == {gone.id: [], kept.id: kept_pictures}
+    assert again.pictures is not None and again.pictures.count_rows() == 1
