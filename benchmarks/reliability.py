@@ -533,6 +533,8 @@ def _mcp_on_every_address(config: Path) -> tuple[int, str, float]:
     """`haiku mcp --http --host 0.0.0.0`: the URL it prints must pass its own Host check (HTTP 200)."""
     import httpx
 
+    from tests.mcp_server.test_transports import INITIALIZE
+
     start = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "haiku_cli", "mcp", "--http", "--host", "0.0.0.0", "--port", "0"],
@@ -544,21 +546,11 @@ def _mcp_on_every_address(config: Path) -> tuple[int, str, float]:
     try:
         assert proc.stdout is not None
         url = proc.stdout.readline().strip()
-        hello = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "reliability", "version": "1"},
-            },
-        }
         headers = {
             "Accept": "application/json, text/event-stream",
             "Authorization": "Bearer a-token-of-sixteen-chars",
         }
-        with httpx.stream("POST", url, json=hello, headers=headers, timeout=60) as response:
+        with httpx.stream("POST", url, json=INITIALIZE, headers=headers, timeout=60) as response:
             status = response.status_code
     except (httpx.HTTPError, ValueError) as exc:
         return 1, f"{url!r}: {exc}", time.monotonic() - start
