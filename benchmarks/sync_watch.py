@@ -125,11 +125,13 @@ def watch_latency(
 
     threading.Thread(target=read, daemon=True).start()
     files = sorted(tree.rglob("*.md"))
+    run = time.time_ns()
 
     def save_and_wait(path: Path, word: str) -> float:
         start = time.perf_counter()
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(f"# {path.stem}\n\nSaved again with the word {word}.\n", encoding="utf-8")
+        # The run's start in the text too: a file saved by an earlier run (--reuse) changes again.
+        tmp.write_text(f"# {path.stem}\n\nSaved again with the word {word} at {run}.\n", encoding="utf-8")
         os.replace(tmp, path)  # as an editor saves
         deadline = start + 120
         while time.perf_counter() < deadline:
