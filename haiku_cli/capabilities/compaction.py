@@ -27,7 +27,7 @@ from pydantic_ai.models import ModelRequestContext
 
 from haiku_cli.capabilities.citations import Citation
 from haiku_cli.capabilities.evidence import EvidenceCapability, evidence_capabilities, evidence_states
-from haiku_cli.capabilities.pictures import keys_in, picture_items, reads_images, without_owned
+from haiku_cli.capabilities.pictures import keys_in, picture_items, without_owned
 from haiku_cli.capabilities.state import EvidenceReturn, EvidenceState, HaikuDeps, state_of
 from haiku_cli.databases.pictures import PictureKey
 
@@ -231,4 +231,5 @@ async def _fetch(
     for owner, keys in by_owner.values():
         found.update(await owner.pictures(ctx.deps, keys))
     shown = [(key, found[key], title) for key, _, title in wanted if key in found]
-    return picture_items(shown, images=reads_images(ctx))
+    images = all(owner.sends_images(ctx) for owner, _ in by_owner.values())
+    return picture_items(shown, images=images)

@@ -25,6 +25,7 @@ from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import DeferredToolRequests
 
 from haiku_cli.capabilities.citations import Citation
+from haiku_cli.capabilities.pictures import reads_images
 from haiku_cli.capabilities.state import EvidenceState, HaikuDeps, Source
 from haiku_cli.databases.pictures import PictureKey
 from haiku_cli.databases.resolve import ResolvedChunk
@@ -51,6 +52,10 @@ class EvidenceCapability(AbstractCapability[HaikuDeps]):
 
     def check_scope(self, deps: HaikuDeps) -> None:
         """Refuse (`ScopeError`) carried state asking for more than the host allows; by default no scope."""
+
+    def sends_images(self, ctx: RunContext[HaikuDeps]) -> bool:
+        """Whether pictures go to this run's model as images (else as labels alone): its profile says so."""
+        return reads_images(ctx)
 
     async def pictures(self, deps: HaikuDeps, keys: Sequence[PictureKey]) -> dict[PictureKey, PictureRecord]:
         """The pictures named by `keys` this capability can still fetch (missing ones left out); none here."""

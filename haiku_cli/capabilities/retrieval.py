@@ -17,7 +17,7 @@ from haiku_cli.capabilities.evidence import (
     record_citations,
     record_return,
 )
-from haiku_cli.capabilities.pictures import MAX_PICTURES, keys_in, picture_items, reads_images
+from haiku_cli.capabilities.pictures import MAX_PICTURES, keys_in, picture_items
 from haiku_cli.capabilities.scope import question_filter, question_selection
 from haiku_cli.capabilities.state import EvidenceRef, EvidenceState, HaikuDeps, SearchRecord, Source, state_of
 from haiku_cli.databases import operations
@@ -129,6 +129,10 @@ class RetrievalCapability(EvidenceCapability):
 
         return instructions
 
+    def sends_images(self, ctx: RunContext[HaikuDeps]) -> bool:
+        """Whether pictures go to the model as images: its profile takes them and `[model] images` is on."""
+        return super().sends_images(ctx) and self.workspace.settings.model.images
+
     async def pictures(self, deps: HaikuDeps, keys: Sequence[PictureKey]) -> dict[PictureKey, PictureRecord]:
         """The pictures named by `keys` that the question's databases still hold (missing ones left out)."""
         return await fetch_pictures(self.workspace.pool, self.selection(deps), keys)
@@ -174,7 +178,7 @@ class RetrievalCapability(EvidenceCapability):
             return text
         titles = {(h.database, h.document_id): h.document_title for h in hits}
         shown = [(k, found[k], titles.get((k.database, k.document_id))) for k in keys if k in found]
-        return [text, *picture_items(shown, images=reads_images(ctx))]
+        return [text, *picture_items(shown, images=self.sends_images(ctx))]
 
     async def cite(self, ctx: RunContext[HaikuDeps], chunk_ids: list[str]) -> str:
         """Cite the chunks that support your answer, or declare that the documents do not support it.

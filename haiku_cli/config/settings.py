@@ -69,6 +69,9 @@ class ModelSettings(_Strict):
     search_budget: int = Field(default=5, ge=1)
     # Each attempt at a model request (one retry follows a failed one); a stalled server fails the command.
     timeout_seconds: float = Field(default=180.0, gt=0)
+    # Whether the model reads images: false for a text-only model behind an OpenAI-compatible server,
+    # which would refuse a request holding one; pictures then go as their labels alone.
+    images: bool = True
 
     _set = field_validator("name", "base_url")(_not_empty)
 

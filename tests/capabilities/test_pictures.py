@@ -110,6 +110,17 @@ def test_a_text_only_model_gets_the_label_and_caption_without_bytes(figs: Worksp
     assert images(script.seen[1]) == []
 
 
+def test_model_images_off_sends_labels_alone_to_a_model_that_claims_to_read_them(
+    figs: Workspace, tmp_path: Path, write_config, workspace
+) -> None:
+    write_config(f'[databases]\nfigs = "{tmp_path / "figs.lancedb"}"\n\n[model]\nimages = false\n')
+    script = Script(*grounded("sales chart revenue"))
+    agent(workspace(), script).run_sync("What does the chart show?", deps=HaikuDeps())
+    [content] = items(script.seen[1])
+    assert len(content) == 2 and "Quarterly revenue bars" in str(content[1])
+    assert images(script.seen[1]) == []
+
+
 def grounded(query: str) -> list[Step]:
     return [search(query), cite_first_hit, text("Answer [1].")]
 

@@ -230,7 +230,7 @@ def test_a_database_entry_of_a_wrong_shape_says_what_to_write(write_config, toml
         (
             '[model]\nmodel = "openai:gpt-4o"\n',
             "unknown key '[model] model' in config file {path}; "
-            "[model] takes name, base_url, search_budget, timeout_seconds",
+            "[model] takes name, base_url, search_budget, timeout_seconds, images",
         ),
         (
             "[databases]\nnotes = { read_only = true }\n",
