@@ -125,3 +125,16 @@ def test_ask_sends_the_figure_to_the_model_and_lists_it_with_its_citation(
     assert "haiku-picture database=" in wire and "data:image/png;base64," in wire
     shown = cli("ask", "What does figure 1 show?", "--model", "openai-chat:test")
     assert "picture p1-1: Figure 1: Recall by method" in shown.stdout
+
+
+def test_alt_text_is_searchable(cli, tmp_path: Path) -> None:
+    from tests.support.pictures import png
+
+    (tmp_path / "bird.png").write_bytes(png())
+    (tmp_path / "notes.md").write_text(
+        "# Garden notes\n\nWe saw a visitor today.\n\n![A kookaburra on the fence](bird.png)\n"
+    )
+    assert cli("add-src", str(tmp_path / "notes.md")).exit_code == 0
+    hits = json.loads(cli("search", "kookaburra", "--type", "fts", "--json").stdout)["hits"]
+    assert [h["document_title"] for h in hits] == ["Garden notes"]
+    assert hits[0]["pictures"] == [{"reference": "image-1", "caption": "A kookaburra on the fence"}]
