@@ -91,6 +91,19 @@ class PictureCollector:
             return None
         if min(image.size) < MIN_SIDE:
             return None  # decoration: not worth a note
+        try:
+            image, data, fmt = self._encoded(image)
+        except (OSError, ValueError) as exc:  # a mode or depth Pillow cannot convert or write
+            self.skip(reference, f"cannot be encoded ({type(exc).__name__})")
+            return None
+        if len(data) > self._max_bytes:
+            limit = self.limits.max_picture_mb
+            self.skip(reference, f"over {limit:g} MB encoded (raise [ingest] max_picture_mb)")
+            return None
+        return self._keep(data, fmt, image.size, reference, **place)
+
+    def _encoded(self, image: Image) -> tuple[Image, bytes, str]:
+        """The image scaled down to the pixel limit, encoded: PNG, or JPEG for photographs and scans."""
         target = _fit(image.size, self.limits.max_picture_pixels)
         if target != image.size:
             image = image.resize(target)
@@ -100,11 +113,7 @@ class PictureCollector:
         data = _encode(image.convert("RGB") if fmt == "jpeg" else image, fmt.upper())
         if len(data) > self._max_bytes and fmt == "png":
             data, fmt = _encode(image.convert("RGB"), "JPEG"), "jpeg"
-        if len(data) > self._max_bytes:
-            limit = self.limits.max_picture_mb
-            self.skip(reference, f"over {limit:g} MB encoded (raise [ingest] max_picture_mb)")
-            return None
-        return self._keep(data, fmt, image.size, reference, **place)
+        return image, data, fmt
 
     def finish(self) -> tuple[tuple[Picture, ...], tuple[str, ...]]:
         """The pictures kept, and the notes (one for all those over `max_pictures`)."""

@@ -97,6 +97,9 @@ def _pictures(pdf: Any, index: int, lines: list[str] | None, collector: Any, col
     try:
         has_text = lines is None or any(line.strip() for line in lines)
         return collect(page, index + 1, collector, has_text=has_text)
+    except Exception as exc:  # PDFium or Pillow failing on one page's pictures: the text is still read
+        collector.skip(f"on page {index + 1}", f"cannot be read ({type(exc).__name__})")
+        return []
     finally:
         page.close()
 
