@@ -19,6 +19,7 @@ from haiku_cli.cli import (
     mcp_command,
     picture_commands,
     search_command,
+    serve_command,
     source_commands,
 )
 from haiku_cli.cli.running import set_debug
@@ -81,6 +82,7 @@ admin_commands.register(app)
 picture_commands.register(app)
 config_commands.register(app)
 mcp_command.register(app)
+serve_command.register(app)
 
 
 # How many new objects start a young garbage collection in the `haiku` process (Python's default: 700).

@@ -41,9 +41,9 @@ async def serve_http(
     """
     import uvicorn
 
-    sock = _listen(host, port)
+    sock = listen(host, port)
     port = sock.getsockname()[1]
-    url = f"http://{_announced(host)}:{port}{PATH}"
+    url = f"http://{announced(host)}:{port}{PATH}"
     app: Any = server.streamable_http_app(
         streamable_http_path=PATH, transport_security=security_settings(host, allow_hosts), host=host
     )
@@ -59,16 +59,22 @@ def security_settings(host: str, allow_hosts: Sequence[str] = ()) -> TransportSe
     """Host and Origin headers accepted: loopback names, the bound address and any allowed host names."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    names = list(LOOPBACK_NAMES)
-    for extra in (host, *allow_hosts):
-        name = _bracketed(extra)
-        if not _is_wildcard(extra) and name not in names:
-            names.append(name)
+    names = accepted_names(host, allow_hosts)
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[f"{name}:*" for name in names],
         allowed_origins=[f"{scheme}://{name}:*" for name in names for scheme in ("http", "https")],
     )
+
+
+def accepted_names(host: str, allow_hosts: Sequence[str] = ()) -> list[str]:
+    """The host names a client may use in Host and Origin: loopback, the bound address, allowed names."""
+    names = list(LOOPBACK_NAMES)
+    for extra in (host, *allow_hosts):
+        name = _bracketed(extra)
+        if not _is_wildcard(extra) and name not in names:
+            names.append(name)
+    return names
 
 
 def is_loopback(host: str) -> bool:
@@ -81,7 +87,8 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port; a taken port or unknown host is one clear `InputError`."""
     # Bound before serving, so a taken port is one clear line and port 0 can be announced as the real one.
     try:
         infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
@@ -107,7 +114,7 @@ def _bracketed(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _announced(host: str) -> str:
+def announced(host: str) -> str:
     """The host of the URL to print: one this server's own Host check accepts.
 
     A wildcard address is where to listen, not a name to connect to (its Host header is refused): this

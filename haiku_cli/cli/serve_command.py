@@ -1,0 +1,105 @@
+"""`haiku serve`: the selected databases in a browser, one conversation streamed over AG-UI."""
+
+from __future__ import annotations
+
+import os
+import webbrowser
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from haiku_cli.cli import output
+from haiku_cli.cli.options import DATABASE_SET, ModelName, port_number, workspace
+from haiku_cli.cli.running import add_command, run
+
+if TYPE_CHECKING:
+    from haiku_cli.api import Selection
+    from haiku_cli.databases.workspace import Workspace
+
+TOKEN_ENV = "HAIKU_SERVE_TOKEN"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the serve command to the app."""
+    add_command(app, "serve", serve)
+
+
+def serve(
+    ctx: typer.Context,
+    selection: Selection = DATABASE_SET,
+    model: ModelName = None,
+    analysis: Annotated[
+        bool, typer.Option("--analysis", help="Let the model also run Python over the documents.")
+    ] = False,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            help="Address to listen on (127.0.0.1: reachable from this machine only).",
+            metavar="HOST",
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[
+        int,
+        typer.Option(
+            "--port", parser=port_number, help="Port to listen on (0: any free one).", metavar="PORT"
+        ),
+    ] = 8780,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            help="Another host name browsers may use to reach the page (repeatable).",
+            metavar="HOST",
+        ),
+    ] = None,
+    open_: Annotated[bool, typer.Option("--open", help="Open the page in the default browser.")] = False,
+) -> None:
+    """Serve the selected databases (all configured ones by default) as a web page to ask questions in."""
+    from haiku_cli.web.extra import require_web
+
+    require_web()
+    from haiku_cli.mcp_server.transport import is_loopback
+    from haiku_cli.web.app import WebApp
+    from haiku_cli.web.app import serve as serve_app
+
+    ws = workspace(ctx)
+    token = _token(ws)
+    if not is_loopback(host):
+        guarded = "" if token is not None else f"; set {TOKEN_ENV} to require a token"
+        output.error(
+            f"warning: listening on {host}: anyone who can reach this address can ask questions over "
+            f"{', '.join(selection.names)}{guarded}"
+        )
+
+    def announce(url: str) -> None:
+        # The URL alone on stdout, for scripts; the human note on stderr.
+        output.out.print(url, markup=False, highlight=False, soft_wrap=True)
+        needs = f"; the page asks for the token ({TOKEN_ENV})" if token is not None else ""
+        output.err.print(f"haiku: serving at {url}{needs} (Ctrl-C to stop)", markup=False, soft_wrap=True)
+        if open_:
+            # The fragment never leaves the browser: the page reads the token from it.
+            webbrowser.open(url + (f"#token={token}" if token is not None else ""))
+
+    async def go() -> None:
+        app = await WebApp.open(ws, selection, model, analysis=analysis)
+        for name in app.not_created:
+            output.error(f"note: '{name}' has nothing added yet; it is left out until something is")
+        await serve_app(
+            app, host=host, port=port, allow_hosts=allow_host or [], token=token, announce=announce
+        )
+
+    run(go)
+
+
+def _token(ws: Workspace) -> str | None:
+    """`HAIKU_SERVE_TOKEN`, else the MCP server's token (`[mcp] http_token` / `HAIKU_MCP_TOKEN`), if any."""
+    from haiku_cli.config.settings import MIN_TOKEN_CHARS
+    from haiku_cli.errors import InputError
+
+    given = os.environ.get(TOKEN_ENV, "").strip()
+    if not given:
+        return ws.settings.mcp.http_token
+    if len(given) < MIN_TOKEN_CHARS:
+        raise InputError(f"{TOKEN_ENV} must be at least {MIN_TOKEN_CHARS} characters long")
+    return given

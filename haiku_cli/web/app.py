@@ -1,0 +1,149 @@
+"""The web app's routes: the page, what the server covers, the AG-UI endpoint and what a citation opens."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Sequence
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from haiku_cli.agents.models import resolve_model
+from haiku_cli.capabilities.scope import sources_of
+from haiku_cli.databases.selection import Selection, searchable
+from haiku_cli.databases.workspace import Workspace
+from haiku_cli.errors import HaikuError, InputError
+from haiku_cli.mcp_server.tools import ServerScope
+from haiku_cli.mcp_server.transport import accepted_names, announced, listen
+from haiku_cli.web.guard import Guard
+from haiku_cli.web.runs import Conversations
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+STATIC = {"app.js": "text/javascript", "app.css": "text/css", "index.html": "text/html"}
+IMAGE_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "jpg": "image/jpeg"}
+
+
+class WebApp:
+    """What `haiku serve` serves: its databases (the server's whole world) and the conversation agent."""
+
+    def __init__(
+        self, ws: Workspace, selection: Selection, model: Model, *, analysis: bool, not_created: Sequence[str]
+    ) -> None:
+        self.scope = ServerScope(ws, selection, model)
+        self.sources = sources_of(ws, selection)
+        self.conversations = Conversations(ws, self.sources, model, analysis=analysis)
+        self.analysis = analysis
+        self.not_created = list(not_created)
+
+    @classmethod
+    async def open(
+        cls, ws: Workspace, selection: Selection, model: str | Model | None = None, *, analysis: bool = False
+    ) -> WebApp:
+        """Check the model and open the databases now, so a missing one fails before the page is served.
+
+        A local database nothing was added to yet is left out (and named), as `search` does.
+        """
+        chosen = resolve_model(ws.settings.model, model)
+        searched, not_created = searchable(selection)
+        await ws.pool.clients_covering(searched)
+        return cls(ws, searched, chosen, analysis=analysis, not_created=not_created)
+
+    def info(self) -> dict[str, Any]:
+        """What the page needs to know: the databases (and their state form), and where narrowing goes."""
+        return {
+            "databases": [source.model_dump(mode="json") for source in self.sources],
+            "state_keys": self.conversations.state_keys,
+            "analysis": self.analysis,
+            "not_created": self.not_created,
+        }
+
+    def routes(self, names: Sequence[str], token: str | None) -> Starlette:
+        """The ASGI app, behind the Host/Origin check and the token."""
+        from starlette.applications import Starlette
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route
+
+        async def info(_: Request) -> Response:
+            return JSONResponse(self.info())
+
+        async def document(request: Request) -> Response:
+            found = await self.scope.get_document(_param(request, "database"), _param(request, "document"))
+            return JSONResponse(found.model_dump(mode="json"))
+
+        async def picture(request: Request) -> Response:
+            from starlette.responses import Response
+
+            found = await self.scope.pictures(
+                _param(request, "database"), _param(request, "document"), [_param(request, "reference")]
+            )
+            [pic] = found.pictures
+            kind = IMAGE_TYPES.get(pic.format.lower(), "application/octet-stream")
+            return Response(pic.data, media_type=kind, headers={"cache-control": "no-store"})
+
+        app = Starlette(
+            routes=[
+                Route("/", _static("index.html")),
+                *(Route(f"/static/{name}", _static(name)) for name in STATIC),
+                Route("/api/info", info),
+                Route("/api/agui", self.conversations.respond, methods=["POST"]),
+                Route("/api/document", _answering(document)),
+                Route("/api/picture", _answering(picture)),
+            ]
+        )
+        return Guard(app, names, token)  # type: ignore[return-value]
+
+
+def _param(request: Request, name: str) -> str:
+    value = request.query_params.get(name, "").strip()
+    if not value:
+        raise InputError(f"missing the query parameter '{name}'")
+    return value
+
+
+def _answering(handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
+    """A route whose bad input (an unknown database or document) is a 400 with the one-line reason."""
+
+    async def route(request: Request) -> Response:
+        from starlette.responses import JSONResponse
+
+        try:
+            return await handler(request)
+        except HaikuError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400 if isinstance(exc, InputError) else 500)
+
+    return route
+
+
+def _static(name: str) -> Callable[[Request], Any]:
+    async def route(_: Request) -> Response:
+        from starlette.responses import Response
+
+        body = resources.files("haiku_cli.web").joinpath("static", name).read_bytes()
+        return Response(body, media_type=STATIC[name], headers={"cache-control": "no-store"})
+
+    return route
+
+
+async def serve(
+    app: WebApp,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8780,
+    allow_hosts: Sequence[str] = (),
+    token: str | None = None,
+    announce: Callable[[str], None] | None = None,
+) -> None:
+    """Serve the page on host:port (0: any free port), announcing its URL once listening."""
+    import uvicorn
+
+    sock: socket.socket = listen(host, port)
+    url = f"http://{announced(host)}:{sock.getsockname()[1]}/"
+    asgi = app.routes(accepted_names(host, allow_hosts), token)
+    config = uvicorn.Config(asgi, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+    if announce is not None:
+        announce(url)
+    await uvicorn.Server(config).serve(sockets=[sock])

@@ -1,0 +1,176 @@
+"""`haiku serve`'s server in-process: AG-UI runs with the chat's capabilities, and what it refuses."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from haiku_cli.databases.workspace import Workspace
+from haiku_cli.web.app import WebApp
+from haiku_cli.web.runs import MAX_STATE_BYTES
+from tests.capabilities.conftest import kb, kb_template
+from tests.capabilities.script import cite_first, search, text
+from tests.chat.streaming import StreamScript
+
+__all__ = ["kb", "kb_template"]
+
+LOCAL = {"host": "127.0.0.1:8780"}
+
+
+def request(
+    app: WebApp, method: str, path: str, *, token: str | None = None, **kwargs: Any
+) -> httpx.Response:
+    """One request to the app as the browser on this machine sends it."""
+
+    async def go() -> httpx.Response:
+        asgi = app.routes(["127.0.0.1", "localhost", "[::1]"], token)
+        transport = httpx.ASGITransport(app=asgi)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8780") as client:
+            headers = {**LOCAL, **kwargs.pop("headers", {})}
+            return await client.request(method, path, headers=headers, **kwargs)
+
+    return anyio.run(go)
+
+
+def open_app(ws: Workspace, script: StreamScript, names: Sequence[str] = ("notes",)) -> WebApp:
+    return anyio.run(lambda: WebApp.open(ws, ws.select_many(list(names)), script.model))
+
+
+def events(response: httpx.Response) -> list[dict[str, Any]]:
+    return [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
+
+
+def run_input(messages: list[dict[str, Any]], state: Any = None) -> dict[str, Any]:
+    return {
+        "threadId": "t",
+        "runId": "r",
+        "state": state,
+        "messages": messages,
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+    }
+
+
+def question(text_: str, n: int = 1) -> dict[str, Any]:
+    return {"id": f"u{n}", "role": "user", "content": text_}
+
+
+def of_type(found: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e for e in found if e["type"] == kind]
+
+
+def test_a_question_streams_and_returns_the_whole_conversation(kb: Workspace) -> None:
+    script = StreamScript(search("capital of France"), cite_first(), text("The capital is **Paris** [1]."))
+    app = open_app(kb, script)
+    found = events(request(app, "POST", "/api/agui", json=run_input([question("Capital of France?")])))
+    assert (
+        "".join(e["delta"] for e in of_type(found, "TEXT_MESSAGE_CONTENT")) == "The capital is **Paris** [1]."
+    )
+    [custom] = of_type(found, "CUSTOM")
+    [citation] = custom["value"]["citations"]
+    assert (citation["index"], citation["database"], citation["document_title"]) == (1, "notes", "France")
+    [messages] = of_type(found, "MESSAGES_SNAPSHOT")
+    [state] = of_type(found, "STATE_SNAPSHOT")
+    assert state["snapshot"]["retrieval"]["answer"] == 1
+
+    # The follow-up sends both back: the same conversation continues, its earlier citation still known.
+    again = StreamScript(search("Seine river"), cite_first(), text("The Seine [1]."))
+    app = open_app(kb, again)
+    history = [*messages["messages"], question("And its river?", 2)]
+    found = events(request(app, "POST", "/api/agui", json=run_input(history, state["snapshot"])))
+    assert not of_type(found, "RUN_ERROR")
+    [state] = of_type(found, "STATE_SNAPSHOT")
+    assert state["snapshot"]["retrieval"]["answer"] == 2
+
+
+@pytest.mark.parametrize(
+    ("state", "says"),
+    [
+        ({"retrieval": {"sources": [{"name": "papers"}]}}, "outside this host's databases (notes)"),
+        ({"retrieval": {"sources": [{"name": "nowhere"}]}}, "nowhere"),
+        ({"retrieval": "tampered"}, "retrieval"),
+        ("a string", "state must be an object"),
+        ({"retrieval": {"pad": "x" * (MAX_STATE_BYTES + 1)}}, "larger than"),
+    ],
+    ids=["other-database", "unknown-database", "not-a-state", "not-an-object", "oversized"],
+)
+def test_bad_state_is_one_error_event_and_the_server_keeps_serving(
+    kb: Workspace, state: Any, says: str
+) -> None:
+    script = StreamScript(search("capital"), cite_first(), text("Paris [1]."))
+    app = open_app(kb, script)
+    found = events(request(app, "POST", "/api/agui", json=run_input([question("Capital?")], state)))
+    [error] = of_type(found, "RUN_ERROR")
+    assert says in error["message"]
+    assert script.seen == [] and not of_type(found, "STATE_SNAPSHOT")
+    # The same server answers the next (good) request.
+    found = events(request(app, "POST", "/api/agui", json=run_input([question("Capital?")])))
+    assert of_type(found, "STATE_SNAPSHOT") and not of_type(found, "RUN_ERROR")
+
+
+@pytest.mark.parametrize(
+    "body", [b"not json", b'{"threadId": 3}', json.dumps(run_input([{"role": "nobody"}])).encode()]
+)
+def test_a_malformed_ag_ui_request_is_one_error_event(kb: Workspace, body: bytes) -> None:
+    script = StreamScript(text("never"))
+    response = request(open_app(kb, script), "POST", "/api/agui", content=body)
+    [error] = events(response)
+    assert response.status_code == 400 and error["type"] == "RUN_ERROR"
+    assert error["message"].startswith("malformed AG-UI request")
+    assert script.seen == []
+
+
+def test_a_picked_database_narrows_within_the_servers_set(kb: Workspace) -> None:
+    script = StreamScript(search("photosynthesis light"), cite_first(), text("Chloroplasts [1]."))
+    app = open_app(kb, script, ["notes", "papers"])
+    assert [d["name"] for d in request(app, "GET", "/api/info").json()["databases"]] == ["notes", "papers"]
+    narrowed = {"retrieval": {"sources": [{"name": "notes", "path": None}]}}
+    found = events(request(app, "POST", "/api/agui", json=run_input([question("Light?")], narrowed)))
+    [custom] = of_type(found, "CUSTOM")
+    assert {c["database"] for c in custom["value"]["citations"]} == {"notes"}
+
+
+def test_a_citation_opens_its_document_within_the_servers_databases(kb: Workspace) -> None:
+    app = open_app(kb, StreamScript())
+    doc_id = kb_doc_id(kb, "notes")
+    found = request(app, "GET", f"/api/document?database=notes&document={doc_id}")
+    assert found.status_code == 200 and found.json()["chunks"]
+    refused = request(app, "GET", f"/api/document?database=papers&document={doc_id}")
+    assert refused.status_code == 400 and "unknown database 'papers'" in refused.json()["error"]
+
+
+def kb_doc_id(ws: Workspace, name: str) -> str:
+    from haiku_cli import api
+
+    listed = anyio.run(lambda: api.list_documents(ws, ws.select_many([name]).locations[0]))
+    return listed.documents[0].id
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({"host": "evil.example:8780"}, 403),
+        ({"origin": "http://evil.example"}, 403),
+        ({"origin": "http://localhost:5000"}, 200),
+    ],
+)
+def test_other_sites_are_refused(kb: Workspace, headers: dict[str, str], status: int) -> None:
+    app = open_app(kb, StreamScript())
+    assert request(app, "GET", "/api/info", headers=headers).status_code == status
+
+
+def test_with_a_token_the_api_needs_it_and_the_page_does_not(kb: Workspace, tmp_path: Path) -> None:
+    app = open_app(kb, StreamScript())
+    token = "a-long-enough-secret-token"
+    assert request(app, "GET", "/", token=token).status_code == 200
+    assert "AG-UI" in request(app, "GET", "/static/app.js", token=token).text
+    assert request(app, "GET", "/api/info", token=token).status_code == 401
+    bearer = {"authorization": f"Bearer {token}"}
+    assert request(app, "GET", "/api/info", token=token, headers=bearer).status_code == 200
