@@ -77,8 +77,14 @@ def test_relative_imports_are_not_used() -> None:
 
 
 # What cli/ may import besides itself: the front door, the errors and where config lives. `haiku mcp`
-# starts the MCP server, a sibling front end that is itself built on the api.
-CLI_MAY_IMPORT = ("haiku_cli.api", "haiku_cli.errors", "haiku_cli.config.paths", "haiku_cli.mcp_server")
+# starts the MCP server and `haiku serve` the web app, sibling front ends themselves built on the api.
+CLI_MAY_IMPORT = (
+    "haiku_cli.api",
+    "haiku_cli.errors",
+    "haiku_cli.config.paths",
+    "haiku_cli.mcp_server",
+    "haiku_cli.web",
+)
 
 
 def _module_of(path: Path) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import webbrowser
 from typing import TYPE_CHECKING, Annotated
 
@@ -14,9 +13,6 @@ from haiku_cli.cli.running import add_command, run
 
 if TYPE_CHECKING:
     from haiku_cli.api import Selection
-    from haiku_cli.databases.workspace import Workspace
-
-TOKEN_ENV = "HAIKU_SERVE_TOKEN"
 
 
 def register(app: typer.Typer) -> None:
@@ -62,9 +58,10 @@ def serve(
     from haiku_cli.mcp_server.transport import is_loopback
     from haiku_cli.web.app import WebApp
     from haiku_cli.web.app import serve as serve_app
+    from haiku_cli.web.guard import TOKEN_ENV, serve_token
 
     ws = workspace(ctx)
-    token = _token(ws)
+    token = serve_token(ws.settings)
     if not is_loopback(host):
         guarded = "" if token is not None else f"; set {TOKEN_ENV} to require a token"
         output.error(
@@ -90,16 +87,3 @@ def serve(
         )
 
     run(go)
-
-
-def _token(ws: Workspace) -> str | None:
-    """`HAIKU_SERVE_TOKEN`, else the MCP server's token (`[mcp] http_token` / `HAIKU_MCP_TOKEN`), if any."""
-    from haiku_cli.config.settings import MIN_TOKEN_CHARS
-    from haiku_cli.errors import InputError
-
-    given = os.environ.get(TOKEN_ENV, "").strip()
-    if not given:
-        return ws.settings.mcp.http_token
-    if len(given) < MIN_TOKEN_CHARS:
-        raise InputError(f"{TOKEN_ENV} must be at least {MIN_TOKEN_CHARS} characters long")
-    return given

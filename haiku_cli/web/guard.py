@@ -4,12 +4,28 @@ from __future__ import annotations
 
 import hmac
 import json
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from haiku_cli.config.settings import MIN_TOKEN_CHARS, Settings
+from haiku_cli.errors import InputError
+
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
+
+TOKEN_ENV = "HAIKU_SERVE_TOKEN"
+
+
+def serve_token(settings: Settings) -> str | None:
+    """`HAIKU_SERVE_TOKEN`, else the MCP server's token (`[mcp] http_token` / `HAIKU_MCP_TOKEN`), if any."""
+    given = os.environ.get(TOKEN_ENV, "").strip()
+    if not given:
+        return settings.mcp.http_token
+    if len(given) < MIN_TOKEN_CHARS:
+        raise InputError(f"{TOKEN_ENV} must be at least {MIN_TOKEN_CHARS} characters long")
+    return given
 
 
 class Guard:

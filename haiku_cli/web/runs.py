@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -65,7 +64,7 @@ class Conversations:
     @property
     def state_keys(self) -> list[str]:
         """The state keys whose `sources` narrow a question (every evidence capability's, alike)."""
-        return [cap.state_key for cap in self.evidence]
+        return [_key(cap) for cap in self.evidence]
 
     async def respond(self, request: Request) -> Response:
         """Answer one AG-UI request with its event stream; a refused one gets a single `RUN_ERROR` event."""
@@ -115,7 +114,7 @@ class Conversations:
         the run, so the page gets one line rather than a validation dump from inside it)."""
         probe = HaikuDeps.restore(copy.deepcopy(state))
         readers: list[tuple[str, Callable[[HaikuDeps], object]]] = [
-            (cap.state_key, cap.evidence) for cap in self.evidence
+            (_key(cap), cap.evidence) for cap in self.evidence
         ]
         readers.append(("citation_policy", lambda deps: deps.get("citation_policy", PolicyState)))
         for key, read in readers:
@@ -124,8 +123,16 @@ class Conversations:
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(part) for part in (key, *first["loc"]))
-                return f"the conversation's state is not haiku's ({where}: {first['msg']}); start a new conversation"
+                return (
+                    f"the conversation's state is not haiku's ({where}: {first['msg']}); "
+                    "start a new conversation"
+                )
         return None
+
+
+def _key(cap: EvidenceCapability) -> str:
+    # Retrieval and analysis name their state key; the base class does not declare one.
+    return str(getattr(cap, "state_key", type(cap).__name__))
 
 
 def refusal(message: str) -> Response:

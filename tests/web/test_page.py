@@ -1,0 +1,202 @@
+"""The real page in headless Chromium against a real `haiku serve` process, the scripted OpenAI-compatible
+server standing in for the LLM: ask, follow up, reload and continue, cancel, narrow, tampering refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.capabilities.conftest import kb, kb_template
+from tests.cli.chat_script import conversation
+from tests.cli.test_ask_command import openai_env
+from tests.web.browser import Browser, available, chromium
+
+__all__ = ["kb", "kb_template", "openai_env"]
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not available(), reason="needs Debian's chromium and chromium-driver (.ci/run installs them)"
+    ),
+]
+
+
+@pytest.fixture
+def server(kb, openai_env) -> Iterator[tuple[str, object]]:
+    """`haiku serve` over notes and papers on a free port; its URL and the scripted model server."""
+    stub = openai_env(conversation)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "haiku_cli", "serve", "--model", "openai-chat:test", "--port", "0"],
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = process.stdout.readline().strip() if process.stdout else ""
+        assert url.startswith("http://127.0.0.1:"), process.stderr.read() if process.stderr else ""
+        yield url, stub
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+class Page:
+    """The page as a user works it, with a screenshot of each state it reaches."""
+
+    def __init__(self, browser: Browser, folder: Path) -> None:
+        self.browser = browser
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def shot(self, name: str) -> None:
+        self.browser.screenshot(self.folder / f"{name}.png")
+
+    def ready(self) -> None:
+        self.browser.wait("document.body.dataset.ready === '1'")
+
+    def ask(self, question: str) -> None:
+        self.browser.js(
+            "document.getElementById('question').value = arguments[0];"
+            "document.getElementById('ask').requestSubmit();",
+            question,
+        )
+
+    def answered(self, turns: int) -> list[dict[str, object]]:
+        """Wait for `turns` answers on the page; what each shows (answer, citation labels)."""
+        self.browser.wait(
+            "document.querySelectorAll('.turn[data-turn]').length === arguments[0] "
+            "&& document.getElementById('send').hidden === false",
+            turns,
+        )
+        return self.browser.js(
+            "return Array.from(document.querySelectorAll('.turn[data-turn]')).map(t => ({"
+            "answer: t.querySelector('.answer').innerText,"
+            "html: t.querySelector('.answer').innerHTML,"
+            "citations: Array.from(t.querySelectorAll('.citations li')).map(li => li.innerText)}));"
+        )
+
+    def status(self) -> str:
+        return self.browser.js("return document.getElementById('status').innerText;")
+
+    def stored(self) -> dict[str, object]:
+        return json.loads(self.browser.js("return localStorage.getItem('haiku-serve:conversation');"))
+
+
+def test_a_conversation_in_the_browser(server, tmp_path: Path) -> None:
+    url, stub = server
+    with chromium(tmp_path / "profile") as browser:
+        page = Page(browser, tmp_path / "screens")
+        try:
+            browser.open(url)
+            page.ready()
+            page.ask("What is the capital of France?")
+            [first] = page.answered(1)
+            assert "The capital of France is Paris [1]." in first["answer"]
+            assert "<strong>Paris</strong>" in first["html"]  # Markdown rendered
+            assert any("France" in c and "notes" in c for c in first["citations"])
+            page.shot("1-answered")
+
+            # A citation opens its document at the cited passage.
+            browser.js("document.querySelector('.citations button').click();")
+            cited = browser.wait("document.querySelector('#reader .chunk.cited')?.innerText")
+            assert "Paris" in cited
+            page.shot("2-citation-opened")
+
+            page.ask("How much sun does basil need?")
+            turns = page.answered(2)
+            assert "six hours" in turns[1]["answer"]
+            assert any("Gardening" in c and "notes" in c for c in turns[1]["citations"])
+
+            # Reload: the conversation is back exactly, and the next question continues it.
+            before = page.stored()
+            browser.open(url)
+            page.ready()
+            assert [t["answer"] for t in page.answered(2)] == [t["answer"] for t in turns]
+            assert page.stored() == before
+            page.ask("And what produces ATP in cells?")
+            turns = page.answered(3)
+            assert "ATP" in turns[2]["answer"] and any("papers" in c for c in turns[2]["citations"])
+            users = [m["content"] for m in stub.requests[-1]["messages"] if m["role"] == "user"]
+            assert users[0] == "What is the capital of France?" and len(users) == 3
+            page.shot("3-reloaded-and-continued")
+
+            # Cancel mid-answer: the conversation is as it was, on the page and in storage.
+            stored = page.stored()
+            page.ask("Tell me a slow story")
+            browser.wait("document.getElementById('pending')?.innerText.includes('Once upon')")
+            page.shot("4-streaming")
+            browser.js("document.getElementById('cancel').click();")
+            assert len(page.answered(3)) == 3
+            assert "Cancelled" in page.status()
+            assert page.stored() == stored
+            assert browser.js("return document.getElementById('question').value;") == "Tell me a slow story"
+
+            # The picker narrows within the server's databases: papers unticked, the ATP question cites notes.
+            browser.js("document.querySelector('#picker input[value=papers]').click();")
+            assert page.stored()["databases"] == ["notes"]
+            page.ask("Which organelle makes ATP?")
+            turns = page.answered(4)
+            assert turns[3]["citations"] and all("notes" in c for c in turns[3]["citations"])
+            page.shot("5-narrowed")
+        except BaseException:
+            page.shot("failure")
+            raise
+
+
+def test_a_tampered_conversation_is_refused_and_nothing_changes(server, tmp_path: Path) -> None:
+    url, stub = server
+    with chromium(tmp_path / "profile") as browser:
+        page = Page(browser, tmp_path / "screens")
+        try:
+            browser.open(url)
+            page.ready()
+            page.ask("What is the capital of France?")
+            page.answered(1)
+
+            # The stored state dropped while its history is kept: refused before the model is asked.
+            browser.js(
+                "const c = JSON.parse(localStorage.getItem('haiku-serve:conversation'));"
+                "c.state = {}; localStorage.setItem('haiku-serve:conversation', JSON.stringify(c));"
+            )
+            browser.open(url)
+            page.ready()
+            asked = len(stub.requests)
+            tampered = page.stored()
+            page.ask("And its river?")
+            browser.wait("document.getElementById('status').className === 'error'")
+            assert "carry deps.state" in page.status()
+            assert len(stub.requests) == asked and page.stored() == tampered
+            page.shot("6-tampered-refused")
+
+            # A database the server does not serve, planted in the picker's choice: named and refused.
+            browser.js("document.getElementById('clear').click();")
+            browser.js(
+                "const c = JSON.parse(localStorage.getItem('haiku-serve:conversation'));"
+                "c.databases = ['secret'];"
+                "localStorage.setItem('haiku-serve:conversation', JSON.stringify(c));"
+            )
+            browser.open(url)
+            page.ready()
+            page.ask("What is the capital of France?")
+            browser.wait("document.getElementById('status').className === 'error'")
+            assert "secret" in page.status()
+
+            # Clearing starts a new conversation that works.
+            browser.js("document.getElementById('clear').click();")
+            browser.js(
+                "document.querySelector('#picker input[value=notes]').click();"
+                "document.querySelector('#picker input[value=notes]').click();"
+            )
+            page.ask("What is the capital of France?")
+            assert "Paris" in page.answered(1)[0]["answer"]
+        except BaseException:
+            page.shot("failure")
+            raise
