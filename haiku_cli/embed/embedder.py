@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 from haiku_cli.embed import _bundle
 from haiku_cli.embed._errors import to_model_error
+from haiku_cli.embed.openai_compatible import ServerUnreachable
 from haiku_cli.errors import ModelError
 
 if TYPE_CHECKING:
@@ -42,12 +43,16 @@ class Embedder:
         max_tokens: int | None = None,
         batch_size: int = 32,
         dimension_probe: Callable[[], Awaitable[int]] | None = None,
+        timeout: float | None = None,
     ) -> None:
         """Wrap `model`; `dimension` may be left unknown and is then probed once when first needed.
 
         `dimension_probe` is used when the dimension is asked for synchronously; it runs on a private
         event loop, so it should build its own client rather than reuse `model`'s connections.
+        `timeout` bounds each call of the model (its own retries included), for models that do not
+        bound their requests themselves.
         """
+        self._timeout = timeout
         self._model = model
         self._name = name or f"{model.system}:{model.model_name}"
         self._dimension = dimension
@@ -121,10 +126,15 @@ class Embedder:
         return (await self._embed([text], "query"))[0]
 
     async def _embed(self, texts: list[str], input_type: Literal["query", "document"]) -> np.ndarray:
+        import anyio
         import numpy as np
 
         try:
-            result = await self._model.embed(texts, input_type=input_type)
+            with anyio.fail_after(self._timeout):  # None: no limit of its own
+                result = await self._model.embed(texts, input_type=input_type)
+        except TimeoutError as exc:
+            stalled = ServerUnreachable(timeout=True, seconds=self._timeout or 0)
+            raise to_model_error(stalled, self._name, self._model.base_url) from exc
         except Exception as exc:
             raise to_model_error(exc, self._name, self._model.base_url) from exc
         vectors = np.asarray(result.embeddings, dtype=np.float32)

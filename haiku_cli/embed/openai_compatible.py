@@ -134,9 +134,12 @@ class OpenAICompatibleEmbeddingModel:
         client = self._client_for_this_loop()
         for attempt in range(MAX_RETRIES + 1):
             try:
-                response = await client.post(self._base_url + path, json=payload, headers=self._headers)
-            except httpx.RequestError as exc:  # refused or dropped: retried like the SDK did
-                timed_out = isinstance(exc, httpx.TimeoutException)
+                # httpx's timeouts bound each wait for bytes; this bounds the whole answer, so a server
+                # that sends a byte now and then cannot hold the command either.
+                with anyio.fail_after(self._timeout):
+                    response = await client.post(self._base_url + path, json=payload, headers=self._headers)
+            except (httpx.RequestError, TimeoutError) as exc:  # refused or dropped: retried like the SDK did
+                timed_out = isinstance(exc, httpx.TimeoutException | TimeoutError)
                 failure: Exception = ServerUnreachable(timeout=timed_out, seconds=self._timeout)
                 failure.__cause__ = exc
                 # A server that let a whole timeout pass is stalled, not blipping: waiting again would

@@ -72,7 +72,9 @@ def load_embedder(
 
     custom_url = base_url or os.environ.get("OPENAI_BASE_URL")
     max_tokens = OPENAI_MAX_TOKENS if provider == "openai" and not custom_url else None
-    return Embedder(remote, name=spec, max_tokens=max_tokens, dimension_probe=probe)
+    # Our own client bounds each request itself; a pydantic-ai model is bounded around each call.
+    bound = None if provider in OPENAI_COMPATIBLE else timeout
+    return Embedder(remote, name=spec, max_tokens=max_tokens, dimension_probe=probe, timeout=bound)
 
 
 def _load_bundled(spec: str) -> Embedder:

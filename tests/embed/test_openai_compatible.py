@@ -212,6 +212,24 @@ def test_a_server_that_does_not_answer_times_out_once_naming_the_limit() -> None
     assert server.connections == 1
 
 
+def test_a_server_that_answers_a_byte_at_a_time_is_bounded_by_the_same_timeout() -> None:
+    # Each byte comes well within the timeout, so only a bound on the whole answer ends the request.
+    with silent_server(drip=0.1) as server:
+        message = _failure(load_embedder("ollama:slow", base_url=server.url, timeout=1))
+    assert message.startswith(f"the embedding model server at {server.url}/ did not answer within 1 s")
+
+
+def test_a_pydantic_ai_embedding_model_is_bounded_by_the_timeout_too() -> None:
+    # Providers other than ollama and openai are pydantic-ai's models: the Embedder bounds each call.
+    from pydantic_ai.embeddings.openai import OpenAIEmbeddingModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    with silent_server() as server:
+        model = OpenAIEmbeddingModel("m", provider=OpenAIProvider(base_url=server.url, api_key="x"))
+        message = _failure(Embedder(model, name="other:m", timeout=0.5))
+    assert message.startswith(f"the embedding model server at {server.url}/ did not answer within 0.5 s")
+
+
 def test_requests_and_credentials_match_pydantic_ai(scripted, monkeypatch: pytest.MonkeyPatch) -> None:
     url, replies, requests = scripted
     replies.append(Reply(body={"data": [{"index": 0, "embedding": [1.0, 0.0]}]}))

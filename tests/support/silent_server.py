@@ -10,9 +10,14 @@ from collections.abc import Iterator
 
 
 class SilentServer:
-    """Accepts and holds connections open without a byte of reply; counts the connections it took."""
+    """Accepts and holds connections open without a byte of reply; counts the connections it took.
 
-    def __init__(self) -> None:
+    With `drip`, it answers each request with a status line and then one byte of body every `drip`
+    seconds, never finishing: a server that never stalls long enough for a per-read timeout.
+    """
+
+    def __init__(self, drip: float | None = None) -> None:
+        self.drip = drip
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}/v1"
@@ -32,6 +37,13 @@ class SilentServer:
 
     def _drain(self, conn: socket.socket) -> None:
         with contextlib.suppress(OSError):
+            if self.drip is not None:
+                conn.recv(65536)
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 99999\r\n\r\n"
+                )
+                while not self._closed.wait(self.drip):
+                    conn.sendall(b" ")
             while conn.recv(65536):
                 pass
 
@@ -45,9 +57,9 @@ class SilentServer:
 
 
 @contextlib.contextmanager
-def silent_server() -> Iterator[SilentServer]:
+def silent_server(drip: float | None = None) -> Iterator[SilentServer]:
     """A running `SilentServer`, closed afterwards."""
-    server = SilentServer()
+    server = SilentServer(drip)
     threading.Thread(target=server._accept, daemon=True).start()
     try:
         yield server
