@@ -94,6 +94,7 @@ def _haiku(*args: str, env: dict[str, str]) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow
 def test_a_write_whose_index_upkeep_fails_says_it_was_stored_and_what_finishes_it(
     cli, write_config, s3_server: str, tmp_path: Path
 ) -> None:
@@ -110,7 +111,7 @@ def test_a_write_whose_index_upkeep_fails_says_it_was_stored_and_what_finishes_i
             "HAIKU_LEASE_SECONDS": "10",
         }
         writer_process = _haiku("add", "Owls hunt voles at night.", "-d", "papers", env=env)
-        _wait_for(lambda: any(gate.glob("*.reached")), "the add to pause after its commit")
+        _wait_for(lambda: any(gate.glob("*.reached")), "the add to pause after its commit", timeout=300)
         proxy.stall()  # the store stops answering after the write was committed, during its upkeep
         (gate / "committed.go").touch()
         _, stderr = writer_process.communicate(timeout=300)
@@ -168,6 +169,7 @@ def test_vacuums_beside_a_writer_and_readers_all_succeed(
     assert (info["documents"], info["chunks"]) == (3, 3)
 
 
+@pytest.mark.slow
 def test_a_commit_whose_answer_was_lost_is_reported_as_stored(
     cli, write_config, s3_server: str, tmp_path: Path
 ) -> None:
@@ -185,11 +187,11 @@ def test_a_commit_whose_answer_was_lost_is_reported_as_stored(
             "HAIKU_LEASE_SECONDS": "600",
         }
         writer_process = _haiku("add", "Owls hunt voles at night.", "-d", "papers", env=env)
-        _wait_for(lambda: any(gate.glob("*.reached")), "the add to pause before its commit")
+        _wait_for(lambda: any(gate.glob("*.reached")), "the add to pause before its commit", timeout=300)
         # The commit that removes the journal reaches the store, then the store stops answering.
         proxy.stall_after(b"PUT ", b"meta.lance/_versions/")
         (gate / "before-commit.go").touch()
-        _wait_for(lambda: not proxy.flowing.is_set(), "the commit to reach the store")
+        _wait_for(lambda: not proxy.flowing.is_set(), "the commit to reach the store", timeout=300)
         time.sleep(5)  # the request and its retries give up, unanswered
         proxy.resume()
         _, stderr = writer_process.communicate(timeout=300)
@@ -202,6 +204,7 @@ def test_a_commit_whose_answer_was_lost_is_reported_as_stored(
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["drop", "stall"])
 def test_an_add_src_cut_off_mid_way_leaves_the_database_as_it_was(
     cli, write_config, s3_server: str, tmp_path: Path, fault: str
@@ -226,7 +229,11 @@ def test_an_add_src_cut_off_mid_way_leaves_the_database_as_it_was(
             "HAIKU_LEASE_SECONDS": "4",
         }
         writer_process = _haiku("add-src", str(folder), "-d", "papers", env=env)
-        _wait_for(lambda: any(gate.glob("*.reached")), "the add-src to pause after writing its first data")
+        _wait_for(
+            lambda: any(gate.glob("*.reached")),
+            "the add-src to pause after writing its first data",
+            timeout=300,
+        )
         if fault == "drop":
             proxy.forbid()  # every connection cut and refused: no retry gets through
         else:
