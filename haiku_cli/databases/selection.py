@@ -90,7 +90,11 @@ def searchable(selection: Selection) -> tuple[Selection, list[str]]:
         for loc in selection.locations
         if loc.local_path is not None and not written_here(loc) and not exists(loc)
     ]
-    written = tuple(loc for loc in selection.locations if loc.name not in unwritten)
+    written = tuple(
+        replace(loc, seen_written=loc.local_path is not None)
+        for loc in selection.locations
+        if loc.name not in unwritten
+    )
     if not written:
         return selection, []
     return Selection(written), unwritten

@@ -107,7 +107,9 @@ def open_database(
         raise DatabaseError(f"database '{location.name}' is configured read_only; it cannot be written")
     # Object storage is not listed first: opening the tables says whether they are there (one round trip
     # fewer); a local folder is looked at first, since connecting would create it.
-    if (create_with is not None or location.local_path is not None) and not exists(location):
+    if (create_with is not None or location.local_path is not None) and not (
+        location.seen_written or exists(location)
+    ):
         if create_with is None:
             raise _not_yet(location)
         return _create_exclusively(location, create_with)

@@ -24,6 +24,9 @@ class Location:
     read_only: bool = False
     # The option that picks this database (`--database notes`), for hints that show a command to run.
     chosen_by: str = field(default="", compare=False)
+    # Set by a caller that has just seen a local database's meta table in its folder (a search's
+    # `searchable`), so opening it does not look at the folder a second time.
+    seen_written: bool = field(default=False, compare=False, repr=False)
 
     @property
     def kind(self) -> Kind:

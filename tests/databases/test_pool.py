@@ -131,6 +131,26 @@ def test_a_search_connects_to_each_database_once_and_never_lists_it(make_db, wor
     assert sorted(connected) == ["notes", "papers"]
 
 
+def test_a_search_looks_for_each_local_databases_meta_table_once(make_db, workspace, monkeypatch) -> None:
+    from haiku_cli.databases import operations, selection
+    from haiku_cli.store import database
+
+    notes, _ = make_db("notes", ["Owls hunt at night."])
+    looked: list[str] = []
+    written_here = database.written_here
+
+    def counting(location: Location) -> bool:
+        looked.append(location.name)
+        return written_here(location)
+
+    # `searchable` skips unwritten local databases; opening the rest must not look at the folder again.
+    monkeypatch.setattr(database, "written_here", counting)
+    monkeypatch.setattr(selection, "written_here", counting)
+    found = anyio.run(lambda: operations.search_results(workspace(), Selection((notes,)), "owls"))
+    assert len(found.hits) == 1
+    assert looked == ["notes"]
+
+
 def _cold(tmp_path: Path, *names: str) -> list[Location]:
     locations = [Location(n, str(tmp_path / f"{n}.lancedb")) for n in names]
     for loc in locations:
