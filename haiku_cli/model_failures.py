@@ -43,6 +43,7 @@ def describe_model_failure(
         ModelConnectionError,
         ModelHTTPError,
         ModelNotFoundError,
+        ModelRequestTimeout,
         ModelTimeoutError,
         UnexpectedModelBehavior,
         UsageLimitExceeded,
@@ -52,7 +53,7 @@ def describe_model_failure(
     where = f" at {base_url}" if base_url else ""
     if isinstance(exc, UserError | ImportError):
         return ModelError(f"cannot use {kind} '{label}': {_configuration_hint(exc)}")
-    if isinstance(exc, ModelTimeoutError):
+    if isinstance(exc, ModelTimeoutError | ModelRequestTimeout):
         return ModelError(timed_out(kind, label, where, timeout_seconds))
     if isinstance(exc, ModelConnectionError):
         return ModelError(f"cannot reach the {kind} server{where} for '{label}': {first_sentence(exc)}")

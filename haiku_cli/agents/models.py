@@ -23,8 +23,18 @@ EXAMPLES = "openai:gpt-4o, anthropic:claude-sonnet-4-0 or ollama:llama3.2"
 
 def request_settings(settings: ModelSettings) -> RequestSettings:
     """Per-request settings: one SDK retry rides out a blip (more would make a dead server look like a
-    hang), and each attempt gets `[model] timeout_seconds`, so a server that never answers fails the run."""
-    return {"max_retries": 1, "timeout": settings.timeout_seconds}
+    hang), and each attempt, and a stream's wait for its first output, gets `[model] timeout_seconds`."""
+    seconds = settings.timeout_seconds
+    return {"max_retries": 1, "timeout": seconds, "first_event_timeout": seconds}
+
+
+def whole_request(settings: ModelSettings) -> RequestSettings:
+    """For runs that do not stream: each request, retries and reading included, within the timeout too.
+
+    A server sending a byte now and then never lets a per-read timeout run out. (A streamed answer is
+    not bounded as a whole: a long answer may take longer than any wait for its next part.)
+    """
+    return {"request_timeout": settings.timeout_seconds}
 
 
 def model_name(settings: ModelSettings, override: str | None = None) -> str:

@@ -19,6 +19,7 @@ from haiku_cli.agents.models import (
     model_name,
     request_settings,
     resolve_model,
+    whole_request,
 )
 from haiku_cli.capabilities.citations import Citation, number_markers
 from haiku_cli.capabilities.evidence import set_scope
@@ -99,7 +100,7 @@ async def answer_question(
     set_scope(deps, [evidence], sources, document_filter)
     agent = build_agent([evidence], chosen, instructions, settings=ws.settings.model)
     with model_errors(label, chosen.base_url, ws.settings.model.timeout_seconds):
-        result = await agent.run(question, deps=deps)
+        result = await agent.run(question, deps=deps, model_settings=whole_request(ws.settings.model))
     answered = collect(result.output, [evidence.evidence(deps)], result.usage, deps)
     return answered.model_copy(update={"databases": selection.names, "not_created": not_created})
 

@@ -180,6 +180,17 @@ def test_a_model_that_never_answers_fails_within_its_timeout(kb, cli, monkeypatc
     )
 
 
+def test_a_model_that_answers_a_byte_at_a_time_fails_within_its_timeout(kb, cli, monkeypatch) -> None:
+    # Each byte comes well within the timeout: only a bound on the whole request ends it.
+    with silent_server(drip=0.1) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+        monkeypatch.setenv("HAIKU_MODEL_TIMEOUT", "1")
+        result = cli("ask", QUESTION, "--model", "openai-chat:test")
+    assert result.exit_code == 4
+    assert result.stderr.startswith(f"haiku: the model server at {server.url}/ did not answer within 1 s")
+
+
 def test_an_empty_choice_list_is_a_model_failure(kb, cli, openai_env) -> None:
     status, reply = answer("unused")
     openai_env(lambda body: (status, {**reply, "choices": []}))
