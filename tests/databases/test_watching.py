@@ -124,8 +124,8 @@ def test_quiet_while_nothing_changes_and_catches_up_after_a_stop(
 ) -> None:
     ws, location = workspace(), Location("w", str(tmp_path / "w.lancedb"))
     _added(ws, location, notes)
-    with Watching(ws, location, debounce_ms=100, sweep_seconds=1) as watching:
-        time.sleep(2.5)  # two sweeps over an unchanged folder
+    with Watching(ws, location, debounce_ms=100, sweep_seconds=0.5) as watching:
+        time.sleep(1.3)  # two sweeps over an unchanged folder
     assert watching.events == [] and watching.notes == []
     (notes / "apples.md").unlink()
     (notes / "pears.md").write_text("Pears ripen off the tree.\n")
@@ -198,10 +198,12 @@ def test_other_writers_meanwhile_lose_nothing(workspace, tmp_path: Path, notes: 
 
 
 def test_a_writer_holding_the_lock_too_long_is_said_once_and_the_change_follows(
-    workspace, write_config, tmp_path: Path, notes: Path
+    workspace, write_config, tmp_path: Path, notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from haiku_cli.databases import watching as watching_module
     from haiku_cli.store.writer import WaitPolicy, acquire
 
+    monkeypatch.setattr(watching_module, "_RETRY_SECONDS", 0.5)  # retries come often: none is said again
     write_config("[storage]\nwrite_wait_seconds = 0.2\n")
     ws, location = workspace(), Location("w", str(tmp_path / "w.lancedb"))
     _added(ws, location, notes)
@@ -210,7 +212,7 @@ def test_a_writer_holding_the_lock_too_long_is_said_once_and_the_change_follows(
         try:
             (notes / "pears.md").write_text("Pears ripen off the tree.\n")
             watching.wait_for(lambda events: any(e.status == "failed" for e in events))
-            time.sleep(6)  # a retry or two meet the same writer: not said again
+            time.sleep(2)  # a few retries meet the same writer: not said again
         finally:
             held.release()
         watching.wait_for(_seen("added", notes / "pears.md"))
