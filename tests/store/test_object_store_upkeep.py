@@ -94,26 +94,35 @@ def _haiku(*args: str, env: dict[str, str]) -> subprocess.Popen:
     )
 
 
+def _paused(tmp_path: Path, point: str, lease: str, *args: str) -> tuple[subprocess.Popen, Path]:
+    """`haiku ARGS` stopped at the pause point `point` (a 1 s storage timeout and a `lease` s lease)."""
+    from tests.store.test_writer import _wait_for
+
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    env = {"HAIKU_TEST_PAUSE": f"{point}:{gate}", "HAIKU_STORAGE_TIMEOUT": "1", "HAIKU_LEASE_SECONDS": lease}
+    process = _haiku(*args, env=env)
+    # Starting a haiku process takes minutes on a loaded machine.
+    _wait_for(lambda: any(gate.glob("*.reached")), f"haiku {args[0]} to reach {point}", timeout=300)
+    return process, gate / f"{point}.go"
+
+
+def _listed_titles(cli) -> list[str]:
+    return sorted(d["title"] for d in json.loads(cli("list", "-d", "papers", "--json").stdout)["documents"])
+
+
 @pytest.mark.slow
 def test_a_write_whose_index_upkeep_fails_says_it_was_stored_and_what_finishes_it(
     cli, write_config, s3_server: str, tmp_path: Path
 ) -> None:
-    from tests.store.test_writer import _wait_for
-
     with StallingProxy(int(s3_server.rsplit(":", 1)[1])) as proxy:
         _config(write_config, proxy.endpoint, tmp_path)
         assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
-        gate = tmp_path / "gate"
-        gate.mkdir()
-        env = {
-            "HAIKU_TEST_PAUSE": f"committed:{gate}",
-            "HAIKU_STORAGE_TIMEOUT": "1",
-            "HAIKU_LEASE_SECONDS": "10",
-        }
-        writer_process = _haiku("add", "Owls hunt voles at night.", "-d", "papers", env=env)
-        _wait_for(lambda: any(gate.glob("*.reached")), "the add to pause after its commit", timeout=300)
+        writer_process, go = _paused(
+            tmp_path, "committed", "10", "add", "Owls hunt voles at night.", "-d", "papers"
+        )
         proxy.stall()  # the store stops answering after the write was committed, during its upkeep
-        (gate / "committed.go").touch()
+        go.touch()
         _, stderr = writer_process.communicate(timeout=300)
         proxy.resume()
     assert writer_process.returncode == ExitCode.DATABASE, stderr
@@ -123,11 +132,7 @@ def test_a_write_whose_index_upkeep_fails_says_it_was_stored_and_what_finishes_i
     )
     assert stderr.rstrip().endswith("; haiku vacuum --database papers finishes it")
     _config(write_config, s3_server, tmp_path)
-    listed = json.loads(cli("list", "-d", "papers", "--json").stdout)["documents"]
-    assert sorted(d["title"] for d in listed) == [
-        "Owls hunt voles at night.",
-        "Peregrine falcons stoop onto prey.",
-    ]
+    assert _listed_titles(cli) == ["Owls hunt voles at night.", "Peregrine falcons stoop onto prey."]
     hits = json.loads(cli("search", "voles", "-d", "papers", "--type", "fts", "--json").stdout)["hits"]
     assert [h["content"] for h in hits] == ["Owls hunt voles at night."]
     vacuumed = cli("vacuum", "-d", "papers")
@@ -178,30 +183,19 @@ def test_a_commit_whose_answer_was_lost_is_reported_as_stored(
     with StallingProxy(int(s3_server.rsplit(":", 1)[1])) as proxy:
         _config(write_config, proxy.endpoint, tmp_path)
         assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
-        gate = tmp_path / "gate"
-        gate.mkdir()
         # A long lease: no heartbeat commits to the meta table while the commit is watched for.
-        env = {
-            "HAIKU_TEST_PAUSE": f"before-commit:{gate}",
-            "HAIKU_STORAGE_TIMEOUT": "1",
-            "HAIKU_LEASE_SECONDS": "600",
-        }
-        writer_process = _haiku("add", "Owls hunt voles at night.", "-d", "papers", env=env)
-        _wait_for(lambda: any(gate.glob("*.reached")), "the add to pause before its commit", timeout=300)
+        add = ("add", "Owls hunt voles at night.", "-d", "papers")
+        writer_process, go = _paused(tmp_path, "before-commit", "600", *add)
         # The commit that removes the journal reaches the store, then the store stops answering.
         proxy.stall_after(b"PUT ", b"meta.lance/_versions/")
-        (gate / "before-commit.go").touch()
+        go.touch()
         _wait_for(lambda: not proxy.flowing.is_set(), "the commit to reach the store", timeout=300)
         time.sleep(5)  # the request and its retries give up, unanswered
         proxy.resume()
         _, stderr = writer_process.communicate(timeout=300)
     assert writer_process.returncode == 0, stderr
     _config(write_config, s3_server, tmp_path)
-    listed = json.loads(cli("list", "-d", "papers", "--json").stdout)["documents"]
-    assert sorted(d["title"] for d in listed) == [
-        "Owls hunt voles at night.",
-        "Peregrine falcons stoop onto prey.",
-    ]
+    assert _listed_titles(cli) == ["Owls hunt voles at night.", "Peregrine falcons stoop onto prey."]
 
 
 @pytest.mark.slow
@@ -209,8 +203,6 @@ def test_a_commit_whose_answer_was_lost_is_reported_as_stored(
 def test_an_add_src_cut_off_mid_way_leaves_the_database_as_it_was(
     cli, write_config, s3_server: str, tmp_path: Path, fault: str
 ) -> None:
-    from tests.store.test_writer import _wait_for
-
     folder = tmp_path / "src"
     folder.mkdir()
     for i in range(3):
@@ -220,31 +212,18 @@ def test_an_add_src_cut_off_mid_way_leaves_the_database_as_it_was(
     with StallingProxy(int(s3_server.rsplit(":", 1)[1])) as proxy:
         _config(write_config, proxy.endpoint, tmp_path)
         assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
-        gate = tmp_path / "gate"
-        gate.mkdir()
         # A short lease, so that the next writer takes over from the cut-off one within seconds.
-        env = {
-            "HAIKU_TEST_PAUSE": f"data-written:{gate}",
-            "HAIKU_STORAGE_TIMEOUT": "1",
-            "HAIKU_LEASE_SECONDS": "4",
-        }
-        writer_process = _haiku("add-src", str(folder), "-d", "papers", env=env)
-        _wait_for(
-            lambda: any(gate.glob("*.reached")),
-            "the add-src to pause after writing its first data",
-            timeout=300,
-        )
+        writer_process, go = _paused(tmp_path, "data-written", "4", "add-src", str(folder), "-d", "papers")
         if fault == "drop":
             proxy.forbid()  # every connection cut and refused: no retry gets through
         else:
             proxy.stall()
-        (gate / "data-written.go").touch()
+        go.touch()
         _, stderr = writer_process.communicate(timeout=300)
     assert writer_process.returncode == ExitCode.DATABASE, stderr
     assert stderr.startswith("haiku: database 'papers' ") and len(stderr.splitlines()) == 1, stderr
     _config(write_config, s3_server, tmp_path)
-    listed = json.loads(cli("list", "-d", "papers", "--json").stdout)["documents"]
-    assert [d["title"] for d in listed] == ["Peregrine falcons stoop onto prey."]
+    assert _listed_titles(cli) == ["Peregrine falcons stoop onto prey."]
     again = cli("add-src", str(folder), "-d", "papers")  # takes the lapsed lease over and undoes the rest
     assert again.exit_code == 0, again.stderr
     hits = json.loads(cli("search", "heron1 wades", "-d", "papers", "--json").stdout)["hits"]
