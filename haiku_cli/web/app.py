@@ -1,14 +1,18 @@
-"""The web app's routes: the page, what the server covers, the AG-UI endpoint and what a citation opens."""
+"""The web app's routes: the page, what the server covers, the AG-UI endpoint and what a citation opens
+(its document, the pictures it covers, and for a PDF its page drawn with the passage highlighted)."""
 
 from __future__ import annotations
 
 import socket
+import tempfile
 from collections.abc import Callable, Sequence
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from haiku_cli.agents.models import resolve_model
 from haiku_cli.capabilities.scope import sources_of
+from haiku_cli.databases.pictures import visualize_chunk
 from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import HaikuError, InputError
@@ -84,6 +88,25 @@ class WebApp:
             kind = IMAGE_TYPES.get(pic.format.lower(), "application/octet-stream")
             return Response(pic.data, media_type=kind, headers={"cache-control": "no-store"})
 
+        async def page(request: Request) -> Response:
+            from starlette.responses import Response
+
+            number = _param(request, "page")
+            if not number.isdigit():
+                raise InputError(f"page must be a number, not {number!r}")
+            with tempfile.TemporaryDirectory(prefix="haiku-serve-page-") as folder:
+                drawn = await visualize_chunk(
+                    self.scope.ws,
+                    self.scope.location(_param(request, "database")),
+                    _param(request, "chunk"),
+                    Path(folder),
+                )
+                wanted = [p for p in drawn.pages if p.page == int(number)]
+                if not wanted:
+                    raise InputError(f"the chunk is not on page {number}")
+                data = Path(wanted[0].path).read_bytes()
+            return Response(data, media_type="image/png", headers={"cache-control": "no-store"})
+
         app = Starlette(
             routes=[
                 Route("/", _static("index.html")),
@@ -92,6 +115,7 @@ class WebApp:
                 Route("/api/agui", self.conversations.respond, methods=["POST"]),
                 Route("/api/document", _answering(document)),
                 Route("/api/picture", _answering(picture)),
+                Route("/api/page", _answering(page)),
             ]
         )
         return Guard(app, names, token)  # type: ignore[return-value]

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.capabilities.conftest import kb, kb_template
 from tests.cli.chat_script import conversation
+from tests.cli.openai_stub import Reply, answer, tool_call
 from tests.cli.test_ask_command import openai_env
+from tests.support.pictures import pdf_with_images
 from tests.web.browser import Browser, available, chromium
 
 __all__ = ["kb", "kb_template", "openai_env"]
@@ -31,9 +35,37 @@ pytestmark = [
 @pytest.fixture
 def server(kb, openai_env) -> Iterator[tuple[str, object]]:
     """`haiku serve` over notes and papers on a free port; its URL and the scripted model server."""
-    stub = openai_env(conversation)
+    yield from serving(openai_env(conversation))
+
+
+@pytest.fixture
+def paper_server(kb, cli, openai_env, tmp_path: Path) -> Iterator[tuple[str, object]]:
+    """The same, with a PDF holding a figure added to notes, and a model that asks about it."""
+    path = tmp_path / "paper.pdf"
+    path.write_bytes(pdf_with_images(PAPER, [(0, (72, 610, 120, 80), "red")]))
+    added = cli("add-src", str(path), "--database", "notes")
+    assert added.exit_code == 0, added.stderr
+    yield from serving(openai_env(about_the_figure))
+
+
+def about_the_figure(body: dict[str, object]) -> Reply:
+    """Search for the figure, cite the first result shown, answer."""
+    messages: list[dict[str, Any]] = body["messages"]  # type: ignore[assignment]
+    # The question is the last user message holding text alone (the pictures follow in one of their own).
+    asked = max(i for i, m in enumerate(messages) if m["role"] == "user" and isinstance(m["content"], str))
+    step = sum(1 for m in messages[asked:] if m["role"] == "assistant")
+    if step == 0:
+        return tool_call("search", {"query": "recall by method figure"}, "call_search")
+    if step == 1:
+        shown = json.dumps([m["content"] for m in messages if m["role"] == "tool"][-1])
+        first = re.search(r"\[([0-9a-f-]{36})\]", shown)  # the first result's chunk id
+        return tool_call("cite", {"chunk_ids": [first.group(1)] if first else []}, "call_cite")
+    return answer("Figure 1 shows recall by method [1].")
+
+
+def serving(stub: object, *args: str) -> Iterator[tuple[str, object]]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "haiku_cli", "serve", "--model", "openai-chat:test", "--port", "0"],
+        [sys.executable, "-m", "haiku_cli", "serve", "--model", "openai-chat:test", "--port", "0", *args],
         env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -46,6 +78,9 @@ def server(kb, openai_env) -> Iterator[tuple[str, object]]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+PAPER = ["Measuring recall of hybrid retrieval.\n\n\n\n\n\n\n\n\nFigure 1: Recall by method"]
 
 
 class Page:
@@ -197,6 +232,33 @@ def test_a_tampered_conversation_is_refused_and_nothing_changes(server, tmp_path
             )
             page.ask("What is the capital of France?")
             assert "Paris" in page.answered(1)[0]["answer"]
+        except BaseException:
+            page.shot("failure")
+            raise
+
+
+def test_a_citation_opens_its_pictures_and_page(paper_server, tmp_path: Path) -> None:
+    url, _ = paper_server
+    with chromium(tmp_path / "profile") as browser:
+        page = Page(browser, tmp_path / "screens")
+        try:
+            browser.open(url)
+            page.ready()
+            page.ask("What does the recall figure show?")
+            [turn] = page.answered(1)
+            assert turn["citations"] and all("notes" in c for c in turn["citations"])
+            browser.js("document.querySelector('.citations button').click();")
+            loaded = "Array.from(document.querySelectorAll(arguments[0])).filter(i => i.naturalWidth > 0)"
+            [picture] = browser.wait(
+                f"{loaded}.map(i => [i.naturalWidth, i.naturalHeight])", "#reader img.pic"
+            )
+            assert picture == [120, 80]  # the figure itself, as stored
+            [drawn] = browser.wait(f"{loaded}.map(i => i.naturalWidth)", "#reader img.page")
+            assert drawn > 400  # the whole page, drawn
+            assert "Figure 1: Recall by method" in browser.js(
+                "return document.getElementById('reader').innerText;"
+            )
+            page.shot("7-pictures-and-page")
         except BaseException:
             page.shot("failure")
             raise

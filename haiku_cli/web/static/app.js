@@ -342,6 +342,10 @@ async function openCitation(c) {
       }
       html += "</div>";
     }
+    for (const page of c.pages || []) {
+      html += '<figure class="page"><img class="page" data-page="' + Number(page) + '" alt="page ' +
+        Number(page) + '"><figcaption>Page ' + Number(page) + ", the passage highlighted</figcaption></figure>";
+    }
     for (const chunk of doc.chunks) {
       html += '<div class="chunk' + (chunk.id === c.chunk_id ? " cited" : "") + '" data-chunk="' +
         esc(chunk.id) + '">' + markdown(chunk.text) + "</div>";
@@ -351,6 +355,12 @@ async function openCitation(c) {
       try {
         img.src = await getBlobURL("/api/picture?" + q + "&reference=" + encodeURIComponent(img.dataset.ref));
       } catch (_) { img.replaceWith(document.createTextNode("[picture " + img.dataset.ref + " unavailable]")); }
+    });
+    body.querySelectorAll("img.page").forEach(async (img) => {
+      const where = "database=" + encodeURIComponent(c.database) + "&chunk=" + encodeURIComponent(c.chunk_id);
+      try {
+        img.src = await getBlobURL("/api/page?" + where + "&page=" + img.dataset.page);
+      } catch (_) { img.closest("figure").remove(); } // not a PDF added from a file here: no page to draw
     });
     const cited = body.querySelector(".chunk.cited");
     if (cited) cited.scrollIntoView({ block: "center" });
