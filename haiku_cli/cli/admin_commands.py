@@ -161,7 +161,7 @@ def vacuum(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False)
         output.print_model(done)
         return
     before, after = render.size(done.size_bytes_before), render.size(done.size_bytes_after)
-    upgraded = " (layout upgraded: searches no longer look documents up)" if done.upgraded_layout else ""
+    upgraded = " (layout upgraded to this haiku's)" if done.upgraded_layout else ""
     output.out.print(f"vacuumed {done.database}: {before} → {after}{upgraded}", markup=False)
 
 

@@ -193,6 +193,7 @@ async def _hydrate(dbs: list[Database], ranked: list[tuple[Candidate, float]]) -
                 document_uri=uri,
                 document_title=title,
                 metadata=metadata,
+                **cand.span,
             )
         )
     return hits

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from haiku_cli.ingest.convert.markdown import heading_text
@@ -20,6 +20,17 @@ _TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>")
 
 
 @dataclass(frozen=True)
+class Span:
+    """Where a piece of text stands: characters [start, end) of the document's stored text, and the
+    source file's lines it covers (1-based, inclusive; None where lines do not map)."""
+
+    start: int
+    end: int
+    first_line: int | None = None
+    last_line: int | None = None
+
+
+@dataclass(frozen=True)
 class Block:
     """One block of text; `kind` is "text", "list", "table" or "code" and decides how it is split."""
 
@@ -27,6 +38,7 @@ class Block:
     kind: str
     heading_path: tuple[str, ...]
     page: int | None
+    span: Span = Span(0, 0)
 
 
 class _Reader:
@@ -38,14 +50,29 @@ class _Reader:
         self.buf: list[str] = []
         self.kind = "text"
         self.page: int | None = None
+        # Where the buffered lines start: in the stored text, and on the source's lines.
+        self.buf_start = 0
+        self.buf_line: int | None = None
 
     def flush(self) -> None:
-        text = "\n".join(self.buf).strip("\n")
+        joined = "\n".join(self.buf)
+        text = joined.strip("\n")
         if _has_content(text, self.kind):
             path = tuple(title for _, title in self.stack)
-            self.blocks.append(Block(text, self.kind, path, self.page))
+            skipped = len(joined) - len(joined.lstrip("\n"))  # empty lines the text starts with
+            start = self.buf_start + skipped
+            first = None if self.buf_line is None else self.buf_line + skipped
+            last = None if first is None else first + text.count("\n")
+            span = Span(start, start + len(text), first, last)
+            self.blocks.append(Block(text, self.kind, path, self.page, span))
         self.buf = []
         self.kind = "text"
+
+    def take(self, line: str, start: int, number: int | None) -> None:
+        """Buffer one line, which starts at `start` of the stored text and is source line `number`."""
+        if not self.buf:
+            self.buf_start, self.buf_line = start, number
+        self.buf.append(line)
 
     def heading(self, level: int, title: str) -> None:
         self.flush()
@@ -77,12 +104,15 @@ class _Reader:
         self.heading(self.underline_level(char), title)
         return True
 
-    def read(self, segment: Segment) -> None:
+    def read(self, segment: Segment, offset: int) -> None:
         self.page = segment.page
         fence: str | None = None
-        for line in segment.text.split("\n"):
+        at = offset
+        for index, line in enumerate(segment.text.split("\n")):
+            start, at = at, at + len(line) + 1
+            number = None if segment.line is None else segment.line + index
             if fence is not None:
-                self.buf.append(line)
+                self.take(line, start, number)
                 f = _FENCE.match(line)
                 if (
                     f
@@ -100,7 +130,7 @@ class _Reader:
                 self.flush()
                 fence = f.group(1)
                 self.kind = "code"
-                self.buf = [line]
+                self.take(line, start, number)
                 continue
             m = _ATX.match(line) if self.headings else None
             if m:
@@ -117,7 +147,7 @@ class _Reader:
                 self.flush()  # tables and prose meet without a blank line in converted HTML and PDFs
             if not self.buf:
                 self.kind = kind
-            self.buf.append(line)
+            self.take(line, start, number)
         self.flush()  # also closes a fence left open at the end of a segment
 
 
@@ -128,9 +158,15 @@ def _has_content(text: str, kind: str) -> bool:
     return bool(_TAG.sub("", text).strip())
 
 
-def read_blocks(segments: Iterable[Segment], *, headings: bool = True) -> list[Block]:
-    """Split segments into blocks in order; headings update the path and are not blocks themselves."""
+def read_blocks(
+    segments: Sequence[Segment], offsets: Sequence[int] | None = None, *, headings: bool = True
+) -> list[Block]:
+    """Split segments into blocks in order; headings update the path and are not blocks themselves.
+
+    `offsets`: where each segment starts in the document's stored text, which the blocks' spans count
+    from (each segment from 0 when not given).
+    """
     reader = _Reader(headings)
-    for segment in segments:
-        reader.read(segment)
+    for i, segment in enumerate(segments):
+        reader.read(segment, 0 if offsets is None else offsets[i])
     return reader.blocks

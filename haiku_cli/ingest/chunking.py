@@ -7,8 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import groupby
 
-from haiku_cli.ingest.blocks import Block, read_blocks
+from haiku_cli.ingest.blocks import Block, Span, read_blocks
 from haiku_cli.ingest.document import ConvertedDocument
+from haiku_cli.ingest.stored import segment_offsets
 
 # Share of max_tokens kept free for special tokens, tokenizer non-additivity and the heading context
 # the embedder may prepend.
@@ -33,6 +34,7 @@ class Chunk:
     text: str
     heading_path: list[str]
     pages: list[int]
+    span: Span | None = None  # where it was cut from: the document's text and the source's lines
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class _Unit:
     text: str
     cost: float
     pages: frozenset[int]
+    span: Span
 
 
 class _Chunker:
@@ -73,9 +76,11 @@ class _Chunker:
             pages = frozenset() if block.page is None else frozenset({block.page})
             cost = self.cost(block.text)
             if cost <= self.limit:
-                units.append(_Unit(block.text, cost, pages))
+                units.append(_Unit(block.text, cost, pages, block.span))
             else:
-                units.extend(_Unit(t, c, pages) for t, c in self.split_block(block))
+                pieces = self.split_block(block)
+                spans = _locate(block, [t for t, _ in pieces])
+                units.extend(_Unit(t, c, pages, span) for (t, c), span in zip(pieces, spans, strict=True))
         return units
 
     def pack(self, units: list[_Unit]) -> list[_Unit]:
@@ -98,7 +103,8 @@ class _Chunker:
         # A chunk that is one counted piece is a cache hit; only joined pieces are tokenized again.
         if self.cost(unit.text) + self.base <= self.max_tokens:
             return [unit]
-        return [_Unit(t, c, unit.pages) for t, c in self.split_words(unit.text, self.limit)]
+        # Pieces of joined blocks are not one run of the document: each says where the whole came from.
+        return [_Unit(t, c, unit.pages, unit.span) for t, c in self.split_words(unit.text, self.limit)]
 
     # Splitting oversized blocks ------------------------------------------------------------------
 
@@ -241,7 +247,43 @@ class _Chunker:
 
 
 def _join(units: list[_Unit], total: float) -> _Unit:
-    return _Unit("\n\n".join(u.text for u in units), total, frozenset().union(*(u.pages for u in units)))
+    first, last = units[0].span, units[-1].span
+    span = Span(first.start, last.end, first.first_line, last.last_line)
+    pages = frozenset().union(*(u.pages for u in units))
+    return _Unit("\n\n".join(u.text for u in units), total, pages, span)
+
+
+def _locate(block: Block, pieces: list[str]) -> list[Span]:
+    """Where each piece of a split block stands; pieces come in order, each starting after the last."""
+    spans: list[Span] = []
+    cursor = 0  # the next piece starts here or later
+    counted, line = 0, block.span.first_line  # `line` is the source line of block.text[counted]
+    for piece in pieces:
+        at, length = block.text.find(piece, cursor), len(piece)
+        if at < 0:
+            # A part of a table repeating its header row, or of a code block fenced again: its rows.
+            body = _repeated_body(piece, block.kind)
+            at, length = (block.text.find(body, cursor), len(body)) if body else (-1, 0)
+        if at < 0:
+            spans.append(block.span)
+            continue
+        if line is not None:
+            line += block.text.count("\n", counted, at)
+            counted = at
+        last = None if line is None else line + block.text.count("\n", at, at + length)
+        spans.append(Span(block.span.start + at, block.span.start + at + length, line, last))
+        cursor = at + 1
+    return spans
+
+
+def _repeated_body(piece: str, kind: str) -> str:
+    if kind == "table":
+        parts = piece.split("\n", 2)
+        return parts[2] if len(parts) == 3 else ""
+    if kind == "code":
+        parts = piece.split("\n", 1)
+        return parts[1].rsplit("\n", 1)[0] if len(parts) == 2 and "\n" in parts[1] else ""
+    return ""
 
 
 def _span_total(spans: list[tuple[int, int, float]], sep: float) -> float:
@@ -284,13 +326,14 @@ def chunk_document(
     paragraph too long for a chunk is cut (by sentence, line, then word) with a little overlap.
     """
     chunker = _Chunker(count_tokens, max_tokens, overlap_tokens)
-    blocks = read_blocks(doc.segments)
+    offsets = segment_offsets(doc)
+    blocks = read_blocks(doc.segments, offsets)
     if not blocks:
         # Nothing but headings: index them as text rather than lose the document.
-        blocks = read_blocks(doc.segments, headings=False)
+        blocks = read_blocks(doc.segments, offsets, headings=False)
     chunks: list[Chunk] = []
     for path, section in groupby(blocks, key=lambda b: b.heading_path):
         for packed in chunker.pack(chunker.section_units(list(section))):
             for unit in chunker.verify(packed):
-                chunks.append(Chunk(len(chunks), unit.text, list(path), sorted(unit.pages)))
+                chunks.append(Chunk(len(chunks), unit.text, list(path), sorted(unit.pages), unit.span))
     return chunks

@@ -13,10 +13,15 @@ class ConversionError(InputError):
 
 @dataclass(frozen=True)
 class Segment:
-    """Markdown-ish text of one block or page; `page` is 1-based for PDFs and None otherwise."""
+    """Markdown-ish text of one block or page; `page` is 1-based for PDFs and None otherwise.
+
+    `line`: the source file's line (1-based) the text starts on, for formats read line by line (text,
+    Markdown, reST, code) whose text keeps the file's lines; None when lines do not map (PDF, HTML).
+    """
 
     text: str
     page: int | None = None
+    line: int | None = None
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from haiku_cli.store.records import NewChunk
 
 if TYPE_CHECKING:
     from haiku_cli.embed import Embedder
+    from haiku_cli.ingest.blocks import Span
     from haiku_cli.ingest.chunking import Chunk
     from haiku_cli.store.kept import Kept
 
@@ -22,6 +23,18 @@ def embedding_text(title: str | None, chunk: Chunk) -> str:
     """What is embedded for a chunk: its title and heading path give short chunks their context."""
     context = [p for p in [title, *chunk.heading_path] if p]
     return (" > ".join(context) + "\n\n" + chunk.text) if context else chunk.text
+
+
+def span_fields(span: Span | None) -> dict[str, int | None]:
+    """A chunk's place as the store's fields (all None when not known)."""
+    if span is None:
+        return {}
+    return {
+        "char_start": span.start,
+        "char_end": span.end,
+        "line_start": span.first_line,
+        "line_end": span.last_line,
+    }
 
 
 async def embed_chunks(
@@ -53,6 +66,7 @@ async def embed_chunks(
             text=c.text,
             heading_path=list(c.heading_path),
             pages=list(c.pages),
+            **span_fields(c.span),
             search_text=text,
             vector=vector.tolist(),
         )

@@ -47,6 +47,27 @@ def stored_content(doc: ConvertedDocument) -> str:
     return doc.text
 
 
+def segment_offsets(doc: ConvertedDocument) -> list[int]:
+    """Where each segment's text starts in `stored_content(doc)`, so chunks can say where they stand.
+
+    A segment the stored text holds without its leading line breaks starts that many characters
+    earlier (nothing is read from them).
+    """
+    offsets = []
+    if any(s.page is not None for s in doc.segments):
+        at = 0
+        for s in doc.segments:
+            offsets.append(at)
+            at += len(s.text) + len(PAGE_BREAK)
+        return offsets
+    at = 0
+    for s in doc.segments:
+        offsets.append(at - (len(s.text) - len(s.text.lstrip("\n"))))
+        if s.text.strip():
+            at += len(s.text.strip("\n")) + 2  # and the blank line joining it to the next
+    return offsets
+
+
 def from_stored(uri: str | None, title: str | None, content: str) -> ConvertedDocument:
     """Rebuild a converted document from stored content (the inverse of `stored_content`)."""
     if content.endswith(PAGE_BREAK):

@@ -17,7 +17,7 @@ from haiku_cli.store.database import Database
 from haiku_cli.store.handle import is_read_failure, storage_failure
 from haiku_cli.store.indexes import FTS_INDEX, VECTOR_INDEX
 from haiku_cli.store.reads import document_ids, in_list
-from haiku_cli.store.schema import DOCUMENT_FIELDS
+from haiku_cli.store.schema import DOCUMENT_FIELDS, SPAN_FIELDS
 
 SearchType = Literal["hybrid", "vector", "fts"]
 
@@ -25,6 +25,7 @@ _COLUMNS = ["id", "document_id", "text", "heading_path", "pages"]  # what a hit 
 # A chunk's copy of its document's fields (schema version 2): hits are built without a document lookup.
 # Asked of every table; a lookup leaves out those an old layout's table lacks.
 _DOCUMENT_COLUMNS = list(DOCUMENT_FIELDS.values())
+_SPAN_COLUMNS = list(SPAN_FIELDS)
 
 
 # An ANN index ranks by quantised distances; re-ranking this many times k by exact distance fixes
@@ -96,6 +97,8 @@ class Candidate:
     # Its document's uri, title and metadata (JSON) as the chunk row holds them; None: an old layout's
     # row without them, looked up in the documents table when the candidate becomes a hit.
     document: tuple[str | None, str | None, str | None] | None = None
+    # Where it stands in its document (SPAN_FIELDS, by name); empty for an older layout's row.
+    span: dict[str, int | None] = field(default_factory=dict)
     search_text: str = ""  # only when asked for: set-wide BM25 analyses it
     similarity: float | None = None
     bm25: float | None = None
@@ -138,7 +141,7 @@ class CandidateQuery:
         table, shape = await reads.shape(db)
         if shape.rows == 0:
             return shape, []
-        columns = shape.select(_COLUMNS + _DOCUMENT_COLUMNS)
+        columns = shape.select(_COLUMNS + _DOCUMENT_COLUMNS + _SPAN_COLUMNS)
         jobs = []
         if self.search_type in ("vector", "hybrid"):
             assert self.vector is not None
@@ -257,6 +260,10 @@ def _candidates(db: Database, rows: pa.Table, score: str) -> tuple[list[Candidat
         documents = zip(*(rows.column(name).to_pylist() for name in _DOCUMENT_COLUMNS), strict=True)
         for cand, document in zip(cands, documents, strict=True):
             cand.document = document
+    if all(name in rows.column_names for name in _SPAN_COLUMNS):
+        spans = zip(*(rows.column(name).to_pylist() for name in _SPAN_COLUMNS), strict=True)
+        for cand, span in zip(cands, spans, strict=True):
+            cand.span = dict(zip(_SPAN_COLUMNS, span, strict=True))
     return cands, scores
 
 

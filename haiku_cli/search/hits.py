@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import Field, computed_field
 
 from haiku_cli.store.markers import picture_marks
-from haiku_cli.store.records import PictureMark
+from haiku_cli.store.records import ChunkSpan, PictureMark
 
 
-class SearchHit(BaseModel):
-    """One ranked chunk, labelled with the database it came from."""
+class SearchHit(ChunkSpan):
+    """One ranked chunk, labelled with the database it came from, and where it stands in its document."""
 
     database: str
     document_id: str

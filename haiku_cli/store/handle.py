@@ -125,6 +125,11 @@ class Database:
         return set(schema.DOCUMENT_FIELDS.values()) <= self.chunk_columns
 
     @property
+    def chunks_carry_spans(self) -> bool:
+        """Whether chunk rows say where they stand in their document (schema version 3 on)."""
+        return set(schema.SPAN_FIELDS) <= self.chunk_columns
+
+    @property
     def schema_version(self) -> int:
         """The on-disk schema version."""
         return int(self.meta["schema_version"])

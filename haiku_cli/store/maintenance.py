@@ -93,10 +93,14 @@ def _versioned(db: Database) -> dict[str, Table]:
 
 
 def _upgrade(db: Database) -> str | None:
-    # Version 1 keeps working; it only looks each search's documents up (a few ms per database).
-    if db.chunks_carry_documents:
+    # Versions 1 and 2 keep working; 1 only looks each search's documents up (a few ms per database),
+    # 2 does not know where its chunks stand in their documents.
+    if db.chunks_carry_documents and db.chunks_carry_spans:
         return None
-    older = "older layout: each search also looks its documents up"
+    if db.chunks_carry_documents:
+        older = "older layout: chunks do not say where they stand in their documents"
+    else:
+        older = "older layout: each search also looks its documents up"
     if db.location.read_only:  # vacuum would refuse it here
         return f"{older}; vacuuming it (where it is not configured read_only) upgrades it"
     return f"{older}; haiku vacuum upgrades it in place (nothing is re-embedded)"
@@ -296,27 +300,32 @@ def _drop_old_versions(db: Database, table: Table) -> None:
 
 
 def upgrade_layout(db: Database) -> bool:
-    """Copy each document's uri, title and metadata into its chunk rows in place (schema 1 to 2).
+    """Bring the chunks table to this haiku's layout in place: copy each document's uri, title and
+    metadata into its chunk rows (schema 1 to 2), and add the columns saying where each chunk stands,
+    empty (2 to 3: only a re-chunk knows them).
 
     Nothing is re-embedded and chunk ids stay (saved citations still resolve); `rebuild` upgrades too,
     by re-embedding everything. False when there is nothing to do or no Lance to do it with.
     """
-    if db.chunks_carry_documents:
+    if db.chunks_carry_documents and db.chunks_carry_spans:
         return False
     dataset = lance_dataset(db.chunks)
     if dataset is None:
         return False
-    rows = max(count_documents(db), 1)
-    fields = db.documents.search().select(["id", *schema.DOCUMENT_FIELDS]).limit(rows).to_arrow()
-    fields = fields.rename_columns(["document_id", *schema.DOCUMENT_FIELDS.values()])
     ensure_held(db)
     # The version first: from here an older haiku refuses the database rather than write chunk rows
-    # without the copies; a crash before the copies leaves a version-2 database searched as version 1
-    # (documents looked up) until the next vacuum, never a wrong one.
+    # without the new columns; a crash before they are added leaves a database read as the older
+    # layout it still has (the columns are looked at, not the version) until the next vacuum.
     db.set_meta("schema_version", str(schema.SCHEMA_VERSION))
-    # One commit adding the three columns beside the existing data files: row addresses, and so the
-    # indexes, stay as they are.
-    dataset.merge(fields, left_on="document_id", right_on="document_id")
+    if not db.chunks_carry_documents:
+        rows = max(count_documents(db), 1)
+        fields = db.documents.search().select(["id", *schema.DOCUMENT_FIELDS]).limit(rows).to_arrow()
+        fields = fields.rename_columns(["document_id", *schema.DOCUMENT_FIELDS.values()])
+        # One commit adding the three columns beside the existing data files: row addresses, and so
+        # the indexes, stay as they are.
+        dataset.merge(fields, left_on="document_id", right_on="document_id")
+    if not set(schema.SPAN_FIELDS) & set(dataset.schema.names):
+        dataset.add_columns(schema.span_fields())  # all null: a change of metadata only
     db.chunks.checkout_latest()
     return True
 

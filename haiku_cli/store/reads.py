@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 import pyarrow as pa
 
 from haiku_cli.errors import InputError
+from haiku_cli.store import schema
 from haiku_cli.store.filters import FILTER_FIELDS, sql_string, translate
 from haiku_cli.store.handle import (
     Database,
@@ -22,6 +23,11 @@ from haiku_cli.store.records import ChunkRecord, DocumentRecord
 
 _DOC_COLUMNS = ["id", "uri", "title", "metadata", "content_hash", "created_at", "updated_at"]
 _CHUNK_COLUMNS = ["id", "document_id", "order", "text", "heading_path", "pages"]
+
+
+def _chunk_columns(db: Database) -> list[str]:
+    """The chunk columns a ChunkRecord holds, as far as the table's layout has them."""
+    return _CHUNK_COLUMNS + (list(schema.SPAN_FIELDS) if db.chunks_carry_spans else [])
 
 
 def in_list(column: str, values: Iterable[str]) -> str:
@@ -226,7 +232,7 @@ def get_chunks(db: Database, ids: Iterable[str]) -> dict[str, ChunkRecord]:
     ids = list(dict.fromkeys(ids))
     if not ids:
         return {}
-    rows = _query_rows(db, db.chunks, in_list("id", ids), _CHUNK_COLUMNS, len(ids))
+    rows = _query_rows(db, db.chunks, in_list("id", ids), _chunk_columns(db), len(ids))
     return {r["id"]: ChunkRecord(**r) for r in rows}
 
 
@@ -241,7 +247,7 @@ def chunks_of_documents(db: Database, document_ids: Iterable[str]) -> dict[str, 
     if not ids:
         return {}
     out: dict[str, list[ChunkRecord]] = {i: [] for i in ids}
-    for row in _query_rows(db, db.chunks, in_list("document_id", ids), _CHUNK_COLUMNS, None):
+    for row in _query_rows(db, db.chunks, in_list("document_id", ids), _chunk_columns(db), None):
         out[row["document_id"]].append(ChunkRecord(**row))
     for chunks in out.values():
         chunks.sort(key=lambda c: c.order)

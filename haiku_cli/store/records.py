@@ -39,7 +39,18 @@ class DocumentRecord(DocumentSummary):
         return DocumentSummary.model_validate(self.model_dump(exclude={"content"}))
 
 
-class ChunkRecord(BaseModel):
+class ChunkSpan(BaseModel):
+    """Where a chunk stands in its document: characters [char_start, char_end) of the document's text,
+    and lines line_start..line_end (1-based) of its source file; None where unknown (a chunk written
+    before haiku recorded them, or lines of a format not read by lines)."""
+
+    char_start: int | None = None
+    char_end: int | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+
+
+class ChunkRecord(ChunkSpan):
     """A stored chunk (without its vector)."""
 
     id: str
@@ -50,7 +61,7 @@ class ChunkRecord(BaseModel):
     pages: list[int] = Field(default_factory=list)
 
 
-class NewChunk(BaseModel):
+class NewChunk(ChunkSpan):
     """A chunk to be written, with its embedding; `id` None gets a fresh id (a rebuild passes a kept one)."""
 
     id: str | None = None

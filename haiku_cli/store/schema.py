@@ -7,7 +7,10 @@ import pyarrow as pa
 # 2: each chunk row carries its document's uri, title and metadata (DOCUMENT_FIELDS), so a search
 # builds its hits without looking documents up. A version-1 database (chunks without them) is read
 # and written as it is; `haiku vacuum` adds the copies in place (`rebuild` re-embeds in the new layout).
-SCHEMA_VERSION = 2
+# 3: each chunk row says where it stands in its document (SPAN_FIELDS). A version-2 (or 1) database is
+# read and written as it is, its chunks' places unknown; `haiku vacuum` adds the columns in place (empty:
+# the chunks written from then on fill them), `rebuild` re-chunks into the new layout.
+SCHEMA_VERSION = 3
 DOCUMENTS = "documents"
 CHUNKS = "chunks"
 META = "meta"
@@ -23,6 +26,14 @@ _TS = pa.timestamp("us", tz="UTC")
 # A chunk's copy of its document's fields, by document field: written with the chunk, whenever its
 # document is written (every change of a document rewrites its chunks).
 DOCUMENT_FIELDS = {"uri": "document_uri", "title": "document_title", "metadata": "document_metadata"}
+# Where a chunk stands in its document: characters [char_start, char_end) of the document's stored
+# text, and lines line_start..line_end (1-based) of its source file, for line-based formats.
+SPAN_FIELDS = ("char_start", "char_end", "line_start", "line_end")
+
+
+def span_fields() -> list[pa.Field]:
+    """The chunk columns of SPAN_FIELDS (null where unknown)."""
+    return [pa.field(name, pa.int32()) for name in SPAN_FIELDS]
 
 
 def documents_schema() -> pa.Schema:
@@ -59,6 +70,7 @@ def chunks_schema(dimension: int) -> pa.Schema:
             pa.field("heading_path", pa.list_(pa.string())),
             pa.field("pages", pa.list_(pa.int32())),
             pa.field("vector", pa.list_(pa.float32(), dimension)),
+            *span_fields(),
         ]
     )
 

@@ -101,9 +101,9 @@ def write_documents(
     with exclusive(db):
         with atomic_write(db), storage_errors(db, "cannot be written"):
             ensure_held(db)
-            if chunk_rows and not db.chunks_carry_documents:
-                # A schema-version-1 table (as of now: the lock is held) takes its own rows.
-                chunk_rows = [_without_document_fields(row) for row in chunk_rows]
+            if chunk_rows:
+                # An older layout's table (as of now: the lock is held) takes the columns it has.
+                chunk_rows = _as_stored(db, chunk_rows)
             if replaced:
                 db.chunks.delete(in_list("document_id", replaced))
                 db.documents.delete(in_list("id", replaced))
@@ -119,11 +119,15 @@ def write_documents(
         after_write(db)
 
 
-def _without_document_fields(row: dict) -> dict:
-    return {k: v for k, v in row.items() if k not in _DOCUMENT_COLUMNS}
-
-
-_DOCUMENT_COLUMNS = frozenset(schema.DOCUMENT_FIELDS.values())
+def _as_stored(db: Database, rows: list[dict]) -> list[dict]:
+    missing = set()
+    if not db.chunks_carry_documents:  # schema version 1
+        missing |= set(schema.DOCUMENT_FIELDS.values())
+    if not db.chunks_carry_spans:  # versions 1 and 2
+        missing |= set(schema.SPAN_FIELDS)
+    if not missing:
+        return rows
+    return [{k: v for k, v in row.items() if k not in missing} for row in rows]
 
 
 def delete_document(db: Database, document_id: str) -> None:

@@ -16,7 +16,7 @@ from haiku_cli.store import DocumentRecord, DocumentWrite, Location, NewChunk, o
 from haiku_cli.store.database import refresh_reader
 from haiku_cli.store.writes import new_id, write_documents
 from tests.conftest import fill
-from tests.support.old_layout import create_v1_database
+from tests.support.old_layout import create_v1_database, create_v2_database
 
 NOTES = [
     {"text": "The espresso machine needs descaling every month.", "title": "Coffee", "metadata": {"a": 1}},
@@ -67,7 +67,7 @@ def test_a_new_databases_hits_carry_its_documents_fields(make_db, workspace, tmp
     location, _ = make_db("notes", NOTES)
     ws = workspace()
     _add_file(ws, location, tmp_path)
-    assert open_database(location).schema_version == schema.SCHEMA_VERSION == 2
+    assert open_database(location).schema_version == schema.SCHEMA_VERSION == 3
     assert _carry_documents(location)
     hits = _hits(ws, location)
     _assert_hits_match_documents(location, hits)
@@ -104,7 +104,7 @@ def test_an_old_layout_database_is_searched_written_and_upgraded_by_rebuild(v1_d
 
     anyio.run(lambda: operations.rebuild(ws, v1_database))
     new = open_database(v1_database)
-    assert new.schema_version == 2 and new.chunks_carry_documents
+    assert new.schema_version == 3 and new.chunks_carry_documents
     assert anyio.run(lambda: operations.info(ws, v1_database)).upgrade is None
     assert _carry_documents(v1_database)
     assert _hits(ws, v1_database) == before
@@ -127,7 +127,7 @@ def test_vacuum_upgrades_an_old_layout_in_place_without_re_embedding(
     report = anyio.run(lambda: operations.vacuum(workspace(), v1_database))
     assert report.upgraded_layout
     db = open_database(v1_database)
-    assert db.schema_version == 2 and _carry_documents(v1_database)
+    assert db.schema_version == 3 and _carry_documents(v1_database)
     assert anyio.run(lambda: operations.info(workspace(), v1_database)).upgrade is None
     fresh = workspace()
     assert _hits(fresh, v1_database) == before
@@ -148,3 +148,45 @@ def test_vacuum_upgrades_an_old_layout_in_place_without_re_embedding(
     written = written.select(["document_title"]).to_list()
     assert [r["document_title"] for r in written] == ["Tamping"]
     assert not anyio.run(lambda: operations.vacuum(workspace(), v1_database)).upgraded_layout
+
+
+def _spans(ws, location: Location) -> list[tuple]:
+    selection = Selection((location,))
+    hits = anyio.run(lambda: operations.search(ws, selection, QUERY, search_type="fts"))
+    return [(h.document_uri, h.char_start, h.char_end, h.line_start, h.line_end) for h in hits]
+
+
+def test_a_version_2_database_is_read_written_and_upgraded_with_its_chunks_places_unknown(
+    workspace, embedder, tmp_path: Path
+) -> None:
+    location = Location("two", str(tmp_path / "two.lancedb"))
+    create_v2_database(location, embedder.name, embedder.dimension)
+    ws = workspace()
+    fill(ws, location, NOTES)
+    _add_file(ws, location, tmp_path)  # written in the rows its table takes
+    old = open_database(location)
+    assert old.schema_version == 2 and old.chunks_carry_documents and not old.chunks_carry_spans
+    assert "haiku vacuum" in (anyio.run(lambda: operations.info(ws, location)).upgrade or "")
+    assert all(s[1:] == (None,) * 4 for s in _spans(ws, location))
+    ids = _chunk_ids(ws, location)
+
+    assert anyio.run(lambda: operations.vacuum(workspace(), location)).upgraded_layout
+    db = open_database(location)
+    assert db.schema_version == 3 and db.chunks_carry_spans
+    assert _chunk_ids(workspace(), location) == ids  # nothing re-cut: the places stay unknown
+    assert all(s[1:] == (None,) * 4 for s in _spans(workspace(), location))
+    path = tmp_path / "brewing.md"
+    path.write_text("# Brewing\n\n\nEspresso brewing ratios changed: one to three.\n")
+    # A re-added document's chunks say where they stand.
+    anyio.run(lambda: operations.add_sources(workspace(), location, [str(path)], title=None, metadata={}))
+    placed = [s for s in _spans(workspace(), location) if s[0] and s[0].endswith("brewing.md")]
+    assert placed == [(path.as_uri(), 12, 58, 4, 4)]
+
+
+def test_a_new_databases_hits_say_where_they_stand(make_db, workspace, tmp_path: Path) -> None:
+    location, _ = make_db("notes", NOTES[:1])
+    _add_file(workspace(), location, tmp_path)
+    spans = dict((s[0], s[1:]) for s in _spans(workspace(), location))
+    assert spans[None] == (0, len(NOTES[0]["text"]), 1, 1)
+    brewing = next(uri for uri in spans if uri and uri.endswith("brewing.md"))
+    assert spans[brewing] == (11, 66, 3, 3)

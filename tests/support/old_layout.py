@@ -1,5 +1,5 @@
-"""A database in the schema-version-1 layout (chunk rows without their document's fields), made as haiku
-made it before version 2: the tables and meta of that version, with its chunks schema spelled out here."""
+"""Databases in older layouts, made as haiku made them: schema version 1 (chunk rows without their
+document's fields) and 2 (without their place in the document), with their chunks schemas spelled out."""
 
 from __future__ import annotations
 
@@ -28,14 +28,44 @@ def chunks_schema_v1(dimension: int) -> pa.Schema:
     )
 
 
+def chunks_schema_v2(dimension: int) -> pa.Schema:
+    """The chunks table of schema version 2, as it was defined."""
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("document_id", pa.string(), nullable=False),
+            pa.field("document_uri", pa.string()),
+            pa.field("document_title", pa.string()),
+            pa.field("document_metadata", pa.string()),
+            pa.field("order", pa.int32()),
+            pa.field("text", pa.string()),
+            pa.field("search_text", pa.string()),
+            pa.field("search_tokens", pa.int32()),
+            pa.field("heading_path", pa.list_(pa.string())),
+            pa.field("pages", pa.list_(pa.int32())),
+            pa.field("vector", pa.list_(pa.float32(), dimension)),
+        ]
+    )
+
+
 def create_v1_database(location: Location, embedder_name: str, dimension: int) -> None:
     """Create an empty version-1 database at a local location (documents, chunks, then meta last)."""
+    _create(location, embedder_name, dimension, 1)
+
+
+def create_v2_database(location: Location, embedder_name: str, dimension: int) -> None:
+    """Create an empty version-2 database at a local location (documents, chunks, then meta last)."""
+    _create(location, embedder_name, dimension, 2)
+
+
+def _create(location: Location, embedder_name: str, dimension: int, version: int) -> None:
     conn = lancedb.connect(location.connect_uri)
     conn.create_table(schema.DOCUMENTS, schema=schema.documents_schema())
-    chunks = conn.create_table(schema.CHUNKS, schema=chunks_schema_v1(dimension))
+    chunks_schema = chunks_schema_v1(dimension) if version == 1 else chunks_schema_v2(dimension)
+    chunks = conn.create_table(schema.CHUNKS, schema=chunks_schema)
     create_fts_index(chunks)
     meta = [
-        {"key": "schema_version", "value": "1"},
+        {"key": "schema_version", "value": str(version)},
         {"key": "embedder_name", "value": embedder_name},
         {"key": "embedder_dimension", "value": str(dimension)},
     ]

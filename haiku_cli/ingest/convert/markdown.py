@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from haiku_cli.ingest.convert.text import first_line
 from haiku_cli.ingest.document import ConvertedDocument, Segment
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
@@ -80,7 +81,7 @@ def without_markup(text: str) -> str:
                 continue
             fence = f.group(1)
             if prose:
-                out.append(_COMMENT.sub("", "\n".join(prose)))
+                out.append(_without_comments("\n".join(prose)))
                 prose = []
         elif (
             f
@@ -91,8 +92,13 @@ def without_markup(text: str) -> str:
             fence = None
         out.append(line)
     if prose:
-        out.append(_COMMENT.sub("", "\n".join(prose)))
+        out.append(_without_comments("\n".join(prose)))
     return "\n".join(out)
+
+
+def _without_comments(text: str) -> str:
+    # A comment leaves its line breaks behind, so the text's lines stay the file's lines.
+    return _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text)
 
 
 def convert_markdown(text: str, *, uri: str, fallback_title: str | None) -> ConvertedDocument:
@@ -101,6 +107,8 @@ def convert_markdown(text: str, *, uri: str, fallback_title: str | None) -> Conv
     HTML comments and include directives are not content and are left out.
     """
     fm_title, body = split_front_matter(text)
+    skipped = text[: len(text) - len(body)].count("\n")  # the front matter's lines
     body = without_markup(body)
     title = fm_title or first_heading(body) or fallback_title
-    return ConvertedDocument(uri=uri, title=title, segments=[Segment(body.strip("\n"))])
+    segment = Segment(body.strip("\n"), line=skipped + first_line(body))
+    return ConvertedDocument(uri=uri, title=title, segments=[segment])

@@ -79,4 +79,10 @@ def normalize_newlines(text: str) -> str:
 
 def convert_plain(text: str, *, uri: str, title: str | None) -> ConvertedDocument:
     """Wrap already-decoded plain text as a one-segment document."""
-    return ConvertedDocument(uri=uri, title=title, segments=[Segment(text.strip("\n"))])
+    segment = Segment(text.strip("\n"), line=first_line(text))
+    return ConvertedDocument(uri=uri, title=title, segments=[segment])
+
+
+def first_line(text: str) -> int:
+    """The line (1-based) `text.strip("\\n")` starts on in `text`."""
+    return 1 + len(text) - len(text.lstrip("\n"))
