@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from haiku_cli.errors import InputError
 
-MISSING = "haiku serve needs the web extra: pip install 'haiku-cli[web]'"
+MISSING = (
+    "haiku serve needs pydantic-ai's AG-UI adapter, Starlette and uvicorn: install them with "
+    "pip install 'pydantic-ai-slim[ag-ui]' starlette uvicorn (or pip install '.[web]' in haiku's checkout)"
+)
 
 
 def require_web() -> None:

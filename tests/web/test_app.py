@@ -11,12 +11,14 @@ import anyio
 import httpx
 import pytest
 
+from haiku_cli.capabilities.compaction import CAPSULE_HEADING
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.web.app import WebApp
 from haiku_cli.web.runs import MAX_STATE_BYTES
 from tests.capabilities.conftest import kb, kb_template
-from tests.capabilities.script import cite_first, search, text
+from tests.capabilities.script import call, cite_first, returns, search, text
 from tests.chat.streaming import StreamScript
+from tests.chat.test_host import grounded
 
 __all__ = ["kb", "kb_template"]
 
@@ -88,6 +90,27 @@ def test_a_question_streams_and_returns_the_whole_conversation(kb: Workspace) ->
     assert not of_type(found, "RUN_ERROR")
     [state] = of_type(found, "STATE_SNAPSHOT")
     assert state["snapshot"]["retrieval"]["answer"] == 2
+    # Compacted as in `haiku chat`: the first question's search results go out as a receipt only.
+    [earlier] = returns(again.seen[0], "search")
+    assert earlier.startswith("[Search ") and CAPSULE_HEADING in earlier
+
+
+def test_with_analysis_the_programs_come_back_in_the_conversation(kb: Workspace) -> None:
+    program = "print(len(list_documents()))"
+    script = StreamScript(
+        call(("load_capability", {"id": "analysis"})),
+        call(("execute_code", {"code": program})),
+        *grounded("capital of France", "Four documents; Paris [1]."),
+    )
+    app = anyio.run(lambda: WebApp.open(kb, kb.select_many(), script.model, analysis=True))
+    assert request(app, "GET", "/api/info").json()["state_keys"] == ["retrieval", "analysis"]
+    found = events(request(app, "POST", "/api/agui", json=run_input([question("How many, and France?")])))
+    [messages] = of_type(found, "MESSAGES_SNAPSHOT")
+    calls = {c["id"]: c["function"] for m in messages["messages"] for c in m.get("toolCalls") or []}
+    [ran] = [i for i, f in calls.items() if f["name"] == "execute_code"]
+    assert json.loads(calls[ran]["arguments"]) == {"code": program}
+    [output] = [m["content"] for m in messages["messages"] if m.get("toolCallId") == ran]
+    assert output.endswith("4")
 
 
 @pytest.mark.parametrize(

@@ -63,6 +63,28 @@ def about_the_figure(body: dict[str, object]) -> Reply:
     return answer("Figure 1 shows recall by method [1].")
 
 
+@pytest.fixture
+def analysis_server(kb, openai_env) -> Iterator[tuple[str, object]]:
+    """`haiku serve --analysis`, with a model that runs a program before searching and citing."""
+    yield from serving(openai_env(counting), "--analysis")
+
+
+def counting(body: dict[str, Any]) -> Reply:
+    """Load analysis, run one program, then search, cite and answer."""
+    step = sum(1 for m in body["messages"] if m["role"] == "assistant")
+    if step == 0:
+        return tool_call("load_capability", {"id": "analysis"}, "call_load")
+    if step == 1:
+        return tool_call("execute_code", {"code": PROGRAM}, "call_exec")
+    if step == 2:
+        return tool_call("search", {"query": "capital of France"}, "call_search")
+    if step == 3:
+        shown = json.dumps([m["content"] for m in body["messages"] if m["role"] == "tool"][-1])
+        first = re.search(r"\[([0-9a-f-]{36})\]", shown)
+        return tool_call("cite", {"chunk_ids": [first.group(1)] if first else []}, "call_cite")
+    return answer("There are 4 documents; the capital of France is Paris [1].")
+
+
 def serving(stub: object, *args: str) -> Iterator[tuple[str, object]]:
     process = subprocess.Popen(
         [sys.executable, "-m", "haiku_cli", "serve", "--model", "openai-chat:test", "--port", "0", *args],
@@ -81,6 +103,9 @@ def serving(stub: object, *args: str) -> Iterator[tuple[str, object]]:
 
 
 PAPER = ["Measuring recall of hybrid retrieval.\n\n\n\n\n\n\n\n\nFigure 1: Recall by method"]
+
+
+PROGRAM = "print('documents:', len(list_documents()))"
 
 
 class Page:
@@ -259,6 +284,29 @@ def test_a_citation_opens_its_pictures_and_page(paper_server, tmp_path: Path) ->
                 "return document.getElementById('reader').innerText;"
             )
             page.shot("7-pictures-and-page")
+        except BaseException:
+            page.shot("failure")
+            raise
+
+
+def test_analysis_programs_are_shown_folded(analysis_server, tmp_path: Path) -> None:
+    url, _ = analysis_server
+    with chromium(tmp_path / "profile") as browser:
+        page = Page(browser, tmp_path / "screens")
+        try:
+            browser.open(url)
+            page.ready()
+            page.ask("How many documents are there, and what is the capital of France?")
+            [turn] = page.answered(1)
+            assert "4 documents" in turn["answer"] and turn["citations"]
+            folded = browser.js(
+                "const d = document.querySelector('details.program');"
+                "return d && {open: d.open, code: d.querySelector('code').textContent, text: d.textContent};"
+            )
+            assert folded["open"] is False and folded["code"] == PROGRAM
+            assert "documents: 4" in folded["text"]
+            browser.js("document.querySelector('details.program summary').click();")
+            page.shot("8-program-unfolded")
         except BaseException:
             page.shot("failure")
             raise

@@ -1,0 +1,76 @@
+"""`haiku serve` from the command line: start-up failures in one line, the URL, the warning off loopback."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.capabilities.conftest import kb, kb_template
+
+__all__ = ["kb", "kb_template"]
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL = ("--model", "openai-chat:test")
+
+
+@pytest.fixture(autouse=True)
+def model_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")  # never used: nothing is asked in these tests
+
+
+def test_missing_packages_name_the_extra(cli, kb, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # what an install without the extra sees
+    result = cli("serve", *MODEL)
+    assert result.exit_code == 1
+    assert result.stderr.startswith("haiku: haiku serve needs pydantic-ai's AG-UI adapter, Starlette and")
+    assert result.stderr.endswith("(or pip install '.[web]' in haiku's checkout)\n")
+
+
+def test_an_unknown_database_is_refused_before_serving(cli, kb) -> None:
+    result = cli("serve", *MODEL, "--database", "nope")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("haiku: unknown database 'nope'")
+
+
+def test_a_taken_port_is_one_line(cli, kb) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = cli("serve", *MODEL, "--port", str(port))
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"haiku: cannot listen on 127.0.0.1:{port}: ")
+    assert result.stderr.count("\n") == 1
+
+
+def test_a_short_token_is_refused(cli, kb, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HAIKU_SERVE_TOKEN", "short")
+    result = cli("serve", *MODEL)
+    assert result.exit_code == 1
+    assert result.stderr == "haiku: HAIKU_SERVE_TOKEN must be at least 16 characters long\n"
+
+
+@pytest.mark.parametrize(("host", "warned"), [("0.0.0.0", True), ("127.0.0.1", False)])
+def test_listening_beyond_loopback_warns_and_prints_a_url_it_answers(kb, host: str, warned: bool) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "haiku_cli", "serve", *MODEL, "--host", host, "--port", "0"],
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = process.stdout.readline().strip() if process.stdout else ""
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/")
+        assert "<title>haiku</title>" in httpx.get(url).text
+    finally:
+        process.terminate()
+        _, errors = process.communicate(timeout=10)
+    assert ("warning: listening on 0.0.0.0: anyone who can reach this address" in errors) is warned
+    assert f"haiku: serving at {url}" in errors
