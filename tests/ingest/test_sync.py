@@ -229,3 +229,22 @@ def test_a_url_is_asked_again_with_its_etag(tmp_path: Path, embedder, page: Page
     assert "Second version" in reads.get_document(db, first).content
     assert _sync(db, embedder, page.url).unchanged == 1
     assert page.statuses[-1] == 304
+
+
+@pytest.mark.parametrize("follow", [False, True])
+def test_a_file_that_became_a_symlink_out_of_the_tree_follows_the_add_rules(
+    tmp_path: Path, embedder, notes: Path, follow: bool
+) -> None:
+    db = new_db(tmp_path, embedder)
+    _add(db, embedder, str(notes), follow_symlinks=follow)
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Alpha\n\nApples grow on trees, says a file elsewhere.\n")
+    (notes / "a.md").unlink()
+    (notes / "a.md").symlink_to(outside)
+    done = _sync(db, embedder, str(notes))
+    if follow:  # the remembered --follow-symlinks: read where it leads
+        assert (done.updated, done.skipped, done.deleted) == (1, 0, 0)
+    else:  # skipped and reported, as add-src does; its document no longer comes from the folder
+        assert (done.updated, done.skipped, done.deleted) == (0, 1, 1)
+        assert "outside the folder being added" in (done.changes[0].note or "")
+        assert (notes / "a.md").as_uri() not in _by_uri(db)
