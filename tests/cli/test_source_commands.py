@@ -108,3 +108,25 @@ def test_a_database_without_remembered_sources(cli) -> None:
     assert listed.exit_code == 0 and "no remembered sources" in listed.stdout
     done = cli("sync")
     assert done.exit_code == 0 and "default: no remembered sources; nothing changed" in done.stderr
+
+
+def test_sources_and_sync_on_an_object_store_database(
+    cli, write_config, s3_server: str, tmp_path: Path, notes: Path
+) -> None:
+    write_config(
+        f"""
+[databases.papers]
+uri = "s3://lab/synced-{tmp_path.name}.lancedb"
+storage_options = {{ endpoint = "{s3_server}", allow_http = true, region = "us-east-1" }}
+"""
+    )
+    added = cli("add-src", str(notes))
+    assert added.exit_code == 0, added.stderr
+    (notes / "pears.md").unlink()
+    (notes / "plums.md").write_text("# Plums\n\nPlums are stone fruit.\n")
+    done = json.loads(cli("sync", "--json").stdout)
+    (source,) = done["databases"][0]["sources"]
+    assert (source["added"], source["deleted"], source["unchanged"]) == (1, 1, 1)
+    listed = json.loads(cli("sources", "--json").stdout)
+    assert [(s["source"], s["documents"]) for s in listed["sources"]] == [(str(notes), 2)]
+    assert _uris(cli) == {(notes / "apples.md").as_uri(), (notes / "plums.md").as_uri()}
