@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -85,10 +86,25 @@ def counting(body: dict[str, Any]) -> Reply:
     return answer("There are 4 documents; the capital of France is Paris [1].")
 
 
-def serving(stub: object, *args: str) -> Iterator[tuple[str, object]]:
+HOSTILE = 'Paris <img src=x onerror="document.title=1"> <script>document.title=2</script> [1].'
+TOKEN = "a-long-enough-secret-token"
+
+
+@pytest.fixture
+def guarded_server(kb, openai_env) -> Iterator[tuple[str, object]]:
+    """`haiku serve` with HAIKU_SERVE_TOKEN set, and a model whose answer holds HTML."""
+
+    def hostile(body: dict[str, Any]) -> Reply:
+        reply = conversation(body)
+        return answer(HOSTILE) if reply[1]["choices"][0]["finish_reason"] == "stop" else reply
+
+    yield from serving(openai_env(hostile), env={"HAIKU_SERVE_TOKEN": TOKEN})
+
+
+def serving(stub: object, *args: str, env: dict[str, str] | None = None) -> Iterator[tuple[str, object]]:
     process = subprocess.Popen(
         [sys.executable, "-m", "haiku_cli", "serve", "--model", "openai-chat:test", "--port", "0", *args],
-        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -195,6 +211,10 @@ def test_a_conversation_in_the_browser(server, tmp_path: Path) -> None:
             page.shot("4-streaming")
             browser.js("document.getElementById('cancel').click();")
             assert len(page.answered(3)) == 3
+            deadline = time.monotonic() + 20
+            while not stub.abandoned and time.monotonic() < deadline:  # the server stopped asking the model
+                time.sleep(0.1)
+            assert stub.abandoned == 1
             assert "Cancelled" in page.status()
             assert page.stored() == stored
             assert browser.js("return document.getElementById('question').value;") == "Tell me a slow story"
@@ -307,6 +327,36 @@ def test_analysis_programs_are_shown_folded(analysis_server, tmp_path: Path) -> 
             assert "documents: 4" in folded["text"]
             browser.js("document.querySelector('details.program summary').click();")
             page.shot("8-program-unfolded")
+        except BaseException:
+            page.shot("failure")
+            raise
+
+
+def test_with_a_token_the_page_asks_for_it_and_answers_are_never_html(guarded_server, tmp_path: Path) -> None:
+    url, _ = guarded_server
+    with chromium(tmp_path / "profile") as browser:
+        page = Page(browser, tmp_path / "screens")
+        try:
+            browser.open(url)
+            browser.wait("!document.getElementById('login').hidden")
+            page.shot("9-token-asked")
+            browser.js(
+                "document.getElementById('token').value = arguments[0];"
+                "document.getElementById('token-form').requestSubmit();",
+                TOKEN,
+            )
+            page.ready()
+            page.ask("What is the capital of France?")
+            [turn] = page.answered(1)
+            # The model's HTML is shown as text: no element made from it, nothing run.
+            assert '<img src=x onerror="document.title=1">' in turn["answer"]
+            assert "<script>document.title=2</script>" in turn["answer"]
+            assert browser.js("return document.querySelectorAll('.answer img, .answer script').length;") == 0
+            assert browser.js("return document.title;") == "haiku"
+            # The token was kept: a reload goes straight to the conversation.
+            browser.open(url)
+            page.ready()
+            assert len(page.answered(1)) == 1
         except BaseException:
             page.shot("failure")
             raise
