@@ -30,6 +30,11 @@ Operations (async; each is what one `haiku` command calls)
     `parse_metadata(["k=v", ...]) -> dict`; `MAX_QUERY_CHARS` (the longest search query, in characters);
     `short_ids(ids) -> {id: short id}` (ids as text output shows them; `get`/`delete` take them back).
 
+Tags (a named state of a database's tables; `ws.read_at(TAG)` reads every database at it, writing none)
+    `create_tag(ws, location, name) -> DatabaseTag`, `create_tag_everywhere(ws, name) -> list[DatabaseTag]`,
+    `list_tags(ws, location) -> TagList`, `delete_tag(ws, location, name) -> DatabaseTag`,
+    `restore_tag(ws, location, name) -> DatabaseTag` (`TagInfo`: name, created_at, versions).
+
 Remembered sources (what `add-src` added, read again by `sync` and `watch`)
     `list_sources(ws, location) -> SourceList`,
     `forget_source(ws, location, source, *, keep_documents) -> ForgottenSource`,
@@ -115,6 +120,15 @@ if TYPE_CHECKING:
     )
     from haiku_cli.databases.selection import Selection
     from haiku_cli.databases.short_ids import short_ids
+    from haiku_cli.databases.snapshots import (
+        DatabaseTag,
+        TagList,
+        create_tag,
+        create_tag_everywhere,
+        delete_tag,
+        list_tags,
+        restore_tag,
+    )
     from haiku_cli.databases.watching import WatchEvent, watch
     from haiku_cli.databases.workspace import Workspace
     from haiku_cli.errors import DatabaseError, ExitCode, HaikuError, Hint, InputError, ModelError
@@ -133,6 +147,7 @@ if TYPE_CHECKING:
         PictureMark,
         PictureRecord,
     )
+    from haiku_cli.store.tags import TagInfo
 
 
 def _exports() -> dict[str, tuple[str, str]]:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output, render
-from haiku_cli.cli.options import ONE_DATABASE, Filter, Json, whole_number, workspace
+from haiku_cli.cli.options import ONE_DATABASE, At, Filter, Json, whole_number, workspace
 from haiku_cli.cli.running import add_command, run
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ def list_(
     ] = 0,
     loc: Location = ONE_DATABASE,
     json: Json = False,
+    at: At = None,
 ) -> None:
     """List documents, oldest first, a page at a time (50 unless --limit says otherwise).
 
@@ -65,6 +66,7 @@ def list_(
     from haiku_cli import api
 
     ws = workspace(ctx)
+    ws.read_at(at)
     page = run(lambda: api.list_documents(ws, loc, document_filter=filter_, limit=limit, offset=offset))
     if json:
         output.print_model(page)
@@ -98,6 +100,7 @@ def get(
     document_id: DocumentId,
     loc: Location = ONE_DATABASE,
     json: Json = False,
+    at: At = None,
 ) -> None:
     """Show one document with its content.
 
@@ -111,6 +114,7 @@ def get(
     from haiku_cli import api
 
     ws = workspace(ctx)
+    ws.read_at(at)
     found = run(lambda: api.get_document(ws, loc, document_id))
     if json:
         output.print_model(found)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output, render
-from haiku_cli.cli.options import DATABASE_SET, Filter, Json, ModelName, workspace
+from haiku_cli.cli.options import DATABASE_SET, At, Filter, Json, ModelName, workspace
 from haiku_cli.cli.running import add_command, run
 
 if TYPE_CHECKING:
@@ -32,11 +32,13 @@ def analyze(
         bool, typer.Option("--show-code", help="Print each program the model ran, with its output.")
     ] = False,
     json: Json = False,
+    at: At = None,
 ) -> None:
     """Answer a question by letting the model run Python over the documents (all configured databases)."""
     from haiku_cli import api
 
     ws = workspace(ctx)
+    ws.read_at(at)
     result = run(lambda: api.analyze(ws, selection, question, model=model, document_filter=filter_))
     render.not_created(result.not_created)
     if json:

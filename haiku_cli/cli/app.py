@@ -21,6 +21,7 @@ from haiku_cli.cli import (
     search_command,
     serve_command,
     source_commands,
+    tag_commands,
 )
 from haiku_cli.cli.running import set_debug
 
@@ -83,6 +84,7 @@ picture_commands.register(app)
 config_commands.register(app)
 mcp_command.register(app)
 serve_command.register(app)
+tag_commands.register(app)
 
 
 # How many new objects start a young garbage collection in the `haiku` process (Python's default: 700).

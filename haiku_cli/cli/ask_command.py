@@ -9,6 +9,7 @@ import typer
 from haiku_cli.cli import output, render
 from haiku_cli.cli.options import (
     DATABASE_SET_IF_GIVEN,
+    At,
     Filter,
     Json,
     ModelName,
@@ -40,6 +41,7 @@ def ask(
     session: SessionName = None,
     rescope: Rescope = False,
     json: Json = False,
+    at: At = None,
 ) -> None:
     """Answer a question from the selected databases (all configured ones by default), citing its sources.
 
@@ -48,6 +50,7 @@ def ask(
     from haiku_cli import api
 
     ws = workspace(ctx)
+    ws.read_at(at)
     result: AskResult
     if session is not None:
         result = run(

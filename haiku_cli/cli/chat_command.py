@@ -10,6 +10,7 @@ import typer
 from haiku_cli.cli import output, render
 from haiku_cli.cli.options import (
     DATABASE_SET_IF_GIVEN,
+    At,
     Filter,
     ModelName,
     Rescope,
@@ -52,6 +53,7 @@ def chat(
             "(Answers in JSON: haiku ask --session NAME --json.)",
         ),
     ] = False,
+    at: At = None,
 ) -> None:
     """Talk with your documents: answers streamed with citations, follow-ups, saved sessions.
 
@@ -68,6 +70,7 @@ def chat(
             "--analysis": analysis,
             "--rescope": rescope,
             "--json": json and not list_sessions,
+            "--at": at is not None,
         }
         # A conversation's options do nothing here: say so rather than list or delete as if they did.
         if extra := [option for option, on in given.items() if on]:
@@ -83,7 +86,14 @@ def chat(
             "--json goes with --list-sessions; for JSON answers use haiku ask --session NAME --json"
         )
     _converse(
-        ctx, chosen, session=session, model=model, document_filter=filter_, analysis=analysis, rescope=rescope
+        ctx,
+        chosen,
+        session=session,
+        model=model,
+        document_filter=filter_,
+        analysis=analysis,
+        rescope=rescope,
+        at=at,
     )
 
 
@@ -129,11 +139,13 @@ def _converse(
     document_filter: str | None,
     analysis: bool,
     rescope: bool,
+    at: str | None,
 ) -> None:
     """The conversation: a line editor in a terminal, otherwise one question per line of stdin."""
     from haiku_cli.cli.chat_ui import converse
 
     ws = workspace(ctx)
+    ws.read_at(at)
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     code = run(
         lambda: converse(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output
-from haiku_cli.cli.options import DATABASE_SET, ModelName, port_number, workspace
+from haiku_cli.cli.options import DATABASE_SET, At, ModelName, port_number, workspace
 from haiku_cli.cli.running import add_command, run
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ def mcp(
             metavar="HOST",
         ),
     ] = None,
+    at: At = None,
 ) -> None:
     """Serve the selected databases (all configured ones by default) as an MCP server, read-only."""
     from haiku_cli.mcp_server.server import require_sdk
@@ -59,6 +60,7 @@ def mcp(
 
     require_sdk()
     ws = workspace(ctx)
+    ws.read_at(at)
     token = ws.settings.mcp.http_token
     if http and not is_loopback(host) and token is None:
         output.error(

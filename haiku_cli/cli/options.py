@@ -67,6 +67,18 @@ Filter = Annotated[
         metavar="SQL",
     ),
 ]
+AllDatabases = Annotated[
+    bool,
+    typer.Option("--all", help="Every configured database that is not read_only (instead of -d/--db)."),
+]
+At = Annotated[
+    str | None,
+    typer.Option(
+        "--at",
+        help="Read every database at this tag (haiku tag create), as it was then; nothing is written.",
+        metavar="TAG",
+    ),
+]
 
 
 def whole_number(value: str) -> int:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output, render
-from haiku_cli.cli.options import DATABASE_SET, Filter, Json, Limit, workspace
+from haiku_cli.cli.options import DATABASE_SET, At, Filter, Json, Limit, workspace
 from haiku_cli.cli.running import add_command, run, usage_error
 from haiku_cli.cli.stdin import read_text
 from haiku_cli.errors import InputError
@@ -45,6 +45,7 @@ def search(
     ] = False,
     selection: Selection = DATABASE_SET,
     json: Json = False,
+    at: At = None,
 ) -> None:
     """Search the selected databases (all configured ones by default).
 
@@ -68,6 +69,7 @@ def search(
         where = "standard input" if from_file == "-" else from_file
         raise InputError(f"no queries in {where}; give one query per line")
     ws = workspace(ctx)
+    ws.read_at(at)
 
     async def each() -> None:
         noted: set[str] = set()  # a skipped database is named once, not once per query

@@ -8,17 +8,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output, render
-from haiku_cli.cli.options import ONE_DATABASE, DatabaseNames, DatabasePaths, Json, workspace
+from haiku_cli.cli.options import ONE_DATABASE, AllDatabases, DatabaseNames, DatabasePaths, Json, workspace
 from haiku_cli.cli.running import add_command, exit_with, run, usage_error
 from haiku_cli.errors import ExitCode
 
 if TYPE_CHECKING:
     from haiku_cli.api import Location, Workspace
-
-AllDatabases = Annotated[
-    bool,
-    typer.Option("--all", help="Every configured database that is not read_only (instead of -d/--db)."),
-]
 
 
 def register(app: typer.Typer) -> None:

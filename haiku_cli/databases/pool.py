@@ -23,6 +23,7 @@ from haiku_cli.store.database import (
 )
 from haiku_cli.store.handle import is_missing_file
 from haiku_cli.store.location import Location
+from haiku_cli.store.tags import read_at
 from haiku_cli.store.writer import WaitPolicy
 
 T = TypeVar("T")
@@ -44,6 +45,7 @@ class DatabasePool:
         self._opening: dict[tuple[str, str, bool], _Opening] = {}  # cold opens in flight
         self.write_policy = write_policy
         self.timeout_seconds = timeout_seconds  # the most a read of a networked database may take
+        self.at: str | None = None  # `--at TAG`: every database is read at that tag, and none written
 
     def bounded(self, location: Location, call: Callable[[], T]) -> T:
         """Run a blocking read of a networked database within the timeout, else fail naming it."""
@@ -92,9 +94,14 @@ class DatabasePool:
 
         def open_or_error(loc: Location) -> Database | DatabaseError:
             try:
+                if writable and self.at is not None:
+                    raise DatabaseError(
+                        f"database '{loc.name}' is read at tag '{self.at}' (--at), which is read-only; "
+                        "it cannot be written"
+                    )
                 if writable:  # opening to write may create it: never abandoned half-way
                     return open_database(loc, create_with=create_with, writable=True)
-                return self.bounded(loc, partial(open_database, loc))
+                return self.bounded(loc, partial(self._open_reader, loc))
             except DatabaseError as exc:
                 return exc  # collected, so that every unopenable database is named at once
 
@@ -145,6 +152,12 @@ class DatabasePool:
         if errors:
             raise DatabaseError.of_several(errors)
         return [self._open[_key(loc, writable)] for loc in selection.locations]
+
+    def _open_reader(self, loc: Location) -> Database:
+        db = open_database(loc)
+        if self.at is not None:
+            read_at(db, self.at)
+        return db
 
     async def open_one(
         self, location: Location, *, writable: bool = False, create_with: EmbedderSpec | None = None

@@ -47,6 +47,14 @@ class Workspace:
         )
         self._embedder = embedder
 
+    def read_at(self, tag: str | None) -> None:
+        """Read every database at this tag from now on (`--at`; None: at their latest), writing none."""
+        if tag is not None:
+            from haiku_cli.store.tags import check_name
+
+            check_name(tag)
+        self.pool.at = tag
+
     @classmethod
     def load(
         cls,

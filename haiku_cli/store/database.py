@@ -147,7 +147,8 @@ _FRESH_SECONDS = 1.0
 
 def is_fresh(db: Database) -> bool:
     """Whether a reader's handle looked at the store so recently that `refresh_reader` would not look."""
-    return time.monotonic() - db.read_at < _FRESH_SECONDS
+    # A handle read at a tag never moves: its versions are the tag's, kept until the tag is deleted.
+    return db.at_tag is not None or time.monotonic() - db.read_at < _FRESH_SECONDS
 
 
 def refresh_reader(db: Database) -> None:

@@ -48,6 +48,7 @@ class Database:
         self.writer_lock: Any = None  # the held writer lock (store.writer), re-entrant
         self.write_policy: Any = None  # how long to wait for another writer (store.writer.WaitPolicy)
         self.read_at = time.monotonic()  # when this handle last caught up with the stored state
+        self.at_tag: str | None = None  # read at this tag (`--at`): its versions never move, writes refused
         # This process's commits to the meta table (its writes, an object-store lease's heartbeat, a
         # vacuum compacting it) take turns: two at once would conflict, and fail one of them.
         self.meta_guard = threading.RLock()

@@ -36,6 +36,7 @@ KEEP_SUPERSEDED = timedelta(hours=1)
 MAX_VERSIONS = 20
 READER_GRACE = timedelta(minutes=2)
 CORPUS_TOTALS = "corpus_totals"
+_NEVER = timedelta(days=36500)
 
 
 class TableVersion(BaseModel):
@@ -221,7 +222,8 @@ def _drop_versions(table: Table, older_than: timedelta) -> None:
     try:
         dataset = lance_dataset(table)
         if dataset is not None:
-            dataset.cleanup_old_versions(older_than=older_than)
+            # Tagged versions stay (see store/tags.py); Lance would otherwise refuse the whole cleanup.
+            dataset.cleanup_old_versions(older_than=older_than, error_if_tagged_old_versions=False)
             return
     except Exception:  # a Lance that refuses: LanceDB's own way below
         pass
@@ -271,7 +273,9 @@ def vacuum(db: Database) -> tuple[int | None, int | None, bool]:
         # in it is replaced, while compacting it beside the lease's heartbeat would conflict with it.
         for table in (db.documents, db.chunks, *side):
             ensure_held(db)
-            table.optimize()  # compaction and index upkeep; only versions over a week old go here
+            # Compaction and index upkeep, removing no version: LanceDB's default (a week) would fail on
+            # a tagged one, which only `_drop_old_versions` knows to keep.
+            table.optimize(cleanup_older_than=_NEVER)
         for table in (db.documents, db.chunks, db.meta_table, *side):
             ensure_held(db)
             _drop_old_versions(db, table)
@@ -290,7 +294,9 @@ def _drop_old_versions(db: Database, table: Table) -> None:
     try:
         dataset = lance_dataset(table)
         if dataset is not None:
-            dataset.cleanup_old_versions(older_than=timedelta(0), delete_unverified=unverified)
+            dataset.cleanup_old_versions(
+                older_than=timedelta(0), delete_unverified=unverified, error_if_tagged_old_versions=False
+            )
             return
     except Exception:  # a Lance that refuses: LanceDB's own way below
         pass

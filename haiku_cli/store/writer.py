@@ -338,6 +338,10 @@ def exclusive(db: Database, policy: WaitPolicy | None = None) -> Iterator[None]:
 
     Taking the lock is what makes it safe to undo a journal left behind: its writer is provably gone.
     """
+    if db.at_tag is not None:
+        raise DatabaseError(
+            f"database '{db.name}' is open at tag '{db.at_tag}', which is read-only; it cannot be written"
+        )
     if db.writer_lock is not None:
         yield
         return
