@@ -85,6 +85,10 @@ class Ingestor:
         # part of them is written), kept while a document goes on into the next batch
         self._kept: dict[str, KeptIds] = {}
         self._empty_before: bool | None = None  # whether the database held no document when this add began
+        # A sync's documents whose file left the source, by content hash; a new file with the same content
+        # takes one over (`moved`: its id -> the uri it had), so a renamed or moved file keeps its id.
+        self.moved_from: dict[str, DocumentRecord] = {}
+        self.moved: dict[str, str] = {}
         self._to_embed: MemoryObjectSendStream[list[_Part]] | None = None
         self.position = 0  # of the source being handled, among those given and found (see SourceOutcome)
 
@@ -106,8 +110,13 @@ class Ingestor:
                 self.fail(source, f"{source}: changed while it was being added; add it again")
             return
         existing = await anyio.to_thread.run_sync(self._stored, uri, digest)
+        if existing is None and uri is not None and digest in self.moved_from:
+            # The file of a document that left its source, found under a new name: a rename keeps the id.
+            existing = self.moved_from.pop(digest)
+            self.moved[existing.id] = existing.uri or ""
         if (
             existing is not None
+            and existing.uri == uri
             and existing.content_hash == digest
             and (title is None or title == existing.title)
             and (not metadata or metadata == existing.metadata)

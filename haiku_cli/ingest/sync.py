@@ -32,7 +32,7 @@ from haiku_cli.ingest.sources import (
 )
 from haiku_cli.store import sources as stored_sources
 from haiku_cli.store.maintenance import after_write
-from haiku_cli.store.reads import in_list, rows_where
+from haiku_cli.store.reads import get_documents, in_list, rows_where
 from haiku_cli.store.sources import FileState, RememberedSource
 from haiku_cli.store.transaction import atomic_write, storage_errors
 from haiku_cli.store.writes import delete_documents
@@ -40,6 +40,7 @@ from haiku_cli.store.writes import delete_documents
 if TYPE_CHECKING:
     from haiku_cli.embed import Embedder
     from haiku_cli.store.database import Database
+    from haiku_cli.store.records import DocumentRecord
 
 
 async def sync_source(
@@ -64,6 +65,8 @@ async def sync_source(
     outcomes = list(plan.outcomes)
     if plan.items or plan.gone or plan.refresh:
         ingestor = Ingestor(db, await embedder(), progress)
+        if plan.gone and plan.items:
+            ingestor.moved_from = await anyio.to_thread.run_sync(_movable, db, source, plan.gone)
         await anyio.to_thread.run_sync(stored_sources.prepare, db)
         with atomic_write(db):
             seen = await ingest_items(
@@ -76,8 +79,13 @@ async def sync_source(
             )
             owners = dict.fromkeys((p for p, _ in plan.items), source.source)
             deleted = await anyio.to_thread.run_sync(
-                lambda: _apply(db, source, plan, states_of(ingestor.report.outcomes, owners, seen))
+                lambda: _apply(
+                    db, source, plan, states_of(ingestor.report.outcomes, owners, seen), ingestor.moved
+                )
             )
+            for outcome in ingestor.report.outcomes:
+                if outcome.document_id in ingestor.moved and outcome.status == "updated":
+                    outcome.note = f"moved from {_path_of(ingestor.moved[outcome.document_id])}"
         await anyio.to_thread.run_sync(after_write, db)
         outcomes += ingestor.report.outcomes + deleted
     result.count(sorted(outcomes, key=lambda o: o.position))
@@ -205,13 +213,23 @@ def _under(uri: str, prefix: str) -> bool:
     return uri == prefix or uri.startswith(prefix.rstrip("/") + "/")
 
 
+def _movable(db: Database, source: RememberedSource, gone: list[FileState]) -> dict[str, DocumentRecord]:
+    """The documents whose file left the source (and no other source gave), by content hash."""
+    ids = [s.document_id for s in gone]
+    with storage_errors(db, "cannot be read"):
+        others = stored_sources.claimed(db, ids, besides=source.source)
+        found = get_documents(db, [i for i in ids if i not in others])
+    return {d.content_hash: d for d in found.values()}
+
+
 def _apply(
-    db: Database, source: RememberedSource, plan: _Plan, states: list[FileState]
+    db: Database, source: RememberedSource, plan: _Plan, states: list[FileState], moved: dict[str, str]
 ) -> list[SourceOutcome]:
-    """Inside the sync's write: delete what left the source, store what it holds now."""
+    """Inside the sync's write: delete what left the source (but what moved), store what it holds now."""
+    gone = [s for s in plan.gone if s.document_id not in moved]
     with storage_errors(db, "cannot be written"):
         stored_sources.drop_file_states(db, plan.gone + plan.refresh)
-        ids = [s.document_id for s in plan.gone]
+        ids = [s.document_id for s in gone]
         # A document another source also gave (a file added by itself too) stays for that source.
         others = stored_sources.claimed(db, ids, besides=source.source)
         doomed = [i for i in dict.fromkeys(ids) if i not in others]
@@ -221,7 +239,7 @@ def _apply(
     position = 1 << 40  # after every item found by the walk
     return [
         SourceOutcome.at(position, source=_path_of(s.uri), status="deleted", document_id=s.document_id)
-        for s in plan.gone
+        for s in gone
     ]
 
 

@@ -248,3 +248,21 @@ def test_a_file_that_became_a_symlink_out_of_the_tree_follows_the_add_rules(
         assert (done.updated, done.skipped, done.deleted) == (0, 1, 1)
         assert "outside the folder being added" in (done.changes[0].note or "")
         assert (notes / "a.md").as_uri() not in _by_uri(db)
+
+
+def test_a_renamed_or_moved_file_keeps_its_document_and_chunk_ids(
+    tmp_path: Path, embedder, notes: Path
+) -> None:
+    db = new_db(tmp_path, embedder)
+    _add(db, embedder, str(notes))
+    before = _by_uri(db)[(notes / "a.md").as_uri()]
+    chunk_ids = {c.id for c in reads.chunks_of(db, before)}
+    (notes / "a.md").rename(notes / "sub" / "moved.md")
+    done = _sync(db, embedder, str(notes))
+    assert (done.updated, done.added, done.deleted) == (1, 0, 0)
+    (change,) = done.changes
+    assert change.note == f"moved from {notes / 'a.md'}"
+    assert _by_uri(db)[(notes / "sub" / "moved.md").as_uri()] == before
+    assert {c.id for c in reads.chunks_of(db, before)} == chunk_ids
+    assert reads.count_documents(db) == 2
+    assert _sync(db, embedder, str(notes)).unchanged == 2  # its new name's stat was stored
