@@ -32,9 +32,10 @@ REBUILD_DELTA_SHARE = 0.5
 MAX_FRAGMENTS = 16
 # Without Lance's per-segment merge (pylance missing), past this many segments the index is rebuilt.
 MAX_VECTOR_SEGMENTS = 8
-# Columns filtered by exact id or uri (get_documents, find_by_uri during ingest, chunks of a document).
+# Columns filtered by exact value (get_documents, find_by_uri and, for uri-less text, find_by_hash
+# during ingest, chunks of a document): without an index each lookup reads the whole column.
 CHUNK_KEYS = ("id", "document_id")
-DOCUMENT_KEYS = ("id", "uri")
+DOCUMENT_KEYS = ("id", "uri", "content_hash")
 
 
 @dataclass(frozen=True)

@@ -243,6 +243,26 @@ def test_lookups_by_id_and_uri_are_indexed(db: Database) -> None:
         assert f"@{index}(BTree)" in plan and "ScalarIndexQuery" in plan, plan
 
 
+def _uriless(writes: list[DocumentWrite]) -> list[DocumentWrite]:
+    # Text added without a uri (stdin, a note) is recognised again by its content's hash alone.
+    return [w.model_copy(update={"document": w.document.model_copy(update={"uri": None})}) for w in writes]
+
+
+def test_the_duplicate_check_of_text_without_a_uri_is_indexed(db: Database) -> None:
+    first = _uriless(_writes(5, 2, seed=0))
+    write_documents(db, first)
+    assert "content_hash_idx" in {i.name for i in db.documents.list_indices()}
+    later = _uriless(_writes(5, 2, seed=1))  # written after the index exists: folded into it
+    write_documents(db, later)
+    assert not [s for s in indexes.index_states(db.documents) if s.unindexed_rows]
+    for w in (first[1], later[3]):
+        assert reads.find_by_hash(db, w.document.content_hash).id == w.document.id
+    assert reads.find_by_hash(db, "no such content") is None
+    where = f"uri IS NULL AND content_hash = {sql_string(later[3].document.content_hash)}"
+    plan = db.documents.search().where(where).explain_plan(True)
+    assert "@content_hash_idx(BTree)" in plan and "ScalarIndexQuery" in plan, plan
+
+
 def _oldest_versions(db: Database) -> list[int]:
     return [min(v["version"] for v in t.list_versions()) for t in (db.documents, db.chunks, db.meta_table)]
 
