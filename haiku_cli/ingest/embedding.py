@@ -45,12 +45,13 @@ async def embed_chunks(
 ) -> list[NewChunk]:
     """Embed chunks (each with its document title) into rows to store, in order.
 
-    `kept`, one per chunk: the stored chunk it keeps the id of, whose vector (when read) is reused
-    instead of embedding the same text again.
+    `kept`, one per chunk: the stored chunk it keeps the id of, whose vector (when read, and made from
+    the very text this chunk embeds) is reused instead of embedding the same text again.
     """
     kept = kept or [None] * len(titled)
     texts = [embedding_text(title, c) for title, c in titled]
-    missing = [i for i, k in enumerate(kept) if k is None or k.vector is None]
+    stored = [k.vector_for(t) if k is not None else None for k, t in zip(kept, texts, strict=True)]
+    missing = [i for i, v in enumerate(stored) if v is None]
     embedded = iter(
         await embedder.embed_documents([texts[i] for i in missing], on_progress=on_progress)
         if missing
@@ -58,7 +59,7 @@ async def embed_chunks(
     )
     if len(missing) < len(texts):
         on_progress(len(texts) - len(missing))
-    vectors = [next(embedded) if k is None or k.vector is None else k.vector for k in kept]
+    vectors = [next(embedded) if v is None else v for v in stored]
     return [
         NewChunk(
             id=k.id if k else None,

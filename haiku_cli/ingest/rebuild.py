@@ -35,6 +35,7 @@ async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = 
     size of the database; a failure or Ctrl-C drops the new table and leaves the database as it was.
     Documents keep their ids, and so does each chunk that comes out identical (`KeptIds`), so saved
     citations of it still resolve; only chunks that changed (e.g. with the chunk size) get new ids.
+    With the same embedder, an identical chunk keeps its vector too: only what changed is embedded.
     """
     from haiku_cli.store.kept import KeptIds
     from haiku_cli.store.reads import get_documents, list_documents
@@ -43,6 +44,9 @@ async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = 
     progress = progress or NoProgress()
     dimension = await embedder.resolve_dimension()
     with exclusive(db):  # held by the command already; a library caller gets it here
+        # The stored vectors stand in for identical chunks' only if this embedder made them. A batch's
+        # vectors take about as much memory as its documents' text, which the rebuild holds anyway.
+        reuse = db.embedder.name == embedder.name and db.embedder.dimension == dimension
         docs = await anyio.to_thread.run_sync(lambda: list_documents(db, limit=None))  # without content
         new = await anyio.to_thread.run_sync(NewChunksTable, db, dimension)
         try:
@@ -51,7 +55,10 @@ async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = 
             for start in range(0, len(docs), _REBUILD_DOCUMENTS):
                 ids = [d.id for d in docs[start : start + _REBUILD_DOCUMENTS]]
                 full = await anyio.to_thread.run_sync(partial(get_documents, db, ids, content=True))
-                kept = await anyio.to_thread.run_sync(partial(KeptIds, db, ids, what="cannot be rebuilt"))
+                read = partial(
+                    KeptIds, db, ids, vectors_of=set(ids) if reuse else (), what="cannot be rebuilt"
+                )
+                kept = await anyio.to_thread.run_sync(read)
                 for doc in (full[i] for i in ids if i in full):
                     stored = from_stored(doc.uri, doc.title, doc.content)
                     chunks = await anyio.to_thread.run_sync(

@@ -33,10 +33,21 @@ def chunk_key(text: str, heading_path: Sequence[str], pages: Sequence[int]) -> b
 
 
 class Kept(NamedTuple):
-    """A stored chunk handed on: its id, and its vector when it was asked for (else None)."""
+    """A stored chunk handed on: its id, and when asked for its vector with a digest of the text it
+    was made from (else None)."""
 
     id: str
     vector: np.ndarray | None
+    embedded: bytes | None = None
+
+    def vector_for(self, text: str) -> np.ndarray | None:
+        """The stored vector if it was made from `text` (the same title, headings and passage), else None."""
+        return self.vector if self.embedded is not None and self.embedded == text_digest(text) else None
+
+
+def text_digest(text: str) -> bytes:
+    """What identifies an embedded text, kept instead of the text."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
 
 
 _COLUMNS = ["id", "document_id", "order", "text", "heading_path", "pages"]
@@ -65,21 +76,30 @@ class KeptIds:
             # The vectors only of the documents that ask for them (a second query when some do not):
             # another document of the batch may be a very long one.
             self._add(chunk_rows_of(db, [i for i in ids if i not in vectors_of], _COLUMNS))
-            self._add(chunk_rows_of(db, [i for i in ids if i in vectors_of], [*_COLUMNS, "vector"]))
+            # With the text each vector was made from: a vector stands in for a new chunk's only if
+            # that text is the one the new chunk would embed (its title, headings and passage).
+            with_vectors = [*_COLUMNS, "vector", "search_text"]
+            self._add(chunk_rows_of(db, [i for i in ids if i in vectors_of], with_vectors))
 
     def _add(self, table: pa.Table) -> None:
         if not table.num_rows:
             return
-        vectors = None
+        vectors, embedded = None, None
         if "vector" in table.column_names:
             # Float32 rows of one array: the stored size, not a Python float per number.
             flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
             vectors = flat.reshape(table.num_rows, -1)
+            embedded = [text_digest(t or "") for t in table.column("search_text").to_pylist()]
         rows = table.select(_COLUMNS).to_pylist()
         for i in sorted(range(len(rows)), key=lambda i: rows[i]["order"]):
             r = rows[i]
             key = chunk_key(r["text"], r["heading_path"] or [], r["pages"] or [])
-            self._kept[(r["document_id"], key)].append(Kept(r["id"], None if vectors is None else vectors[i]))
+            kept = (
+                Kept(r["id"], None)
+                if vectors is None or embedded is None
+                else Kept(r["id"], vectors[i], embedded[i])
+            )
+            self._kept[(r["document_id"], key)].append(kept)
 
     def take(
         self, document_id: str, text: str, heading_path: Sequence[str], pages: Sequence[int]

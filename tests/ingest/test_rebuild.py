@@ -26,8 +26,10 @@ def test_a_rebuild_embeds_and_writes_in_batches(tmp_path: Path, embedder, monkey
     before = _chunk_texts(db)
     monkeypatch.setattr(rebuild, "BATCH_CHUNKS", 2)
     recording = Recording(embedder)
+    recording.name = "another:model"  # vectors of another embedder are never reused: all embedded anew
     assert anyio.run(lambda: rebuild.rebuild(db, recording)).chunks == 7
     assert recording.calls == [2, 2, 2, 1]  # never the whole database in one call
+    assert open_database(db.location).embedder.name == "another:model"
     again = open_database(db.location)
     assert _chunk_texts(again) == before and again.chunks_table_name != "chunks"
     hit = again.chunks.search(np.asarray(anyio.run(embedder.embed_query, "topic number 5")))
@@ -42,8 +44,10 @@ def test_a_rebuild_that_fails_part_way_leaves_the_database_as_it_was(
     anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
     before, tables = _chunk_texts(db), sorted(db.conn.list_tables().tables)
     monkeypatch.setattr(rebuild, "BATCH_CHUNKS", 2)
+    failing = FailingAfter(embedder, 2)
+    failing.name = "another:model"  # so that every chunk is embedded anew (none keeps its vector)
     with pytest.raises(ModelError):
-        anyio.run(lambda: rebuild.rebuild(db, FailingAfter(embedder, 2)))
+        anyio.run(lambda: rebuild.rebuild(db, failing))
     again = open_database(db.location)
     assert again.chunks_table_name == "chunks" and _chunk_texts(again) == before
     assert sorted(again.conn.list_tables().tables) == tables  # the half-built table is gone
@@ -91,3 +95,55 @@ def test_a_rebuild_with_a_smaller_chunk_size_gives_new_ids_only_to_changed_chunk
     final = {text: id_ for id_, (_, text, _) in chunks_by_id(open_database(db.location)).items()}
     assert final.keys() == before.keys()
     assert {t for t in final if final[t] == before[t]} == unchanged
+
+
+def _vectors(db) -> dict[str, list[float]]:
+    return {r["id"]: r["vector"] for r in db.chunks.to_arrow().select(["id", "vector"]).to_pylist()}
+
+
+def test_a_rebuild_with_the_same_embedder_and_chunking_embeds_nothing(
+    tmp_path: Path, embedder, monkeypatch
+) -> None:
+    db = new_db(tmp_path, embedder)
+    folder = docs_folder(tmp_path, 5)
+    (folder / "long.md").write_text(sections(2, 30, 2))
+    anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
+    before = _vectors(db)
+    monkeypatch.setattr(rebuild, "BATCH_CHUNKS", 3)
+    monkeypatch.setattr(rebuild, "_REBUILD_DOCUMENTS", 2)
+    recording = Recording(embedder)
+    assert anyio.run(lambda: rebuild.rebuild(db, recording)) == (len(before), len(before))
+    assert recording.calls == []  # every stored vector was made from the very text it would embed
+    again = open_database(db.location)
+    assert _vectors(again) == before and again.chunks_table_name != "chunks"
+
+
+def test_a_rebuild_with_a_new_chunk_size_embeds_only_the_changed_chunks(tmp_path: Path, embedder) -> None:
+    db = new_db(tmp_path, embedder)
+    anyio.run(lambda: pipeline.add_text(db, embedder, sections(30, 2, 3), title="Parts", metadata={}))
+    note = "# Note\n\nA short note about apples.\n\n# More\n\nAnd one about pears."
+    anyio.run(lambda: pipeline.add_text(db, embedder, note, title="Short", metadata={}))
+    before = {text: (id_, v) for id_, v, text in _rows(db)}
+    recording = Recording(embedder)
+    rebuilt = anyio.run(lambda: rebuild.rebuild(db, Resized(recording, max_tokens=96)))
+    after = {text: (id_, v) for id_, v, text in _rows(open_database(db.location))}
+    assert len(after) == len(_rows(open_database(db.location)))  # no text in two chunks
+    changed = after.keys() - before.keys()
+    assert changed and rebuilt.chunks == len(after) > len(before)
+    assert sum(recording.calls) == len(changed)  # the unchanged chunks (of both documents) kept theirs
+    assert all(after[t] == before[t] for t in after.keys() & before.keys())
+    # The new chunks' vectors are the embedder's for their text, as an add would make them.
+    text = next(iter(changed))
+    assert np.allclose(
+        after[text][1], anyio.run(embedder.embed_documents, [_embedded(db, text)])[0], atol=1e-5
+    )
+
+
+def _rows(db) -> list[tuple[str, list[float], str]]:
+    rows = db.chunks.to_arrow().select(["id", "vector", "text"]).to_pylist()
+    return [(r["id"], r["vector"], r["text"]) for r in rows]
+
+
+def _embedded(db, text: str) -> str:
+    rows = open_database(db.location).chunks.to_arrow().select(["text", "search_text"]).to_pylist()
+    return next(r["search_text"] for r in rows if r["text"] == text)
