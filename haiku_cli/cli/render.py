@@ -465,6 +465,7 @@ def remembered_sources(listed: SourceList) -> None:
         options = [f"--meta {k}={v}" for k, v in s.metadata.items()]
         options += [f"--title {s.title}"] if s.title else []
         options += ["--follow-symlinks"] if s.follow_symlinks else []
+        options += [f"--include {g}" for g in s.include] + [f"--exclude {g}" for g in s.exclude]
         rows.append((printable(s.source), s.kind, s.documents, " ".join(options)))
     table(["source", "kind", "documents", "options"], rows)
 

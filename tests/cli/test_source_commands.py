@@ -24,14 +24,14 @@ def _uris(cli) -> set[str]:
 
 
 def test_sources_lists_what_add_src_remembered(cli, notes: Path) -> None:
-    assert cli("add-src", str(notes), "--meta", "topic=fruit").exit_code == 0
+    assert cli("add-src", str(notes), "--meta", "topic=fruit", "--exclude", "drafts/").exit_code == 0
     listed = json.loads(cli("sources", "--json").stdout)
     assert listed["database"] == "default"
     (source,) = listed["sources"]
     assert (source["source"], source["kind"], source["documents"]) == (str(notes), "folder", 2)
     assert source["metadata"] == {"topic": "fruit"} and source["follow_symlinks"] is False
     shown = cli("sources")
-    assert str(notes) in shown.stdout and "--meta topic=fruit" in shown.stdout
+    assert str(notes) in shown.stdout and "--meta topic=fruit --exclude drafts/" in shown.stdout
 
 
 def test_sync_follows_the_folder_and_reports_counts(cli, notes: Path) -> None:
