@@ -15,6 +15,8 @@ Operations (async; each is what one `haiku` command calls)
     `search_hits(ws, selection, query, ...) -> list[SearchHit]` (no skipping of databases not written yet)
     `list_documents(ws, location, *, document_filter, limit, offset) -> DocumentList`
     `get_document(ws, location, document_id) -> DocumentWithChunks` (with its pictures, without bytes)
+    `get_part(ws, location, reference, *, lines=None) -> DocumentPart` (`lines` (A, B or None) from
+    `parse_lines("A:B")`: those source lines of the document; else `reference` is a chunk id: its run)
     `document_pictures(ws, location, document_id) -> DocumentPictures` (with bytes),
     `write_pictures(ws, location, document_id, folder) -> WrittenPictures`,
     `visualize_chunk(ws, location, chunk_id, folder=None) -> Visualized` (a PNG per page of a PDF chunk)
@@ -96,6 +98,7 @@ if TYPE_CHECKING:
     )
     from haiku_cli.databases.operations import search as search_hits
     from haiku_cli.databases.operations import search_results as search
+    from haiku_cli.databases.parts import DocumentPart, get_part, parse_lines
     from haiku_cli.databases.pictures import (
         DocumentPictures,
         Visualized,

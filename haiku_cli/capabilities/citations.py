@@ -5,17 +5,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import Field, computed_field
 
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.resolve import Resolution, ResolvedChunk, resolve_chunks
 from haiku_cli.databases.selection import Selection
 from haiku_cli.store.markers import picture_marks
-from haiku_cli.store.records import PictureMark
+from haiku_cli.store.records import ChunkSpan, PictureMark
 
 
-class Citation(BaseModel):
-    """One cited chunk: its number in the answer, its database, document and text."""
+class Citation(ChunkSpan):
+    """One cited chunk: its number in the answer, its database, document and text, and where the text
+    stands in the document (characters, and source lines for line-based formats; None where unknown)."""
 
     index: int
     database: str
@@ -45,6 +46,7 @@ class Citation(BaseModel):
             chunk_id=found.chunk.id,
             content=found.chunk.text,
             pages=list(found.chunk.pages),
+            **found.chunk.model_dump(include=set(ChunkSpan.model_fields)),
         )
 
 

@@ -11,7 +11,7 @@ from haiku_cli.cli.options import ONE_DATABASE, At, Filter, Json, whole_number, 
 from haiku_cli.cli.running import add_command, run
 
 if TYPE_CHECKING:
-    from haiku_cli.api import Location
+    from haiku_cli.api import DocumentPart, Location
 
 _PAGE = 50  # documents `list` shows by default
 
@@ -99,27 +99,62 @@ def get(
     ctx: typer.Context,
     document_id: DocumentId,
     loc: Location = ONE_DATABASE,
+    lines: Annotated[
+        str | None,
+        typer.Option(
+            "--lines",
+            help="Print only these lines of the document's source file: A:B, A: (to the end) or A.",
+            metavar="A:B",
+        ),
+    ] = None,
+    chunk: Annotated[
+        bool,
+        typer.Option("--chunk", help="DOC is a chunk id (from search --json or a citation): print its part."),
+    ] = False,
     json: Json = False,
     at: At = None,
 ) -> None:
-    """Show one document with its content.
+    """Show one document with its content, or exactly one part of it.
 
     Examples:
 
     \b
       haiku get 3f2b8c1e              the id's start, as list and search show it
       haiku get ~/notes/tides.md      the path it was added from (or its uri)
+      haiku get 3f2b8c1e --lines 12:30
+      haiku get --chunk CHUNK_ID      the part a hit or a citation stands for
       haiku get 3f2b8c1e --json
     """
     from haiku_cli import api
+    from haiku_cli.errors import InputError
 
     ws = workspace(ctx)
     ws.read_at(at)
-    found = run(lambda: api.get_document(ws, loc, document_id))
+    if lines is not None or chunk:
+        span = api.parse_lines(lines) if lines is not None and not chunk else None
+        _show_part(run(lambda: api.get_part(ws, loc, document_id, lines=span)), json)
+        return
+    try:
+        found = run(lambda: api.get_document(ws, loc, document_id))
+    except InputError as missing:
+        # A chunk id names the part it was cut from (`haiku get CHUNK_ID`).
+        try:
+            part = run(lambda: api.get_part(ws, loc, document_id))
+        except InputError:
+            raise missing from None
+        _show_part(part, json)
+        return
     if json:
         output.print_model(found)
     else:
         render.document(found)
+
+
+def _show_part(part: DocumentPart, json: bool) -> None:
+    if json:
+        output.print_model(part)
+    else:
+        render.document_part(part)
 
 
 def delete(

@@ -14,6 +14,7 @@ from rich.text import Text
 from haiku_cli import api
 from haiku_cli.cli import output, tables
 from haiku_cli.cli.output import printable, quoted_name
+from haiku_cli.cli.places import link_style, place
 
 if TYPE_CHECKING:
     from haiku_cli.api import (
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
         Citation,
         DatabaseInfo,
         DatabaseOverview,
+        DocumentPart,
         DocumentWithChunks,
         Execution,
         ForgottenSource,
@@ -90,11 +92,10 @@ def search_hits(
 
 
 def _section(hit: SearchHit) -> str:
-    """Where in its document a hit is: `  § heading > path  p. 3,4` (empty when unknown)."""
+    """Where in its document a hit is: `  § heading > path  lines 12-18  p. 3,4` (empty when unknown)."""
     where = ("  § " + " > ".join(hit.heading_path)) if hit.heading_path else ""
-    if hit.pages:
-        where += "  p. " + ",".join(str(p) for p in hit.pages)
-    return printable(where)
+    at = place(hit.line_start, hit.line_end, hit.pages)
+    return printable(where + (f"  {at}" if at else ""))
 
 
 def _hit_block(hit: SearchHit, short_id: str, terms: list[str], show_database: bool) -> None:
@@ -110,7 +111,10 @@ def _hit_block(hit: SearchHit, short_id: str, terms: list[str], show_database: b
     section = _section(hit)
     # The uri gives way, in its middle, to the id and the section.
     uri = _fit(printable(hit.document_uri or "(added text)"), 6 + len(short_id) + cell_len(section), uri=True)
-    output.out.print(Text(f"    {short_id}  {uri}{section}", style="dim"))
+    where = Text(f"    {short_id}  ", style="dim")
+    where.append(uri, style=link_style(hit.document_uri, hit.pages))
+    where.append(section, style="dim")
+    output.out.print(where)
     body = Text("    " + excerpt(hit.content, terms, indent="    "))
     body.highlight_words(terms, style="bold yellow", case_sensitive=False)
     output.out.print(body)
@@ -141,7 +145,8 @@ def _hit_line(hit: SearchHit, short_id: str, terms: list[str], show_database: bo
     line.append(short_id + "  ", style="dim")
     line.append(title, style="bold cyan")
     line.append(label, style="magenta")
-    line.append(f"  {uri}" if uri else "", style="dim")
+    line.append("  " if uri else "", style="dim")
+    line.append(uri, style=link_style(hit.document_uri, hit.pages))
     line.append(section, style="dim")
     body = Text(f"  — {excerpt(hit.content, terms, width=gist_cells)}")
     body.highlight_words(terms, style="bold yellow", case_sensitive=False)
@@ -199,6 +204,21 @@ def document(found: DocumentWithChunks) -> None:
         output.out.print(f"{'':>11}{printable(line.rstrip())}", markup=False, style="dim")
     output.out.print()
     output.out.print(printable(doc.content.replace("\f", "\n\n")), markup=False)
+
+
+def document_part(part: DocumentPart) -> None:
+    """`haiku get --lines` / `--chunk`: exactly that part on stdout; where it stands on stderr."""
+    title = part.document_title or part.document_uri or part.document_id
+    at = place(part.line_start, part.line_end, [])
+    if part.lines_of == "text":
+        at += " of the stored text (the source's lines were not recorded)"
+    head = Text(printable(title), style=link_style(part.document_uri, [], "bold", output.err))
+    if part.document_uri and part.document_title:
+        head.append(f"  {printable(part.document_uri)}", style="dim")
+    head.append(f"  {at}" if at else "", style="dim")
+    output.err.print(head, soft_wrap=True)
+    text = printable(part.text.replace("\f", "\n\n"))
+    output.out.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
 def _meta_value(value: object) -> str:
@@ -339,7 +359,8 @@ def citations(cited: Sequence[Citation], question: str, *, heading: bool = True)
         output.out.print("Citations", style="bold")
     for c in cited:
         marker, label = f"[{c.index}] ", f"  [{c.database}]"
-        pages = f"  p. {', '.join(str(p) for p in c.pages)}" if c.pages else ""
+        at = place(c.line_start, c.line_end, c.pages)
+        pages = f"  {at}" if at else ""
         title = printable(c.document_title or c.document_uri or c.document_id)
         uri = printable(c.document_uri) if c.document_title and c.document_uri else ""
         # On a terminal the title and the uri share the line, each cut in its middle if need be.
@@ -348,9 +369,10 @@ def citations(cited: Sequence[Citation], question: str, *, heading: bool = True)
         title = _fit(title, beside + uri_cells)
         uri = _fit(uri, beside + cell_len(title), uri=True)
         head = Text(marker, style="bold")
-        head.append(title, style="cyan")
+        head.append(title, style=link_style(c.document_uri, c.pages, "cyan"))
         if uri:
-            head.append(f"  {uri}", style="dim")
+            head.append("  ", style="dim")
+            head.append(uri, style=link_style(c.document_uri, c.pages))
         head.append(label, style="magenta")
         head.append(pages, style="dim")
         output.out.print(head, soft_wrap=True)

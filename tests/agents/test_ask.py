@@ -29,6 +29,8 @@ def test_grounded_answer_with_citations_usage_and_state(kb: Workspace) -> None:
     assert result.grounded and not result.violation
     [citation] = result.citations
     assert (citation.index, citation.database, citation.document_title) == (1, "notes", "France")
+    # Where the cited text stands: its characters in the document and its lines.
+    assert (citation.char_start, citation.char_end, citation.line_start, citation.line_end) == (0, 59, 1, 1)
     assert result.usage["requests"] == 3 and result.usage["tool_calls"] == 2
     assert set(result.usage) == {"requests", "tool_calls", "input_tokens", "output_tokens"}
     # The state is plain JSON, one key per capability, and names the question's sources.
