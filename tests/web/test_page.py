@@ -293,12 +293,14 @@ def test_a_citation_opens_its_pictures_and_page(paper_server, tmp_path: Path) ->
             [turn] = page.answered(1)
             assert turn["citations"] and all("notes" in c for c in turn["citations"])
             browser.js("document.querySelector('.citations button').click();")
-            loaded = "Array.from(document.querySelectorAll(arguments[0])).filter(i => i.naturalWidth > 0)"
-            [picture] = browser.wait(
-                f"{loaded}.map(i => [i.naturalWidth, i.naturalHeight])", "#reader img.pic"
-            )
-            assert picture == [120, 80]  # the figure itself, as stored
-            [drawn] = browser.wait(f"{loaded}.map(i => i.naturalWidth)", "#reader img.page")
+            # Every image the reader shows has loaded: the cited figure, the same figure where the
+            # passage holds it, and the page drawn with the passage highlighted.
+            sizes = "[...document.querySelectorAll(arguments[0])].map(i => [i.naturalWidth, i.naturalHeight])"
+            images = "Array.from(document.querySelectorAll('#reader img'))"
+            browser.wait(f"{images}.length === 3 && {images}.every(i => i.complete && i.naturalWidth > 0)")
+            assert browser.js(f"return {sizes};", "#reader .pictures img.pic") == [[120, 80]]  # as stored
+            assert browser.js(f"return {sizes};", "#reader .chunk img.pic") == [[120, 80]]
+            [[drawn, _]] = browser.js(f"return {sizes};", "#reader img.page")
             assert drawn > 400  # the whole page, drawn
             assert "Figure 1: Recall by method" in browser.js(
                 "return document.getElementById('reader').innerText;"
