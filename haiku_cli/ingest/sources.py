@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
@@ -105,7 +105,11 @@ Found = Path | TextFile | SkippedSource | LeftOut
 
 
 def iter_source_files(
-    root: Path, *, follow_symlinks: bool = False, choice: FileChoice | None = None
+    root: Path,
+    *,
+    follow_symlinks: bool = False,
+    choice: FileChoice | None = None,
+    known: Callable[[Path], bool] | None = None,
 ) -> Iterator[Found]:
     """Yield `root` itself unless it is a directory, else its supported files, recursively and sorted.
 
@@ -113,7 +117,8 @@ def iter_source_files(
     (binary suffix-less files too) are yielded as `LeftOut`, and files `--include` names whose suffix is
     not known as `TextFile`. Entries that cannot be read (a name that is not UTF-8, a path too long, a
     permission error) are yielded as failed `SkippedSource`s, and so are symlinks leading out of `root`
-    unless `follow_symlinks`. Each real directory is walked once, so symlink loops end.
+    unless `follow_symlinks`. Each real directory is walked once, so symlink loops end. A suffix-less
+    file `known` says is unchanged since it was read (a sync's stat) is not opened to sniff it again.
     """
     choice = choice or FileChoice()
     if not _is_utf8(str(root)):
@@ -133,12 +138,17 @@ def iter_source_files(
     if by is not None:
         yield LeftOut(source=display_path(root), why="ignored", detail=by)
         return
-    walk = _Walk(root, follow_symlinks, choice)
+    walk = _Walk(root, follow_symlinks, choice, known)
     yield from walk.directory(root, rules)
 
 
 def iter_source_scope(
-    root: Path, path: Path, *, follow_symlinks: bool = False, choice: FileChoice | None = None
+    root: Path,
+    path: Path,
+    *,
+    follow_symlinks: bool = False,
+    choice: FileChoice | None = None,
+    known: Callable[[Path], bool] | None = None,
 ) -> Iterator[Found]:
     """What `iter_source_files(root)` yields at or under `path` (a file or folder inside `root`).
 
@@ -151,7 +161,7 @@ def iter_source_scope(
         return
     if not root.is_dir() or not os.path.lexists(path):
         return
-    walk = _Walk(root, follow_symlinks, choice or FileChoice())
+    walk = _Walk(root, follow_symlinks, choice or FileChoice(), known)
     rules = _inherited_rules(root).descend(root)
     folder = root
     for name in inside.parts[:-1]:
@@ -191,8 +201,15 @@ def _inherited_rules(root: Path) -> IgnoreRules:
 class _Walk:
     """One walk of a tree: its real top, whether links may leave it, and the real directories seen."""
 
-    def __init__(self, root: Path, follow_symlinks: bool, choice: FileChoice) -> None:
+    def __init__(
+        self,
+        root: Path,
+        follow_symlinks: bool,
+        choice: FileChoice,
+        known: Callable[[Path], bool] | None = None,
+    ) -> None:
         self.root = root
+        self.known = known
         self.top = os.path.realpath(root)
         self.follow_symlinks = follow_symlinks
         self.choice = choice
@@ -246,7 +263,7 @@ class _Walk:
             yield path
         elif not path.suffix or self.choice.included(path.relative_to(self.root).as_posix()):
             # Read as text (suffix-less, or asked for), unless it is an executable, an image or the like.
-            if _binary(path):
+            if not (self.known is not None and self.known(path)) and _binary(path):
                 yield LeftOut(source=display_path(path), why="unsupported", detail=path.suffix or "binary")
             else:
                 yield TextFile(path) if path.suffix else path

@@ -130,9 +130,14 @@ def _plan(db: Database, source: RememberedSource, scope: Sequence[Path] | None) 
         plan.problem = problem
         return plan
     choice = FileChoice(source.include, source.exclude)
-    walked = iter_source_files(root, follow_symlinks=source.follow_symlinks, choice=choice)
+
+    def known(path: Path) -> bool:  # a suffix-less file whose stat is the stored one: not sniffed again
+        stored = states.get(file_uri(path))
+        return stored is not None and _unchanged(path, stored)
+
+    walked = iter_source_files(root, follow_symlinks=source.follow_symlinks, choice=choice, known=known)
     if scope is not None:
-        walked = _scoped(root, scope, source.follow_symlinks, choice)
+        walked = _scoped(root, scope, source.follow_symlinks, choice, known)
     seen: set[str] = set()
     kept_under: list[str] = []  # uris of folders that could not be read: what was under them stays
     for entry in walked:
@@ -200,13 +205,19 @@ def _unchanged(path: Path, stored: FileState) -> bool:
     return stored.size is not None and (stat.st_size, stat.st_mtime_ns) == (stored.size, stored.mtime_ns)
 
 
-def _scoped(root: Path, scope: Sequence[Path], follow_symlinks: bool, choice: FileChoice) -> Iterator[Found]:
+def _scoped(
+    root: Path,
+    scope: Sequence[Path],
+    follow_symlinks: bool,
+    choice: FileChoice,
+    known: Callable[[Path], bool],
+) -> Iterator[Found]:
     done: set[Path] = set()
     for path in sorted(set(scope)):
         if any(path == d or d in path.parents for d in done):
             continue  # inside a folder already walked
         done.add(path)
-        yield from iter_source_scope(root, path, follow_symlinks=follow_symlinks, choice=choice)
+        yield from iter_source_scope(root, path, follow_symlinks=follow_symlinks, choice=choice, known=known)
 
 
 def _under(uri: str, prefix: str) -> bool:

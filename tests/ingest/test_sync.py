@@ -108,6 +108,21 @@ def test_an_unchanged_file_costs_a_stat_not_a_read(tmp_path: Path, embedder, not
     assert _sync(db, embedder, str(notes)).updated == 1
 
 
+def test_an_unchanged_file_without_a_suffix_is_not_opened_to_sniff_it_either(
+    tmp_path: Path, embedder, notes: Path
+) -> None:
+    db = new_db(tmp_path, embedder)
+    readme = notes / "README"
+    readme.write_text("Read me: the notes are about fruit.\n")
+    _add(db, embedder, str(notes))
+    stat = readme.stat()
+    # Binary bytes now, same size and time: a sniff would leave it out (and its document would go).
+    readme.write_bytes(b"\x00\x01" * (stat.st_size // 2) + b"\x00" * (stat.st_size % 2))
+    os.utime(readme, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    done = _sync(db, embedder, str(notes))
+    assert (done.unchanged, done.deleted) == (3, 0)
+
+
 def test_a_touched_file_is_read_once_then_known_by_its_stat_again(
     tmp_path: Path, embedder, notes: Path
 ) -> None:
