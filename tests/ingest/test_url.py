@@ -14,6 +14,7 @@ from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert import fetch_url
 from haiku_cli.ingest.document import ConversionError
 from tests.support.pictures import png
+from tests.support.silent_server import silent_server
 
 from .helpers import make_pdf
 
@@ -130,6 +131,16 @@ def test_http_errors(server: str) -> None:
 def test_timeout(server: str) -> None:
     with pytest.raises(ConversionError, match=r"/slow: timed out after 0\.2s$"):
         fetch_url(f"{server}/slow", timeout=0.2)
+
+
+def test_a_server_sending_a_byte_at_a_time_is_given_up_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each byte comes well within the timeout, so only a bound on the whole download ends it.
+    for var in ("HTTP_PROXY", "ALL_PROXY", "http_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    with silent_server(drip=0.05) as slow:
+        url = slow.url.removesuffix("/v1") + "/drip.txt"
+        with pytest.raises(ConversionError, match=r"/drip\.txt: too slow \(\d+ bytes/s after \d+ s; "):
+            fetch_url(url, timeout=0.5)
 
 
 def test_connection_refused(monkeypatch: pytest.MonkeyPatch) -> None:

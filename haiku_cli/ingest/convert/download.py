@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -65,7 +66,7 @@ def download_if_changed(
             if response.status_code >= 400:
                 phrase = f" {response.reason_phrase}" if response.reason_phrase else ""
                 raise ConversionError(f"{url}: HTTP {response.status_code}{phrase}")
-            data = _read_limited(response, url, limits)
+            data = _read_limited(response, url, limits, timeout)
             got = response.headers
             return Downloaded(
                 data, str(response.url), got.get("content-type"), got.get("etag"), got.get("last-modified")
@@ -82,14 +83,27 @@ def download_if_changed(
         raise ConversionError(f"{url}: download failed ({_reason(exc)})") from exc
 
 
-def _read_limited(response: httpx.Response, url: str, limits: IngestSettings) -> bytes:
+# Past the timeout, a download must average this much: a server sending a byte now and then never lets
+# the per-read timeout run out, and would otherwise hold the command until the size limit (64 MB).
+MIN_BYTES_PER_SECOND = 16 * 1024
+
+
+def _read_limited(response: httpx.Response, url: str, limits: IngestSettings, timeout: float) -> bytes:
     chunks: list[bytes] = []
     size = 0
+    start = time.monotonic()
     for chunk in response.iter_bytes():
         size += len(chunk)
         if size > limits.max_file_mb * 2**20:
             raise ConversionError(over_limit(url, size, "max_file_mb", limits.max_file_mb, "more than "))
         chunks.append(chunk)
+        elapsed = time.monotonic() - start
+        if elapsed > timeout and size < MIN_BYTES_PER_SECOND * elapsed:
+            rate = size / elapsed
+            raise ConversionError(
+                f"{url}: too slow ({rate:.0f} bytes/s after {elapsed:.0f} s; at least "
+                f"{MIN_BYTES_PER_SECOND // 1024} KB/s is needed once {timeout:g} s have passed)"
+            )
     return b"".join(chunks)
 
 
