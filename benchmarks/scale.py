@@ -205,6 +205,9 @@ def _batch_tables(corpus: Corpus, db: Database, docs: list[int]) -> tuple[pa.Tab
             "search_tokens": [len(t) for t in analyze_many(db.chunks, search_texts)],
             "heading_path": [[f"Part {i}"] for i in orders],
             "pages": [[] for _ in texts],
+            # Where each chunk stands in its document (schema version 3): left unknown, as in a database
+            # vacuum upgraded; a search reads the columns all the same.
+            **{name: pa.nulls(len(texts), pa.int32()) for name in schema.SPAN_FIELDS},
             "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), DIMENSION),
         },
         schema=schema.chunks_schema(DIMENSION),
