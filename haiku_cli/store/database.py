@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from haiku_cli.errors import DatabaseError, Hint, InputError
@@ -191,16 +190,12 @@ def _create_exclusively(location: Location, spec: EmbedderSpec) -> Database:
 
 
 def _remove_uncreated(path: Path, *, made_folder: bool) -> None:
-    from haiku_cli.store.writer import LOCK_FILE
+    from haiku_cli.store.writer import remove_held_lock_file
 
     for table in (schema.DOCUMENTS, schema.CHUNKS):
         shutil.rmtree(path / f"{table}.lance", ignore_errors=True)
     if made_folder:
-        # Unlinked while still held: a writer waiting on this lock file sees it gone and takes a new one.
-        with suppress(OSError):
-            (path / LOCK_FILE).unlink()
-        with suppress(OSError):  # not empty: another writer is making its lock file there
-            os.rmdir(path)
+        remove_held_lock_file(path, folder=True)
 
 
 # What a file manager leaves in a folder it merely showed: such a folder is still empty to its user.

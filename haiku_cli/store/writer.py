@@ -166,15 +166,21 @@ def _give_up_lock(fd: int, path: Path, *, made_file: bool, made_folder: bool) ->
     """Release a lock taken in vain, leaving no lock file or folder behind that this attempt made."""
     import fcntl
 
-    # Unlinked while still held, as a writer removing a database does: a waiter sees it gone.
     if made_file:
-        with suppress(OSError):
-            (path / LOCK_FILE).unlink()
-    if made_folder:
-        with suppress(OSError):  # not empty: another writer is making its lock file there
-            os.rmdir(path)
+        remove_held_lock_file(path, folder=made_folder)
     fcntl.flock(fd, fcntl.LOCK_UN)
     os.close(fd)
+
+
+def remove_held_lock_file(path: Path, *, folder: bool) -> None:
+    """Unlink the lock file of the database folder `path` while still holding it, and the folder too
+    when `folder` (if it is empty): the end of a database that was never (or is no longer) written."""
+    # Unlinked while still held: a writer that took the lock on this file sees it gone and takes a new one.
+    with suppress(OSError):
+        (path / LOCK_FILE).unlink()
+    if folder:
+        with suppress(OSError):  # not empty: another writer is making its lock file there
+            os.rmdir(path)
 
 
 def _is_current(fd: int, path: Path) -> bool:

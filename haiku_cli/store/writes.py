@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import Sequence
-from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from haiku_cli.store import schema
@@ -19,7 +17,7 @@ from haiku_cli.store.reads import count_documents, in_list
 from haiku_cli.store.records import DocumentSummary, DocumentWrite, NewChunk
 from haiku_cli.store.sources import DELETE_BATCH, drop_states_of_documents
 from haiku_cli.store.transaction import atomic_write, storage_errors
-from haiku_cli.store.writer import LOCK_FILE, checkpoint, ensure_held, exclusive
+from haiku_cli.store.writer import checkpoint, ensure_held, exclusive, remove_held_lock_file
 
 if TYPE_CHECKING:
     from lancedb.table import Table
@@ -167,9 +165,4 @@ def remove_unwritten(db: Database, *, folder: bool) -> None:
     path = db.location.local_path
     if path is None:
         return
-    # Unlinked while still held: a writer that took the lock on this file sees it gone and takes a new one.
-    with suppress(FileNotFoundError):
-        (path / LOCK_FILE).unlink()
-    if folder:
-        with suppress(OSError):  # not empty: another writer is making its lock file there
-            os.rmdir(path)
+    remove_held_lock_file(path, folder=folder)
