@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio.to_thread
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectSendStream
 
     from haiku_cli.embed import Embedder
-    from haiku_cli.ingest.convert.url import Validators
+    from haiku_cli.ingest.convert.url import Fetched
     from haiku_cli.ingest.remembering import Seen
     from haiku_cli.store.kept import Kept, KeptIds
     from haiku_cli.store.sources import RememberedSource
@@ -194,10 +194,6 @@ class Ingestor:
     def fail(self, source: str, error: str) -> None:
         """Record a source that could not be converted."""
         self.report.outcomes.append(self._outcome(source=source, status="failed", error=error))
-
-    def unchanged(self, source: str, document_id: str) -> None:
-        """Record a source known to be unchanged without reading it (a URL's server said so)."""
-        self.report.outcomes.append(self._outcome(source=source, status="unchanged", document_id=document_id))
 
     def skip(self, source: str, reason: str) -> None:
         """Record a source left out on purpose, with the reason as its note."""
@@ -429,11 +425,11 @@ async def ingest_items(
     title: str | None,
     metadata: dict[str, Any],
     limits: IngestSettings | None = None,
-    known: dict[str, tuple[str, Validators]] | None = None,
+    fetched: dict[str, Fetched] | None = None,
 ) -> dict[int, Seen]:
     """Convert, embed and write the items (inside the caller's write); how each looked when read.
 
-    `known`: per URL, its stored document id and validators, for a request that may answer "unchanged".
+    `fetched`: URLs a sync has downloaded already (it asked whether they changed), not asked again.
     """
     seen: dict[int, Seen] = {}
     ingestor.progress.add_files(len(items))  # all found before any is read: the total does not grow
@@ -445,7 +441,7 @@ async def ingest_items(
             metadata=metadata,
             limits=limits or IngestSettings(),
             seen=seen,
-            known=known or {},
+            fetched=fetched or {},
         )
     return seen
 
@@ -458,7 +454,7 @@ async def _convert_all(
     metadata: dict[str, Any],
     limits: IngestSettings,
     seen: dict[int, Seen],
-    known: dict[str, tuple[str, Validators]],
+    fetched: dict[str, Fetched],
 ) -> None:
     """Convert and queue each source in order; unreadable ones are reported, other failures raised.
 
@@ -474,17 +470,12 @@ async def _convert_all(
         ingestor.progress.reading(label)
         try:
             if isinstance(item, str):
-                document_id, validators = known.get(item, (None, None))
-                fetched = await anyio.to_thread.run_sync(
-                    partial(fetch_if_changed, item, validators, limits=limits)
-                )
-                seen[position] = Seen(item, validators=fetched.validators)
-                if fetched.document is None:
-                    # Only a URL asked with the validators kept beside its document comes back unchanged.
-                    assert document_id is not None
-                    ingestor.unchanged(label, document_id)
-                    continue
-                doc = fetched.document
+                got = fetched.get(item)
+                if got is None:
+                    got = await anyio.to_thread.run_sync(partial(fetch_if_changed, item, limits=limits))
+                seen[position] = Seen(item, validators=got.validators)
+                # Asked without validators, or read by a sync that found it changed: never "not modified".
+                doc = cast(ConvertedDocument, got.document)
             else:
                 path, as_text = (item.path, True) if isinstance(item, TextFile) else (item, False)
                 seen[position] = await anyio.to_thread.run_sync(_look_at, path)

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 import anyio.to_thread
 
 from haiku_cli.config.settings import IngestSettings
+from haiku_cli.errors import HaikuError, InputError
 from haiku_cli.ingest.convert.dispatch import file_uri
-from haiku_cli.ingest.convert.url import Validators
+from haiku_cli.ingest.convert.url import Fetched, Validators, fetch_if_changed
 from haiku_cli.ingest.pipeline import Ingestor, Item, ingest_items
 from haiku_cli.ingest.remembering import states_of
 from haiku_cli.ingest.reports import LeftOut, Progress, SourceOutcome, SourceSync, SyncStatus
@@ -57,7 +58,7 @@ async def sync_source(
     `embedder` is awaited only when something has to be embedded. `scope`: only these paths inside the
     source are looked at (what a watcher saw change); None: all of it.
     """
-    plan = await anyio.to_thread.run_sync(_plan, db, source, scope)
+    plan = await anyio.to_thread.run_sync(_plan, db, source, scope, limits or IngestSettings())
     result = SourceSync(source=source.source, kind=source.kind, unchanged=plan.unchanged)
     if plan.problem is not None:
         result.status, result.error = plan.problem
@@ -75,7 +76,7 @@ async def sync_source(
                 title=source.title,
                 metadata=source.metadata,
                 limits=limits,
-                known=plan.known,
+                fetched=plan.fetched,
             )
             owners = dict.fromkeys((p for p, _ in plan.items), source.source)
             deleted = await anyio.to_thread.run_sync(
@@ -99,13 +100,15 @@ class _Plan:
     items: list[tuple[int, Item]] = field(default_factory=list)  # to read (new or stat moved)
     gone: list[FileState] = field(default_factory=list)  # stored, no longer in the source
     refresh: list[FileState] = field(default_factory=list)  # stored for documents no longer held
-    known: dict[str, tuple[str, Validators]] = field(default_factory=dict)
+    fetched: dict[str, Fetched] = field(default_factory=dict)  # URLs that changed, downloaded already
     outcomes: list[SourceOutcome] = field(default_factory=list)  # failures and skips met on the way
     unchanged: int = 0
     problem: tuple[SyncStatus, str] | None = None
 
 
-def _plan(db: Database, source: RememberedSource, scope: Sequence[Path] | None) -> _Plan:
+def _plan(
+    db: Database, source: RememberedSource, scope: Sequence[Path] | None, limits: IngestSettings
+) -> _Plan:
     under = [file_uri(p) for p in scope] if scope is not None and source.kind != "url" else []
     with storage_errors(db, "cannot be read"):
         states = {s.uri: s for s in stored_sources.file_states(db, source.source, under=under)}
@@ -116,13 +119,7 @@ def _plan(db: Database, source: RememberedSource, scope: Sequence[Path] | None) 
     states = {uri: s for uri, s in states.items() if s.document_id in held}
     positions = itertools.count()
     if source.kind == "url":
-        stored = states.get(source.source)
-        if stored is not None:
-            plan.known[source.source] = (
-                stored.document_id,
-                Validators(stored.etag, stored.last_modified),
-            )
-        plan.items.append((next(positions), source.source))
+        _plan_url(plan, source.source, states.get(source.source), limits, next(positions))
         return plan
     root = Path(source.source)
     problem = _unreachable(root, len(states))
@@ -166,6 +163,27 @@ def _plan(db: Database, source: RememberedSource, scope: Sequence[Path] | None) 
         s for uri, s in states.items() if uri not in seen and not any(_under(uri, k) for k in kept_under)
     ]
     return plan
+
+
+def _plan_url(plan: _Plan, url: str, stored: FileState | None, limits: IngestSettings, position: int) -> None:
+    """Ask a URL whether it changed since its stored validators; download it only if it did.
+
+    Nothing is written for a page the server says is unchanged; one that cannot be fetched now is a
+    failed item, and its document stays.
+    """
+    known = Validators(stored.etag, stored.last_modified) if stored is not None else None
+    try:
+        got = fetch_if_changed(url, known, limits=limits)
+    except HaikuError as exc:
+        if exc.exit_code != InputError.exit_code:
+            raise
+        plan.outcomes.append(SourceOutcome.at(position, source=url, status="failed", error=str(exc)))
+        return
+    if got.document is None:
+        plan.unchanged += 1
+        return
+    plan.fetched[url] = got
+    plan.items.append((position, url))
 
 
 def _held(db: Database, ids: list[str]) -> set[str]:

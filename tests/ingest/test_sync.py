@@ -234,9 +234,13 @@ def test_a_url_is_asked_again_with_its_etag(tmp_path: Path, embedder, page: Page
     db = new_db(tmp_path, embedder)
     _add(db, embedder, page.url)
     first = _by_uri(db)[page.url]
+    versions = (db.meta_table.version, db.documents.version)
     done = _sync(db, embedder, page.url)
     assert (done.unchanged, done.updated) == (1, 0)
     assert page.statuses == [200, 304]
+    db.meta_table.checkout_latest()
+    db.documents.checkout_latest()
+    assert (db.meta_table.version, db.documents.version) == versions  # "not modified": nothing written
     page.body = b"<title>Page</title><p>Second version.</p>"
     done = _sync(db, embedder, page.url)
     assert done.updated == 1
