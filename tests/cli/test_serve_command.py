@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
 import sys
-from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.capabilities.conftest import kb, kb_template
+from tests.web.serving import haiku_serve
 
 __all__ = ["kb", "kb_template"]
 
-ROOT = Path(__file__).resolve().parents[2]
 MODEL = ("--model", "openai-chat:test")
 
 
@@ -58,19 +55,9 @@ def test_a_short_token_is_refused(cli, kb, monkeypatch: pytest.MonkeyPatch) -> N
 
 @pytest.mark.parametrize(("host", "warned"), [("0.0.0.0", True), ("127.0.0.1", False)])
 def test_listening_beyond_loopback_warns_and_prints_a_url_it_answers(kb, host: str, warned: bool) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "haiku_cli", "serve", *MODEL, "--host", host, "--port", "0"],
-        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        url = process.stdout.readline().strip() if process.stdout else ""
+    with haiku_serve("--host", host) as (url, process):
         assert url.startswith("http://127.0.0.1:") and url.endswith("/")
         assert "<title>haiku</title>" in httpx.get(url).text
-    finally:
-        process.terminate()
-        _, errors = process.communicate(timeout=10)
+    errors = process.stderr.read() if process.stderr else ""
     assert ("warning: listening on 0.0.0.0: anyone who can reach this address" in errors) is warned
     assert f"haiku: serving at {url}" in errors

@@ -4,10 +4,7 @@ server standing in for the LLM: ask, follow up, reload and continue, cancel, nar
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,10 +18,11 @@ from tests.cli.openai_stub import Reply, answer, tool_call
 from tests.cli.test_ask_command import openai_env
 from tests.support.pictures import pdf_with_images
 from tests.web.browser import Browser, available, chromium
+from tests.web.conftest import FAILED
+from tests.web.serving import haiku_serve
 
 __all__ = ["kb", "kb_template", "openai_env"]
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
@@ -58,10 +56,15 @@ def about_the_figure(body: dict[str, object]) -> Reply:
     if step == 0:
         return tool_call("search", {"query": "recall by method figure"}, "call_search")
     if step == 1:
-        shown = json.dumps([m["content"] for m in messages if m["role"] == "tool"][-1])
-        first = re.search(r"\[([0-9a-f-]{36})\]", shown)  # the first result's chunk id
-        return tool_call("cite", {"chunk_ids": [first.group(1)] if first else []}, "call_cite")
+        return cite_first_shown(messages)
     return answer("Figure 1 shows recall by method [1].")
+
+
+def cite_first_shown(messages: list[dict[str, Any]]) -> Reply:
+    """Cite the first chunk id the latest tool return shows (whatever shape its content has)."""
+    shown = json.dumps([m["content"] for m in messages if m["role"] == "tool"][-1])
+    first = re.search(r"\[([0-9a-f-]{36})\]", shown)
+    return tool_call("cite", {"chunk_ids": [first.group(1)] if first else []}, "call_cite")
 
 
 @pytest.fixture
@@ -80,9 +83,7 @@ def counting(body: dict[str, Any]) -> Reply:
     if step == 2:
         return tool_call("search", {"query": "capital of France"}, "call_search")
     if step == 3:
-        shown = json.dumps([m["content"] for m in body["messages"] if m["role"] == "tool"][-1])
-        first = re.search(r"\[([0-9a-f-]{36})\]", shown)
-        return tool_call("cite", {"chunk_ids": [first.group(1)] if first else []}, "call_cite")
+        return cite_first_shown(body["messages"])
     return answer("There are 4 documents; the capital of France is Paris [1].")
 
 
@@ -102,26 +103,24 @@ def guarded_server(kb, openai_env) -> Iterator[tuple[str, object]]:
 
 
 def serving(stub: object, *args: str, env: dict[str, str] | None = None) -> Iterator[tuple[str, object]]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "haiku_cli", "serve", "--model", "openai-chat:test", "--port", "0", *args],
-        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        url = process.stdout.readline().strip() if process.stdout else ""
-        assert url.startswith("http://127.0.0.1:"), process.stderr.read() if process.stderr else ""
+    with haiku_serve(*args, env=env) as (url, _):
         yield url, stub
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 PAPER = ["Measuring recall of hybrid retrieval.\n\n\n\n\n\n\n\n\nFigure 1: Recall by method"]
 
 
 PROGRAM = "print('documents:', len(list_documents()))"
+
+
+@pytest.fixture
+def page(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Page]:
+    """The page in a new headless Chromium; a screenshot `failure.png` is kept if the test fails."""
+    with chromium(tmp_path / "profile") as browser:
+        shown = Page(browser, tmp_path / "screens")
+        yield shown
+        if request.node.stash.get(FAILED, False):
+            shown.shot("failure")
 
 
 class Page:
@@ -135,7 +134,13 @@ class Page:
     def shot(self, name: str) -> None:
         self.browser.screenshot(self.folder / f"{name}.png")
 
+    def open(self, url: str) -> None:
+        """Load (or reload) the page and wait until it knows what the server covers."""
+        self.browser.open(url)
+        self.ready()
+
     def ready(self) -> None:
+        """Wait until the page knows what the server covers."""
         self.browser.wait("document.body.dataset.ready === '1'")
 
     def ask(self, question: str) -> None:
@@ -166,199 +171,164 @@ class Page:
         return json.loads(self.browser.js("return localStorage.getItem('haiku-serve:conversation');"))
 
 
-def test_a_conversation_in_the_browser(server, tmp_path: Path) -> None:
+def test_a_conversation_in_the_browser(server, page: Page) -> None:
     url, stub = server
-    with chromium(tmp_path / "profile") as browser:
-        page = Page(browser, tmp_path / "screens")
-        try:
-            browser.open(url)
-            page.ready()
-            page.ask("What is the capital of France?")
-            [first] = page.answered(1)
-            assert "The capital of France is Paris [1]." in first["answer"]
-            assert "<strong>Paris</strong>" in first["html"]  # Markdown rendered
-            assert any("France" in c and "notes" in c for c in first["citations"])
-            page.shot("1-answered")
+    browser = page.browser
+    page.open(url)
+    page.ask("What is the capital of France?")
+    [first] = page.answered(1)
+    assert "The capital of France is Paris [1]." in first["answer"]
+    assert "<strong>Paris</strong>" in first["html"]  # Markdown rendered
+    assert any("France" in c and "notes" in c for c in first["citations"])
+    page.shot("1-answered")
 
-            # A citation opens its document at the cited passage.
-            browser.js("document.querySelector('.citations button').click();")
-            cited = browser.wait("document.querySelector('#reader .chunk.cited')?.innerText")
-            assert "Paris" in cited
-            page.shot("2-citation-opened")
+    # A citation opens its document at the cited passage.
+    browser.js("document.querySelector('.citations button').click();")
+    cited = browser.wait("document.querySelector('#reader .chunk.cited')?.innerText")
+    assert "Paris" in cited
+    page.shot("2-citation-opened")
 
-            page.ask("How much sun does basil need?")
-            turns = page.answered(2)
-            assert "six hours" in turns[1]["answer"]
-            assert any("Gardening" in c and "notes" in c for c in turns[1]["citations"])
+    page.ask("How much sun does basil need?")
+    turns = page.answered(2)
+    assert "six hours" in turns[1]["answer"]
+    assert any("Gardening" in c and "notes" in c for c in turns[1]["citations"])
 
-            # Reload: the conversation is back exactly, and the next question continues it.
-            before = page.stored()
-            browser.open(url)
-            page.ready()
-            assert [t["answer"] for t in page.answered(2)] == [t["answer"] for t in turns]
-            assert page.stored() == before
-            page.ask("And what produces ATP in cells?")
-            turns = page.answered(3)
-            assert "ATP" in turns[2]["answer"] and any("papers" in c for c in turns[2]["citations"])
-            users = [m["content"] for m in stub.requests[-1]["messages"] if m["role"] == "user"]
-            assert users[0] == "What is the capital of France?" and len(users) == 3
-            page.shot("3-reloaded-and-continued")
+    # Reload: the conversation is back exactly, and the next question continues it.
+    before = page.stored()
+    page.open(url)
+    assert [t["answer"] for t in page.answered(2)] == [t["answer"] for t in turns]
+    assert page.stored() == before
+    page.ask("And what produces ATP in cells?")
+    turns = page.answered(3)
+    assert "ATP" in turns[2]["answer"] and any("papers" in c for c in turns[2]["citations"])
+    users = [m["content"] for m in stub.requests[-1]["messages"] if m["role"] == "user"]
+    assert users[0] == "What is the capital of France?" and len(users) == 3
+    page.shot("3-reloaded-and-continued")
 
-            # Cancel mid-answer: the conversation is as it was, on the page and in storage.
-            stored = page.stored()
-            page.ask("Tell me a slow story")
-            browser.wait("document.getElementById('pending')?.innerText.includes('Once upon')")
-            page.shot("4-streaming")
-            browser.js("document.getElementById('cancel').click();")
-            assert len(page.answered(3)) == 3
-            deadline = time.monotonic() + 20
-            while not stub.abandoned and time.monotonic() < deadline:  # the server stopped asking the model
-                time.sleep(0.1)
-            assert stub.abandoned == 1
-            assert "Cancelled" in page.status()
-            assert page.stored() == stored
-            assert browser.js("return document.getElementById('question').value;") == "Tell me a slow story"
+    # Cancel mid-answer: the conversation is as it was, on the page and in storage.
+    stored = page.stored()
+    page.ask("Tell me a slow story")
+    browser.wait("document.getElementById('pending')?.innerText.includes('Once upon')")
+    page.shot("4-streaming")
+    browser.js("document.getElementById('cancel').click();")
+    assert len(page.answered(3)) == 3
+    deadline = time.monotonic() + 20
+    while not stub.abandoned and time.monotonic() < deadline:  # the server stopped asking the model
+        time.sleep(0.1)
+    assert stub.abandoned == 1
+    assert "Cancelled" in page.status()
+    assert page.stored() == stored
+    assert browser.js("return document.getElementById('question').value;") == "Tell me a slow story"
 
-            # The picker narrows within the server's databases: papers unticked, the ATP question cites notes.
-            browser.js("document.querySelector('#picker input[value=papers]').click();")
-            assert page.stored()["databases"] == ["notes"]
-            page.ask("Which organelle makes ATP?")
-            turns = page.answered(4)
-            assert turns[3]["citations"] and all("notes" in c for c in turns[3]["citations"])
-            page.shot("5-narrowed")
-        except BaseException:
-            page.shot("failure")
-            raise
+    # The picker narrows within the server's databases: papers unticked, the ATP question cites notes.
+    browser.js("document.querySelector('#picker input[value=papers]').click();")
+    assert page.stored()["databases"] == ["notes"]
+    page.ask("Which organelle makes ATP?")
+    turns = page.answered(4)
+    assert turns[3]["citations"] and all("notes" in c for c in turns[3]["citations"])
+    page.shot("5-narrowed")
 
 
-def test_a_tampered_conversation_is_refused_and_nothing_changes(server, tmp_path: Path) -> None:
+def test_a_tampered_conversation_is_refused_and_nothing_changes(server, page: Page) -> None:
     url, stub = server
-    with chromium(tmp_path / "profile") as browser:
-        page = Page(browser, tmp_path / "screens")
-        try:
-            browser.open(url)
-            page.ready()
-            page.ask("What is the capital of France?")
-            page.answered(1)
+    browser = page.browser
+    page.open(url)
+    page.ask("What is the capital of France?")
+    page.answered(1)
 
-            # The stored state dropped while its history is kept: refused before the model is asked.
-            browser.js(
-                "const c = JSON.parse(localStorage.getItem('haiku-serve:conversation'));"
-                "c.state = {}; localStorage.setItem('haiku-serve:conversation', JSON.stringify(c));"
-            )
-            browser.open(url)
-            page.ready()
-            asked = len(stub.requests)
-            tampered = page.stored()
-            page.ask("And its river?")
-            browser.wait("document.getElementById('status').className === 'error'")
-            assert "carry deps.state" in page.status()
-            assert len(stub.requests) == asked and page.stored() == tampered
-            page.shot("6-tampered-refused")
+    # The stored state dropped while its history is kept: refused before the model is asked.
+    browser.js(
+        "const c = JSON.parse(localStorage.getItem('haiku-serve:conversation'));"
+        "c.state = {}; localStorage.setItem('haiku-serve:conversation', JSON.stringify(c));"
+    )
+    page.open(url)
+    asked = len(stub.requests)
+    tampered = page.stored()
+    page.ask("And its river?")
+    browser.wait("document.getElementById('status').className === 'error'")
+    assert "carry deps.state" in page.status()
+    assert len(stub.requests) == asked and page.stored() == tampered
+    page.shot("6-tampered-refused")
 
-            # A database the server does not serve, planted in the picker's choice: named and refused.
-            browser.js("document.getElementById('clear').click();")
-            browser.js(
-                "const c = JSON.parse(localStorage.getItem('haiku-serve:conversation'));"
-                "c.databases = ['secret'];"
-                "localStorage.setItem('haiku-serve:conversation', JSON.stringify(c));"
-            )
-            browser.open(url)
-            page.ready()
-            page.ask("What is the capital of France?")
-            browser.wait("document.getElementById('status').className === 'error'")
-            assert "secret" in page.status()
+    # A database the server does not serve, planted in the picker's choice: named and refused.
+    browser.js("document.getElementById('clear').click();")
+    browser.js(
+        "const c = JSON.parse(localStorage.getItem('haiku-serve:conversation'));"
+        "c.databases = ['secret'];"
+        "localStorage.setItem('haiku-serve:conversation', JSON.stringify(c));"
+    )
+    page.open(url)
+    page.ask("What is the capital of France?")
+    browser.wait("document.getElementById('status').className === 'error'")
+    assert "secret" in page.status()
 
-            # Clearing starts a new conversation that works.
-            browser.js("document.getElementById('clear').click();")
-            browser.js(
-                "document.querySelector('#picker input[value=notes]').click();"
-                "document.querySelector('#picker input[value=notes]').click();"
-            )
-            page.ask("What is the capital of France?")
-            assert "Paris" in page.answered(1)[0]["answer"]
-        except BaseException:
-            page.shot("failure")
-            raise
+    # Clearing starts a new conversation that works.
+    browser.js("document.getElementById('clear').click();")
+    browser.js(
+        "document.querySelector('#picker input[value=notes]').click();"
+        "document.querySelector('#picker input[value=notes]').click();"
+    )
+    page.ask("What is the capital of France?")
+    assert "Paris" in page.answered(1)[0]["answer"]
 
 
-def test_a_citation_opens_its_pictures_and_page(paper_server, tmp_path: Path) -> None:
+def test_a_citation_opens_its_pictures_and_page(paper_server, page: Page) -> None:
     url, _ = paper_server
-    with chromium(tmp_path / "profile") as browser:
-        page = Page(browser, tmp_path / "screens")
-        try:
-            browser.open(url)
-            page.ready()
-            page.ask("What does the recall figure show?")
-            [turn] = page.answered(1)
-            assert turn["citations"] and all("notes" in c for c in turn["citations"])
-            browser.js("document.querySelector('.citations button').click();")
-            # Every image the reader shows has loaded: the cited figure, the same figure where the
-            # passage holds it, and the page drawn with the passage highlighted.
-            sizes = "[...document.querySelectorAll(arguments[0])].map(i => [i.naturalWidth, i.naturalHeight])"
-            images = "Array.from(document.querySelectorAll('#reader img'))"
-            browser.wait(f"{images}.length === 3 && {images}.every(i => i.complete && i.naturalWidth > 0)")
-            assert browser.js(f"return {sizes};", "#reader .pictures img.pic") == [[120, 80]]  # as stored
-            assert browser.js(f"return {sizes};", "#reader .chunk img.pic") == [[120, 80]]
-            [[drawn, _]] = browser.js(f"return {sizes};", "#reader img.page")
-            assert drawn > 400  # the whole page, drawn
-            assert "Figure 1: Recall by method" in browser.js(
-                "return document.getElementById('reader').innerText;"
-            )
-            page.shot("7-pictures-and-page")
-        except BaseException:
-            page.shot("failure")
-            raise
+    browser = page.browser
+    page.open(url)
+    page.ask("What does the recall figure show?")
+    [turn] = page.answered(1)
+    assert turn["citations"] and all("notes" in c for c in turn["citations"])
+    browser.js("document.querySelector('.citations button').click();")
+    # Every image the reader shows has loaded: the cited figure, the same figure where the
+    # passage holds it, and the page drawn with the passage highlighted.
+    sizes = "[...document.querySelectorAll(arguments[0])].map(i => [i.naturalWidth, i.naturalHeight])"
+    images = "Array.from(document.querySelectorAll('#reader img'))"
+    browser.wait(f"{images}.length === 3 && {images}.every(i => i.complete && i.naturalWidth > 0)")
+    assert browser.js(f"return {sizes};", "#reader .pictures img.pic") == [[120, 80]]  # as stored
+    assert browser.js(f"return {sizes};", "#reader .chunk img.pic") == [[120, 80]]
+    [[drawn, _]] = browser.js(f"return {sizes};", "#reader img.page")
+    assert drawn > 400  # the whole page, drawn
+    assert "Figure 1: Recall by method" in browser.js("return document.getElementById('reader').innerText;")
+    page.shot("7-pictures-and-page")
 
 
-def test_analysis_programs_are_shown_folded(analysis_server, tmp_path: Path) -> None:
+def test_analysis_programs_are_shown_folded(analysis_server, page: Page) -> None:
     url, _ = analysis_server
-    with chromium(tmp_path / "profile") as browser:
-        page = Page(browser, tmp_path / "screens")
-        try:
-            browser.open(url)
-            page.ready()
-            page.ask("How many documents are there, and what is the capital of France?")
-            [turn] = page.answered(1)
-            assert "4 documents" in turn["answer"] and turn["citations"]
-            folded = browser.js(
-                "const d = document.querySelector('details.program');"
-                "return d && {open: d.open, code: d.querySelector('code').textContent, text: d.textContent};"
-            )
-            assert folded["open"] is False and folded["code"] == PROGRAM
-            assert "documents: 4" in folded["text"]
-            browser.js("document.querySelector('details.program summary').click();")
-            page.shot("8-program-unfolded")
-        except BaseException:
-            page.shot("failure")
-            raise
+    browser = page.browser
+    page.open(url)
+    page.ask("How many documents are there, and what is the capital of France?")
+    [turn] = page.answered(1)
+    assert "4 documents" in turn["answer"] and turn["citations"]
+    folded = browser.js(
+        "const d = document.querySelector('details.program');"
+        "return d && {open: d.open, code: d.querySelector('code').textContent, text: d.textContent};"
+    )
+    assert folded["open"] is False and folded["code"] == PROGRAM
+    assert "documents: 4" in folded["text"]
+    browser.js("document.querySelector('details.program summary').click();")
+    page.shot("8-program-unfolded")
 
 
-def test_with_a_token_the_page_asks_for_it_and_answers_are_never_html(guarded_server, tmp_path: Path) -> None:
+def test_with_a_token_the_page_asks_for_it_and_answers_are_never_html(guarded_server, page: Page) -> None:
     url, _ = guarded_server
-    with chromium(tmp_path / "profile") as browser:
-        page = Page(browser, tmp_path / "screens")
-        try:
-            browser.open(url)
-            browser.wait("!document.getElementById('login').hidden")
-            page.shot("9-token-asked")
-            browser.js(
-                "document.getElementById('token').value = arguments[0];"
-                "document.getElementById('token-form').requestSubmit();",
-                TOKEN,
-            )
-            page.ready()
-            page.ask("What is the capital of France?")
-            [turn] = page.answered(1)
-            # The model's HTML is shown as text: no element made from it, nothing run.
-            assert '<img src=x onerror="document.title=1">' in turn["answer"]
-            assert "<script>document.title=2</script>" in turn["answer"]
-            assert browser.js("return document.querySelectorAll('.answer img, .answer script').length;") == 0
-            assert browser.js("return document.title;") == "haiku"
-            # The token was kept: a reload goes straight to the conversation.
-            browser.open(url)
-            page.ready()
-            assert len(page.answered(1)) == 1
-        except BaseException:
-            page.shot("failure")
-            raise
+    browser = page.browser
+    browser.open(url)
+    browser.wait("!document.getElementById('login').hidden")
+    page.shot("9-token-asked")
+    browser.js(
+        "document.getElementById('token').value = arguments[0];"
+        "document.getElementById('token-form').requestSubmit();",
+        TOKEN,
+    )
+    page.ready()
+    page.ask("What is the capital of France?")
+    [turn] = page.answered(1)
+    # The model's HTML is shown as text: no element made from it, nothing run.
+    assert '<img src=x onerror="document.title=1">' in turn["answer"]
+    assert "<script>document.title=2</script>" in turn["answer"]
+    assert browser.js("return document.querySelectorAll('.answer img, .answer script').length;") == 0
+    assert browser.js("return document.title;") == "haiku"
+    # The token was kept: a reload goes straight to the conversation.
+    page.open(url)
+    assert len(page.answered(1)) == 1
