@@ -514,7 +514,8 @@ def source_sync(done: SourceSync) -> None:
             )
         else:
             to = shown.get(o.document_id or "", o.document_id)
-            output.out.print(f"{o.status:9} {printable(o.source)} → {to}", markup=False)
+            note = f" ({printable(o.note)})" if o.note else ""
+            output.out.print(f"{o.status:9} {printable(o.source)} → {to}{note}", markup=False)
 
 
 def sync_summary(report: SyncReport) -> None:
@@ -543,4 +544,6 @@ def watch_event(event: WatchEvent, *, show_database: bool) -> None:
         if event.error
         else ""
     )
-    output.err.print(f"{event.status:9} {printable(event.path)}{detail}{where}", markup=False, soft_wrap=True)
+    note = f" ({printable(event.note)})" if event.note else ""
+    line = f"{event.status:9} {printable(event.path)}{detail}{note}{where}"
+    output.err.print(line, markup=False, soft_wrap=True)

@@ -50,6 +50,7 @@ class WatchEvent(BaseModel):
     status: EventKind
     document_id: str | None = None
     error: str | None = None
+    note: str | None = None  # e.g. "moved from OLD PATH" for a renamed file that kept its document
 
 
 @dataclass
@@ -264,6 +265,7 @@ class _Run:
                     path=change.source,
                     status=change.status,  # type: ignore[arg-type]
                     document_id=change.document_id,
+                    note=change.note,
                 )
             )
 

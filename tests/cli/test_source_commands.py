@@ -44,6 +44,10 @@ def test_sync_follows_the_folder_and_reports_counts(cli, notes: Path) -> None:
     assert f"deleted   {notes / 'pears.md'}" in done.stdout
     assert "default: 1 source; 1 added, 1 deleted, 1 unchanged" in done.stderr
     assert _uris(cli) == {(notes / "apples.md").as_uri(), (notes / "plums.md").as_uri()}
+    (notes / "plums.md").rename(notes / "stone-fruit.md")
+    moved = cli("sync")
+    assert f"updated   {notes / 'stone-fruit.md'} → " in moved.stdout
+    assert f"(moved from {notes / 'plums.md'})" in moved.stdout
     plums = json.loads(cli("search", "stone fruit", "--json", "--limit", "1").stdout)["hits"][0]
     assert plums["metadata"] == {"topic": "fruit"}  # the remembered --meta applies
     again = json.loads(cli("sync", "--json").stdout)
