@@ -24,6 +24,7 @@ from haiku_cli.agents.models import (
 from haiku_cli.capabilities.citations import Citation, number_markers
 from haiku_cli.capabilities.evidence import set_scope
 from haiku_cli.capabilities.policy import CitationPolicy, StreamedRedirect
+from haiku_cli.capabilities.quotes import QuoteCheck, check_answer
 from haiku_cli.capabilities.retrieval import RetrievalCapability
 from haiku_cli.capabilities.scope import sources_of
 from haiku_cli.capabilities.state import EvidenceState, HaikuDeps
@@ -41,6 +42,8 @@ class AskResult(BaseModel):
     databases: list[str] = Field(default_factory=list)  # the databases the question covered
     not_created: list[str] = Field(default_factory=list)  # local databases skipped: nothing added yet
     citations: list[Citation] = Field(default_factory=list)
+    # Passages the answer quotes (or passed to `cite`), each checked against the cited chunks.
+    quotes: list[QuoteCheck] = Field(default_factory=list)
     usage: dict[str, int] = Field(default_factory=dict)
     # For resuming in Python (`HaikuDeps.restore`); left out of `model_dump`, so of the JSON.
     state: dict[str, Any] = Field(default_factory=dict, exclude=True)
@@ -108,10 +111,12 @@ async def answer_question(
 def collect(output: str, states: Sequence[EvidenceState], usage: RunUsage, deps: HaikuDeps) -> AskResult:
     """The answer of a finished run, judged across every evidence state it used (each cites by number)."""
     citations = sorted((c for s in states for c in s.citations), key=lambda c: c.index)
+    answer = number_markers(output, citations)
     return AskResult(
-        answer=number_markers(output, citations),
+        answer=answer,
         grounded=any(s.grounded for s in states),
         citations=citations,
+        quotes=check_answer(answer, states),
         usage=usage_summary(usage),
         state=deps.dump(),
         violation=any(s.violation for s in states),

@@ -40,6 +40,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import DeferredToolRequests
 
 from haiku_cli.capabilities.evidence import evidence_states, finish_questions, track_questions
+from haiku_cli.capabilities.quotes import check_answer
 from haiku_cli.capabilities.state import EvidenceState, HaikuDeps, Question, state_of
 
 # A machine tag, so recognising our own redirect never depends on its (editable) prose.
@@ -49,6 +50,20 @@ REDIRECT_MESSAGE = (
     "Call `cite` with the ids of the chunks your answer relies on, or `cite` with an empty list if the "
     "documents do not support an answer; then give your answer again."
 )
+
+# Told once per question when a quoted passage is not in the chunks the answer cites.
+QUOTE_TAG = "<haiku:quote-not-in-evidence/>"
+
+
+def quote_message(quotes: Sequence[str]) -> str:
+    """The redirect for quotes the cited chunks do not hold."""
+    listed = "; ".join(f'"{q}"' for q in quotes)
+    return (
+        f"{QUOTE_TAG} These quoted passages are not in the evidence you cited: {listed}. Quote only words "
+        "that stand in the cited chunks (cite the chunk that holds a passage), or paraphrase without "
+        "quotation marks; then give your answer again."
+    )
+
 
 Outcome = Literal["grounded", "ungrounded", "no_evidence", "violation"]
 StreamedRedirect = Literal["before", "after"]
@@ -95,7 +110,7 @@ def decide(states: Sequence[EvidenceState], *, redirected: bool) -> Decision:
     return "no_evidence"
 
 
-def redirect_sent(messages: Sequence[ModelMessage], runs: set[str]) -> bool:
+def redirect_sent(messages: Sequence[ModelMessage], runs: set[str], tag: str = REDIRECT_TAG) -> bool:
     """Whether the question's runs hold our redirect, by its tag, and the model has answered it since.
 
     The tag is found in any part pydantic-ai may carry it in: retry feedback (text output) or a retried
@@ -113,7 +128,7 @@ def redirect_sent(messages: Sequence[ModelMessage], runs: set[str]) -> bool:
             else:
                 continue
             answered = any(isinstance(m, ModelResponse) for m in messages[i + 1 :])
-            if isinstance(content, str) and REDIRECT_TAG in content and answered:
+            if isinstance(content, str) and tag in content and answered:
                 return True
     return False
 
@@ -195,7 +210,15 @@ class CitationPolicy(AbstractCapability[HaikuDeps]):
         if self.may_redirect(ctx) and ctx.retry < ctx.max_retries:
             self.state(ctx.deps).redirected = True
             raise ModelRetry(REDIRECT_MESSAGE)
+        if isinstance(output, str) and ctx.retry < ctx.max_retries:
+            unverified = self.unverified_quotes(ctx, output)
+            if unverified and not redirect_sent(ctx.messages, self.state(ctx.deps).runs(), QUOTE_TAG):
+                raise ModelRetry(quote_message(unverified))
         return output
+
+    def unverified_quotes(self, ctx: RunContext[HaikuDeps], answer: str) -> list[str]:
+        """The passages the answer (or `cite`) quotes that no chunk cited for this answer holds."""
+        return [q.text for q in check_answer(answer, evidence_states(ctx)) if not q.verified]
 
     async def after_run(
         self, ctx: RunContext[HaikuDeps], *, result: AgentRunResult[Any]

@@ -180,14 +180,18 @@ class RetrievalCapability(EvidenceCapability):
         shown = [(k, found[k], titles.get((k.database, k.document_id))) for k in keys if k in found]
         return [text, *picture_items(shown, images=self.sends_images(ctx))]
 
-    async def cite(self, ctx: RunContext[HaikuDeps], chunk_ids: list[str]) -> str:
+    async def cite(self, ctx: RunContext[HaikuDeps], chunk_ids: list[str], quote: str | None = None) -> str:
         """Cite the chunks that support your answer, or declare that the documents do not support it.
 
         Args:
             chunk_ids: Ids of the supporting chunks, exactly as shown in square brackets in search results.
                 An empty list declares the answer ungrounded: the documents do not say.
+            quote: Optionally, a passage copied word for word from the cited chunks; it is checked
+                against them.
         """
         state = self.evidence(ctx.deps)
+        if quote and quote.strip() and chunk_ids:
+            state.quotes.append(quote.strip())
         if not chunk_ids:
             declare_ungrounded(ctx, state)
             if state.citations:

@@ -147,6 +147,7 @@ class EvidenceState(BaseModel):
     step_offset: int = 0  # responses of earlier runs of this question, so a resumed run's steps are new
     evidence: list[EvidenceRef] = Field(default_factory=list)  # chunks shown to the model this answer
     citations: list[Citation] = Field(default_factory=list)
+    quotes: list[str] = Field(default_factory=list)  # passages passed to `cite` as `quote`, this answer
     declared_ungrounded: bool = False  # the model called cite([]) for this answer
     declared_at: int = 0  # `evidence_mark` when it did
     # `evidence_mark` when the model last cited or declared (in any evidence capability): the evidence it
@@ -164,6 +165,7 @@ class EvidenceState(BaseModel):
         self.step_offset = 0
         self.evidence = []
         self.citations = []
+        self.quotes = []
         self.declared_ungrounded = False
         self.declared_at = 0
         self.spoken_at = None

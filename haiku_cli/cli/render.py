@@ -393,11 +393,15 @@ def not_created(names: Sequence[str]) -> None:
 
 
 def grounding_notice(result: AskResult) -> None:
-    """Say on stderr when an answer is not grounded, or broke the citation policy."""
+    """Say on stderr when an answer is not grounded, broke the citation policy, or quotes what its
+    citations do not hold."""
     if result.violation:
         output.error("warning: the model neither cited its sources nor said the answer is ungrounded")
     elif not result.grounded:
         output.err.print("(not grounded in the documents)", style="dim")
+    for quote in result.quotes:
+        if not quote.verified:
+            output.error(f'warning: quoted passage not found in the cited chunks: "{printable(quote.text)}"')
 
 
 def executions(runs: Sequence[Execution]) -> None:

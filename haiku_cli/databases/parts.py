@@ -12,10 +12,11 @@ from haiku_cli.databases import references
 from haiku_cli.databases.reading import read_one
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError
+from haiku_cli.ingest.stored import lines_before
 from haiku_cli.store import reads
 from haiku_cli.store.database import Database
 from haiku_cli.store.location import Location
-from haiku_cli.store.records import ChunkRecord, DocumentRecord
+from haiku_cli.store.records import DocumentRecord
 
 _LINES = re.compile(r"\s*(\d+)\s*(?:([:-])\s*(\d*)\s*)?")
 
@@ -85,7 +86,7 @@ def _chunk_part(db: Database, location: Location, chunk_id: str) -> DocumentPart
 
 def _lines_part(db: Database, doc: DocumentRecord, first: int, last: int | None) -> DocumentPart:
     text_lines = doc.content.split("\n")
-    skipped = source_lines_before(doc, reads.chunks_of(db, doc.id))
+    skipped = lines_before(doc.content, ((c.char_start, c.line_start) for c in reads.chunks_of(db, doc.id)))
     lines_of: Literal["source", "text"] = "text" if skipped is None else "source"
     skipped = skipped or 0
     total = skipped + len(text_lines)
@@ -101,15 +102,6 @@ def _lines_part(db: Database, doc: DocumentRecord, first: int, last: int | None)
     text = "\n".join(picked)
     part = _part(db, doc, first, end, text, lines_of)
     return part.model_copy(update={"char_start": start, "char_end": start + len(text)})
-
-
-def source_lines_before(doc: DocumentRecord, chunks: list[ChunkRecord]) -> int | None:
-    """How many lines of the source file come before the stored text (front matter, blank lines), from
-    any chunk that knows both its characters and its lines; None when none does."""
-    for c in chunks:
-        if c.line_start is not None and c.char_start is not None:
-            return c.line_start - (doc.content.count("\n", 0, c.char_start) + 1)
-    return None
 
 
 def _part(

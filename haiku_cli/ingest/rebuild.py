@@ -10,7 +10,7 @@ import anyio.to_thread
 from haiku_cli.ingest.chunking import Chunk, chunk_document
 from haiku_cli.ingest.embedding import BATCH_CHUNKS, embed_chunks
 from haiku_cli.ingest.reports import NoProgress, Progress
-from haiku_cli.ingest.stored import from_stored
+from haiku_cli.ingest.stored import from_stored, lines_before
 from haiku_cli.store.database import Database
 from haiku_cli.store.records import DocumentSummary
 from haiku_cli.store.writer import exclusive
@@ -59,8 +59,10 @@ async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = 
                     KeptIds, db, ids, vectors_of=set(ids) if reuse else (), what="cannot be rebuilt"
                 )
                 kept = await anyio.to_thread.run_sync(read)
+                placed = await anyio.to_thread.run_sync(_placed, db, ids)
                 for doc in (full[i] for i in ids if i in full):
-                    stored = from_stored(doc.uri, doc.title, doc.content)
+                    skipped = lines_before(doc.content, placed.get(doc.id, ()))
+                    stored = from_stored(doc.uri, doc.title, doc.content, lines_skipped=skipped)
                     chunks = await anyio.to_thread.run_sync(
                         partial(chunk_document, stored, embedder.count_tokens, max_tokens=embedder.max_tokens)
                     )
@@ -87,6 +89,23 @@ async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = 
 _REBUILD_DOCUMENTS = 64
 # A rebuilt chunk with its document, and the stored chunk whose id it keeps (None: a new one).
 _Rebuilt = tuple[DocumentSummary, Chunk, "Kept | None"]
+
+
+def _placed(db: Database, ids: list[str]) -> dict[str, list[tuple[int | None, int | None]]]:
+    """Per document, (char_start, line_start) of a stored chunk that knows its source lines: what tells
+    a re-cut chunk its lines (the stored text alone does not say what preceded it in the file)."""
+    from haiku_cli.store.reads import chunk_rows_of
+    from haiku_cli.store.transaction import storage_errors
+
+    if not db.chunks_carry_spans:
+        return {}
+    with storage_errors(db, "cannot be rebuilt"):
+        rows = chunk_rows_of(db, ids, ["document_id", "char_start", "line_start"]).to_pylist()
+    placed: dict[str, list[tuple[int | None, int | None]]] = {}
+    for r in rows:
+        if r["line_start"] is not None and r["char_start"] is not None and r["document_id"] not in placed:
+            placed[r["document_id"]] = [(r["char_start"], r["line_start"])]
+    return placed
 
 
 def _plus(a: Rebuilt, b: Rebuilt) -> Rebuilt:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from haiku_cli.ingest.document import ConvertedDocument, Segment
 from haiku_cli.store.records import PictureRecord
@@ -68,11 +68,23 @@ def segment_offsets(doc: ConvertedDocument) -> list[int]:
     return offsets
 
 
-def from_stored(uri: str | None, title: str | None, content: str) -> ConvertedDocument:
-    """Rebuild a converted document from stored content (the inverse of `stored_content`)."""
+def lines_before(content: str, placed: Iterable[tuple[int | None, int | None]]) -> int | None:
+    """How many lines of the source file come before the stored text (front matter, blank lines), from
+    any (char_start, line_start) of a chunk of it that knows both; None when none does."""
+    for char_start, line_start in placed:
+        if char_start is not None and line_start is not None:
+            return line_start - (content.count("\n", 0, char_start) + 1)
+    return None
+
+
+def from_stored(
+    uri: str | None, title: str | None, content: str, *, lines_skipped: int | None = None
+) -> ConvertedDocument:
+    """Rebuild a converted document from stored content (the inverse of `stored_content`);
+    `lines_skipped`: the source's lines before it (`lines_before`), so its chunks know their lines."""
     if content.endswith(PAGE_BREAK):
         pages = content[: -len(PAGE_BREAK)].split(PAGE_BREAK)
         segments = [Segment(text, page=i) for i, text in enumerate(pages, start=1)]
     else:
-        segments = [Segment(content)]
+        segments = [Segment(content, line=None if lines_skipped is None else lines_skipped + 1)]
     return ConvertedDocument(uri=uri or "", title=title, segments=segments)

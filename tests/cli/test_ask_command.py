@@ -85,7 +85,7 @@ def test_ask_json_through_a_real_openai_compatible_server(kb, cli, openai_env) -
     [citation] = data["citations"]
     assert set(citation) == {
         "index", "database", "document_id", "document_uri", "document_title", "chunk_id", "content", "pages",
-        "pictures",
+        "pictures", "char_start", "char_end", "line_start", "line_end",
     }  # fmt: skip
     assert (citation["index"], citation["database"], citation["document_title"]) == (1, "notes", "France")
     assert "Paris" in citation["content"]

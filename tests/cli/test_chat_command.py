@@ -76,7 +76,8 @@ def test_ask_session_prints_what_ask_prints_and_continues(kb, cli, openai_env) -
     data = json.loads(second.stdout)
     # ask's JSON, plus the session it continued (the library's SessionAnswer).
     assert set(data) == {
-        "answer", "grounded", "violation", "databases", "not_created", "citations", "usage", "session"
+        "answer", "grounded", "violation", "databases", "not_created", "citations", "quotes", "usage",
+        "session",
     }  # fmt: skip
     assert data["session"] == "work"
     assert data["answer"] == "Basil needs at least six hours of sun [1]."

@@ -100,3 +100,11 @@ def test_a_hits_location_is_a_terminal_link_but_never_in_a_pipe_or_under_no_colo
     assert osc8 in linked and tides.as_uri() in linked.split(osc8, 1)[1]
     assert osc8 not in _rendered(monkeypatch, cli, terminal=True, no_color=True)
     assert osc8 not in _rendered(monkeypatch, cli, terminal=False, no_color=False)
+
+
+def test_a_rebuild_keeps_each_chunks_source_lines(cli, tides: Path) -> None:
+    before = _hit(cli, "neap tides quarter moons")
+    assert cli("rebuild").exit_code == 0
+    after = _hit(cli, "neap tides quarter moons")
+    place = ("line_start", "char_start")
+    assert tuple(after[k] for k in place) == tuple(before[k] for k in place) == (14, 98)

@@ -1,0 +1,92 @@
+"""Quoted passages checked against the cited chunks; the model told once when a quote is not there."""
+
+from __future__ import annotations
+
+from pydantic_ai.messages import ModelRequest
+
+from haiku_cli.capabilities.citations import Citation
+from haiku_cli.capabilities.policy import QUOTE_TAG
+from haiku_cli.capabilities.quotes import check_quotes, quotes_in
+from haiku_cli.databases.workspace import Workspace
+from tests.agents.test_ask import ask_sync
+from tests.capabilities.script import Script, call, chunk_ids, cite_first, search, text
+
+QUESTION = "What is the capital of France?"
+
+
+def _told(script: Script) -> int:
+    """How many requests the model got that carry the quote redirect (each says it once, when new)."""
+    return sum(
+        QUOTE_TAG in str(getattr(part, "content", ""))
+        for m in script.seen[-1]
+        if isinstance(m, ModelRequest)
+        for part in m.parts
+    )
+
+
+def _citation(content: str) -> Citation:
+    return Citation(index=1, database="notes", document_id="d", chunk_id="c1", content=content)
+
+
+def test_quotes_are_found_in_marks_and_blockquotes_but_short_terms_are_not_quotes() -> None:
+    answer = (
+        'It says "the capital of France is Paris" [1], a "major city".\n\n> It lies on\n> the river Seine.\n'
+    )
+    assert quotes_in(answer) == ["the capital of France is Paris", "It lies on the river Seine."]
+    assert quotes_in("So-called “real” answers, “in short”.") == []
+
+
+def test_a_quote_matches_whatever_its_case_spacing_and_punctuation_and_an_ellipsis_skips() -> None:
+    cited = [_citation("The capital of France is Paris.  It lies on the river Seine.")]
+    checks = check_quotes(
+        [
+            "THE capital of France, is Paris",
+            "the capital of France … on the river Seine",
+            "the capital of Spain is Madrid",
+            "river Seine ... capital of France",  # out of order
+        ],
+        cited,
+    )
+    assert [(c.verified, c.chunk) for c in checks] == [
+        (True, "c1"),
+        (True, "c1"),
+        (False, None),
+        (False, None),
+    ]
+
+
+def test_a_quote_the_cited_chunk_holds_is_verified_and_nothing_is_sent_back(kb: Workspace) -> None:
+    script = Script(
+        search("capital of France"), cite_first(), text('The note says "the capital of France is Paris" [1].')
+    )
+    result = ask_sync(kb, QUESTION, script)
+    [quote] = result.quotes
+    assert quote.verified and quote.chunk == result.citations[0].chunk_id
+    assert len(script.seen) == 3 and _told(script) == 0
+
+
+def test_a_quote_not_in_the_evidence_is_flagged_and_the_model_told_once(kb: Workspace) -> None:
+    invented = 'The note says "Paris has been the capital since the year 987" [1].'
+    script = Script(search("capital of France"), cite_first(), text(invented), text(invented))
+    result = ask_sync(kb, QUESTION, script)
+    assert len(script.seen) == 4 and _told(script) == 1  # sent back once; the same answer then stands
+    assert result.grounded and result.answer == invented
+    assert [(q.text, q.verified, q.chunk) for q in result.quotes] == [
+        ("Paris has been the capital since the year 987", False, None)
+    ]
+    assert result.model_dump(mode="json")["quotes"][0]["verified"] is False
+
+
+def test_a_quote_passed_to_cite_is_checked_too(kb: Workspace) -> None:
+    def cite_with(quote: str):
+        return lambda messages: call(("cite", {"chunk_ids": chunk_ids(messages)[:1], "quote": quote}))
+
+    script = Script(
+        search("capital of France"),
+        cite_with("It lies on the river Thames"),
+        text("Paris [1]."),
+        text("Paris [1]."),
+    )
+    result = ask_sync(kb, QUESTION, script)
+    assert [(q.text, q.verified) for q in result.quotes] == [("It lies on the river Thames", False)]
+    assert _told(script) == 1
