@@ -65,9 +65,10 @@ def test_python_dash_m_works() -> None:
 def test_kill_during_ingest_leaves_a_usable_database(tmp_path: Path) -> None:
     folder = tmp_path / "docs"
     folder.mkdir()
-    para = "Rivers carry sediment to the sea, building deltas over centuries. " * 12
-    for i in range(400):  # 800 chunks, two batches of embedding: the kill lands after the first
-        (folder / f"doc{i:03}.md").write_text(f"# Document {i}\n\n{para}\n\n{para}\n")
+    # 2000 one-chunk documents, four batches of embedding: the kill lands after the first is written.
+    # Short texts embed about 20 times faster than paragraphs, and the add is as many batches long.
+    for i in range(2000):
+        (folder / f"doc{i:04}.md").write_text(f"# Document {i}\n\nRivers carry sediment to delta {i}.\n")
     db = tmp_path / "k.lancedb"
     assert _run("add", "Kept from before.", "--db", str(db)).returncode == 0
     proc = subprocess.Popen([*_haiku(), "add-src", str(folder), "--db", str(db)], env=os.environ.copy())
