@@ -13,9 +13,11 @@ import pytest
 from haiku_cli.databases import fanout, operations
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
+from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import DatabaseError, InputError
 from haiku_cli.store import EmbedderSpec, Location, open_database
 from haiku_cli.store.writes import write_documents
+from tests.conftest import fill
 from tests.support.single_chunks import single_chunk_database, word_texts
 
 NOTES = [
@@ -153,10 +155,36 @@ CORPUS = [
 ]
 
 
+@pytest.fixture(scope="module")
+def split_once(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:
+    """CORPUS in one database (`whole`) and split over three (`part0..2`), embedded once for the module."""
+    folder = tmp_path_factory.mktemp("split")
+    (folder / "config.toml").touch()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("HAIKU_CONFIG", str(folder / "config.toml"))
+        env.setenv("HAIKU_DATA_DIR", str(folder / "data"))
+        ws = Workspace.load(embedder=embedder)
+        fill(ws, Location("whole", str(folder / "whole.lancedb")), CORPUS)
+        for i in range(3):
+            fill(ws, Location(f"part{i}", str(folder / f"part{i}.lancedb")), CORPUS[i::3])
+    return folder
+
+
+@pytest.fixture
+def split(split_once: Path, tmp_path: Path) -> tuple[Location, list[Location]]:
+    """A copy of them for each test (which may write to them, and must not share a cached version)."""
+
+    def copy(name: str) -> Location:
+        return Location(
+            name, str(shutil.copytree(split_once / f"{name}.lancedb", tmp_path / f"{name}.lancedb"))
+        )
+
+    return copy("whole"), [copy(f"part{i}") for i in range(3)]
+
+
 @pytest.mark.parametrize("kind", ["fts", "vector", "hybrid"])
-def test_a_corpus_split_across_databases_ranks_as_in_one(make_db, workspace, kind: str) -> None:
-    whole, _ = make_db("whole", CORPUS)
-    parts = [make_db(f"part{i}", CORPUS[i::3])[0] for i in range(3)]
+def test_a_corpus_split_across_databases_ranks_as_in_one(split, workspace, kind: str) -> None:
+    whole, parts = split
     ws = workspace()
     query = "retrieval of relevant documents by index terms"
     single = _search(ws, Selection((whole,)), query, search_type=kind, limit=9)
@@ -166,9 +194,8 @@ def test_a_corpus_split_across_databases_ranks_as_in_one(make_db, workspace, kin
     assert {h.database for h in split} == {"part0", "part1", "part2"}
 
 
-def test_split_ranking_follows_a_write_after_statistics_were_cached(make_db, workspace) -> None:
-    whole, _ = make_db("whole", CORPUS)
-    parts = [make_db(f"part{i}", CORPUS[i::3])[0] for i in range(3)]
+def test_split_ranking_follows_a_write_after_statistics_were_cached(split, workspace) -> None:
+    whole, parts = split
     ws = workspace()
     query = "retrieval of relevant documents by index terms"
     before = _search(ws, Selection(tuple(parts)), query, search_type="fts", limit=9)
@@ -212,9 +239,8 @@ def test_full_text_split_ranks_as_one_from_each_databases_best_few(tmp_path: Pat
         assert len(one) == 4 and split == one
 
 
-def test_a_filtered_split_search_ranks_as_one_and_keeps_to_the_filter(make_db, workspace) -> None:
-    whole, _ = make_db("whole", CORPUS)
-    parts = [make_db(f"part{i}", CORPUS[i::3])[0] for i in range(3)]
+def test_a_filtered_split_search_ranks_as_one_and_keeps_to_the_filter(split, workspace) -> None:
+    whole, parts = split
     query = "retrieval of relevant documents by index terms"
     searches = [
         (kind, document_filter)
