@@ -30,11 +30,15 @@ class DatabaseSettings(_Strict):
     @field_validator("storage_options", mode="before")
     @classmethod
     def _stringify(cls, value: Any) -> Any:
-        # LanceDB wants strings; TOML users naturally write `allow_http = true` or `timeout = 30`. A table,
-        # an array or a date is left as it is, for validation to refuse rather than pass on its Python repr.
-        if isinstance(value, dict):
-            return {k: _option_text(v) for k, v in value.items()}
-        return value
+        return _options_text(value)
+
+
+def _options_text(value: Any) -> Any:
+    # LanceDB wants strings; TOML users naturally write `allow_http = true` or `timeout = 30`. A table,
+    # an array or a date is left as it is, for validation to refuse rather than pass on its Python repr.
+    if isinstance(value, dict):
+        return {k: _option_text(v) for k, v in value.items()}
+    return value
 
 
 def _option_text(value: Any) -> Any:
@@ -127,6 +131,17 @@ class IngestSettings(_Strict):
 MIN_TOKEN_CHARS = 16  # a shorter bearer token could be guessed
 
 
+class SourceSettings(_Strict):
+    """`[sources."s3://bucket/prefix/"]`: how sources under this prefix are read (endpoint, region, keys)."""
+
+    storage_options: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("storage_options", mode="before")
+    @classmethod
+    def _stringify(cls, value: Any) -> Any:
+        return _options_text(value)
+
+
 class McpSettings(_Strict):
     """`haiku mcp --http`: the bearer token every request must carry (none: no token is asked for)."""
 
@@ -144,6 +159,8 @@ class Settings(_Strict):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    # Sources on object storage, by URI prefix (the longest matching one applies; none: the database's).
+    sources: dict[str, SourceSettings] = Field(default_factory=dict)
 
     @field_validator("databases", mode="before")
     @classmethod

@@ -96,6 +96,7 @@ async def add_sources(
     suffix haiku does not know is read as plain text.
     """
     from haiku_cli.ingest import pipeline
+    from haiku_cli.ingest.objects import ObjectStores, is_object_uri
     from haiku_cli.ingest.sources import FileChoice, as_source, display_path, is_url, unread_scheme
 
     # Checked before the database is opened, so that bad input never creates an empty one.
@@ -105,7 +106,11 @@ async def add_sources(
     unread = [reason for reason in map(unread_scheme, sources) if reason]
     if unread:
         raise InputError("\n".join(unread))
-    missing = [s for s in sources if not is_url(s) and not os.path.lexists(Path(s).expanduser())]
+    missing = [
+        s
+        for s in sources
+        if not is_url(s) and not is_object_uri(s) and not os.path.lexists(Path(s).expanduser())
+    ]
     if len(missing) == len(sources):
         raise InputError("\n".join(f"{display_path(s)}: no such file or directory" for s in missing))
     return await _adding(
@@ -121,6 +126,7 @@ async def add_sources(
             follow_symlinks=follow_symlinks,
             limits=ws.settings.ingest,
             choice=FileChoice(include, exclude),
+            objects=ObjectStores(ws.settings, db.location.storage_options),
         ),
         "add-src " + " ".join(display_path(s) for s in sources),
     )
@@ -430,6 +436,7 @@ async def sync_source(
 ) -> reports.SourceSync:
     """Sync one remembered source of an open database, holding its writer lock meanwhile (see `sync`)."""
     from haiku_cli.ingest import sync as syncing
+    from haiku_cli.ingest.objects import ObjectStores
 
     async def embedder() -> Embedder:
         db.check_embedder(await ws.resolve_embedder_spec())
@@ -440,7 +447,13 @@ async def sync_source(
         if source.source not in current:  # forgotten meanwhile
             return reports.SourceSync(source=source.source, kind=source.kind)
         return await syncing.sync_source(
-            db, embedder, current[source.source], limits=ws.settings.ingest, progress=progress, scope=scope
+            db,
+            embedder,
+            current[source.source],
+            limits=ws.settings.ingest,
+            progress=progress,
+            scope=scope,
+            objects=ObjectStores(ws.settings, db.location.storage_options),
         )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,6 +19,7 @@ from haiku_cli.errors import HaikuError, InputError
 from haiku_cli.ingest.chunking import Chunk, chunk_document
 from haiku_cli.ingest.document import ConvertedDocument
 from haiku_cli.ingest.embedding import BATCH_CHUNKS, embed_chunks
+from haiku_cli.ingest.objects import ObjectFile, ObjectStores, is_object_uri
 from haiku_cli.ingest.reports import IngestReport, NoProgress, Progress, SourceOutcome, Status
 from haiku_cli.ingest.sources import FileChoice, TextFile
 from haiku_cli.ingest.stages import two_stages
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from haiku_cli.ingest.convert.url import Fetched
     from haiku_cli.ingest.remembering import Seen
     from haiku_cli.store.kept import Kept, KeptIds
-    from haiku_cli.store.sources import RememberedSource
+    from haiku_cli.store.sources import RememberedSource, SourceKind
 
 
 @dataclass
@@ -293,8 +294,8 @@ class Ingestor:
 
 # Updated documents of up to this many chunks reuse the stored vectors of their identical chunks.
 _REUSE_VECTORS_UP_TO = 4 * BATCH_CHUNKS
-# What an add reads: a URL, a file, or a file of another suffix read as text.
-Item = str | Path | TextFile
+# What an add reads: a URL, a file, a file of another suffix read as text, or an object on object storage.
+Item = str | Path | TextFile | ObjectFile
 # A batch ready to write: whole or first parts of documents, further chunks of documents written before,
 # and whether every document in it is whole once it is written.
 _Embedded = tuple[list[DocumentWrite], list[tuple[DocumentRecord, NewChunk]], bool]
@@ -327,8 +328,10 @@ async def add_sources(
     follow_symlinks: bool = False,
     limits: IngestSettings | None = None,
     choice: FileChoice | None = None,
+    objects: ObjectStores | None = None,
 ) -> IngestReport:
-    """Add files, directories (recursively) and URLs; unreadable sources are reported, the rest added.
+    """Add files, directories (recursively), URLs and objects or prefixes on object storage (`objects`
+    reads those); unreadable sources are reported, the rest added.
 
     Symlinks leading out of a directory are skipped unless `follow_symlinks`; files over `limits` are
     reported as failed; `choice` (--include/--exclude) picks the files of folders. What folders hold and
@@ -350,6 +353,23 @@ async def add_sources(
     folders: list[Path] = []
     for source in sources:
         ingestor.position = next(positions)
+        if is_object_uri(source):
+            listed = await _list_objects(ingestor, source, objects, choice, positions)
+            if listed is not None:
+                kind, found = listed
+                kept.append(
+                    remembered(
+                        source,
+                        title=title,
+                        metadata=metadata,
+                        follow_symlinks=False,
+                        choice=choice,
+                        kind=kind,
+                    )
+                )
+                items.extend(found)
+                owners.update(dict.fromkeys((p for p, _ in found), source))
+            continue
         if not is_url(source) and not os.path.lexists(Path(source).expanduser()):
             ingestor.fail(display_path(source), f"{display_path(source)}: no such file or directory")
             continue
@@ -380,10 +400,42 @@ async def add_sources(
         ingestor.report.gone = await anyio.to_thread.run_sync(_gone_from, db, folders)
     await anyio.to_thread.run_sync(prepare, db)  # before the journal: the write below may fill them
     with atomic_write(db):
-        seen = await ingest_items(ingestor, items, title=title, metadata=metadata, limits=limits)
+        seen = await ingest_items(
+            ingestor, items, title=title, metadata=metadata, limits=limits, objects=objects
+        )
         await anyio.to_thread.run_sync(lambda: remember_outcomes(db, kept, ingestor.report, owners, seen))
     await anyio.to_thread.run_sync(after_write, db)
     return ingestor.report.in_source_order()
+
+
+async def _list_objects(
+    ingestor: Ingestor,
+    source: str,
+    objects: ObjectStores | None,
+    choice: FileChoice,
+    positions: Iterator[int],
+) -> tuple[SourceKind, list[tuple[int, Item]]] | None:
+    """The objects a source on object storage names, with their positions (left-out ones go to the
+    report); None when it cannot be listed (reported as a failed source)."""
+    from haiku_cli.ingest.document import ConversionError
+    from haiku_cli.ingest.reports import LeftOut
+
+    if objects is None:
+        ingestor.fail(source, f"{source}: object storage is not configured for this add")
+        return None
+    try:
+        listing = await anyio.to_thread.run_sync(lambda: objects.get(source).listing(source, choice))
+    except ConversionError as exc:
+        ingestor.fail(source, str(exc))
+        return None
+    found: list[tuple[int, Item]] = []
+    for entry in listing.found:
+        ingestor.position = next(positions)
+        if isinstance(entry, LeftOut):
+            ingestor.report.left_out.append(entry)
+        else:
+            found.append((ingestor.position, entry))
+    return listing.kind, found
 
 
 def _gone_from(db: Database, folders: list[Path]) -> list[str]:
@@ -426,6 +478,7 @@ async def ingest_items(
     metadata: dict[str, Any],
     limits: IngestSettings | None = None,
     fetched: dict[str, Fetched] | None = None,
+    objects: ObjectStores | None = None,
 ) -> dict[int, Seen]:
     """Convert, embed and write the items (inside the caller's write); how each looked when read.
 
@@ -442,6 +495,7 @@ async def ingest_items(
             limits=limits or IngestSettings(),
             seen=seen,
             fetched=fetched or {},
+            objects=objects,
         )
     return seen
 
@@ -455,18 +509,23 @@ async def _convert_all(
     limits: IngestSettings,
     seen: dict[int, Seen],
     fetched: dict[str, Fetched],
+    objects: ObjectStores | None = None,
 ) -> None:
     """Convert and queue each source in order; unreadable ones are reported, other failures raised.
 
     A file's size and time are taken before it is read, so a change while it is read shows next time.
     """
     from haiku_cli.ingest.convert import convert_file
-    from haiku_cli.ingest.convert.url import fetch_if_changed
+    from haiku_cli.ingest.convert.url import Validators, fetch_if_changed
     from haiku_cli.ingest.remembering import Seen
 
     for position, item in items:
         ingestor.position = position
-        label = str(item.path if isinstance(item, TextFile) else item)
+        label = (
+            item.uri
+            if isinstance(item, ObjectFile)
+            else str(item.path if isinstance(item, TextFile) else item)
+        )
         ingestor.progress.reading(label)
         try:
             if isinstance(item, str):
@@ -476,6 +535,10 @@ async def _convert_all(
                 seen[position] = Seen(item, validators=got.validators)
                 # Asked without validators, or read by a sync that found it changed: never "not modified".
                 doc = cast(ConvertedDocument, got.document)
+            elif isinstance(item, ObjectFile):
+                assert objects is not None  # objects are found only with the clients that list them
+                doc, etag = await anyio.to_thread.run_sync(objects.get(item.uri).read, item, limits)
+                seen[position] = Seen(item.uri, item.size, item.mtime_ns, validators=Validators(etag=etag))
             else:
                 path, as_text = (item.path, True) if isinstance(item, TextFile) else (item, False)
                 seen[position] = await anyio.to_thread.run_sync(_look_at, path)

@@ -10,6 +10,7 @@ from typing import Any
 
 from haiku_cli.ingest.convert.dispatch import file_uri
 from haiku_cli.ingest.convert.url import Validators
+from haiku_cli.ingest.objects import is_object_uri
 from haiku_cli.ingest.reports import SourceOutcome
 from haiku_cli.ingest.sources import FileChoice, is_url
 from haiku_cli.store.sources import FileState, RememberedSource, SourceKind
@@ -19,8 +20,9 @@ _HELD = ("added", "updated", "unchanged")
 
 
 def source_key(source: str) -> str:
-    """How a source given to `add-src` is remembered: a URL as it is, a path made absolute (not resolved)."""
-    return source if is_url(source) else os.path.abspath(Path(source).expanduser())
+    """How a source given to `add-src` is remembered: a URL or `s3://` address as it is, a path made
+    absolute (not resolved)."""
+    return source if is_url(source) or is_object_uri(source) else os.path.abspath(Path(source).expanduser())
 
 
 def remembered(
@@ -30,26 +32,29 @@ def remembered(
     metadata: dict[str, Any],
     follow_symlinks: bool,
     choice: FileChoice | None = None,
+    kind: SourceKind | None = None,
 ) -> RememberedSource:
-    """The record of a source being added now, with the options it is added with."""
+    """The record of a source being added now, with the options it is added with (`kind`: as its
+    listing found it, for a source on object storage)."""
     key = source_key(source)
-    kind: SourceKind
-    if is_url(source):
-        kind = "url"
-    else:
-        try:
-            kind = "folder" if Path(key).is_dir() else "file"
-        except OSError:
-            kind = "file"
     return RememberedSource(
         source=key,
-        kind=kind,
+        kind=kind or _kind_of(source, key),
         title=title,
         metadata=metadata,
         follow_symlinks=follow_symlinks,
         include=list(choice.include) if choice else [],
         exclude=list(choice.exclude) if choice else [],
     )
+
+
+def _kind_of(source: str, key: str) -> SourceKind:
+    if is_url(source):
+        return "url"
+    try:
+        return "folder" if Path(key).is_dir() else "file"
+    except OSError:
+        return "file"
 
 
 @dataclass(frozen=True)

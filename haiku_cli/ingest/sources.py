@@ -92,13 +92,13 @@ def as_source(source: str) -> str:
 
 
 def unread_scheme(source: str) -> str | None:
-    """Why `source` (after `as_source`) cannot be added: an address of a kind haiku does not read (`s3://`)."""
-    if not _SCHEME.match(source) or is_url(source):
+    """Why `source` (after `as_source`) cannot be added: an address of a kind haiku does not read (`ftp://`)."""
+    if not _SCHEME.match(source) or is_url(source) or source.lower().startswith("s3://"):
         return None
     if os.path.lexists(source):
         return None  # a local folder that happens to be named `ftp:`
     where = " names a file on another host;" if source.lower().startswith("file://") else ""
-    return f"{display_path(source)}:{where} haiku reads only local paths and http(s) addresses"
+    return f"{display_path(source)}:{where} haiku reads only local paths, http(s) and s3:// addresses"
 
 
 Found = Path | TextFile | SkippedSource | LeftOut

@@ -20,6 +20,8 @@ from haiku_cli.config.settings import IngestSettings
 from haiku_cli.errors import HaikuError, InputError
 from haiku_cli.ingest.convert.dispatch import file_uri
 from haiku_cli.ingest.convert.url import Fetched, Validators, fetch_if_changed
+from haiku_cli.ingest.document import ConversionError
+from haiku_cli.ingest.objects import ObjectStores, is_object_uri
 from haiku_cli.ingest.pipeline import Ingestor, Item, ingest_items
 from haiku_cli.ingest.remembering import states_of
 from haiku_cli.ingest.reports import LeftOut, Progress, SourceOutcome, SourceSync, SyncStatus
@@ -52,13 +54,15 @@ async def sync_source(
     limits: IngestSettings | None = None,
     progress: Progress | None = None,
     scope: Sequence[Path] | None = None,
+    objects: ObjectStores | None = None,
 ) -> SourceSync:
     """Bring the documents of one remembered source up to date with it (the caller holds the writer lock).
 
     `embedder` is awaited only when something has to be embedded. `scope`: only these paths inside the
-    source are looked at (what a watcher saw change); None: all of it.
+    source are looked at (what a watcher saw change); None: all of it. `objects` reads a source on object
+    storage (listed again whole: an object whose size and Last-Modified are those stored is not read).
     """
-    plan = await anyio.to_thread.run_sync(_plan, db, source, scope, limits or IngestSettings())
+    plan = await anyio.to_thread.run_sync(_plan, db, source, scope, limits or IngestSettings(), objects)
     result = SourceSync(source=source.source, kind=source.kind, unchanged=plan.unchanged)
     if plan.problem is not None:
         result.status, result.error = plan.problem
@@ -77,6 +81,7 @@ async def sync_source(
                 metadata=source.metadata,
                 limits=limits,
                 fetched=plan.fetched,
+                objects=objects,
             )
             owners = dict.fromkeys((p for p, _ in plan.items), source.source)
             deleted = await anyio.to_thread.run_sync(
@@ -107,9 +112,16 @@ class _Plan:
 
 
 def _plan(
-    db: Database, source: RememberedSource, scope: Sequence[Path] | None, limits: IngestSettings
+    db: Database,
+    source: RememberedSource,
+    scope: Sequence[Path] | None,
+    limits: IngestSettings,
+    objects: ObjectStores | None = None,
 ) -> _Plan:
-    under = [file_uri(p) for p in scope] if scope is not None and source.kind != "url" else []
+    on_store = is_object_uri(source.source)
+    under = (
+        [file_uri(p) for p in scope] if scope is not None and source.kind != "url" and not on_store else []
+    )
     with storage_errors(db, "cannot be read"):
         states = {s.uri: s for s in stored_sources.file_states(db, source.source, under=under)}
         held = _held(db, [s.document_id for s in states.values()])
@@ -121,6 +133,8 @@ def _plan(
     if source.kind == "url":
         _plan_url(plan, source.source, states.get(source.source), limits, next(positions))
         return plan
+    if on_store:
+        return _plan_objects(plan, source, states, objects)
     root = Path(source.source)
     problem = _unreachable(root, len(states))
     if problem is not None:
@@ -184,6 +198,41 @@ def _plan_url(plan: _Plan, url: str, stored: FileState | None, limits: IngestSet
         return
     plan.fetched[url] = got
     plan.items.append((position, url))
+
+
+def _plan_objects(
+    plan: _Plan, source: RememberedSource, states: dict[str, FileState], objects: ObjectStores | None
+) -> _Plan:
+    """A source on object storage, listed again: an object whose size and Last-Modified are those stored
+    is unchanged (not read); one no longer listed has left. A source that cannot be listed, or lists
+    nothing at all, keeps its documents."""
+    documents = len(states)
+    kept = f"its {documents} document{'s' * (documents != 1)} are kept until it is back or forgotten"
+    if objects is None:
+        plan.problem = ("unreadable", f"{source.source}: object storage is not configured; {kept}")
+        return plan
+    try:
+        listing = objects.get(source.source).listing(
+            source.source, FileChoice(source.include, source.exclude)
+        )
+    except ConversionError as exc:
+        status: SyncStatus = "missing" if str(exc).endswith("no such object or prefix") else "unreadable"
+        plan.problem = (status, f"{exc}; {kept} (haiku forget-src)")
+        return plan
+    positions = itertools.count()
+    seen: set[str] = set()
+    for entry in listing.found:
+        position = next(positions)
+        if isinstance(entry, LeftOut):
+            continue
+        seen.add(entry.uri)
+        stored = states.get(entry.uri)
+        if stored is not None and (stored.size, stored.mtime_ns) == (entry.size, entry.mtime_ns):
+            plan.unchanged += 1
+        else:
+            plan.items.append((position, entry))
+    plan.gone = [s for uri, s in states.items() if uri not in seen]
+    return plan
 
 
 def _held(db: Database, ids: list[str]) -> set[str]:

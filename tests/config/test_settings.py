@@ -355,3 +355,25 @@ def test_a_wrong_value_says_what_to_write_not_pydantic_wording(
         load_settings()
     assert str(err.value) == f"invalid value for '{key}' in config file {path}: {expected}"
     assert "a-secret" not in str(err.value)  # a too-short token is never echoed
+
+
+def test_sources_entries_take_storage_options_and_hide_secrets_when_shown(write_config) -> None:
+    from haiku_cli.config.resolved import HIDDEN, resolved_config
+    from haiku_cli.ingest.objects import source_options
+
+    write_config(
+        """
+[sources."s3://lab/"]
+storage_options = { region = "eu-west-1", allow_http = true }
+[sources."s3://lab/private/"]
+storage_options = { region = "us-east-1", aws_secret_access_key = "shh" }
+"""
+    )
+    settings, path = load_settings()
+    assert settings.sources["s3://lab/"].storage_options == {"region": "eu-west-1", "allow_http": "true"}
+    # The longest matching prefix applies; no match: the database's own options.
+    assert source_options(settings, "s3://lab/private/a.md", {})["region"] == "us-east-1"
+    assert source_options(settings, "s3://lab/public/a.md", {})["region"] == "eu-west-1"
+    assert source_options(settings, "s3://other/a.md", {"region": "db"}) == {"region": "db"}
+    shown = resolved_config(settings, path).settings.sources["s3://lab/private/"].storage_options
+    assert shown["aws_secret_access_key"] == HIDDEN

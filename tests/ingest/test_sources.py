@@ -213,7 +213,8 @@ def test_a_folder_named_like_a_scheme_is_still_a_path(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ftp:" / "x").mkdir(parents=True)
     assert unread_scheme("ftp://x") is None
-    assert "haiku reads only local paths" in (unread_scheme("s3://x") or "")
+    assert "haiku reads only local paths" in (unread_scheme("gs://x") or "")
+    assert unread_scheme("s3://bucket/prefix/") is None
 
 
 def left_out(root: Path, choice: FileChoice | None = None) -> list[tuple[str, str, str]]:

@@ -73,7 +73,7 @@ def convert_file(
     if not stat.S_ISREG(info.st_mode):
         # Opening a FIFO or a device would wait for a writer, or read forever.
         raise ConversionError(f"{label}: not a regular file")
-    key, limit_mb = _byte_limit(kind, limits)
+    key, limit_mb = byte_limit(kind, limits)
     limit = int(limit_mb * 2**20)
     if info.st_size > limit:
         raise ConversionError(over_limit(label, info.st_size, key, limit_mb))
@@ -84,7 +84,7 @@ def convert_file(
         raise ConversionError(f"{label}: cannot read ({exc.strerror or exc})") from exc
     if len(data) > limit:
         raise ConversionError(over_limit(label, len(data), key, limit_mb))
-    return _convert(
+    return convert_kind(
         data, kind, label=label, uri=file_uri(path), fallback_title=path.stem or path.name, limits=limits
     )
 
@@ -116,12 +116,12 @@ def convert_bytes(
     kind = _kind_for(data, mime, uri)
     if kind is None:
         raise ConversionError(f"{label}: unsupported content type {mime}")
-    return _convert(
+    return convert_kind(
         data, kind, label=label, uri=uri, fallback_title=_uri_title(uri), charset=charset, limits=limits
     )
 
 
-def _convert(
+def convert_kind(
     data: bytes,
     kind: str,
     *,
@@ -131,6 +131,7 @@ def _convert(
     charset: str | None = None,
     limits: IngestSettings | None = None,
 ) -> ConvertedDocument:
+    """Convert bytes already read as a converter kind ("pdf", "markdown", ...); refuse an empty result."""
     if not data.strip():
         raise ConversionError(f"{label} is empty")
     if kind == "pdf":
@@ -178,8 +179,8 @@ def _linked_pictures(doc: ConvertedDocument, label: str, limits: IngestSettings 
     return replace(doc, segments=segments, pictures=pictures, notes=doc.notes + notes)
 
 
-def _byte_limit(kind: str, limits: IngestSettings) -> tuple[str, float]:
-    """The setting and size in MB that bound reading a file of this kind."""
+def byte_limit(kind: str, limits: IngestSettings) -> tuple[str, float]:
+    """The setting and size in MB that bound reading a file of this kind (before it is read)."""
     # Text files hold about as many characters as bytes, so the text limit applies before reading.
     if kind in ("text", "markdown") and limits.max_text_mb < limits.max_file_mb:
         return "max_text_mb", limits.max_text_mb
