@@ -21,7 +21,7 @@ from haiku_cli.store.database import (
     open_database,
     refresh_reader,
 )
-from haiku_cli.store.handle import is_missing_file
+from haiku_cli.store.handle import STORAGE_TIMEOUT_HINT, is_missing_file
 from haiku_cli.store.location import Location
 from haiku_cli.store.tags import read_at
 from haiku_cli.store.writer import WaitPolicy
@@ -73,8 +73,7 @@ class DatabasePool:
             refused = "the connection was refused; check the endpoint"
             return DatabaseError(f"database '{location.name}' cannot be reached: {refused}")
         return DatabaseError(
-            f"database '{location.name}' did not answer within {seconds:g} s; "
-            "check the store, or raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT)"
+            f"database '{location.name}' did not answer within {seconds:g} s; {STORAGE_TIMEOUT_HINT}"
         )
 
     async def clients_covering(

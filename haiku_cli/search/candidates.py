@@ -200,7 +200,7 @@ class CandidateQuery:
         if not isinstance(error, Exception):
             raise error
         if is_read_failure(error):
-            raise storage_failure(db.name, "cannot be read", error) from error
+            raise storage_failure(db.location, "cannot be read", error) from error
         reason = str(error).splitlines()[0]
         raise InputError(f"full-text search failed for {self.text!r}: {reason}") from error
 

@@ -15,7 +15,6 @@ from haiku_cli.store.handle import (
     Database,
     EmbedderSpec,
     catch_up,
-    failure_reason,
     parse_json_object,
     read_meta,
     storage_failure,
@@ -65,14 +64,14 @@ def exists(location: Location) -> bool:
             _refuse_foreign_folder(location, path)
             return False
     except OSError as exc:  # a folder without read permission: the database's failure, not a usage error
-        raise storage_failure(location.name, "cannot be read", exc) from exc
+        raise storage_failure(location, "cannot be read", exc) from exc
     try:
         conn = _connect(location)
         return schema.META in table_names(conn)
     except DatabaseError:
         raise
     except Exception as exc:  # an unreachable store is a failure, not "missing"
-        raise DatabaseError(f"database '{location.name}' cannot be reached: {failure_reason(exc)}") from exc
+        raise storage_failure(location, "cannot be reached", exc) from exc
 
 
 def written_here(location: Location) -> bool:
@@ -82,7 +81,7 @@ def written_here(location: Location) -> bool:
     try:
         return path is not None and (path / f"{schema.META}.lance").is_dir()
     except OSError as exc:  # a folder without read permission
-        raise storage_failure(location.name, "cannot be read", exc) from exc
+        raise storage_failure(location, "cannot be read", exc) from exc
 
 
 def refuse_a_file(location: Location) -> None:
@@ -119,7 +118,7 @@ def open_database(
     except Exception as exc:
         if location.local_path is None and not exists(location):
             raise _not_yet(location) from None
-        raise DatabaseError(f"database '{location.name}' cannot be opened: {failure_reason(exc)}") from exc
+        raise storage_failure(location, "cannot be opened", exc) from exc
     if db.schema_version > schema.SCHEMA_VERSION:
         raise DatabaseError(
             f"database '{location.name}' has schema version {db.schema_version}, newer than this haiku "
@@ -245,7 +244,7 @@ def _create(location: Location, spec: EmbedderSpec) -> Database:
         # The meta table is created last: its presence is what marks a database as existing.
         tables[schema.META] = conn.create_table(schema.META, data=meta_rows, schema=schema.meta_schema())
     except Exception as exc:
-        raise DatabaseError(f"database '{location.name}' cannot be created: {failure_reason(exc)}") from exc
+        raise storage_failure(location, "cannot be created", exc) from exc
     return Database(location, conn, tables)
 
 
@@ -261,4 +260,4 @@ def _connect(location: Location) -> DBConnection:
     try:
         return lancedb.connect(location.connect_uri, storage_options=location.storage_options or None)
     except Exception as exc:
-        raise DatabaseError(f"database '{location.name}' cannot be reached: {failure_reason(exc)}") from exc
+        raise storage_failure(location, "cannot be reached", exc) from exc

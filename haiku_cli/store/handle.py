@@ -191,6 +191,10 @@ def read_meta(table: Table) -> dict[str, str]:
     return {row["key"]: row["value"] for row in table.to_arrow().to_pylist()}
 
 
+# How to raise the storage timeout, for every message about a store that stopped answering.
+STORAGE_TIMEOUT_HINT = "check the store, or raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT)"
+_STALLED = "the storage did not answer in time"
+
 # What storage failures look like deep in LanceDB's (Rust) messages, and how to say them to a user.
 _KNOWN_FAILURES = (
     # Looked up before any request: its failure says "Forbidden" (a metadata service refusing), not a denial.
@@ -203,13 +207,14 @@ _KNOWN_FAILURES = (
     (("permission denied", "os error 13", "access denied", "accessdenied", "forbidden"), "permission denied"),
     # Before the timeouts: a refused connection's retry report also names its `retry_timeout`.
     (("connection refused", "connectionrefused"), "the connection was refused; check the endpoint"),
-    (("timed out", "timeout", "deadline"), "the storage did not answer in time"),
+    (("timed out", "timeout", "deadline"), _STALLED),
     (("connection refused", "connect error", "error sending request", "dispatch failure"), "cannot connect"),
 )
 
 
-def failure_reason(exc: BaseException) -> str:
-    """A storage failure in a few plain words (LanceDB's Rust messages mean little to a user)."""
+def failure_reason(exc: BaseException, location: Location | None = None) -> str:
+    """A storage failure in a few plain words (LanceDB's Rust messages mean little to a user); a store
+    that stopped answering is told with the location's timeout in force and how to raise it."""
     if is_missing_file(exc):
         # A read retries once after a concurrent vacuum, so a file still missing was removed by hand.
         return "some of its data files are missing (was the database folder changed by hand?)"
@@ -217,8 +222,22 @@ def failure_reason(exc: BaseException) -> str:
     lowered = text.lower()
     for needles, plain in _KNOWN_FAILURES:
         if any(n in lowered for n in needles):
-            return plain
+            return stalled_reason(location) if plain is _STALLED else plain
     return plain_first_line(exc)
+
+
+def stalled_reason(location: Location | None) -> str:
+    """A store that stopped answering: the request timeout in force and the setting that changes it."""
+    seconds = location.timeout_seconds if location is not None else None
+    if location is None or seconds is None:
+        return f"{_STALLED}; {STORAGE_TIMEOUT_HINT}"
+    own = location.storage_options.get("timeout", f"{seconds:g}s")
+    if own != f"{seconds:g}s":  # the database's own storage_options won over the setting
+        return (
+            f"the storage did not answer within its storage_options timeout ({own}); "
+            "check the store, or raise it"
+        )
+    return f"the storage did not answer within {seconds:g} s; {STORAGE_TIMEOUT_HINT}"
 
 
 def plain_first_line(exc: BaseException) -> str:
@@ -252,9 +271,14 @@ def _open_committed(conn: DBConnection, name: str) -> Table | None:
         return None
 
 
-def storage_failure(name: str, what: str, exc: BaseException) -> DatabaseError:
-    """One line for a storage call that failed: `database 'x' cannot be written: the disk is full`."""
-    return DatabaseError(f"database '{name}' {what}: {failure_reason(exc)}")
+def storage_failure(where: Location | str, what: str, exc: BaseException) -> DatabaseError:
+    """One line for a storage call that failed: `database 'x' cannot be written: the disk is full`.
+
+    `where` is the database's location (its name alone for a local lock file, which cannot stall).
+    """
+    if isinstance(where, str):
+        return DatabaseError(f"database '{where}' {what}: {failure_reason(exc)}")
+    return DatabaseError(f"database '{where.name}' {what}: {failure_reason(exc, where)}")
 
 
 @contextmanager
@@ -266,7 +290,7 @@ def read_errors(db: Database) -> Iterator[None]:
         raise
     except Exception as exc:
         if is_read_failure(exc):
-            raise storage_failure(db.name, "cannot be read", exc) from exc
+            raise storage_failure(db.location, "cannot be read", exc) from exc
         raise
 
 
@@ -291,4 +315,4 @@ def catch_up(db: Database) -> None:
             else:
                 table.checkout_latest()
     except Exception as exc:
-        raise storage_failure(db.name, "cannot be read", exc) from exc
+        raise storage_failure(db.location, "cannot be read", exc) from exc

@@ -27,6 +27,8 @@ class Location:
     # Set by a caller that has just seen a local database's meta table in its folder (a search's
     # `searchable`), so opening it does not look at the folder a second time.
     seen_written: bool = field(default=False, compare=False, repr=False)
+    # The `[storage] timeout_seconds` its requests were given (`with_timeout`), for messages that name it.
+    timeout_seconds: float | None = field(default=None, compare=False, repr=False)
 
     @property
     def kind(self) -> Kind:
@@ -71,7 +73,7 @@ class Location:
             "client_max_retries": "2",
             "client_retry_timeout": f"{max(1, round(seconds))}",
         }
-        return replace(self, storage_options={**defaults, **self.storage_options})
+        return replace(self, storage_options={**defaults, **self.storage_options}, timeout_seconds=seconds)
 
     def endpoint_refuses(self) -> bool:
         """Whether the configured object-store endpoint refuses connections right now (nothing listens).

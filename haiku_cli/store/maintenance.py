@@ -138,7 +138,7 @@ def after_write(db: Database) -> None:
             # saying the command failed would have it retried; what is left is the upkeep.
             raise DatabaseError(
                 f"database '{db.name}': the write was stored, but the index upkeep after it failed: "
-                f"{failure_reason(exc)}",
+                f"{failure_reason(exc, db.location)}",
                 hint=Hint("finish_upkeep", db.name, db.location.chosen_by),
             ) from exc
 

@@ -86,7 +86,7 @@ def _query_arrow(db: Database, table: Any, where: str | None, columns: list[str]
     except Exception as exc:
         if is_read_failure(exc):
             # A file gone from under a reader (a concurrent vacuum) is the store's failure, not the filter's.
-            raise storage_failure(db.name, "cannot be read", exc) from exc
+            raise storage_failure(db.location, "cannot be read", exc) from exc
         if not where:
             raise
         try:  # the filter alone, as the user wrote it: what LanceDB finds wrong in it
@@ -189,7 +189,7 @@ async def documents_of(wanted: Sequence[tuple[Database, Iterable[str]]]) -> list
             rows = (await query.select(_DOC_COLUMNS).limit(len(ids)).to_arrow()).to_pylist()
         except Exception as exc:
             if is_read_failure(exc):
-                raise storage_failure(db.name, "cannot be read", exc) from exc  # as get_documents does
+                raise storage_failure(db.location, "cannot be read", exc) from exc  # as get_documents does
             raise
         return {r["id"]: _document(r) for r in rows}
 

@@ -104,4 +104,4 @@ def storage_errors(db: Database, what: str) -> Iterator[None]:
     except HaikuError:
         raise
     except Exception as exc:
-        raise storage_failure(db.name, what, exc) from exc
+        raise storage_failure(db.location, what, exc) from exc

@@ -308,7 +308,7 @@ def try_lock(db_or_path: Database | Path, owner: Owner, name: str) -> _Lock | Ow
     except DatabaseError:
         raise
     except Exception as exc:
-        raise storage_failure(name, "cannot be locked for writing", exc) from exc
+        raise storage_failure(db_or_path.location, "cannot be locked for writing", exc) from exc
 
 
 def acquire(target: Database | Path, name: str, policy: WaitPolicy) -> _Lock:

@@ -177,3 +177,30 @@ def test_pictures_are_stored_listed_and_written_out_from_s3(
     again = cli("add-src", str(paper), "-d", "papers", "--json")
     new_id = json.loads(again.stdout)["outcomes"][0]["document_id"]
     assert len(json.loads(cli("get", new_id, "-d", "papers", "--json").stdout)["pictures"]) == 1
+
+
+def test_a_stalled_store_names_the_timeout_in_force_for_a_write_and_a_read(
+    cli, write_config, s3_server: str, tmp_path: Path, monkeypatch
+) -> None:
+    from tests.support.stall_proxy import StallingProxy
+
+    with StallingProxy(int(s3_server.rsplit(":", 1)[1])) as proxy:
+        _config(write_config, proxy.endpoint, tmp_path)
+        assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
+        proxy.stall()
+        monkeypatch.setenv("HAIKU_STORAGE_TIMEOUT", "1")
+        hint = "check the store, or raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT)"
+        # A write (its store client's own request timeout ends it) and a read of every database.
+        for args in (("add", "Owls hunt at night.", "-d", "papers"), ("databases",)):
+            result = cli(*args)
+            assert result.stderr.startswith("haiku: database 'papers' "), result.stderr
+            assert (
+                result.stderr.endswith(f"did not answer within 1 s; {hint}\n")
+                and len(result.stderr.splitlines()) == 1
+            )
+        monkeypatch.setenv("HAIKU_STORAGE_TIMEOUT", "2")
+        result = cli("add", "Owls hunt at night.", "-d", "papers")
+        assert result.stderr.endswith(f"did not answer within 2 s; {hint}\n"), result.stderr
+        proxy.resume()
+        monkeypatch.delenv("HAIKU_STORAGE_TIMEOUT")
+        assert cli("add", "Owls hunt at night.", "-d", "papers").exit_code == 0
