@@ -24,17 +24,18 @@ def register(app: typer.Typer) -> None:
 
 def path(ctx: typer.Context, json: Json = False) -> None:
     """Print the config file path (whether or not it exists)."""
-    from haiku_cli.config.paths import config_path, named_by
+    from haiku_cli.config.paths import config_path, missing_is_an_error, named_by
 
     explicit = (ctx.find_root().obj or {}).get("config")
     p = config_path(explicit)
     named = named_by(explicit)
+    fails = missing_is_an_error(explicit)
     if json:
         output.print_json({"config_file": str(p), "config_exists": p.exists(), "named_by": named})
         return
     output.out.print(str(p), markup=False, soft_wrap=True)
     if not p.exists():
-        then = f"named by {named}, other commands fail until it exists" if named else "defaults apply"
+        then = f"named by {fails}, other commands fail until it exists" if fails else "defaults apply"
         output.err.print(f"(no file there yet: {then})", style="dim", markup=False)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from haiku_cli.config.paths import config_path, named_by
+from haiku_cli.config.paths import config_path, missing_is_an_error
 from haiku_cli.config.settings import MIN_TOKEN_CHARS, DatabaseSettings, Settings
 from haiku_cli.errors import InputError
 
@@ -39,9 +39,7 @@ def load_settings(explicit: Path | None = None) -> tuple[Settings, Path]:
             raise InputError(f"cannot read config file {path}: {exc}") from exc
         except tomllib.TOMLDecodeError as exc:
             raise InputError(f"config file {path} is not valid TOML: {exc}") from exc
-    elif (named := named_by(explicit)) is not None and (
-        named != "HAIKU_CONFIG_DIR" or not path.parent.is_dir()
-    ):
+    elif (named := missing_is_an_error(explicit)) is not None:
         # A named file (or folder) that is not there is a typo or a missing mount, not a wish for the
         # defaults; a named folder that is there but holds no config yet is the default folder's case.
         raise InputError(

@@ -29,6 +29,15 @@ def named_by(explicit: Path | None = None) -> str | None:
     return next((env for env in ("HAIKU_CONFIG", "HAIKU_CONFIG_DIR") if os.environ.get(env)), None)
 
 
+def missing_is_an_error(explicit: Path | None = None) -> str | None:
+    """What named the config file when its absence is an error (a named file, or a named folder that is
+    not there); None when a missing file means the defaults."""
+    named = named_by(explicit)
+    if named == "HAIKU_CONFIG_DIR" and config_path(explicit).parent.is_dir():
+        return None
+    return named
+
+
 def data_dir() -> Path:
     """Where the default database lives: `HAIKU_DATA_DIR` (made absolute) or the platform's user data dir."""
     if env := os.environ.get("HAIKU_DATA_DIR"):

@@ -282,6 +282,22 @@ def test_a_missing_config_named_by_haiku_config_fails_but_config_path_shows_it(
     assert not (tmp_path / "data").exists()  # nothing was written to the default database
 
 
+def test_config_path_in_an_existing_haiku_config_dir_says_the_defaults_apply(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    monkeypatch.delenv("HAIKU_CONFIG")
+    monkeypatch.setenv("HAIKU_CONFIG_DIR", str(folder))
+    where = cli("config", "path")
+    assert where.exit_code == 0 and where.stdout.strip() == str(folder / "config.toml")
+    assert "defaults apply" in where.stderr and "fail" not in where.stderr
+    assert cli("config", "show").exit_code == 0  # what the line promises
+    folder.rmdir()
+    assert "other commands fail until it exists" in cli("config", "path").stderr
+    assert cli("config", "show").exit_code == ExitCode.INPUT
+
+
 def test_config_path_show_and_databases(cli, write_config, tmp_path: Path) -> None:
     path = write_config(f'[databases]\nnotes = "{tmp_path}/notes.lancedb"\n')
     assert cli("config", "path").stdout.strip() == str(path)
