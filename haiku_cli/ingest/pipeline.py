@@ -351,12 +351,15 @@ async def add_sources(
     ingestor = Ingestor(db, embedder, progress)
     positions = itertools.count()
     folders: list[Path] = []
+    object_folders: dict[str, set[str]] = {}  # prefix -> every object its listing holds
     for source in sources:
         ingestor.position = next(positions)
         if is_object_uri(source):
             listed = await _list_objects(ingestor, source, objects, choice, positions)
             if listed is not None:
-                kind, found = listed
+                kind, found, listed_uris = listed
+                if kind == "folder":
+                    object_folders[source] = listed_uris
                 kept.append(
                     remembered(
                         source,
@@ -396,8 +399,8 @@ async def add_sources(
                 ingestor.skip(entry.source, entry.reason)
     if title is not None and len(items) > 1:
         raise InputError("--title names one document, but the sources hold several; drop --title")
-    if folders:
-        ingestor.report.gone = await anyio.to_thread.run_sync(_gone_from, db, folders)
+    if folders or object_folders:
+        ingestor.report.gone = await anyio.to_thread.run_sync(_gone_from, db, folders, object_folders)
     await anyio.to_thread.run_sync(prepare, db)  # before the journal: the write below may fill them
     with atomic_write(db):
         seen = await ingest_items(
@@ -414,9 +417,9 @@ async def _list_objects(
     objects: ObjectStores | None,
     choice: FileChoice,
     positions: Iterator[int],
-) -> tuple[SourceKind, list[tuple[int, Item]]] | None:
+) -> tuple[SourceKind, list[tuple[int, Item]], set[str]] | None:
     """The objects a source on object storage names, with their positions (left-out ones go to the
-    report); None when it cannot be listed (reported as a failed source)."""
+    report) and the uris of all it lists; None when it cannot be listed (reported as a failed source)."""
     from haiku_cli.ingest.document import ConversionError
     from haiku_cli.ingest.reports import LeftOut
 
@@ -435,11 +438,13 @@ async def _list_objects(
             ingestor.report.left_out.append(entry)
         else:
             found.append((ingestor.position, entry))
-    return listing.kind, found
+    listed = {e.source if isinstance(e, LeftOut) else e.uri for e in listing.found}
+    return listing.kind, found, listed
 
 
-def _gone_from(db: Database, folders: list[Path]) -> list[str]:
-    """The stored files, under the folders being added, that no longer exist (a sync or delete drops them)."""
+def _gone_from(db: Database, folders: list[Path], object_folders: dict[str, set[str]]) -> list[str]:
+    """The stored files, under the folders (or object-storage prefixes, with what each lists now) being
+    added, that no longer exist (a sync or delete drops them)."""
     from urllib.parse import unquote, urlsplit
 
     from haiku_cli.ingest.sources import display_path
@@ -447,7 +452,11 @@ def _gone_from(db: Database, folders: list[Path]) -> list[str]:
     prefixes = tuple(Path(os.path.abspath(f)).as_uri().rstrip("/") + "/" for f in folders)
     gone = []
     for uri in stored_uris(db):
-        if uri.startswith(prefixes):
+        if any(
+            uri.startswith(p.rstrip("/") + "/") and uri not in listed for p, listed in object_folders.items()
+        ):
+            gone.append(uri)
+        elif prefixes and uri.startswith(prefixes):
             path = unquote(urlsplit(uri).path, errors="surrogateescape")
             if not os.path.lexists(path):
                 gone.append(display_path(path))

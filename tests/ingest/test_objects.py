@@ -134,3 +134,18 @@ def test_a_prefix_with_no_objects_fails_and_creates_nothing(
     assert result.exit_code != 0
     assert "s3://lab/nothing-here/: no such object or prefix" in result.stderr
     assert not (tmp_path / "notes.lancedb").exists()
+
+
+def test_re_adding_a_prefix_names_the_objects_that_left_it(
+    cli, write_config, bucket, s3_server: str, tmp_path: Path
+) -> None:
+    _config(write_config, s3_server, tmp_path)
+    top = f"gone-{tmp_path.name}"
+    _put(bucket, f"{top}/wrens.md", "# Wrens\n\nWrens sing loudly for their size.\n")
+    _put(bucket, f"{top}/robins.md", "# Robins\n\nRobins defend winter territories.\n")
+    assert cli("add-src", f"s3://lab/{top}", "-d", "notes").exit_code == 0
+    bucket.delete_object(Bucket="lab", Key=f"{top}/robins.md")
+    again = cli("add-src", f"s3://lab/{top}", "-d", "notes", "--json")
+    report = json.loads(again.stdout)
+    assert _outcomes(again.stdout) == {f"s3://lab/{top}/wrens.md": "unchanged"}
+    assert report["gone"] == [f"s3://lab/{top}/robins.md"]  # kept until a sync
