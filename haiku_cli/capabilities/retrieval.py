@@ -11,6 +11,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 from haiku_cli.capabilities.citations import Citation, clean_ids, resolve_citations
+from haiku_cli.capabilities.context import document_texts, format_results
 from haiku_cli.capabilities.evidence import (
     EvidenceCapability,
     declare_ungrounded,
@@ -25,13 +26,11 @@ from haiku_cli.databases.pictures import PictureKey, fetch_pictures
 from haiku_cli.databases.resolve import Resolution, ResolvedChunk
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
-from haiku_cli.search.hits import SearchHit
 from haiku_cli.store.records import PictureRecord
 
 DEFAULT_BUDGET = 5
 PER_RESPONSE = 3
 DEFAULT_HITS = 5  # per search: enough to choose from, few enough to keep several searches in context
-MAX_CHUNK_CHARS = 4000  # a runaway chunk must not crowd the rest of the results out of the context
 
 
 @dataclass(eq=False)
@@ -169,8 +168,15 @@ class RetrievalCapability(EvidenceCapability):
         refs = [EvidenceRef(database=h.database, chunk_id=h.chunk_id) for h in hits]
         state.saw(refs)
         state.searches.append(SearchRecord(**record_return(ctx, state), query=query, results=refs))
-        text = format_hits(
-            query, hits, show_database=len(selection.locations) > 1, units_left=state.units_left(self.budget)
+        context_chars = self.workspace.settings.search.context_chars
+        texts = await document_texts(self.workspace.pool, selection, hits) if context_chars else {}
+        text = format_results(
+            query,
+            hits,
+            texts,
+            show_database=len(selection.locations) > 1,
+            units_left=state.units_left(self.budget),
+            context_chars=context_chars,
         )
         keys = keys_in((h.database, h.document_id, h.content) for h in hits)[:MAX_PICTURES]
         found = await self.pictures(ctx.deps, keys) if keys else {}
@@ -212,25 +218,6 @@ class RetrievalCapability(EvidenceCapability):
         found = [resolution.found[i] for i in ids if i in resolution.found]
         citations = record_citations(ctx, state, found)
         return cite_report(citations, resolution)
-
-
-def format_hits(query: str, hits: Sequence[SearchHit], *, show_database: bool, units_left: int) -> str:
-    """Search results as the model sees them: `[chunk id]`, database when several, title, uri, pages, text."""
-    if not hits:
-        return f"No results for {query!r}. Search units left: {units_left}."
-    blocks = [f"Results for {query!r} (search units left: {units_left}):"]
-    for hit in hits:
-        head = f"[{hit.chunk_id}]"
-        if show_database:
-            head += f" database: {hit.database};"
-        head += f" {hit.document_title or 'untitled'}"
-        if hit.document_uri:
-            head += f" <{hit.document_uri}>"
-        if hit.pages:
-            head += f" p. {', '.join(str(p) for p in hit.pages)}"
-        text = hit.content if len(hit.content) <= MAX_CHUNK_CHARS else hit.content[:MAX_CHUNK_CHARS] + " …"
-        blocks.append(f"{head}\n{text}")
-    return "\n\n".join(blocks)
 
 
 def cite_report(citations: Sequence[Citation], resolution: Resolution[ResolvedChunk]) -> str:

@@ -90,6 +90,9 @@ class SearchSettings(_Strict):
 
     limit: int = Field(default=10, ge=1, le=MAX_SEARCH_LIMIT)
     vector_weight: float = Field(default=0.5, ge=0.0, le=1.0)
+    # Characters of neighbouring text each hit brings the model (`ask`, `analyze`, `chat`): half before,
+    # half after, from the same document; 0 sends the chunks alone.
+    context_chars: int = Field(default=400, ge=0, le=20_000)
 
 
 class SandboxSettings(_Strict):

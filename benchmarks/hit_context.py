@@ -1,0 +1,64 @@
+"""Characters the model is sent per question with context around hits, against the chunks alone.
+
+Same database and questions as `compaction.py` (the first CISI documents, the first judged queries). Each
+question is one `search` as the retrieval capability runs it (its hits, the documents' text when context
+is on, and the result text the model reads); the bound `[search] context_chars` takes each value given.
+Bound 0 is today's result with each hit's heading path added: the chunks alone.
+
+    python benchmarks/hit_context.py [--data ../shared/data/cisi] [--docs 300] [--work DIR] [--json]
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+import anyio
+from compaction import conversation
+
+from haiku_cli.capabilities.context import document_texts, format_results
+from haiku_cli.databases import operations
+from haiku_cli.databases.workspace import Workspace
+
+BOUNDS = (0, 200, 400, 800)
+
+
+async def sent(ws: Workspace, question: str, bound: int) -> tuple[int, float]:
+    """Characters of one search's result as the model reads it, and the seconds the context took."""
+    selection = ws.select_many(())
+    hits = await operations.search(ws, selection, question, search_type="auto", limit=10)
+    started = time.perf_counter()
+    texts = await document_texts(ws.pool, selection, hits) if bound else {}
+    shown = format_results(question, hits, texts, show_database=False, units_left=1, context_chars=bound)
+    return len(shown), time.perf_counter() - started
+
+
+def main() -> None:
+    args, ws, questions = conversation(__doc__ or "", "haiku-context-")
+    results = {}
+    for bound in BOUNDS:
+        measured = [anyio.run(sent, ws, q, bound) for q in questions]
+        chars = [c for c, _ in measured]
+        results[bound] = {
+            "chars_per_question": statistics.mean(chars),
+            "max_chars": max(chars),
+            "context_ms_p50": statistics.median(s for _, s in measured) * 1000,
+        }
+    base = results[0]["chars_per_question"]
+    for r in results.values():
+        r["ratio_to_chunks_alone"] = r["chars_per_question"] / base
+    if args.json:
+        print(json.dumps({"questions": len(questions), "bounds": results}))
+        return
+    print(f"{len(questions)} questions, one search each (10 hits)")
+    for bound, r in results.items():
+        print(
+            f"context_chars={bound:>4}: {r['chars_per_question']:8.0f} chars/question "
+            f"(x{r['ratio_to_chunks_alone']:.2f}), max {r['max_chars']}, context read p50 "
+            f"{r['context_ms_p50']:.1f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""Search results as the model reads them: each hit with its section heading path and a bounded amount of
+the text around it in its document; hits of one document that meet are merged into one passage, so no
+text is sent twice."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import anyio.to_thread
+
+from haiku_cli.databases.pool import DatabasePool
+from haiku_cli.databases.selection import Selection
+from haiku_cli.search.hits import SearchHit
+from haiku_cli.store import reads
+
+MAX_CHUNK_CHARS = 4000  # a runaway chunk must not crowd the rest of the results out of the context
+
+DocumentKey = tuple[str, str]  # (database, document id)
+
+
+@dataclass
+class _Passage:
+    """A run of one document holding one or more hits (in document order), with context either side."""
+
+    start: int
+    end: int
+    hits: list[SearchHit] = field(default_factory=list)
+    rank: int = 0  # the best rank among its hits
+
+
+async def document_texts(
+    pool: DatabasePool, selection: Selection, hits: Sequence[SearchHit]
+) -> dict[DocumentKey, str]:
+    """The stored text of each document a hit with a known place belongs to (what context is cut from)."""
+    wanted: dict[str, set[str]] = {}
+    for h in hits:
+        if h.char_start is not None and h.char_end is not None:
+            wanted.setdefault(h.database, set()).add(h.document_id)
+    if not wanted:
+        return {}
+    dbs = [db for db in await pool.clients_covering(selection) if db.name in wanted]
+
+    def read() -> dict[DocumentKey, str]:
+        texts = {}
+        for db in dbs:
+            for doc_id, doc in reads.get_documents(db, wanted[db.name], content=True).items():
+                texts[(db.name, doc_id)] = doc.content
+        return texts
+
+    return await anyio.to_thread.run_sync(read)
+
+
+def format_results(
+    query: str,
+    hits: Sequence[SearchHit],
+    texts: dict[DocumentKey, str],
+    *,
+    show_database: bool,
+    units_left: int,
+    context_chars: int,
+) -> str:
+    """The results as the model sees them: per passage `[chunk id]`, database when several, title, uri,
+    pages and heading path, then the text, with up to `context_chars` of neighbouring text per hit."""
+    if not hits:
+        return f"No results for {query!r}. Search units left: {units_left}."
+    blocks = [f"Results for {query!r} (search units left: {units_left}):"]
+    for passage in _passages(hits, texts, context_chars):
+        blocks.append(_render(passage, texts, show_database=show_database))
+    return "\n\n".join(blocks)
+
+
+def _passages(
+    hits: Sequence[SearchHit], texts: dict[DocumentKey, str], context_chars: int
+) -> list[_Passage | SearchHit]:
+    """Hits with a known place grouped into passages of their documents (merged where their context
+    meets), in the order of each passage's best hit; the rest as they are."""
+    half = context_chars // 2
+    by_document: dict[DocumentKey, list[_Passage]] = {}
+    loose: list[tuple[int, _Passage | SearchHit]] = []
+    for h in hits:
+        text = texts.get((h.database, h.document_id))
+        if text is None or h.char_start is None or h.char_end is None:
+            loose.append((h.rank, h))
+            continue
+        start, end = max(0, h.char_start - half), min(len(text), h.char_end + half)
+        by_document.setdefault((h.database, h.document_id), []).append(_Passage(start, end, [h], h.rank))
+    for found in by_document.values():
+        merged: list[_Passage] = []
+        for p in sorted(found, key=lambda p: (p.start, p.end)):
+            if merged and p.start <= merged[-1].end:
+                last = merged[-1]
+                last.end = max(last.end, p.end)
+                last.hits += p.hits
+                last.rank = min(last.rank, p.rank)
+            else:
+                merged.append(p)
+        loose.extend((p.rank, p) for p in merged)
+    return [p for _, p in sorted(loose, key=lambda item: item[0])]
+
+
+def _head(hit: SearchHit, *, show_database: bool) -> str:
+    head = f"[{hit.chunk_id}]"
+    if show_database:
+        head += f" database: {hit.database};"
+    head += f" {hit.document_title or 'untitled'}"
+    if hit.document_uri:
+        head += f" <{hit.document_uri}>"
+    if hit.pages:
+        head += f" p. {', '.join(str(p) for p in hit.pages)}"
+    if hit.heading_path:
+        head += f" § {' > '.join(hit.heading_path)}"
+    return head
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_CHUNK_CHARS else text[:MAX_CHUNK_CHARS] + " …"
+
+
+def _render(passage: _Passage | SearchHit, texts: dict[DocumentKey, str], *, show_database: bool) -> str:
+    if isinstance(passage, SearchHit):
+        return f"{_head(passage, show_database=show_database)}\n{_cut(passage.content)}"
+    first = passage.hits[0]
+    text = texts[(first.database, first.document_id)]
+    lines = [_head(first, show_database=show_database)]
+    at = passage.start
+    if at < (first.char_start or 0):
+        lines.append(f"(context before) …{text[at : first.char_start].lstrip()}")
+        at = first.char_start or 0
+    for i, hit in enumerate(passage.hits):
+        if i:
+            head = f"[{hit.chunk_id}] (same document)"
+            lines.append(head + (f" § {' > '.join(hit.heading_path)}" if hit.heading_path else ""))
+        start = max(at, hit.char_start or 0)
+        following = passage.hits[i + 1].char_start if i + 1 < len(passage.hits) else None
+        # A hit's text runs to the next hit's start at most (chunks of one passage may overlap: sent once).
+        end = max(start, min(hit.char_end or start, following if following is not None else len(text)))
+        lines.append(_cut(text[start:end]))
+        at = end
+        if following is not None and following > at:  # text between two hits of the passage
+            lines.append(f"(context) {text[at:following].strip()}")
+            at = following
+    if at < passage.end:
+        lines.append(f"(context after) {text[at : passage.end].rstrip()}…")
+    return "\n".join(line for line in lines if line.strip())
