@@ -37,6 +37,10 @@ Tags (a named state of a database's tables; `ws.read_at(TAG)` reads every databa
     `list_tags(ws, location) -> TagList`, `delete_tag(ws, location, name) -> DatabaseTag`,
     `restore_tag(ws, location, name) -> DatabaseTag` (`TagInfo`: name, created_at, versions).
 
+Health (`haiku doctor`)
+    `check_health(ws, selection, *, fix=False) -> DoctorReport` (`databases`: a `DatabaseHealth` each, its
+    `checks` a `Check` each: `check`, `status` ok/warn/fail, `detail`, `fix`, `safe_fix`, `fixed`).
+
 Remembered sources (what `add-src` added, read again by `sync` and `watch`)
     `list_sources(ws, location) -> SourceList`,
     `forget_source(ws, location, source, *, keep_documents) -> ForgottenSource`,
@@ -79,6 +83,7 @@ if TYPE_CHECKING:
     from haiku_cli.chat.sessions import Session, SessionList, SessionStore, SessionSummary
     from haiku_cli.config.resolved import ResolvedConfig
     from haiku_cli.databases.fanout import MAX_QUERY_CHARS
+    from haiku_cli.databases.health import DatabaseHealth, DoctorReport, check_health
     from haiku_cli.databases.operations import (
         add_sources,
         add_text,
@@ -140,6 +145,7 @@ if TYPE_CHECKING:
     from haiku_cli.sandbox.runner import Execution
     from haiku_cli.search.candidates import SearchType
     from haiku_cli.search.hits import SearchHit
+    from haiku_cli.store.doctor import Check
     from haiku_cli.store.location import Location
     from haiku_cli.store.maintenance import DatabaseInfo, TableVersion
     from haiku_cli.store.records import (

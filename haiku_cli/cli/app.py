@@ -15,6 +15,7 @@ from haiku_cli.cli import (
     ask_command,
     chat_command,
     config_commands,
+    doctor_command,
     ingest_commands,
     mcp_command,
     picture_commands,
@@ -85,6 +86,7 @@ config_commands.register(app)
 mcp_command.register(app)
 serve_command.register(app)
 tag_commands.register(app)
+doctor_command.register(app)
 
 
 # How many new objects start a young garbage collection in the `haiku` process (Python's default: 700).
