@@ -3,8 +3,6 @@ command in bounded time, with one line naming what failed and the documented exi
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -15,6 +13,7 @@ import pytest
 
 from haiku_cli.errors import ExitCode
 from tests.support.hash_embedder import serve_embeddings, serve_hash_embedder
+from tests.support.permissions import without_root_powers
 from tests.support.silent_server import silent_server
 
 
@@ -95,16 +94,6 @@ def test_vectors_of_another_size_are_blamed_on_the_embedder_not_the_database(cli
             ), args
 
 
-def _without_root_powers() -> list[str]:
-    """A command prefix that runs haiku with file permissions enforced, even for root."""
-    if os.geteuid() != 0:
-        return []
-    if shutil.which("setpriv") is None:
-        pytest.skip("root reads any folder, and setpriv (to drop that power) is not installed")
-    # Root bypasses permissions through two capabilities; without them it is checked like any owner.
-    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
-
-
 def test_a_database_folder_without_read_permission_is_one_database_line(cli, tmp_path: Path) -> None:
     db = tmp_path / "notes.lancedb"
     assert cli("add", "Kestrels hover over fields.", "--db", str(db)).exit_code == 0
@@ -112,7 +101,7 @@ def test_a_database_folder_without_read_permission_is_one_database_line(cli, tmp
     try:
         for args in (("search", "kestrels"), ("list",), ("add", "Owls.")):
             run = subprocess.run(
-                [*_without_root_powers(), sys.executable, "-m", "haiku_cli", *args, "--db", str(db)],
+                [*without_root_powers(), sys.executable, "-m", "haiku_cli", *args, "--db", str(db)],
                 capture_output=True,
                 text=True,
                 timeout=300,

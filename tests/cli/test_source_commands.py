@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from haiku_cli.errors import ExitCode
+from tests.support.permissions import without_root_powers
 
 
 @pytest.fixture
@@ -63,6 +66,26 @@ def test_a_vanished_source_is_reported_kept_and_exits_partial(cli, notes: Path, 
     assert done.exit_code == ExitCode.PARTIAL
     assert f"{notes}: no such file or directory; its 2 documents are kept" in done.stderr
     assert len(_uris(cli)) == 2
+
+
+def test_a_source_folder_that_became_unreadable_is_reported_kept_and_exits_partial(cli, notes: Path) -> None:
+    cli("add-src", str(notes))
+    notes.chmod(0)
+    try:
+        run = subprocess.run(
+            [*without_root_powers(), sys.executable, "-m", "haiku_cli", "sync"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        notes.chmod(0o755)
+    assert run.returncode == ExitCode.PARTIAL, run.stderr
+    assert f"{notes}: cannot read (Permission denied); its 2 documents are kept" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert len(_uris(cli)) == 2  # nothing deleted while the folder could not be read
+    back = cli("sync")
+    assert back.exit_code == 0 and "1 source; 2 unchanged" in back.stderr
 
 
 def test_forget_src_deletes_or_keeps_documents(cli, notes: Path, tmp_path: Path) -> None:
