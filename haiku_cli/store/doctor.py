@@ -209,7 +209,9 @@ def _versions(db: Database, option: str) -> Check:
 
 
 def _vanished_sources(db: Database, option: str) -> Check:
-    gone = [s.source for s in read_sources(db) if s.kind != "url" and not os.path.exists(Path(s.source))]
+    # Only local paths are looked at: a URL or an object-store prefix is asked by `sync`, over the network.
+    local = [s.source for s in read_sources(db) if s.kind != "url" and "://" not in s.source]
+    gone = [source for source in local if not os.path.exists(Path(source))]
     if not gone:
         return Check(check="sources", status="ok", detail="every remembered local source is there")
     return Check(
