@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import socket
 import sys
+import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -61,3 +63,14 @@ def test_listening_beyond_loopback_warns_and_prints_a_url_it_answers(kb, host: s
     errors = process.stderr.read() if process.stderr else ""
     assert ("warning: listening on 0.0.0.0: anyone who can reach this address" in errors) is warned
     assert f"haiku: serving at {url}" in errors
+
+
+def test_open_hands_the_url_to_the_browser(kb, tmp_path: Path) -> None:
+    opened = tmp_path / "opened.txt"
+    fake_browser = tmp_path / "browser.py"
+    fake_browser.write_text(f"import sys; open({str(opened)!r}, 'w').write(sys.argv[1])\n", encoding="utf-8")
+    with haiku_serve("--open", env={"BROWSER": f"{sys.executable} {fake_browser} %s"}) as (url, _):
+        deadline = time.monotonic() + 30
+        while not opened.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    assert opened.read_text(encoding="utf-8") == url
