@@ -291,7 +291,8 @@ async def rebuild(
     from haiku_cli.ingest import rebuild as rebuilding
 
     db = await ws.pool.open_one(location, writable=True)
-    async with writing(db, "rebuild"):
+    # Always logged: the rebuilt chunks table is a new one, whose version may equal the old table's.
+    async with writing(db, "rebuild", always_logged=True):
         done = await rebuilding.rebuild(db, ws.embedder, progress)
     ws.pool.forget(location)
     return RebuildReport(

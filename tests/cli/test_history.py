@@ -28,3 +28,11 @@ def test_history_lists_the_write_commands_newest_first(cli, tmp_path: Path) -> N
     assert text[0].split() == ["time", "command", "versions"]
     assert "vacuum" in text[1] and f"add-src {note}" in text[3] and "add 'Lamps'" in text[4]
     assert "documents v" in text[4]
+
+
+def test_rebuild_is_logged_though_its_new_chunks_table_may_have_the_old_ones_version(cli) -> None:
+    assert cli("add", "Lanterns burn kerosene.", "--title", "Lamps").exit_code == 0
+    for _ in range(2):
+        assert cli("rebuild").exit_code == 0
+    operations = [w["operation"] for w in json.loads(cli("history", "--json").stdout)["writes"]]
+    assert operations == ["rebuild", "rebuild", "add 'Lamps'"]
