@@ -21,6 +21,12 @@ own copy, alternating order each round: median wall and CPU (user + system) and 
     python benchmarks/index_upkeep.py upkeep --base ... --batch 10 --writes 12 --queries 2 --rounds 1
     python benchmarks/index_upkeep.py add --base /tmp/haiku-scale/100000/one.lancedb --before /tmp/before
     python benchmarks/index_upkeep.py compare --databases A.lancedb,B.lancedb   # interleaved queries
+    python benchmarks/index_upkeep.py keys --sizes 100000,400000 --writes 12   # B-tree upkeep per write
+
+`keys`: a table of N rows with the chunks' key columns (random ids, ten rows per document id) and their
+B-tree indexes, then --writes writes of 50 rows each followed by the store's `refresh_keys`; per write its
+CPU, with the store's rule (each write's rows a segment of their own, segments bounded) and, interleaved,
+with every write's rows merged into the B-trees (the rule before: a rewrite of each whole B-tree).
 """
 
 from __future__ import annotations
@@ -217,6 +223,53 @@ def add_processes(base: Path, work: Path, trees: dict[str, Path], rounds: int) -
     return out
 
 
+def key_upkeep(sizes: list[int], work: Path, writes: int) -> dict:
+    """Per-write CPU (ms) of `refresh_keys` on tables of each size: segments bounded vs merged whole."""
+    import uuid
+
+    import lancedb
+    import pyarrow as pa
+
+    def rows(start: int, n: int) -> pa.Table:
+        ids = [uuid.uuid4().hex for _ in range(n)]
+        return pa.table({"id": ids, "document_id": [f"d{i // 10:07d}" for i in range(start, start + n)]})
+
+    def merged_whole(sizes: list[int], *, merge_all: bool) -> int:
+        return len(sizes) if len(sizes) > 1 else 0
+
+    rules = {"segments": indexes._segments_to_merge, "merged_whole": merged_whole}
+    out: dict = {}
+    for size in sizes:
+        tables = {}
+        for rule in rules:
+            path = work / f"keys-{size}-{rule}"
+            shutil.rmtree(path, ignore_errors=True)
+            tables[rule] = lancedb.connect(path).create_table("t", rows(0, size))
+            indexes.refresh_keys(tables[rule], ("id", "document_id"))
+        cpu: dict[str, list[float]] = {rule: [] for rule in rules}
+        for w in range(writes):
+            for rule, pick in rules.items():  # interleaved, so load falls on both alike
+                table = tables[rule]
+                table.add(rows(size + w * 50, 50))
+                indexes._segments_to_merge = pick
+                try:
+                    cpu[rule].append(
+                        _cpu_wall(lambda t=table: indexes.refresh_keys(t, ("id", "document_id")))[0]
+                    )
+                finally:
+                    indexes._segments_to_merge = rules["segments"]
+        out[str(size)] = {
+            rule: {
+                "cpu_ms_median": round(statistics.median(v) * 1000, 1),
+                "cpu_ms": [round(x * 1000, 1) for x in v],
+            }
+            for rule, v in cpu.items()
+        }
+        out[str(size)]["segments_after"] = tables["segments"].index_stats("id_idx").num_indices
+    out["load_average"] = round(os.getloadavg()[0], 2)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="mode", required=True)
@@ -235,7 +288,10 @@ def main() -> None:
     a.add_argument("--before", type=Path, help="another haiku checkout to compare with this one")
     c = sub.add_parser("compare")
     c.add_argument("--databases", required=True, help="comma-separated databases of the same corpus")
-    for p in (t, u, a, c):
+    k = sub.add_parser("keys")
+    k.add_argument("--sizes", default="100000,400000")
+    k.add_argument("--writes", type=int, default=12)
+    for p in (t, u, a, c, k):
         p.add_argument("--work", type=Path, default=Path("/tmp/haiku-index-upkeep"))
         p.add_argument("--queries", type=int, default=40)
         p.add_argument("--rounds", type=int, default=2)
@@ -245,6 +301,10 @@ def main() -> None:
     if args.mode == "threshold":
         sizes = [int(s) for s in args.sizes.split(",")]
         report = threshold(corpus, sizes, args.work, args.queries, args.rounds)
+    elif args.mode == "keys":
+        report = key_upkeep([int(s) for s in args.sizes.split(",")], args.work, args.writes)
+        if not args.json:
+            print(json.dumps(report, indent=1))
     elif args.mode == "upkeep":
         report = upkeep(corpus, args.base, args.work, args)
     elif args.mode == "add":

@@ -148,7 +148,7 @@ def refresh_indexes(chunks: Table, *, merge_all: bool = False) -> None:
     # Only once Lance folded the rows: LanceDB's optimize (its fallback) merges text segments and
     # compacts files itself. Files are compacted after the text segments are merged, as Lance merges
     # only files that the same segments cover.
-    if _refresh_keys(lance, CHUNK_KEYS):
+    if _refresh_keys(lance, CHUNK_KEYS, merge_all=merge_all):
         if had_text and lance.dataset() is not None:
             _bound_text_segments(lance, merge_all=merge_all)
         _compact_if_fragmented(lance)
@@ -224,8 +224,13 @@ def _segment_rows(lance: LanceHandle, index: str) -> list[int] | None:
         dataset = lance.dataset()
         if dataset is None:
             return None
-        segments = dataset.stats.index_stats(index)["indices"]
-        return [_rows_of(seg) for seg in segments]
+        stats = dataset.stats.index_stats(index)
+        segments = stats["indices"]
+        if all("num_docs" in seg or "partitions" in seg for seg in segments):
+            return [_rows_of(seg) for seg in segments]
+        # A B-tree's segments say only their key range; the statistics count the rows of each.
+        sizes = [int(n) for n in stats["num_indexed_rows_per_delta"]]
+        return sizes if len(sizes) == len(segments) else None
     except Exception:  # a Lance release that reports otherwise: fall back to counting segments
         return None
 
@@ -282,18 +287,18 @@ def create_vector_index(chunks: Table) -> None:
     chunks.create_index("vector", config=IvfHnswSq(distance_type="cosine"), name=VECTOR_INDEX, replace=True)
 
 
-def refresh_keys(table: Table, keys: Sequence[str]) -> None:
+def refresh_keys(table: Table, keys: Sequence[str], *, merge_all: bool = False) -> None:
     """Add B-tree indexes on the key columns if missing and fold new rows into every index of the table.
 
-    Folding adds each index a delta segment over the new rows (the scalar indexes merge theirs; the
-    vector and full-text ones are bounded by `refresh_indexes`).
+    Folding adds each index a delta segment over the new rows, and the B-trees' segments are bounded as
+    the vector and full-text ones are (`refresh_indexes`); with `merge_all` each B-tree becomes one.
     """
     lance = LanceHandle(table)
-    if _refresh_keys(lance, keys):
+    if _refresh_keys(lance, keys, merge_all=merge_all):
         _compact_if_fragmented(lance)
 
 
-def _refresh_keys(lance: LanceHandle, keys: Sequence[str]) -> bool:
+def _refresh_keys(lance: LanceHandle, keys: Sequence[str], *, merge_all: bool) -> bool:
     # False when Lance could not fold the new rows and LanceDB's optimize did it instead.
     table = lance.table
     states = index_states(table)
@@ -305,23 +310,46 @@ def _refresh_keys(lance: LanceHandle, keys: Sequence[str]) -> bool:
         for key in missing:
             table.create_index(key, config=BTree(), name=f"{key}_idx")
     stale = [s.name for s in states if s.unindexed_rows]
-    return not stale or _fold_new_rows(lance, stale)
+    if stale and not _fold_new_rows(lance, stale):
+        return False
+    _bound_key_segments(
+        lance, [s for s in states if s.name.removesuffix("_idx") in keys], merge_all=merge_all
+    )
+    return True
 
 
 def _fold_new_rows(lance: LanceHandle, stale: Sequence[str]) -> bool:
     # LanceDB's optimize also compacts the table's files, and once the new rows are indexed that merges
     # each write's small file into the large ones: the whole table rewritten per write (0.3 s of CPU at
     # 10k documents, growing with them). Through Lance the indexes alone are brought up to date, and
-    # files are compacted only once they pile up. Vector and full-text deltas stay segments of their
-    # own (bounded by refresh_indexes); a B-tree's new rows are merged into it, as LanceDB does. Each
-    # group goes in one call: one commit (and one version for cleanup to drop) per group, not per index.
-    segmented = [n for n in stale if n in (VECTOR_INDEX, FTS_INDEX)]
-    merged = [n for n in stale if n not in segmented]
-    for names, count in ((segmented, 0), (merged, 1)):
-        if names and not _merged_newest(lance, names, count):
-            lance.table.optimize()  # no Lance, or it refused: LanceDB's own way
-            return False
-    return True
+    # files are compacted only once they pile up. Every index's new rows become a segment of their own,
+    # in one call (one commit, and one version for cleanup to drop): merging them into a B-tree
+    # rewrites all of it (48-59 ms of CPU at 100k rows, 165-196 ms at 400k, against 7-14 ms for a
+    # segment: benchmarks/README.md), so B-trees' segments are bounded as the others' are.
+    if _merged_newest(lance, stale, 0):
+        return True
+    lance.table.optimize()  # no Lance, or it refused: LanceDB's own way
+    return False
+
+
+def _bound_key_segments(lance: LanceHandle, keys: Sequence[IndexState], *, merge_all: bool) -> None:
+    # A lookup searches each segment of a B-tree, so they are kept as few as the other indexes' (the
+    # newest merged among themselves, the whole rebuilt once they hold half of its rows). The key
+    # indexes of a table are written together, so one call usually merges all of them.
+    merges: dict[int, list[str]] = {}
+    for state in keys:
+        sizes = _segment_rows(lance, state.name)
+        if sizes is not None:
+            merge = _segments_to_merge(sizes, merge_all=merge_all)
+        else:  # Lance cannot say how large each is: one segment, as a merge on every write kept it
+            stats = lance.table.index_stats(state.name)
+            merge = (stats.num_indices or 1) if stats and (stats.num_indices or 1) > 1 else 0
+        if merge:
+            merges.setdefault(merge, []).append(state.name)
+    for count, names in merges.items():
+        if not _merged_newest(lance, names, count):
+            lance.table.optimize()  # merges every index's segments, as LanceDB does
+            return
 
 
 def _compact_if_fragmented(lance: LanceHandle) -> None:

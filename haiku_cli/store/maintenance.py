@@ -267,7 +267,7 @@ def vacuum(db: Database) -> tuple[int | None, int | None, bool]:
         ensure_held(db)
         refresh_indexes(db.chunks, merge_all=True)
         ensure_held(db)
-        refresh_keys(db.documents, DOCUMENT_KEYS)
+        refresh_keys(db.documents, DOCUMENT_KEYS, merge_all=True)
         side = list(db.side_tables().values())
         # The meta table is not compacted: it holds a few rows, and Lance drops a file once every row
         # in it is replaced, while compacting it beside the lease's heartbeat would conflict with it.

@@ -102,8 +102,11 @@ def test_small_writes_merge_new_segments_among_themselves_not_the_index(
         assert len(text_sizes) <= 1 + indexes.MAX_INDEX_DELTAS
     assert max(segments) == 1 + indexes.MAX_INDEX_DELTAS  # bounded, where it grew by one per write
     assert segments[-1] < len(segments)
-    keys = [s for s in indexes.index_states(db.chunks) if s.name.removesuffix("_idx") in indexes.CHUNK_KEYS]
-    assert len(keys) == 2 and all(s.segments == 1 for s in keys)
+    # The B-trees over the chunk keys likewise: the first 1,000 rows' segment stays, the rest bounded.
+    for key in indexes.CHUNK_KEYS:
+        key_sizes = indexes.segment_rows(db.chunks, f"{key}_idx")
+        assert key_sizes[0] == 1000 and sum(key_sizes) == db.chunks.count_rows(), key_sizes
+        assert len(key_sizes) <= 1 + indexes.MAX_INDEX_DELTAS
     # Every write's rows stay findable through the merged segments.
     assert all(_finds_itself(db, w.chunks[3]) for w in written)
     assert "centroids" not in capfd.readouterr().err  # Lance's notices stay off the user's terminal
@@ -203,7 +206,9 @@ def test_writes_leave_existing_files_alone_until_they_pile_up(db: Database, monk
         _add(db, 1, 2, seed=seed)
         counts.append(_fragments(db.documents))
     assert counts[:3] == [[20, 1], [20, 1, 1], [20, 1, 1, 1]]
-    assert counts[3:] == [[24], [24, 1]]  # a fifth file made them too many: merged into one
+    # A fifth file made them too many, but Lance merges only files the same index segments cover: the
+    # small files are merged once their B-tree segments are (the next write, past MAX_INDEX_DELTAS).
+    assert counts[3:] == [[20, 1, 1, 1, 1], [20, 5]]
     assert len(_fragments(db.chunks)) <= 4 + 1
     assert reads.count_documents(db) == 25 and db.chunks.count_rows() == 50
 
@@ -216,6 +221,8 @@ def test_vacuum_merges_every_index_into_one_segment(db: Database, monkeypatch) -
     vacuum(db)
     assert _vector_segments(db) == 1
     assert all(s.unindexed_rows == 0 for s in indexes.index_states(db.chunks))
+    for table in (db.chunks, db.documents):  # the B-trees too
+        assert all(s.segments == 1 for s in indexes.index_states(table)), indexes.index_states(table)
 
 
 def test_lookups_by_id_and_uri_are_indexed(db: Database) -> None:
@@ -411,3 +418,36 @@ def test_corpus_totals_kept_per_write_equal_a_full_count(db: Database, monkeypat
             assert len(stored["fragments"]) == len(db.chunks.to_lance().get_fragments())
         assert maintenance.corpus_totals(db) == maintenance._count_totals(db), (step, action)
     assert maintenance.corpus_totals(db)[0] == db.chunks.count_rows() > 0
+
+
+def test_small_writes_add_b_tree_segments_without_rewriting_the_first(db: Database) -> None:
+    # Merging a write's rows into a B-tree rewrites all of it (a cost growing with the table); a segment
+    # of their own costs only them, and the segments stay few, as the other indexes' do.
+    _needs_lance()
+    first = _add(db, 100, 2, seed=0)
+    written, counts = [], []
+    for seed in range(1, 12):
+        written += _add(db, 1, 2, seed=seed)
+        for table, keys in ((db.chunks, indexes.CHUNK_KEYS), (db.documents, indexes.DOCUMENT_KEYS)):
+            for key in keys:
+                sizes = indexes.segment_rows(table, f"{key}_idx")
+                assert sizes[0] == table.count_rows() - len(written) * (2 if table is db.chunks else 1)
+                assert sum(sizes) == table.count_rows() and len(sizes) <= 1 + indexes.MAX_INDEX_DELTAS
+        counts.append(len(indexes.segment_rows(db.chunks, "id_idx")))
+    peak = counts.index(1 + indexes.MAX_INDEX_DELTAS)  # grew by one per write up to the bound...
+    assert (
+        counts[: peak + 1] == list(range(2, peak + 3)) and counts[peak + 1] < counts[peak]
+    )  # ...then merged
+    # Every document, old or new, is still found through the indexes, by id, uri, hash and chunks.
+    for w in (first[7], *written):
+        assert reads.find_by_uri(db, w.document.uri).id == w.document.id
+        assert [c.text for c in reads.chunks_of(db, w.document.id)] == [c.text for c in w.chunks]
+    ids = [first[3].document.id, written[-1].document.id]
+    assert set(reads.get_documents(db, ids)) == set(ids)
+    for table, where, index in (
+        (db.documents, in_list("id", ids), "id_idx"),
+        (db.documents, f"uri = {sql_string(written[5].document.uri)}", "uri_idx"),
+        (db.chunks, f"document_id = {sql_string(written[5].document.id)}", "document_id_idx"),
+    ):
+        plan = table.search().where(where).explain_plan(True)
+        assert f"@{index}(BTree)" in plan and "ScalarIndexQuery" in plan, plan
