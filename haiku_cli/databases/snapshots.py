@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import suppress
 
 import anyio.to_thread
@@ -13,6 +14,7 @@ from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import HaikuError, InputError
 from haiku_cli.store import tags
 from haiku_cli.store.adding import writing
+from haiku_cli.store.database import Database
 from haiku_cli.store.location import Location
 from haiku_cli.store.tags import TagInfo
 
@@ -34,11 +36,7 @@ class TagList(BaseModel):
 async def create_tag(ws: Workspace, location: Location, name: str) -> DatabaseTag:
     """`haiku tag create NAME`: tag every table of one database at its current version."""
     tags.check_name(name)
-    db = await ws.pool.open_one(location, writable=True)
-    async with writing(db, f"tag create {name}"):
-        tag = await anyio.to_thread.run_sync(lambda: tags.create_tag(db, name))
-    ws.pool.forget(location)
-    return DatabaseTag(database=db.name, tag=tag)
+    return await _tag_write(ws, location, f"tag create {name}", lambda db: tags.create_tag(db, name))
 
 
 async def create_tag_everywhere(ws: Workspace, name: str) -> list[DatabaseTag]:
@@ -75,17 +73,20 @@ async def list_tags(ws: Workspace, location: Location) -> TagList:
 
 async def delete_tag(ws: Workspace, location: Location, name: str) -> DatabaseTag:
     """`haiku tag delete NAME`: forget a tag; the versions only it kept go at the next cleanup."""
-    db = await ws.pool.open_one(location, writable=True)
-    async with writing(db, f"tag delete {name}"):
-        tag = await anyio.to_thread.run_sync(lambda: tags.delete_tag(db, name))
-    ws.pool.forget(location)
-    return DatabaseTag(database=db.name, tag=tag)
+    return await _tag_write(ws, location, f"tag delete {name}", lambda db: tags.delete_tag(db, name))
 
 
 async def restore_tag(ws: Workspace, location: Location, name: str) -> DatabaseTag:
     """`haiku tag restore NAME`: make the tagged state the latest, all-or-nothing (later tags stay)."""
+    return await _tag_write(ws, location, f"tag restore {name}", lambda db: tags.restore_tag(db, name))
+
+
+async def _tag_write(
+    ws: Workspace, location: Location, operation: str, change: Callable[[Database], TagInfo]
+) -> DatabaseTag:
+    """Run one tag change under the writer lock (logged as `operation` when it moved a table)."""
     db = await ws.pool.open_one(location, writable=True)
-    async with writing(db, f"tag restore {name}"):
-        tag = await anyio.to_thread.run_sync(lambda: tags.restore_tag(db, name))
-    ws.pool.forget(location)
+    async with writing(db, operation):
+        tag = await anyio.to_thread.run_sync(lambda: change(db))
+    ws.pool.forget(location)  # a reader's handle would not see the tag's meta row
     return DatabaseTag(database=db.name, tag=tag)

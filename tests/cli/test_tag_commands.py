@@ -152,3 +152,19 @@ storage_options = {{ endpoint = "{s3_server}", allow_http = true, region = "us-e
     assert _titles(cli, "--at", "t") == {"Falcons"}
     assert cli("tag", "restore", "t", "--yes").exit_code == 0
     assert _titles(cli) == {"Falcons"}
+
+
+def test_a_workspace_read_at_a_tag_refuses_every_write(workspace, tmp_path: Path) -> None:
+    import anyio
+    import pytest
+
+    from haiku_cli import api
+
+    ws = workspace()
+    (loc,) = ws.locations.values()
+    anyio.run(lambda: api.add_text(ws, loc, "Kestrels hover.", title="Kestrels", metadata={}))
+    anyio.run(lambda: api.create_tag(ws, loc, "t"))
+    ws.read_at("t")
+    with pytest.raises(api.DatabaseError, match="read at tag 't'"):
+        anyio.run(lambda: api.add_text(ws, loc, "Owls hunt.", title="Owls", metadata={}))
+    assert [d.title for d in anyio.run(lambda: api.list_documents(ws, loc)).documents] == ["Kestrels"]
