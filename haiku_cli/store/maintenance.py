@@ -86,11 +86,9 @@ def database_info(db: Database) -> DatabaseInfo:
 
 
 def _versioned(db: Database) -> dict[str, Table]:
-    """The tables whose versions `info` shows: documents, chunks, and pictures once there are some."""
-    tables = {schema.DOCUMENTS: db.documents, schema.CHUNKS: db.chunks}
-    if db.pictures is not None:
-        tables[schema.PICTURES] = db.pictures
-    return tables
+    """The tables whose versions `info` shows: those a write changes (as `history` names them), the side
+    tables (pictures, sources) once made."""
+    return {schema.DOCUMENTS: db.documents, schema.CHUNKS: db.chunks, **db.side_tables()}
 
 
 def _upgrade(db: Database) -> str | None:

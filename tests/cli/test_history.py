@@ -36,3 +36,13 @@ def test_rebuild_is_logged_though_its_new_chunks_table_may_have_the_old_ones_ver
         assert cli("rebuild").exit_code == 0
     operations = [w["operation"] for w in json.loads(cli("history", "--json").stdout)["writes"]]
     assert operations == ["rebuild", "rebuild", "add 'Lamps'"]
+
+
+def test_info_names_the_same_tables_as_history(cli, tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "tides.md").write_text("# Tides\n\nSpring tides follow the moon.\n", encoding="utf-8")
+    assert cli("add-src", str(folder)).exit_code == 0
+    written = json.loads(cli("history", "--json").stdout)["writes"][0]["versions"]
+    assert {"sources", "source_files"} <= set(written)
+    assert json.loads(cli("info", "--json").stdout)["versions"] == written
