@@ -215,7 +215,8 @@ def rebuild(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False
         output.print_model(done)
         return
     kept = render.kept_ids(done.kept_chunk_ids)
-    output.out.print(f"rebuilt {done.database}: {done.chunks} chunks{kept} ({done.embedder})", markup=False)
+    chunks = f"{done.chunks} chunk{'s' * (done.chunks != 1)}"
+    output.out.print(f"rebuilt {done.database}: {chunks}{kept} ({done.embedder})", markup=False)
 
 
 def history(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) -> None:
