@@ -77,7 +77,5 @@ def visualize(
         return
     title = drawn.document_title or drawn.document_uri or drawn.document_id
     for page in drawn.pages:
-        output.out.print(
-            f"{page.path}  page {page.page} of {title}: {page.lines_found} of {page.lines} lines highlighted",
-            markup=False,
-        )
+        found = f"{page.lines_found} of the chunk's {page.lines} lines highlighted"
+        output.out.print(f"{page.path}  page {page.page} of {title}: {found}", markup=False)

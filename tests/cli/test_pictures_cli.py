@@ -78,7 +78,7 @@ def test_visualize_draws_the_chunks_page_with_its_text_highlighted(cli, paper: s
     drawn = cli("visualize", first["id"], "--out", str(out))
     assert drawn.exit_code == 0, drawn.stderr
     path = out / f"{first['id'][:8]}-p1.png"
-    assert str(path) in drawn.stdout and "lines highlighted" in drawn.stdout
+    assert str(path) in drawn.stdout and " of the chunk's " in drawn.stdout  # not the page's lines
     image = Image.open(path).convert("RGB")
     assert image.size == (1224, 1584)  # US letter at 144 dpi
     # The first line of text sits at 720 pt from the bottom: its box is yellow now, the margin still white.
