@@ -10,7 +10,7 @@ import typer
 from haiku_cli.cli import output, render
 from haiku_cli.cli.options import ONE_DATABASE, AllDatabases, DatabaseNames, DatabasePaths, Json, workspace
 from haiku_cli.cli.running import add_command, exit_with, run, usage_error
-from haiku_cli.errors import ExitCode
+from haiku_cli.errors import ExitCode, InputError
 
 if TYPE_CHECKING:
     from haiku_cli.api import Location, Workspace
@@ -97,6 +97,12 @@ def _chosen(
         raise usage_error("--all covers every configured database; drop --database/--db, or --all", ctx)
     if all_:
         return api.writable_databases(ws)
+    if not database and not db and len(ws.settings.databases) > 1:
+        # The shared refusal names --database/--db; sync and watch can also cover them all.
+        try:
+            return [ws.select_one()]
+        except InputError as exc:
+            raise InputError(f"{exc}, or --all for every one that is not read_only") from exc
     return [ws.select_one(database or [], db or [])]
 
 

@@ -120,7 +120,8 @@ def test_sync_all_covers_every_writable_database(cli, write_config, tmp_path: Pa
     refused = cli("sync", "--all", "-d", "one")
     assert refused.exit_code == ExitCode.USAGE and "--all covers every configured database" in refused.stderr
     several = cli("sync")
-    assert several.exit_code == ExitCode.INPUT
+    assert several.exit_code == ExitCode.INPUT and several.stderr.count("\n") == 1
+    assert several.stderr.rstrip().endswith("or --all for every one that is not read_only")
 
 
 def test_sync_all_with_no_database_to_sync_says_so(cli) -> None:
