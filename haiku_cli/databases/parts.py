@@ -67,12 +67,7 @@ async def get_part(
 
 
 def _chunk_part(db: Database, location: Location, chunk_id: str) -> DocumentPart:
-    found = reads.get_chunks(db, [chunk_id.strip()]).get(chunk_id.strip())
-    if found is None:
-        raise InputError(
-            f"no chunk {chunk_id.strip()!r} in database '{location.name}'; chunk ids are in "
-            "`haiku search --json` (chunk_id) and in the citations of `haiku ask --json`"
-        )
+    found = references.chunk(db, location, chunk_id)
     doc = reads.get_document(db, found.document_id)
     if doc is None:
         raise InputError(f"chunk {chunk_id.strip()!r}: its document was deleted")

@@ -148,12 +148,7 @@ async def visualize_chunk(
     from haiku_cli.ingest.convert.pdf_highlight import highlight_lines, highlight_page
 
     def read(db: Database) -> tuple[ChunkRecord, DocumentSummary | None]:
-        chunk = reads.get_chunks(db, [chunk_id.strip()]).get(chunk_id.strip())
-        if chunk is None:
-            raise InputError(
-                f"no chunk {chunk_id!r} in database '{location.name}'; chunk ids are in "
-                "`haiku search --json` (chunk_id) and in the citations of `haiku ask`"
-            )
+        chunk = references.chunk(db, location, chunk_id)
         doc = reads.get_document(db, chunk.document_id)
         return chunk, doc.summary() if doc is not None else None
 

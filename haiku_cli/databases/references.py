@@ -12,7 +12,7 @@ from haiku_cli.errors import Hint, InputError
 from haiku_cli.store import reads
 from haiku_cli.store.database import Database
 from haiku_cli.store.location import Location
-from haiku_cli.store.records import DocumentRecord
+from haiku_cli.store.records import ChunkRecord, DocumentRecord
 
 MIN_PREFIX = 4  # the shortest id prefix taken (git's rule)
 _ID_PREFIX = re.compile(r"[0-9a-f-]+")
@@ -54,6 +54,17 @@ def document(db: Database, location: Location, reference: str) -> DocumentRecord
     found = reads.get_document(db, resolve(db, location, reference))
     if found is None:  # deleted between the two reads
         raise not_found(reference, location)
+    return found
+
+
+def chunk(db: Database, location: Location, chunk_id: str) -> ChunkRecord:
+    """The chunk with this id in `db`; an unknown id is refused, saying where chunk ids are shown."""
+    found = reads.get_chunks(db, [chunk_id.strip()]).get(chunk_id.strip())
+    if found is None:
+        raise InputError(
+            f"no chunk {chunk_id.strip()!r} in database '{location.name}'; chunk ids are in "
+            "`haiku search --json` (chunk_id) and in the citations of `haiku ask`"
+        )
     return found
 
 

@@ -29,23 +29,10 @@ def chunks_schema_v1(dimension: int) -> pa.Schema:
 
 
 def chunks_schema_v2(dimension: int) -> pa.Schema:
-    """The chunks table of schema version 2, as it was defined."""
-    return pa.schema(
-        [
-            pa.field("id", pa.string(), nullable=False),
-            pa.field("document_id", pa.string(), nullable=False),
-            pa.field("document_uri", pa.string()),
-            pa.field("document_title", pa.string()),
-            pa.field("document_metadata", pa.string()),
-            pa.field("order", pa.int32()),
-            pa.field("text", pa.string()),
-            pa.field("search_text", pa.string()),
-            pa.field("search_tokens", pa.int32()),
-            pa.field("heading_path", pa.list_(pa.string())),
-            pa.field("pages", pa.list_(pa.int32())),
-            pa.field("vector", pa.list_(pa.float32(), dimension)),
-        ]
-    )
+    """The chunks table of schema version 2: version 1's, with its document's fields after its id."""
+    v1 = list(chunks_schema_v1(dimension))
+    copies = [pa.field(name, pa.string()) for name in ("document_uri", "document_title", "document_metadata")]
+    return pa.schema([*v1[:2], *copies, *v1[2:]])
 
 
 def create_v1_database(location: Location, embedder_name: str, dimension: int) -> None:
