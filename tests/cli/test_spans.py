@@ -108,3 +108,20 @@ def test_a_rebuild_keeps_each_chunks_source_lines(cli, tides: Path) -> None:
     after = _hit(cli, "neap tides quarter moons")
     place = ("line_start", "char_start")
     assert tuple(after[k] for k in place) == tuple(before[k] for k in place) == (14, 98)
+
+
+def test_an_unverified_quote_is_flagged_on_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
+    from haiku_cli.agents.question import AskResult
+    from haiku_cli.capabilities.quotes import QuoteCheck
+
+    screen = io.StringIO()
+    monkeypatch.setattr(output, "err", Console(file=screen, width=200))
+    quotes = [
+        QuoteCheck(text="the sea is made of glass", verified=False),
+        QuoteCheck(text="ok", verified=True),
+    ]
+    render.grounding_notice(AskResult(answer="x", grounded=True, quotes=quotes))
+    assert (
+        screen.getvalue()
+        == 'haiku: warning: quoted passage not found in the cited chunks: "the sea is made of glass"\n'
+    )
