@@ -68,12 +68,13 @@ def test_file_addresses_search_prints_add_the_same_document(cli, tmp_path: Path)
     assert [d["uri"] for d in listed] == [uri]
 
 
-@pytest.mark.parametrize("address", ["ftp://example.com/notes.md", "s3://bucket/notes.md", "file://nas/x.md"])
+# s3:// is read as a source now (tests/ingest/test_objects.py); gs:// is not.
+@pytest.mark.parametrize("address", ["ftp://example.com/notes.md", "gs://bucket/notes.md", "file://nas/x.md"])
 def test_addresses_of_other_kinds_are_refused_by_name(cli, address: str) -> None:
     result = cli("add-src", address)
     assert result.exit_code == ExitCode.INPUT
     assert result.stderr.count("\n") == 1 and address in result.stderr
-    assert "only local paths and http(s) addresses" in result.stderr
+    assert "only local paths, http(s) and s3:// addresses" in result.stderr
 
 
 def test_readd_unchanged_is_noop_and_changed_replaces(cli, docs: Path) -> None:
