@@ -358,7 +358,13 @@ def _compact_if_fragmented(lance: LanceHandle) -> None:
         dataset = lance.dataset()
         if dataset is None or len(dataset.get_fragments()) <= MAX_FRAGMENTS:
             return
-        dataset.optimize.compact_files()
+        # Copying the files' encoded pages where Lance can, rather than decoding and encoding every row:
+        # re-encoding the ~40 files a 20k-chunk add-src writes raised its peak memory by ~195 MB (its
+        # largest part growing with the folder), copying by ~85 MB (benchmarks/README.md).
+        try:
+            dataset.optimize.compact_files(compaction_mode="try_binary_copy")
+        except TypeError:  # a Lance without the mode
+            dataset.optimize.compact_files()
     except Exception:  # compaction only saves reads later; a Lance that cannot leaves the files as they are
         return
     finally:

@@ -1,0 +1,131 @@
+"""Where one `haiku add-src` of a folder reaches its peak memory: reading and embedding, or the upkeep after.
+
+A folder of N generated Markdown documents (about 5 chunks each) is added in this process by the CLI's
+own entry point, with the hashing embedder served on 127.0.0.1 (384 dimensions, as the bundled model's),
+while a thread samples the resident set size every 20 ms and files each sample under the step running
+then: the add itself (`ingest`), and each step of the index upkeep after it (`after_write`). Run it at
+two sizes to see which step grows with the folder.
+
+    python benchmarks/add_memory_phases.py --docs 400,4000 [--work DIR] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks.rebuild_memory import write_docs  # noqa: E402
+from haiku_cli.ingest import pipeline  # noqa: E402
+from haiku_cli.store import indexes, maintenance  # noqa: E402
+from tests.support.hash_embedder import serve_hash_embedder  # noqa: E402
+
+_UPKEEP_STEPS = {
+    indexes: ("_fold_new_rows", "_bound_text_segments", "_compact_if_fragmented", "create_vector_index"),
+    maintenance: ("refresh_keys", "cleanup_superseded", "_store_corpus_totals"),
+}
+
+
+def _rss_mb() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) // 1024 for line in f if line.startswith("VmRSS"))
+
+
+class Phases:
+    """Peak RSS (MB) per named step, sampled from a thread."""
+
+    def __init__(self) -> None:
+        self.current = "start"
+        self.peaks: dict[str, int] = {}
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def _sample(self) -> None:
+        while True:
+            self.peaks[self.current] = max(self.peaks.get(self.current, 0), _rss_mb())
+            time.sleep(0.02)
+
+    def wrap(self, owner: Any, name: str, *, is_async: bool = False, then: str | None = None) -> None:
+        """Count the samples taken while `owner.name` runs under its name (and after it, under `then`)."""
+        fn: Callable = getattr(owner, name)
+
+        def step(*args: Any, **kwargs: Any) -> Any:
+            before, self.current = self.current, name
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.current = then or before
+
+        async def async_step(*args: Any, **kwargs: Any) -> Any:
+            self.current = name  # the add runs until the upkeep starts
+            return await fn(*args, **kwargs)
+
+        setattr(owner, name, async_step if is_async else step)
+
+
+def measure(docs: int, work: Path) -> dict:
+    """Add a folder of `docs` documents to a new database; peak RSS per step."""
+    folder, db = work / f"docs-{docs}", work / f"db-{docs}.lancedb"
+    shutil.rmtree(db, ignore_errors=True)
+    if not folder.exists():
+        write_docs(folder, docs)
+    phases = Phases()
+    phases.wrap(pipeline, "ingest_items", is_async=True)
+    phases.wrap(pipeline, "after_write", then="done")
+    for module, names in _UPKEEP_STEPS.items():
+        for name in names:
+            phases.wrap(module, name)
+    from haiku_cli.cli.app import main
+
+    sys.argv = ["haiku", "add-src", str(folder), "--db", str(db), "--json"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        main()
+    time.sleep(0.1)
+    chunks = int(open_chunks(db))
+    return {"docs": docs, "chunks": chunks, "peak_mb_by_step": phases.peaks}
+
+
+def open_chunks(db: Path) -> int:
+    from haiku_cli.store import Location, open_database
+
+    return open_database(Location("m", str(db))).chunks.count_rows()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", default="400,4000", help="folder sizes in documents, comma-separated")
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "haiku-add-memory")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    sizes = [int(n) for n in args.docs.split(",")]
+    if len(sizes) > 1:  # one process per size: a process's memory does not shrink back between them
+        for n in sizes:
+            subprocess.run(
+                [sys.executable, __file__, "--docs", str(n), "--work", str(args.work), "--json"], check=True
+            )
+        return
+    with serve_hash_embedder(384) as url:
+        config = args.work / "config.toml"
+        config.write_text(f'[embedder]\nmodel = "ollama:hash"\nbase_url = "{url}"\n', encoding="utf-8")
+        os.environ["HAIKU_CONFIG"], os.environ["HAIKU_DATA_DIR"] = str(config), str(args.work / "data")
+        report = measure(sizes[0], args.work)
+    print(json.dumps(report) if args.json else json.dumps(report, indent=1), flush=True)
+
+
+if __name__ == "__main__":
+    main()
