@@ -74,3 +74,8 @@ def chunks_by_id(db) -> dict[str, tuple[str, str, list[int]]]:
     """Every chunk id with its document id, text and pages."""
     rows = db.chunks.to_arrow().select(["id", "document_id", "text", "pages"]).to_pylist()
     return {r["id"]: (r["document_id"], r["text"], r["pages"]) for r in rows}
+
+
+def vectors_by_id(db) -> dict[str, list[float]]:
+    """Every chunk id with its stored vector."""
+    return {r["id"]: r["vector"] for r in db.chunks.to_arrow().select(["id", "vector"]).to_pylist()}

@@ -13,7 +13,15 @@ from haiku_cli.errors import DatabaseError, ModelError
 from haiku_cli.ingest import pipeline
 from haiku_cli.ingest.reports import NoProgress
 from haiku_cli.store import open_database, reads
-from tests.ingest.support import FailingAfter, Recording, chunks_by_id, docs_folder, new_db, sections
+from tests.ingest.support import (
+    FailingAfter,
+    Recording,
+    chunks_by_id,
+    docs_folder,
+    new_db,
+    sections,
+    vectors_by_id,
+)
 
 
 @pytest.mark.parametrize("layout", ["current", "v1"])
@@ -265,10 +273,6 @@ def test_the_report_lists_sources_in_the_order_given(tmp_path: Path, embedder, m
     ]
 
 
-def _vectors_by_id(db) -> dict[str, list[float]]:
-    return {r["id"]: r["vector"] for r in db.chunks.to_arrow().select(["id", "vector"]).to_pylist()}
-
-
 def _add_file(db, embedder, path: Path, **given):
     options = {"title": None, "metadata": {}} | given
     (outcome,) = anyio.run(lambda: pipeline.add_sources(db, embedder, [str(path)], **options)).outcomes
@@ -286,14 +290,14 @@ def test_a_re_add_with_a_new_title_keeps_every_chunk_id_and_embeds_the_title(
     tmp_path: Path, embedder, monkeypatch
 ) -> None:
     db, path, first = _db_with_file(tmp_path, embedder, sections(2, 30, 2))
-    before, vectors = chunks_by_id(db), _vectors_by_id(db)
+    before, vectors = chunks_by_id(db), vectors_by_id(db)
     monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)  # the document goes on over several batches
     outcome = _add_file(db, embedder, path, title="Renamed")
     assert (outcome.status, outcome.document_id) == ("updated", first.document_id)
     assert outcome.kept_chunk_ids == outcome.chunks == len(before) > 2
     assert chunks_by_id(db) == before
     # The title is part of what is embedded: every vector was made again.
-    assert all(v != vectors[i] for i, v in _vectors_by_id(db).items())
+    assert all(v != vectors[i] for i, v in vectors_by_id(db).items())
     assert {title for (_, title, _) in set().union(*_chunk_copies(db).values())} == {"Renamed"}
 
 
@@ -320,12 +324,12 @@ def test_a_re_add_with_one_paragraph_edited_gives_a_new_id_to_that_chunk_only(
 
 def test_a_metadata_only_re_add_keeps_ids_and_vectors_without_embedding(tmp_path: Path, embedder) -> None:
     db, path, _ = _db_with_file(tmp_path, embedder, sections(2, 30, 2), metadata={"team": "ops"})
-    before, vectors = chunks_by_id(db), _vectors_by_id(db)
+    before, vectors = chunks_by_id(db), vectors_by_id(db)
     recording = Recording(embedder)
     outcome = _add_file(db, recording, path, metadata={"team": "dev"})
     assert outcome.status == "updated" and outcome.kept_chunk_ids == len(before)
     assert recording.calls == []
-    assert chunks_by_id(db) == before and _vectors_by_id(db) == vectors
+    assert chunks_by_id(db) == before and vectors_by_id(db) == vectors
     assert _chunk_copies(db) == _document_fields(db)  # the chunks carry the new metadata
     assert reads.list_documents(db)[0].metadata == {"team": "dev"}
 
@@ -350,7 +354,7 @@ def test_a_folder_re_added_with_new_metadata_over_many_batches_keeps_every_id_an
     folder = docs_folder(tmp_path, 5)
     (folder / "long.md").write_text(sections(2, 30, 2))
     anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
-    before, vectors = chunks_by_id(db), _vectors_by_id(db)
+    before, vectors = chunks_by_id(db), vectors_by_id(db)
     # Batches of 2: the embedder stage reads the next batch's stored chunks while the writer writes.
     monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
     recording = Recording(embedder)
@@ -361,7 +365,7 @@ def test_a_folder_re_added_with_new_metadata_over_many_batches_keeps_every_id_an
         ("updated", o.chunks) for o in report.outcomes
     ]
     assert recording.calls == []
-    assert chunks_by_id(db) == before and _vectors_by_id(db) == vectors
+    assert chunks_by_id(db) == before and vectors_by_id(db) == vectors
 
 
 class _Recorder(NoProgress):

@@ -11,7 +11,15 @@ import pytest
 from haiku_cli.errors import ModelError
 from haiku_cli.ingest import pipeline, rebuild
 from haiku_cli.store import open_database, reads
-from tests.ingest.support import FailingAfter, Recording, chunks_by_id, docs_folder, new_db, sections
+from tests.ingest.support import (
+    FailingAfter,
+    Recording,
+    chunks_by_id,
+    docs_folder,
+    new_db,
+    sections,
+    vectors_by_id,
+)
 from tests.support.resized_embedder import Resized
 
 
@@ -97,10 +105,6 @@ def test_a_rebuild_with_a_smaller_chunk_size_gives_new_ids_only_to_changed_chunk
     assert {t for t in final if final[t] == before[t]} == unchanged
 
 
-def _vectors(db) -> dict[str, list[float]]:
-    return {r["id"]: r["vector"] for r in db.chunks.to_arrow().select(["id", "vector"]).to_pylist()}
-
-
 def test_a_rebuild_with_the_same_embedder_and_chunking_embeds_nothing(
     tmp_path: Path, embedder, monkeypatch
 ) -> None:
@@ -108,14 +112,14 @@ def test_a_rebuild_with_the_same_embedder_and_chunking_embeds_nothing(
     folder = docs_folder(tmp_path, 5)
     (folder / "long.md").write_text(sections(2, 30, 2))
     anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
-    before = _vectors(db)
+    before = vectors_by_id(db)
     monkeypatch.setattr(rebuild, "BATCH_CHUNKS", 3)
     monkeypatch.setattr(rebuild, "_REBUILD_DOCUMENTS", 2)
     recording = Recording(embedder)
     assert anyio.run(lambda: rebuild.rebuild(db, recording)) == (len(before), len(before))
     assert recording.calls == []  # every stored vector was made from the very text it would embed
     again = open_database(db.location)
-    assert _vectors(again) == before and again.chunks_table_name != "chunks"
+    assert vectors_by_id(again) == before and again.chunks_table_name != "chunks"
 
 
 def test_a_rebuild_with_a_new_chunk_size_embeds_only_the_changed_chunks(tmp_path: Path, embedder) -> None:
