@@ -76,7 +76,15 @@ def _needs_lance() -> None:
 
 
 def _finds_itself(db: Database, chunk: NewChunk) -> bool:
-    found = db.chunks.search(np.asarray(chunk.vector), vector_column_name="vector").distance_type("cosine")
+    # Through the index, as broad as a search reaches and re-ranked on the stored vectors (as haiku's own
+    # vector search does): quantised 8-dimension vectors otherwise tie with near neighbours now and then.
+    found = (
+        db.chunks.search(np.asarray(chunk.vector), vector_column_name="vector")
+        .distance_type("cosine")
+        .nprobes(64)
+        .ef(512)
+        .refine_factor(10)
+    )
     return found.select(["text"]).limit(1).to_list()[0]["text"] == chunk.text
 
 
