@@ -32,6 +32,13 @@ if TYPE_CHECKING:
 with contextlib.suppress(ImportError):
     from mcp_types import ImageContent, TextContent
 
+# The two arguments naming one document, shared by the tools that take one.
+HoldingDatabase = Annotated[str, Field(description="The database holding the document.")]
+DocumentReference = Annotated[
+    str,
+    Field(description="The document's id as search hits give it (or a unique start of it), or its uri."),
+]
+
 MISSING_SDK = (
     "haiku mcp needs the MCP SDK: install it with pip install 'mcp>=2.3,<3' "
     "(or pip install '.[mcp]' in haiku's checkout)"
@@ -148,26 +155,16 @@ def build_server(scope: ServerScope) -> MCPServer:
 
     @server.tool(annotations=reading)
     async def get_document(
-        database: Annotated[str, Field(description="The database holding the document.")],
-        document_id: Annotated[
-            str,
-            Field(
-                description="The document's id as search hits give it (or a unique start of it), or its uri."
-            ),
-        ],
+        database: HoldingDatabase,
+        document_id: DocumentReference,
     ) -> DocumentWithChunks:
         """One document with all its chunks."""
         return await scope.get_document(database, document_id)
 
     @server.tool(annotations=reading)
     async def get_pictures(
-        database: Annotated[str, Field(description="The database holding the document.")],
-        document_id: Annotated[
-            str,
-            Field(
-                description="The document's id as search hits give it (or a unique start of it), or its uri."
-            ),
-        ],
+        database: HoldingDatabase,
+        document_id: DocumentReference,
         references: Annotated[
             list[str] | None,
             Field(description="Which pictures, by reference as get_document lists them (default: all)."),
