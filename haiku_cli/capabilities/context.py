@@ -1,6 +1,7 @@
 """Search results as the model reads them: each hit with its section heading path and a bounded amount of
-the text around it in its document; hits of one document that meet are merged into one passage, so no
-text is sent twice."""
+the text around it in its document; hits of one document that meet are merged into one passage, and
+nothing is sent twice within an answer: text an earlier search of the same answer sent (a hit's, or
+context) is left out, and a hit whose text the model already has is referred to by its id."""
 
 from __future__ import annotations
 
@@ -59,15 +60,55 @@ def format_results(
     show_database: bool,
     units_left: int,
     context_chars: int,
+    sent: Sent | None = None,
 ) -> str:
     """The results as the model sees them: per passage `[chunk id]`, database when several, title, uri,
-    pages and heading path, then the text, with up to `context_chars` of neighbouring text per hit."""
+    pages and heading path, then the text, with up to `context_chars` of neighbouring text per hit.
+
+    With `sent` (what earlier searches of this answer sent), text sent before is not sent again: a hit
+    whose text the model has is referred to by its id, and `sent` grows by what this result sends.
+    """
     if not hits:
         return f"No results for {query!r}. Search units left: {units_left}."
+    sent = sent if sent is not None else Sent()
     blocks = [f"Results for {query!r} (search units left: {units_left}):"]
     for passage in _passages(hits, texts, context_chars):
-        blocks.append(_render(passage, texts, show_database=show_database))
+        blocks.append(_render(passage, texts, sent, show_database=show_database))
     return "\n\n".join(blocks)
+
+
+@dataclass
+class Sent:
+    """What the model was already sent in this answer's search results: character ranges of each
+    document's text (sorted, disjoint), and the chunks it was shown as hits, by (database, chunk id)."""
+
+    ranges: dict[DocumentKey, list[tuple[int, int]]] = field(default_factory=dict)
+    chunks: set[tuple[str, str]] = field(default_factory=set)
+
+    def unsent(self, key: DocumentKey, start: int, end: int) -> list[tuple[int, int]]:
+        """The parts of `start:end` of a document's text not sent yet, in order."""
+        parts, at = [], start
+        for a, b in self.ranges.get(key, ()):
+            if b <= at or a >= end:
+                continue
+            if a > at:
+                parts.append((at, a))
+            at = max(at, b)
+        if at < end:
+            parts.append((at, end))
+        return parts
+
+    def add(self, key: DocumentKey, start: int, end: int) -> None:
+        """Note that `start:end` of a document's text was sent."""
+        if end <= start:
+            return
+        merged: list[tuple[int, int]] = []
+        for a, b in sorted([*self.ranges.get(key, ()), (start, end)]):
+            if merged and a <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+            else:
+                merged.append((a, b))
+        self.ranges[key] = merged
 
 
 def _passages(
@@ -117,29 +158,74 @@ def _cut(text: str) -> str:
     return text if len(text) <= MAX_CHUNK_CHARS else text[:MAX_CHUNK_CHARS] + " …"
 
 
-def _render(passage: _Passage | SearchHit, texts: dict[DocumentKey, str], *, show_database: bool) -> str:
+def _render(
+    passage: _Passage | SearchHit, texts: dict[DocumentKey, str], sent: Sent, *, show_database: bool
+) -> str:
     if isinstance(passage, SearchHit):
+        key = (passage.database, passage.chunk_id)
+        if key in sent.chunks:
+            return f"[{passage.chunk_id}] already shown above"
+        sent.chunks.add(key)
         return f"{_head(passage, show_database=show_database)}\n{_cut(passage.content)}"
     first = passage.hits[0]
-    text = texts[(first.database, first.document_id)]
-    lines = [_head(first, show_database=show_database)]
+    document = (first.database, first.document_id)
+    text = texts[document]
+
+    def unsent(start: int, end: int, limit: int | None = None) -> str:
+        """The text of `start:end` not sent yet, "…" marking what is left out, noted as sent now."""
+        shown, left = [], limit
+        for a, b in sent.unsent(document, start, end):
+            if left is not None:
+                if left <= 0:
+                    break
+                b = min(b, a + left)  # a runaway chunk is cut, and only what is sent is noted
+                left -= b - a
+            shown.append(("…" if a > start else "") + text[a:b] + ("…" if b < end else ""))
+            sent.add(document, a, b)
+        return " ".join(shown)
+
+    lines: list[str] = []
     at = passage.start
     if at < (first.char_start or 0):
-        lines.append(f"(context before) …{text[at : first.char_start].lstrip()}")
+        before = unsent(at, first.char_start or 0).strip().lstrip("…")
+        if before:
+            lines.append(f"(context before) …{before}")
         at = first.char_start or 0
+    headed = False
     for i, hit in enumerate(passage.hits):
-        if i:
-            head = f"[{hit.chunk_id}] (same document)"
-            lines.append(head + (f" § {' > '.join(hit.heading_path)}" if hit.heading_path else ""))
         start = max(at, hit.char_start or 0)
         following = passage.hits[i + 1].char_start if i + 1 < len(passage.hits) else None
         # A hit's text runs to the next hit's start at most (chunks of one passage may overlap: sent once).
         end = max(start, min(hit.char_end or start, following if following is not None else len(text)))
-        lines.append(_cut(text[start:end]))
-        at = end
+        body = unsent(start, end, MAX_CHUNK_CHARS)
+        key = (hit.database, hit.chunk_id)
+        if body.strip():
+            if headed:
+                path = f" § {' > '.join(hit.heading_path)}" if hit.heading_path else ""
+                lines.append(f"[{hit.chunk_id}] (same document){path}")
+            else:
+                lines.append(_head(hit, show_database=show_database))
+            headed = True
+            lines.append(body)
+        elif key in sent.chunks:
+            lines.append(f"[{hit.chunk_id}] already shown above")
+        else:
+            # Its text went out inside other text (another hit's, or context): say which, by its opening.
+            opening = _opening(" ".join(text[hit.char_start or 0 : hit.char_end or 0].split()))
+            lines.append(f"[{hit.chunk_id}] already shown above: the text beginning {opening!r}")
+        sent.chunks.add(key)
+        at = max(at, end)
         if following is not None and following > at:  # text between two hits of the passage
-            lines.append(f"(context) {text[at:following].strip()}")
+            between = unsent(at, following).strip()
+            if between:
+                lines.append(f"(context) {between}")
             at = following
     if at < passage.end:
-        lines.append(f"(context after) {text[at : passage.end].rstrip()}…")
+        after = unsent(at, passage.end).strip().rstrip("…")
+        if after:
+            lines.append(f"(context after) {after}…")
     return "\n".join(line for line in lines if line.strip())
+
+
+def _opening(text: str, chars: int = 40) -> str:
+    return text if len(text) <= chars else text[:chars] + "…"

@@ -11,7 +11,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 from haiku_cli.capabilities.citations import Citation, clean_ids, resolve_citations
-from haiku_cli.capabilities.context import document_texts, format_results
+from haiku_cli.capabilities.context import Sent, document_texts, format_results
 from haiku_cli.capabilities.evidence import (
     EvidenceCapability,
     declare_ungrounded,
@@ -20,7 +20,15 @@ from haiku_cli.capabilities.evidence import (
 )
 from haiku_cli.capabilities.pictures import MAX_PICTURES, keys_in, picture_items
 from haiku_cli.capabilities.scope import question_filter, question_selection
-from haiku_cli.capabilities.state import EvidenceRef, EvidenceState, HaikuDeps, SearchRecord, Source, state_of
+from haiku_cli.capabilities.state import (
+    EvidenceRef,
+    EvidenceState,
+    HaikuDeps,
+    SearchRecord,
+    SentText,
+    Source,
+    state_of,
+)
 from haiku_cli.databases import operations
 from haiku_cli.databases.pictures import PictureKey, fetch_pictures
 from haiku_cli.databases.resolve import Resolution, ResolvedChunk
@@ -170,6 +178,9 @@ class RetrievalCapability(EvidenceCapability):
         state.searches.append(SearchRecord(**record_return(ctx, state), query=query, results=refs))
         context_chars = self.workspace.settings.search.context_chars
         texts = await document_texts(self.workspace.pool, selection, hits) if context_chars else {}
+        # From here to storing it back, no await: searches of one response run concurrently.
+        sent = sent_of(state)
+        earlier = set(sent.chunks)
         text = format_results(
             query,
             hits,
@@ -177,8 +188,12 @@ class RetrievalCapability(EvidenceCapability):
             show_database=len(selection.locations) > 1,
             units_left=state.units_left(self.budget),
             context_chars=context_chars,
+            sent=sent,
         )
-        keys = keys_in((h.database, h.document_id, h.content) for h in hits)[:MAX_PICTURES]
+        keep_sent(state, sent)
+        # The pictures of hits shown by an earlier search of this answer went out with them then.
+        new = [h for h in hits if (h.database, h.chunk_id) not in earlier]
+        keys = keys_in((h.database, h.document_id, h.content) for h in new)[:MAX_PICTURES]
         found = await self.pictures(ctx.deps, keys) if keys else {}
         if not found:
             return text
@@ -218,6 +233,21 @@ class RetrievalCapability(EvidenceCapability):
         found = [resolution.found[i] for i in ids if i in resolution.found]
         citations = record_citations(ctx, state, found)
         return cite_report(citations, resolution)
+
+
+def sent_of(state: EvidenceState) -> Sent:
+    """What this answer's searches have sent the model so far, from the carried state."""
+    return Sent(
+        ranges={(t.database, t.document_id): list(t.ranges) for t in state.sent_text},
+        chunks={(r.database, r.chunk_id) for r in state.sent_chunks},
+    )
+
+
+def keep_sent(state: EvidenceState, sent: Sent) -> None:
+    """Store what has been sent (`sent_of` grown by a search) back in the carried state."""
+    state.sent_text = [SentText(database=d, document_id=i, ranges=r) for (d, i), r in sent.ranges.items()]
+    known = {(r.database, r.chunk_id) for r in state.sent_chunks}
+    state.sent_chunks += [EvidenceRef(database=d, chunk_id=c) for d, c in sorted(sent.chunks - known)]
 
 
 def cite_report(citations: Sequence[Citation], resolution: Resolution[ResolvedChunk]) -> str:

@@ -77,6 +77,14 @@ class EvidenceRef(BaseModel):
     chunk_id: str
 
 
+class SentText(BaseModel):
+    """Character ranges of one document's text already sent to the model in this answer's search results."""
+
+    database: str
+    document_id: str
+    ranges: list[tuple[int, int]] = Field(default_factory=list)  # sorted, disjoint
+
+
 class Question(BaseModel):
     """A question being answered: its number under this state, its words, and the runs that worked on it."""
 
@@ -148,6 +156,10 @@ class EvidenceState(BaseModel):
     evidence: list[EvidenceRef] = Field(default_factory=list)  # chunks shown to the model this answer
     citations: list[Citation] = Field(default_factory=list)
     quotes: list[str] = Field(default_factory=list)  # passages passed to `cite` as `quote`, this answer
+    # What this answer's search results sent: document text by range, and chunks shown as hits (by id), so
+    # a later search of the same answer refers to them instead of sending them again.
+    sent_text: list[SentText] = Field(default_factory=list)
+    sent_chunks: list[EvidenceRef] = Field(default_factory=list)
     declared_ungrounded: bool = False  # the model called cite([]) for this answer
     declared_at: int = 0  # `evidence_mark` when it did
     # `evidence_mark` when the model last cited or declared (in any evidence capability): the evidence it
@@ -166,6 +178,8 @@ class EvidenceState(BaseModel):
         self.evidence = []
         self.citations = []
         self.quotes = []
+        self.sent_text = []
+        self.sent_chunks = []
         self.declared_ungrounded = False
         self.declared_at = 0
         self.spoken_at = None

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import anyio
 
-from haiku_cli.capabilities.context import format_results
+from haiku_cli.capabilities import HaikuDeps
+from haiku_cli.capabilities.context import Sent, format_results
 from haiku_cli.databases import operations
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.search.hits import SearchHit
 from tests.agents.test_ask import ask_sync
-from tests.capabilities.script import Script, cite_first, returns, search, text
+from tests.capabilities.script import Script, cite_first, returns, run, search, text
 
 GUIDE = (
     "# Harbour guide\n\n## Tides\n\n"
@@ -90,3 +93,63 @@ def test_without_a_bound_each_hit_is_its_text_alone_in_rank_order() -> None:
     assert (
         shown.index("[c-b]") < shown.index("[c-a]") and "(context" not in shown and "Sentence 09" not in shown
     )
+
+
+def test_a_second_search_of_the_answer_sends_no_text_twice_and_refers_to_hits_by_id() -> None:
+    texts = {("guide", "d1"): TEXT}
+    sent = Sent()
+    first = format_results(
+        "q1", [_hit(1, "c-a", N * 5, N * 9)], texts, show_database=False, units_left=2, context_chars=2 * N,
+        sent=sent,
+    )  # fmt: skip
+    assert "Sentence 04" in first and "Sentence 09" in first  # c-a and a sentence either side
+    # The second search finds c-a again, c-b (its first sentence went out as c-a's context) and c-c
+    # (wholly inside c-a's text).
+    hits = [_hit(1, "c-a", N * 5, N * 9), _hit(2, "c-b", N * 9, N * 12), _hit(3, "c-c", N * 6, N * 7)]
+    second = format_results(
+        "q2", hits, texts, show_database=False, units_left=1, context_chars=2 * N, sent=sent
+    )
+    # Nothing twice across the two searches (but the opening a reference names).
+    both = "\n".join(line for line in (first + second).split("\n") if "already shown" not in line)
+    for i in range(40):
+        assert both.count(f"Sentence {i:02d} ") <= 1, i
+    assert "[c-a] already shown above" in second
+    assert "[c-c] already shown above: the text beginning 'Sentence 06 of the guide." in second
+    # c-b's new text (and a sentence after it) is sent, its sentence sent as context is not.
+    assert "Sentence 10" in second and "Sentence 11" in second and "Sentence 12" in second
+    assert "Sentence 09" not in second
+
+
+def test_without_context_a_hit_shown_by_an_earlier_search_is_named_not_resent() -> None:
+    sent = Sent()
+    hits = [_hit(1, "c-a", N * 5, N * 9)]
+    format_results("q1", hits, {}, show_database=False, units_left=2, context_chars=0, sent=sent)
+    second = format_results(
+        "q2", [*hits, _hit(2, "c-b", N * 10, N * 12)], {}, show_database=False, units_left=1,
+        context_chars=0, sent=sent,
+    )  # fmt: skip
+    assert "[c-a] already shown above" in second and "Sentence 05" not in second
+    assert "Sentence 10" in second
+
+
+def test_two_searches_of_one_question_send_each_text_once_and_a_new_question_starts_afresh(
+    tmp_path, write_config, workspace
+) -> None:
+    ws = _workspace(tmp_path, write_config, workspace, None)
+    script = Script(
+        search("high water at the bar"),
+        search("when does the tide rise"),
+        cite_first(),
+        text("Twice a day [1]."),
+        search("high water at the bar"),
+        cite_first(),
+        text("Twice a day [1]."),
+    )
+    _, deps = run(ws, script, "When is high water?")
+    first, second = returns(script.seen[2], "search")
+    assert "twice a day" in first and "twice a day" not in second
+    assert re.search(r"^\[[0-9a-f-]{36}\] already shown above$", second, re.MULTILINE)
+    # The state is carried as JSON: the next question is sent the text again.
+    deps = HaikuDeps.restore(json.loads(json.dumps(deps.dump())))
+    run(ws, script, "And again?", deps=deps)
+    assert "twice a day" in returns(script.seen[-1], "search")[-1]
