@@ -32,16 +32,8 @@ def resolve(db: Database, location: Location, reference: str) -> str:
         if len(matches) == 1:
             return matches[0].id
         if matches:
-            shown = short_ids([m.id for m in matches[:_SHOWN_CANDIDATES]])
-            listed = ", ".join(
-                f"{shown[m.id]} ({m.title or m.uri or 'untitled'})" for m in matches[:_SHOWN_CANDIDATES]
-            )
-            many = len(matches) > _SHOWN_CANDIDATES
-            count = f"more than {_SHOWN_CANDIDATES}" if many else str(len(matches))
-            raise InputError(
-                f"id prefix '{reference}' matches {count} documents in database '{location.name}': {listed}; "
-                "give more of the id"
-            )
+            labels = [(m.id, m.title or m.uri or "untitled") for m in matches]
+            raise _ambiguous(reference, location, "documents", labels)
     for uri in _uris(reference):
         found = reads.find_by_uri(db, uri)
         if found is not None:
@@ -58,14 +50,34 @@ def document(db: Database, location: Location, reference: str) -> DocumentRecord
 
 
 def chunk(db: Database, location: Location, chunk_id: str) -> ChunkRecord:
-    """The chunk with this id in `db`; an unknown id is refused, saying where chunk ids are shown."""
-    found = reads.get_chunks(db, [chunk_id.strip()]).get(chunk_id.strip())
-    if found is None:
-        raise InputError(
-            f"no chunk {chunk_id.strip()!r} in database '{location.name}'; chunk ids are in "
-            "`haiku search --json` (chunk_id) and in the citations of `haiku ask`"
-        )
-    return found
+    """The chunk with this id, or unique id prefix, in `db`; an unknown or ambiguous one is refused."""
+    chunk_id = chunk_id.strip()
+    found = reads.get_chunks(db, [chunk_id]).get(chunk_id)
+    if found is not None:
+        return found
+    lowered = chunk_id.lower()
+    if len(chunk_id) >= MIN_PREFIX and _ID_PREFIX.fullmatch(lowered):
+        matches = reads.chunks_with_id_prefix(db, lowered, limit=_SHOWN_CANDIDATES + 1)
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            labels = [(m.id, f"chunk {m.order} of document {m.document_id[:8]}") for m in matches]
+            raise _ambiguous(chunk_id, location, "chunks", labels)
+    raise InputError(
+        f"no chunk with id or id prefix {chunk_id!r} in database '{location.name}'; chunk ids are in "
+        "`haiku search --json` (chunk_id) and in the citations of `haiku ask`"
+    )
+
+
+def _ambiguous(reference: str, location: Location, kind: str, matches: list[tuple[str, str]]) -> InputError:
+    """The error for an id prefix shared by several documents or chunks: the first few, by id."""
+    listed = matches[:_SHOWN_CANDIDATES]
+    shown = short_ids([i for i, _ in listed])
+    count = f"more than {_SHOWN_CANDIDATES}" if len(matches) > _SHOWN_CANDIDATES else str(len(matches))
+    return InputError(
+        f"id prefix '{reference}' matches {count} {kind} in database '{location.name}': "
+        f"{', '.join(f'{shown[i]} ({label})' for i, label in listed)}; give more of the id"
+    )
 
 
 def not_found(reference: str, location: Location) -> InputError:

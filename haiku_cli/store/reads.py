@@ -209,6 +209,14 @@ def documents_with_id_prefix(db: Database, prefix: str, *, limit: int) -> list[D
     return [_document(r) for r in rows[:limit]]
 
 
+def chunks_with_id_prefix(db: Database, prefix: str, *, limit: int) -> list[ChunkRecord]:
+    """Chunks whose id starts with `prefix`, by id; at most `limit`."""
+    pattern = prefix.replace("\\", "").replace("%", "").replace("_", "") + "%"
+    rows = _query_rows(db, db.chunks, f"id LIKE {sql_string(pattern)}", _chunk_columns(db), None)
+    rows.sort(key=lambda r: r["id"])
+    return [ChunkRecord(**r) for r in rows[:limit]]
+
+
 def find_by_uri(db: Database, uri: str) -> DocumentRecord | None:
     """The document previously added from this uri, if any."""
     rows = _query_rows(db, db.documents, f"uri = {sql_string(uri)}", _DOC_COLUMNS, 1)

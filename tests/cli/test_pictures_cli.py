@@ -97,7 +97,8 @@ def test_visualize_refuses_a_chunk_that_is_not_from_a_pdf(cli, tmp_path: Path) -
     assert refused.exit_code == ExitCode.INPUT
     assert "only chunks of PDFs added from a local file can be drawn" in refused.stderr
     missing = cli("visualize", "not-a-chunk")
-    assert missing.exit_code == ExitCode.INPUT and "no chunk 'not-a-chunk'" in missing.stderr
+    assert missing.exit_code == ExitCode.INPUT
+    assert "no chunk with id or id prefix 'not-a-chunk'" in missing.stderr
 
 
 def _figure_question(body: dict) -> tuple[int, dict]:

@@ -77,7 +77,7 @@ def test_a_bad_line_range_is_one_line_naming_what_to_give(cli, tides: Path, args
 
 def test_an_unknown_chunk_is_refused_by_name(cli, tides: Path) -> None:
     done = cli("get", "--chunk", "0000-not-a-chunk")
-    assert done.exit_code != 0 and "no chunk '0000-not-a-chunk'" in done.stderr
+    assert done.exit_code != 0 and "no chunk with id or id prefix '0000-not-a-chunk'" in done.stderr
 
 
 def _rendered(monkeypatch: pytest.MonkeyPatch, cli, *, terminal: bool, no_color: bool) -> str:

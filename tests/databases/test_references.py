@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -84,3 +85,31 @@ def test_short_ids_grow_until_the_shown_ids_differ() -> None:
         "99999999-cccc": "99999999-c",
     }
     assert short_ids(["12345678-x"]) == {"12345678-x": "12345678"}
+
+
+def test_a_chunk_is_named_by_a_unique_id_prefix_and_an_ambiguous_one_lists_the_candidates(
+    make_db, cli, write_config, tmp_path: Path
+) -> None:
+    location, _ = make_db("notes", ["Kestrels hover over verges.", "Herons wait in the shallows."])
+    db = open_database(location)
+    chunks = sorted(db.chunks.to_arrow().select(["id", "document_id"]).to_pylist(), key=lambda r: r["id"])
+    chosen = ["c0ffee11-0000-4000-8000-000000000001", "c0ffee22-0000-4000-8000-000000000002"]
+    for row, new in zip(chunks, chosen, strict=True):
+        db.chunks.update(where=f"id = '{row['id']}'", values={"id": new})
+    write_config(f'[databases.notes]\nuri = "{location.uri}"\n')
+    # `get --chunk` and `visualize` take the prefix as `get` takes a document's.
+    part = cli("get", "--chunk", "C0FFEE1", "-d", "notes", "--json")
+    assert part.exit_code == 0, part.stderr
+    assert json.loads(part.stdout)["chunk_id"] == chosen[0]
+    drawn = cli("visualize", "c0ffee2", "-d", "notes")
+    assert drawn.exit_code != 0 and "only chunks of PDFs added from a local file" in drawn.stderr
+    ambiguous = cli("get", "--chunk", "c0ffee", "-d", "notes")
+    doc_of = {r["id"]: r["document_id"][:8] for r in chunks}
+    first, second = (doc_of[r["id"]] for r in chunks)
+    assert ambiguous.exit_code != 0
+    assert ambiguous.stderr.startswith(
+        "haiku: id prefix 'c0ffee' matches 2 chunks in database 'notes': "
+        f"c0ffee11 (chunk 0 of document {first}), c0ffee22 (chunk 0 of document {second}); "
+        "give more of the id"
+    ), ambiguous.stderr
+    assert "no chunk with id or id prefix 'c0f'" in cli("get", "--chunk", "c0f", "-d", "notes").stderr
