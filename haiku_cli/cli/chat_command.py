@@ -85,16 +85,25 @@ def chat(
         raise InputError(
             "--json goes with --list-sessions; for JSON answers use haiku ask --session NAME --json"
         )
-    _converse(
-        ctx,
-        chosen,
-        session=session,
-        model=model,
-        document_filter=filter_,
-        analysis=analysis,
-        rescope=rescope,
-        at=at,
+    from haiku_cli.cli.chat_ui import converse
+
+    ws = workspace(ctx)
+    ws.read_at(at)
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    code = run(
+        lambda: converse(
+            ws,
+            chosen,
+            session=session,
+            model=model,
+            document_filter=filter_,
+            analysis=analysis,
+            rescope=rescope,
+            interactive=interactive,
+        )
     )
+    if code:
+        raise typer.Exit(code)
 
 
 def _chosen_with(chosen: Selection | None) -> str:
@@ -128,36 +137,3 @@ def _delete_session(name: str) -> None:
 
     SessionStore().delete(name)
     output.err.print(f"deleted session {name}", markup=False, style="dim")
-
-
-def _converse(
-    ctx: typer.Context,
-    chosen: Selection | None,
-    *,
-    session: str | None,
-    model: str | None,
-    document_filter: str | None,
-    analysis: bool,
-    rescope: bool,
-    at: str | None,
-) -> None:
-    """The conversation: a line editor in a terminal, otherwise one question per line of stdin."""
-    from haiku_cli.cli.chat_ui import converse
-
-    ws = workspace(ctx)
-    ws.read_at(at)
-    interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    code = run(
-        lambda: converse(
-            ws,
-            chosen,
-            session=session,
-            model=model,
-            document_filter=document_filter,
-            analysis=analysis,
-            rescope=rescope,
-            interactive=interactive,
-        )
-    )
-    if code:
-        raise typer.Exit(code)
