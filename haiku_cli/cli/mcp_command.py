@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output
-from haiku_cli.cli.options import DATABASE_SET, At, ModelName, port_number, workspace
+from haiku_cli.cli.options import DATABASE_SET, At, ModelName, listening, workspace
 from haiku_cli.cli.running import add_command, run
 
 if TYPE_CHECKING:
@@ -21,36 +21,17 @@ def register(app: typer.Typer) -> None:
     add_command(app, "mcp", mcp)
 
 
+_LISTENING = listening(8765, reached="clients may use to reach --http", when=" with --http")
+
+
 def mcp(
     ctx: typer.Context,
     selection: Selection = DATABASE_SET,
     model: ModelName = None,
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
-    host: Annotated[
-        str,
-        typer.Option(
-            "--host",
-            help="Address to listen on with --http (127.0.0.1: reachable from this machine only).",
-            metavar="HOST",
-        ),
-    ] = "127.0.0.1",
-    port: Annotated[
-        int,
-        typer.Option(
-            "--port",
-            parser=port_number,
-            help="Port to listen on with --http (0: any free one).",
-            metavar="PORT",
-        ),
-    ] = 8765,
-    allow_host: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allow-host",
-            help="Another host name clients may use to reach --http (repeatable).",
-            metavar="HOST",
-        ),
-    ] = None,
+    host: str = _LISTENING.host,
+    port: int = _LISTENING.port,
+    allow_host: list[str] | None = _LISTENING.allow_host,
     at: At = None,
 ) -> None:
     """Serve the selected databases (all configured ones by default) as an MCP server, read-only."""

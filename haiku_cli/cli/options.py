@@ -7,7 +7,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
@@ -95,6 +95,37 @@ def port_number(value: str) -> int:
     if not 0 <= port <= 65535:
         raise typer.BadParameter(f"expected a port number from 0 to 65535, got {value!r}")
     return port
+
+
+class Listening(NamedTuple):
+    """`--host`, `--port` and `--allow-host`, as the commands that listen (`serve`, `mcp`) take them."""
+
+    host: Any
+    port: Any
+    allow_host: Any
+
+
+def listening(port: int, *, reached: str, when: str = "") -> Listening:
+    """The listening options with a default `port`; `reached` names what a host reaches ("browsers ...
+    the page") and `when` the flag they go with (" with --http"), so each command's help reads as its own."""
+    return Listening(
+        host=typer.Option(
+            "127.0.0.1",
+            "--host",
+            help=f"Address to listen on{when} (127.0.0.1: reachable from this machine only).",
+            metavar="HOST",
+        ),
+        port=typer.Option(
+            port,
+            "--port",
+            parser=port_number,
+            help=f"Port to listen on{when} (0: any free one).",
+            metavar="PORT",
+        ),
+        allow_host=typer.Option(
+            None, "--allow-host", help=f"Another host name {reached} (repeatable).", metavar="HOST"
+        ),
+    )
 
 
 Limit = Annotated[

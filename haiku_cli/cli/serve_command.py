@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output
-from haiku_cli.cli.options import DATABASE_SET, ModelName, port_number, workspace
+from haiku_cli.cli.options import DATABASE_SET, ModelName, listening, workspace
 from haiku_cli.cli.running import add_command, run
 
 if TYPE_CHECKING:
@@ -20,6 +20,9 @@ def register(app: typer.Typer) -> None:
     add_command(app, "serve", serve)
 
 
+_LISTENING = listening(8780, reached="browsers may use to reach the page")
+
+
 def serve(
     ctx: typer.Context,
     selection: Selection = DATABASE_SET,
@@ -27,28 +30,9 @@ def serve(
     analysis: Annotated[
         bool, typer.Option("--analysis", help="Let the model also run Python over the documents.")
     ] = False,
-    host: Annotated[
-        str,
-        typer.Option(
-            "--host",
-            help="Address to listen on (127.0.0.1: reachable from this machine only).",
-            metavar="HOST",
-        ),
-    ] = "127.0.0.1",
-    port: Annotated[
-        int,
-        typer.Option(
-            "--port", parser=port_number, help="Port to listen on (0: any free one).", metavar="PORT"
-        ),
-    ] = 8780,
-    allow_host: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allow-host",
-            help="Another host name browsers may use to reach the page (repeatable).",
-            metavar="HOST",
-        ),
-    ] = None,
+    host: str = _LISTENING.host,
+    port: int = _LISTENING.port,
+    allow_host: list[str] | None = _LISTENING.allow_host,
     open_: Annotated[bool, typer.Option("--open", help="Open the page in the default browser.")] = False,
 ) -> None:
     """Serve the selected databases (all configured ones by default) as a web page to ask questions in."""
