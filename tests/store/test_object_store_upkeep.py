@@ -36,9 +36,10 @@ def _titles(loc: Location) -> list[str]:
 def test_a_vacuum_longer_than_the_heartbeat_leaves_the_database_readable(
     s3_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The heartbeat renews every second, while each of the vacuum's requests waits 0.05 s at the proxy:
-    # dozens of heartbeat commits land on the meta table while the vacuum cleans it up.
-    monkeypatch.setattr(writer, "LEASE_TTL_SECONDS", 6.0)
+    # The heartbeat renews every 2 s, while each of the vacuum's requests waits 0.05 s at the proxy: a
+    # dozen heartbeat commits land on the meta table while the vacuum cleans it up. (A 6 s lease's 3 s
+    # hold is shorter than a renewal through the proxy can take on a loaded 2-core machine.)
+    monkeypatch.setattr(writer, "LEASE_TTL_SECONDS", 12.0)
     direct = _location(s3_server, tmp_path, "slow")
     first = open_database(direct, create_with=SPEC, writable=True)
     for i in range(3):
