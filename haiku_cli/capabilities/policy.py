@@ -9,7 +9,9 @@ A streamed response cannot be taken back once its text reaches the reader (and `
 at all), so a streamed response that may be sent back is held until it is complete: if it would end the
 question uncited, the host never sees it and the model is asked again with the same redirect, inside the
 same model request; otherwise it is passed on whole. The decision is `run()`'s: only an answer that would
-end the question uncited is redirected.
+end the question uncited is redirected. So with quotes: while the question's quote redirect is unspent and
+evidence is in play, a streamed text response is held until complete, its quotes checked, and one quoting
+what the cited chunks do not hold is asked again with the quote redirect before the host sees it.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ class PolicyState(BaseModel):
     in_progress: Question | None = None
     redirected: bool = False  # this question was sent back
     held_back: bool = False  # ... by holding a streamed draft back (that redirect is not in the history)
+    quote_held_back: bool = False  # a held streamed draft's quotes were sent back (not in the history)
     outcome: Outcome | None = None
     history: list[Outcome] = Field(default_factory=list)  # outcomes of earlier answers, oldest first
 
@@ -86,6 +89,7 @@ class PolicyState(BaseModel):
         self.outcome = None
         self.redirected = False
         self.held_back = False
+        self.quote_held_back = False
         self.in_progress = Question(number=len(self.history) + 1, runs=[run_id] if run_id else [])
 
     def runs(self) -> set[str]:
@@ -210,11 +214,19 @@ class CitationPolicy(AbstractCapability[HaikuDeps]):
         if self.may_redirect(ctx) and ctx.retry < ctx.max_retries:
             self.state(ctx.deps).redirected = True
             raise ModelRetry(REDIRECT_MESSAGE)
-        if isinstance(output, str) and ctx.retry < ctx.max_retries:
+        if isinstance(output, str) and ctx.retry < ctx.max_retries and self.quotes_due(ctx):
             unverified = self.unverified_quotes(ctx, output)
-            if unverified and not redirect_sent(ctx.messages, self.state(ctx.deps).runs(), QUOTE_TAG):
+            if unverified:
                 raise ModelRetry(quote_message(unverified))
         return output
+
+    def quotes_due(self, ctx: RunContext[HaikuDeps]) -> bool:
+        """Whether an answer's quotes would still be sent back: evidence is in play and the question's one
+        quote redirect is unspent (sent in the history and answered, or held back from a stream)."""
+        policy = self.state(ctx.deps)
+        if policy.quote_held_back or not any(s.has_evidence for s in evidence_states(ctx)):
+            return False
+        return not redirect_sent(ctx.messages, policy.runs(), QUOTE_TAG)
 
     def unverified_quotes(self, ctx: RunContext[HaikuDeps], answer: str) -> list[str]:
         """The passages the answer (or `cite`) quotes that no chunk cited for this answer holds."""
@@ -243,9 +255,10 @@ class HoldBack(WrapperModel):
     """A model whose streamed responses the policy may send back before the host sees them.
 
     Only while a response ending the question would be redirected (evidence shown, nothing cited or
-    declared since, `cite` available) is a streamed response held until complete. If it calls a tool it is
-    replayed whole; if it would end the question, it is dropped and the model is asked again, with the
-    draft and the redirect `run()` would send, within the same model request.
+    declared since, `cite` available; or quotes not yet checked) is a streamed response held until
+    complete. If it calls a tool, or needs no redirect, it is replayed whole; otherwise it is dropped and
+    the model is asked again, with the draft and the redirect `run()` would send, within the same model
+    request (each redirect once per question, as in `run()`).
     """
 
     def __init__(self, wrapped: Model, policy: CitationPolicy) -> None:
@@ -260,22 +273,41 @@ class HoldBack(WrapperModel):
         model_request_parameters: ModelRequestParameters,
         run_context: RunContext[Any] | None = None,
     ) -> AsyncIterator[StreamedResponse]:
-        """Stream the response, holding back (and redirecting) a draft that would end the question uncited."""
+        """Stream the response, holding back (and redirecting) a draft that `run()` would send back."""
         args = (model_settings, model_request_parameters, run_context)
-        if run_context is None or not self.policy.may_redirect(run_context):
-            async with self.wrapped.request_stream(messages, *args) as stream:
-                yield stream
-            return
-        async with self.wrapped.request_stream(messages, *args) as stream:
-            events = [event async for event in stream]
-            draft = stream.get()
-        if not ends_question(draft, model_request_parameters):
-            yield CompletedStreamedResponse(
-                draft, model_request_parameters=model_request_parameters, replay_events=events
-            )
-            return
-        asked = [*messages, draft, ModelRequest(parts=[UserPromptPart(REDIRECT_MESSAGE)])]
+        asked = messages
+        while run_context is not None and self._may_hold(run_context):
+            async with self.wrapped.request_stream(asked, *args) as stream:
+                events = [event async for event in stream]
+                draft = stream.get()
+            redirect = self._redirect(run_context, draft, model_request_parameters)
+            if redirect is None:
+                yield CompletedStreamedResponse(
+                    draft, model_request_parameters=model_request_parameters, replay_events=events
+                )
+                return
+            asked = [*asked, draft, ModelRequest(parts=[UserPromptPart(redirect)])]
         async with self.wrapped.request_stream(asked, *args) as stream:
-            policy = self.policy.state(run_context.deps)
-            policy.redirected = policy.held_back = True
             yield stream
+
+    def _may_hold(self, ctx: RunContext[HaikuDeps]) -> bool:
+        return self.policy.may_redirect(ctx) or self.policy.quotes_due(ctx)
+
+    def _redirect(
+        self, ctx: RunContext[HaikuDeps], draft: ModelResponse, parameters: ModelRequestParameters
+    ) -> str | None:
+        """The redirect a complete draft gets (recorded as sent), or None to pass it on."""
+        if not ends_question(draft, parameters):
+            return None
+        policy = self.policy.state(ctx.deps)
+        if self.policy.may_redirect(ctx):
+            policy.redirected = policy.held_back = True
+            return REDIRECT_MESSAGE
+        # Text output only, as `run()` checks quotes of a `str` output (an output tool is structured).
+        if any(isinstance(p, ToolCallPart) for p in draft.parts) or not self.policy.quotes_due(ctx):
+            return None
+        unverified = self.policy.unverified_quotes(ctx, draft.text or "")
+        if not unverified:
+            return None
+        policy.quote_held_back = True
+        return quote_message(unverified)

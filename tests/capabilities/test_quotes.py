@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from pydantic_ai.messages import ModelRequest
 
+from haiku_cli.capabilities import HaikuDeps, PolicyState
 from haiku_cli.capabilities.citations import Citation
 from haiku_cli.capabilities.policy import QUOTE_TAG
 from haiku_cli.capabilities.quotes import check_quotes, quotes_in
 from haiku_cli.databases.workspace import Workspace
 from tests.agents.test_ask import ask_sync
 from tests.capabilities.script import Script, call, chunk_ids, cite_first, search, text
+from tests.capabilities.test_policy import streamed, streaming_agent
+from tests.chat.streaming import StreamScript
 
 QUESTION = "What is the capital of France?"
 
@@ -90,3 +93,49 @@ def test_a_quote_passed_to_cite_is_checked_too(kb: Workspace) -> None:
     result = ask_sync(kb, QUESTION, script)
     assert [(q.text, q.verified) for q in result.quotes] == [("It lies on the river Thames", False)]
     assert _told(script) == 1
+
+
+def test_a_streamed_answer_quoting_what_is_not_in_the_evidence_is_sent_back_before_the_host_sees_it(
+    kb: Workspace,
+) -> None:
+    invented = 'The note says "Paris has been the capital since the year 987" [1].'
+    fixed = 'The note says "the capital of France is Paris" [1].'
+    script = StreamScript(search("capital of France"), cite_first(), text(invented), text(fixed))
+    deps = HaikuDeps()
+    output, messages, seen = streamed(streaming_agent(kb, script), deps)
+    assert output == fixed and len(script.seen) == 4 and _told(script) == 1
+    assert not any("987" in t for t in seen)  # the draft never reached the host
+    assert "987" not in str(messages)  # nor the stored history
+    assert deps.get("citation_policy", PolicyState).quote_held_back
+
+
+def test_a_streamed_answer_is_told_about_its_quotes_once_and_a_verified_one_streams_as_it_is(
+    kb: Workspace,
+) -> None:
+    invented = 'The note says "Paris has been the capital since the year 987" [1].'
+    script = StreamScript(search("capital of France"), cite_first(), text(invented), text(invented))
+    output, _, seen = streamed(streaming_agent(kb, script), HaikuDeps())
+    assert output == invented and len(script.seen) == 4 and _told(script) == 1  # the same answer then stands
+    assert seen[-1] == invented
+    verified = 'The note says "the capital of France is Paris" [1].'
+    script = StreamScript(search("capital of France"), cite_first(), text(verified))
+    output, _, seen = streamed(streaming_agent(kb, script), HaikuDeps())
+    assert output == verified and len(script.seen) == 3 and _told(script) == 0
+
+
+def test_a_streamed_draft_sent_back_uncited_has_its_quotes_checked_after_the_citation_redirect(
+    kb: Workspace,
+) -> None:
+    script = StreamScript(
+        search("capital of France"),
+        text("Paris."),  # held back: uncited
+        cite_first(),
+        text('It says "the river Thames runs through Paris" [1].'),  # held back: quote not in the chunk
+        text("Paris [1]."),
+    )
+    deps = HaikuDeps()
+    output, _, seen = streamed(streaming_agent(kb, script), deps)
+    assert output == "Paris [1]." and len(script.seen) == 5 and _told(script) == 1
+    assert not any("Thames" in t or t == "Paris." for t in seen)
+    policy = deps.get("citation_policy", PolicyState)
+    assert policy.held_back and policy.quote_held_back and policy.outcome == "grounded"
