@@ -21,6 +21,7 @@ from haiku_cli.ingest.document import ConvertedDocument
 from haiku_cli.ingest.embedding import BATCH_CHUNKS, embed_chunks
 from haiku_cli.ingest.objects import ObjectFile, ObjectStores, is_object_uri
 from haiku_cli.ingest.reports import IngestReport, NoProgress, Progress, SourceOutcome, Status
+from haiku_cli.ingest.shown import drop_shown_pictures
 from haiku_cli.ingest.sources import FileChoice, TextFile
 from haiku_cli.ingest.stages import two_stages
 from haiku_cli.ingest.stored import content_hash, picture_records, stored_content
@@ -408,6 +409,7 @@ async def add_sources(
         )
         await anyio.to_thread.run_sync(lambda: remember_outcomes(db, kept, ingestor.report, owners, seen))
     await anyio.to_thread.run_sync(after_write, db)
+    await anyio.to_thread.run_sync(drop_shown_pictures, db, ingestor.report)
     return ingestor.report.in_source_order()
 
 

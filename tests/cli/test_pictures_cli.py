@@ -139,3 +139,20 @@ def test_alt_text_is_searchable(cli, tmp_path: Path) -> None:
     hits = json.loads(cli("search", "kookaburra", "--type", "fts", "--json").stdout)["hits"]
     assert [h["document_title"] for h in hits] == ["Garden notes"]
     assert hits[0]["pictures"] == [{"reference": "image-1", "caption": "A kookaburra on the fence"}]
+
+
+def test_an_image_a_markdown_file_shows_is_not_counted_as_left_out(cli, tmp_path: Path) -> None:
+    from tests.support.pictures import png
+
+    folder = tmp_path / "garden"
+    (folder / "img").mkdir(parents=True)
+    (folder / "img" / "bird one.png").write_bytes(png())
+    (folder / "photo.png").write_bytes(png())  # shown by no document: still left out
+    (folder / "notes.md").write_text("# Garden notes\n\n![A kookaburra](img/bird%20one.png)\n")
+    for status in ("added", "unchanged"):  # a re-add reads the pictures the unchanged document stored
+        result = cli("add-src", str(folder), "--json")
+        assert result.exit_code == 0, result.stderr
+        report = json.loads(result.stdout)
+        assert [o["status"] for o in report["outcomes"]] == [status]
+        assert [o["source"] for o in report["left_out"]] == [str(folder / "photo.png")]
+    assert "left out: 1 unsupported (.png 1)" in cli("add-src", str(folder)).stderr

@@ -76,9 +76,13 @@ def _read(target: str, uri: str, collector: PictureCollector) -> bytes | None:
         )
         return data
     if page == "file" and scheme == "":
-        folder = Path(unquote(urlsplit(uri).path)).parent
-        return _local(folder / unquote(urlsplit(target).path), limit)
+        return _local(linked_file(Path(unquote(urlsplit(uri).path)), target), limit)
     return None  # a remote image of a local document is not fetched: adding a file stays offline
+
+
+def linked_file(document: Path, target: str) -> Path:
+    """The file a local document's image link (`target`, as written; a stored picture's `source`) names."""
+    return document.parent / unquote(urlsplit(target).path)
 
 
 def _data_uri(target: str, limit: int) -> bytes:
