@@ -335,9 +335,10 @@ async def add_sources(
     reads those); unreadable sources are reported, the rest added.
 
     Symlinks leading out of a directory are skipped unless `follow_symlinks`; files over `limits` are
-    reported as failed; `choice` (--include/--exclude) picks the files of folders. What folders hold and
-    is not read, and stored files that left them, are listed in the report. Each source found is
-    remembered with these options (`sync` reads it again). The whole add is one all-or-nothing write: a
+    reported as failed; `choice` (--include/--exclude) picks the files of folders (without it, a source
+    added again keeps the rules it is remembered with). What folders hold and is not read, and stored
+    files that left them, are listed in the report. Each source found is remembered with these options
+    (`sync` reads it again). The whole add is one all-or-nothing write: a
     model or database failure, Ctrl-C or a kill leaves the database as it was before the command.
     """
     from haiku_cli.ingest.remembering import remembered, source_key
@@ -345,7 +346,12 @@ async def add_sources(
     from haiku_cli.ingest.sources import SkippedSource, display_path, is_url, iter_source_files
     from haiku_cli.store.sources import prepare
 
-    choice = choice or FileChoice()
+    given = choice or FileChoice()
+    # A source added again without --include/--exclude keeps the rules it was remembered with: a file
+    # only they brought in stays (a later sync would otherwise delete it).
+    kept_rules = (
+        {} if given.include or given.exclude else await anyio.to_thread.run_sync(_remembered_rules, db)
+    )
     items: list[tuple[int, Item]] = []  # with their positions among the sources given and found
     owners: dict[int, str] = {}  # position -> the remembered source the item came from
     kept: list[RememberedSource] = []
@@ -355,6 +361,7 @@ async def add_sources(
     object_folders: dict[str, set[str]] = {}  # prefix -> every object its listing holds
     for source in sources:
         ingestor.position = next(positions)
+        choice = kept_rules.get(source_key(source), given)
         if is_object_uri(source):
             listed = await _list_objects(ingestor, source, objects, choice, positions)
             if listed is not None:
@@ -442,6 +449,15 @@ async def _list_objects(
             found.append((ingestor.position, entry))
     listed = {e.source if isinstance(e, LeftOut) else e.uri for e in listing.found}
     return listing.kind, found, listed
+
+
+def _remembered_rules(db: Database) -> dict[str, FileChoice]:
+    """The --include/--exclude rules of each remembered source that has any, by its key."""
+    from haiku_cli.store.sources import has_sources, read_sources
+
+    if not has_sources(db):
+        return {}
+    return {s.source: FileChoice(s.include, s.exclude) for s in read_sources(db) if s.include or s.exclude}
 
 
 def _gone_from(db: Database, folders: list[Path], object_folders: dict[str, set[str]]) -> list[str]:

@@ -65,6 +65,32 @@ def test_add_src_remembers_each_source_with_its_options(tmp_path: Path, embedder
     assert {s.document_id for s in states} <= set(_by_uri(db).values())
 
 
+def test_a_folder_added_again_without_include_keeps_its_remembered_rules(
+    tmp_path: Path, embedder, notes: Path
+) -> None:
+    from haiku_cli.ingest.sources import FileChoice
+
+    db = new_db(tmp_path, embedder)
+    (notes / "app.log2").write_text("ERROR the disk filled up at noon.\n")
+    _add(db, embedder, str(notes), choice=FileChoice(include=["*.md", "*.log2"]))
+    log = (notes / "app.log2").as_uri()
+    assert set(_by_uri(db)) == {(notes / "a.md").as_uri(), log}
+    again = _add(db, embedder, str(notes))  # no --include: the remembered rules read the folder
+    assert [(Path(o.source).name, o.why) for o in again.left_out] == [("b.txt", "excluded")]
+    assert {(Path(o.source).name, o.status) for o in again.outcomes} == {
+        ("a.md", "unchanged"),
+        ("app.log2", "unchanged"),
+    }
+    (remembered,) = stored.read_sources(db)
+    assert (remembered.include, remembered.exclude) == (["*.md", "*.log2"], [])
+    assert _sync(db, embedder, str(notes)).deleted == 0  # the file --include brought in stays
+    assert log in _by_uri(db)
+    # Rules given again replace the remembered ones, and a sync follows them.
+    _add(db, embedder, str(notes), choice=FileChoice(exclude=["*.log2"]))
+    assert _sync(db, embedder, str(notes)).deleted == 1
+    assert set(_by_uri(db)) == {(notes / "a.md").as_uri(), (notes / "sub" / "b.txt").as_uri()}
+
+
 def test_sync_adds_replaces_and_deletes_only_what_left_its_source(
     tmp_path: Path, embedder, notes: Path
 ) -> None:
