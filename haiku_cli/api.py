@@ -35,7 +35,9 @@ Operations (async; each is what one `haiku` command calls)
 Tags (a named state of a database's tables; `ws.read_at(TAG)` reads every database at it, writing none)
     `create_tag(ws, location, name) -> DatabaseTag`, `create_tag_everywhere(ws, name) -> list[DatabaseTag]`,
     `list_tags(ws, location) -> TagList`, `delete_tag(ws, location, name) -> DatabaseTag`,
-    `restore_tag(ws, location, name) -> DatabaseTag` (`TagInfo`: name, created_at, versions).
+    `restore_tag(ws, location, name) -> DatabaseTag` (`TagInfo`: name, created_at, versions),
+    `find_tag(ws, location, name) -> DatabaseTag` (a missing database or tag fails naming it),
+    `check_tag(ws, selection)` (every written database of the selection opened at `ws`'s tag, or an error).
 
 Health (`haiku doctor`)
     `check_health(ws, selection, *, fix=False) -> DoctorReport` (`databases`: a `DatabaseHealth` each, its
@@ -131,9 +133,11 @@ if TYPE_CHECKING:
     from haiku_cli.databases.snapshots import (
         DatabaseTag,
         TagList,
+        check_tag,
         create_tag,
         create_tag_everywhere,
         delete_tag,
+        find_tag,
         list_tags,
         restore_tag,
     )

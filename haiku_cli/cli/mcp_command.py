@@ -40,8 +40,13 @@ def mcp(
     from haiku_cli.mcp_server.transport import is_loopback, serve
 
     require_sdk()
+    from haiku_cli import api
+
     ws = workspace(ctx)
     ws.read_at(at)
+    if at is not None:
+        # A database without the tag is named before serving, not in the answer to some later tool call.
+        run(lambda: api.check_tag(ws, selection))
     token = ws.settings.mcp.http_token
     if http and not is_loopback(host) and token is None:
         output.error(

@@ -119,6 +119,8 @@ def restore(
     from haiku_cli.errors import InputError
 
     ws = workspace(ctx)
+    # A database or tag that does not exist is said so before anything is asked.
+    run(lambda: api.find_tag(ws, loc, name))
     if not yes:
         if not sys.stdin.isatty():
             raise InputError(f"restoring tag '{name}' replaces what {loc.name} holds now; confirm with --yes")

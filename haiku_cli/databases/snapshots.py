@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from haiku_cli.databases.operations import writable_databases
 from haiku_cli.databases.reading import read_one
+from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import HaikuError, InputError
 from haiku_cli.store import tags
@@ -63,6 +64,19 @@ async def create_tag_everywhere(ws: Workspace, name: str) -> list[DatabaseTag]:
 
 async def _has_tag(ws: Workspace, location: Location, name: str) -> bool:
     return any(t.name == name for t in (await list_tags(ws, location)).tags)
+
+
+async def find_tag(ws: Workspace, location: Location, name: str) -> DatabaseTag:
+    """One database's tag by name; a database that does not exist, or has no such tag, fails naming it."""
+    tags.check_name(name)
+    found = await read_one(ws.pool, location, lambda db: tags.find_tag(db, name))
+    return DatabaseTag(database=location.name, tag=found)
+
+
+async def check_tag(ws: Workspace, selection: Selection) -> None:
+    """Open the selection's written databases at the tag `ws` reads at (`--at`), so that a database
+    without it fails now, naming it, rather than at the first question a server is asked."""
+    await ws.pool.clients_covering(searchable(selection)[0])
 
 
 async def list_tags(ws: Workspace, location: Location) -> TagList:

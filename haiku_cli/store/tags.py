@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel
 
-from haiku_cli.errors import DatabaseError, HaikuError, InputError
+from haiku_cli.errors import DatabaseError, InputError
 from haiku_cli.store import schema
 from haiku_cli.store.handle import CHUNKS_TABLE, Database, read_meta, table_names
 from haiku_cli.store.maintenance import after_write
@@ -59,13 +59,17 @@ def list_tags(db: Database) -> list[TagInfo]:
     return sorted(tags, key=lambda t: (t.created_at, t.name))
 
 
-def find_tag(db: Database, name: str, missing: type[HaikuError] = InputError) -> TagInfo:
-    """The named tag, or one line (a `missing`) naming the database that lacks it."""
+def find_tag(db: Database, name: str) -> TagInfo:
+    """The named tag, or one line naming the database that lacks it.
+
+    A `DatabaseError` (exit 3) whichever command asks: `--at`, `tag delete` and `tag restore` alike, as the
+    database does not hold the state asked of it (a malformed name is an input error, `check_name`).
+    """
     for tag in list_tags(db):
         if tag.name == name:
             return tag
     known = ", ".join(t.name for t in list_tags(db)) or "none"
-    raise missing(f"database '{db.name}' has no tag '{name}' (its tags: {known})")
+    raise DatabaseError(f"database '{db.name}' has no tag '{name}' (its tags: {known})")
 
 
 def tagged_chunk_tables(db: Database) -> set[str]:
@@ -133,7 +137,7 @@ def _release(db: Database, tag: TagInfo) -> None:
 def read_at(db: Database, name: str) -> None:
     """Point an open handle at a tag's versions: it reads the database as it was, and refuses writes."""
     # A database of the set without the tag fails the command (named): never read at its latest instead.
-    tag = find_tag(db, name, DatabaseError)
+    tag = find_tag(db, name)
     with storage_errors(db, f"cannot be read at tag '{name}'"):
         db.meta_table.checkout(tag.versions[schema.META])
         db.meta = read_meta(db.meta_table)

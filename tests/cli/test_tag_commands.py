@@ -134,7 +134,20 @@ def test_names_and_duplicates_are_refused(cli) -> None:
     twice = cli("tag", "create", "v1")
     assert twice.exit_code == ExitCode.INPUT and "already has a tag 'v1'" in twice.stderr
     missing = cli("tag", "delete", "v2")
-    assert missing.exit_code == ExitCode.INPUT and "(its tags: v1)" in missing.stderr
+    assert missing.exit_code == ExitCode.DATABASE and "(its tags: v1)" in missing.stderr
+
+
+def test_restoring_a_tag_or_database_that_is_not_there_says_so_before_asking(cli, tmp_path: Path) -> None:
+    gone = cli("tag", "restore", "good", "--db", str(tmp_path / "nowhere.lancedb"))
+    assert gone.exit_code == ExitCode.DATABASE and "--yes" not in gone.stderr
+    assert "nowhere.lancedb" in gone.stderr and gone.stderr.count("\n") == 1
+    cli("add", "Kestrels hover.")
+    untagged = cli("tag", "restore", "good")
+    assert untagged.exit_code == ExitCode.DATABASE and "--yes" not in untagged.stderr
+    assert "has no tag 'good' (its tags: none)" in untagged.stderr
+    # The same code and words as reading at a tag the database lacks.
+    at = cli("list", "--at", "good")
+    assert at.exit_code == ExitCode.DATABASE and "has no tag 'good' (its tags: none)" in at.stderr
 
 
 def test_tags_on_object_storage(cli, write_config, s3_server: str, tmp_path: Path) -> None:
