@@ -34,6 +34,10 @@ class DoctorReport(BaseModel):
 
 async def check_health(ws: Workspace, selection: Selection, *, fix: bool = False) -> DoctorReport:
     """Check each database of the selection in turn; with `fix`, apply the safe fixes and check again."""
+    for loc in selection.locations:
+        # One named by path (`--db`) that is not there is the error `info` gives: that path is likely a slip.
+        if ws.locations.get(loc.name) != loc and not await _exists(ws, loc):
+            await ws.pool.open_one(loc)  # raises "database 'x' does not exist yet", with its hint
     name = _configured_embedder(ws)
     found = [await _one(ws, loc, name, fix) for loc in selection.locations]
     return DoctorReport(ok=all(h.ok for h in found), databases=found)
@@ -48,9 +52,8 @@ def _configured_embedder(ws: Workspace) -> str | None:
 
 async def _one(ws: Workspace, loc: Location, embedder: str | None, fix: bool) -> DatabaseHealth:
     try:
-        if not await anyio.to_thread.run_sync(ws.pool.bounded, loc, partial(exists, loc)):
-            check = Check(check="reachable", status="ok", detail="not created yet (nothing added to it)")
-            return DatabaseHealth(database=loc.name, ok=True, checks=[check])
+        if not await _exists(ws, loc):
+            return _not_created(loc)
         checks = await _checks(ws, loc, embedder)
     except HaikuError as exc:
         where = "check the endpoint and credentials" if loc.local_path is None else "check the folder"
@@ -66,6 +69,22 @@ async def _one(ws: Workspace, loc: Location, embedder: str | None, fix: bool) ->
         for c in checks:
             c.fixed = c.check in mended and c.status != "fail"
     return DatabaseHealth(database=loc.name, ok=all(c.status != "fail" for c in checks), checks=checks)
+
+
+async def _exists(ws: Workspace, loc: Location) -> bool:
+    return await anyio.to_thread.run_sync(ws.pool.bounded, loc, partial(exists, loc))
+
+
+def _not_created(loc: Location) -> DatabaseHealth:
+    """A configured database nothing was added to yet: a warning, not a failure (a search of the set skips
+    it too), naming the command that writes it."""
+    check = Check(
+        check="reachable",
+        status="warn",
+        detail="not created yet (nothing added to it)",
+        fix=f"haiku add-src PATH {loc.chosen_by}".rstrip(),
+    )
+    return DatabaseHealth(database=loc.name, ok=True, checks=[check])
 
 
 async def _checks(ws: Workspace, loc: Location, embedder: str | None) -> list[Check]:

@@ -174,3 +174,18 @@ storage_options = {{ endpoint = "http://127.0.0.1:9", allow_http = true, region 
     code, checks = _doctor(cli, "-d", "gone")
     assert code == ExitCode.INPUT and checks["reachable"]["status"] == "fail"
     assert "gone" in checks["reachable"]["detail"] and "endpoint" in checks["reachable"]["fix"]
+
+
+def test_a_database_not_written_yet_warns_and_a_missing_path_is_the_error_info_gives(
+    cli, write_config, tmp_path: Path
+) -> None:
+    write_config(f'[databases]\nnotes = "{tmp_path}/notes.lancedb"\n')
+    code, checks = _doctor(cli)
+    assert code == 0 and checks["reachable"]["status"] == "warn"
+    assert checks["reachable"]["fix"] == "haiku add-src PATH --database notes"
+    missing = str(tmp_path / "typo.lancedb")
+    info = cli("info", "--db", missing)
+    doctor = cli("doctor", "--db", missing)
+    assert doctor.exit_code == info.exit_code == ExitCode.DATABASE and doctor.stdout == ""
+    assert doctor.stderr == info.stderr and "does not exist yet" in doctor.stderr
+    assert not Path(missing).exists()  # nothing was created by looking
