@@ -401,7 +401,22 @@ def grounding_notice(result: AskResult) -> None:
         output.err.print("(not grounded in the documents)", style="dim")
     for quote in result.quotes:
         if not quote.verified:
-            output.error(f'warning: quoted passage not found in the cited chunks: "{printable(quote.text)}"')
+            shown = printable(opening(quote.text))
+            output.error(f'warning: quoted passage not found in the cited chunks: "{shown}"')
+
+
+QUOTE_CHARS = 60  # of a quote a warning line shows; `--json` has the whole passage
+
+
+def opening(text: str, chars: int = QUOTE_CHARS) -> str:
+    """The start of a passage on one line: at most `chars` characters, cut at a word where one is near,
+    with "…" when something was cut."""
+    flat = " ".join(text.split())
+    if len(flat) <= chars:
+        return flat
+    cut = flat[: chars - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space >= chars * 2 // 3 else cut).rstrip(" ,;:") + "…"
 
 
 def executions(runs: Sequence[Execution]) -> None:

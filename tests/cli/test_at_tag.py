@@ -8,23 +8,19 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from typing import Any
 
 import anyio
 import pytest
 from pydantic_ai.messages import ModelMessage
 
-from haiku_cli.agents import models
 from haiku_cli.errors import ExitCode
 from tests.capabilities.analysis_script import cite_printed, execute, last_output
 from tests.capabilities.conftest import kb, kb_template
 from tests.capabilities.script import cite_first, search, text
-from tests.chat.streaming import StreamScript
+from tests.cli.scripted_model import MODEL, scripted
 
-__all__ = ["kb", "kb_template"]  # fixtures: databases `notes` and `papers`, configured by name
-
-MODEL = ("--model", "openai-chat:scripted")
+__all__ = ["kb", "kb_template", "scripted"]  # fixtures: `notes` and `papers` configured by name; the model
 
 
 @pytest.fixture
@@ -37,18 +33,6 @@ def tagged(kb, cli) -> None:
     assert cli("delete", france, "-d", "notes").exit_code == 0
     # A tag only `notes` has: reading the set at it must name `papers`.
     assert cli("tag", "create", "notes-only", "-d", "notes").exit_code == 0
-
-
-@pytest.fixture
-def scripted(monkeypatch: pytest.MonkeyPatch) -> Callable[..., StreamScript]:
-    """Every model the CLI builds is the scripted one the test gives (the LLM only; storage is real)."""
-
-    def use(*steps: Any) -> StreamScript:
-        script = StreamScript(*steps)
-        monkeypatch.setattr(models, "build_model", lambda name, base_url=None: script.model)
-        return script
-
-    return use
 
 
 def _capital() -> tuple[Any, ...]:

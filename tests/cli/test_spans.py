@@ -10,6 +10,11 @@ import pytest
 from rich.console import Console
 
 from haiku_cli.cli import output, render
+from tests.capabilities.conftest import kb, kb_template
+from tests.capabilities.script import cite_first, search, text
+from tests.cli.scripted_model import MODEL, scripted
+
+__all__ = ["kb", "kb_template", "scripted"]  # fixtures: `notes` and `papers` configured by name; the model
 
 SOURCE = (
     "---\ntitle: Tides\n---\n\n"  # front matter: lines 1-3, not stored
@@ -125,3 +130,36 @@ def test_an_unverified_quote_is_flagged_on_stderr(monkeypatch: pytest.MonkeyPatc
         screen.getvalue()
         == 'haiku: warning: quoted passage not found in the cited chunks: "the sea is made of glass"\n'
     )
+
+
+def test_a_long_unverified_quote_is_warned_about_by_its_opening_and_json_keeps_it_whole(
+    kb, cli, scripted
+) -> None:
+    invented = (
+        "Paris has been the capital of France since the year 987, when Hugh Capet made it the seat "
+        "of the crown"
+    )
+    steps = (search("capital of France"), cite_first(), text(f'It says "{invented}" [1].'))
+    scripted(*steps, steps[-1])  # told once, the model answers the same
+    shown = cli("ask", "Capital of France?", *MODEL)
+    assert shown.exit_code == 0, shown.stderr
+    [warning] = [line for line in shown.stderr.splitlines() if "quoted passage" in line]
+    assert warning == (
+        'haiku: warning: quoted passage not found in the cited chunks: "Paris has been the capital of '
+        'France since the year 987…"'
+    )
+    scripted(*steps, steps[-1])
+    whole = cli("ask", "Capital of France?", *MODEL, "--json")
+    assert [q["text"] for q in json.loads(whole.stdout)["quotes"]] == [invented]
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("short  and\nplain", "short and plain"),
+        ("x" * 80, "x" * 59 + "…"),  # no word to cut at
+        ("word " * 20, "word word word word word word word word word word word…"),
+    ],
+)
+def test_a_quote_is_shown_by_its_opening_on_one_line(text: str, shown: str) -> None:
+    assert render.opening(text) == shown
