@@ -8,8 +8,10 @@ instead: every database's reads at once, with no thread and no other loop in bet
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from haiku_cli.store.database import Database
@@ -91,6 +93,22 @@ class Reads:
         """Each text's terms under `db`'s full-text analyzer, in one call."""
         return await self.within(db, analyze_async(async_table(db.chunks), texts))
 
+    async def take(
+        self, db: Database, table: Any, version: int, row_ids: list[int], columns: list[str]
+    ) -> Any:
+        """The rows of `db`'s chunks table at these row ids (at `version`), with these columns.
+
+        Through Lance's own take where `takes_cheaply`, else LanceDB's.
+        """
+        if takes_cheaply():
+            key = (db.location.uri, db.chunks_table_name, version)
+            dataset = _datasets.get(key)
+            if dataset is None:
+                dataset = _datasets.remember(key, await self.in_thread(db, partial(_dataset, db, version)))
+            if dataset is not None:
+                return await self.in_thread(db, partial(dataset._take_rows, row_ids, columns=columns))
+        return await self.within(db, table.take_row_ids(row_ids).select(columns).to_arrow())
+
     async def matching(self, db: Database, word: str, rows: int) -> int:
         """How many of `db`'s `rows` chunks the full-text index finds for `word`."""
         q = async_table(db.chunks).query().nearest_to_text(word, columns="search_text").select(["_score"])
@@ -128,7 +146,38 @@ class VersionFacts(dict[tuple, T]):
         return value
 
 
+_searched = False
+
+
+def takes_cheaply() -> bool:
+    """Whether rows are taken by row id through Lance's own take, a quarter of LanceDB's cost (0.5-0.6
+    vs 1.7-2.6 ms of CPU for 3 rows of a hit's 12 columns; benchmarks/README.md).
+
+    Importing Lance costs 22 ms once, which a command searching once does not recover: its first search
+    (so a one-search command) answers without it, and a process that searches again (a host, many
+    queries) imports it then.
+    """
+    global _searched
+    if "lance" in sys.modules:
+        return True
+    if not _searched:
+        _searched = True
+        return False
+    try:
+        import lance  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _dataset(db: Database, version: int) -> Any:
+    dataset = db.chunks.to_lance()
+    return dataset if dataset.version == version else dataset.checkout_version(version)
+
+
 _SCORES = frozenset({"_score", "_distance"})
 # A table version's shape, read once per version (listing the indexes cost more than reading the
 # version's number); keyed by location, table and version.
 _shapes: VersionFacts[Shape] = VersionFacts(10_000)
+# Lance's own handle on a table version, for taking hits' rows; few, as each holds its own caches.
+_datasets: VersionFacts[Any] = VersionFacts(64)

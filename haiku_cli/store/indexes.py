@@ -7,6 +7,7 @@ import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from haiku_cli.store.handle import Database
@@ -89,7 +90,7 @@ async def analyze_async(table: AsyncTable, texts: Sequence[str]) -> list[list[st
     path's, in a worker thread)."""
 
     async def tokens(text: str) -> list[str]:
-        return [token.text for token in await table.tokenize(text, index_name=FTS_INDEX)]
+        return list(map(_TEXT, await table.tokenize(text, index_name=FTS_INDEX)))
 
     joined = _joined(texts)
     if joined is not None and (split := _split(await tokens(joined), len(texts))) is not None:
@@ -97,20 +98,31 @@ async def analyze_async(table: AsyncTable, texts: Sequence[str]) -> list[list[st
     return list(await asyncio.gather(*(tokens(t) for t in texts)))
 
 
+_TEXT = attrgetter("text")
+
+
 def _joined(texts: Sequence[str]) -> str | None:
-    if len(texts) < 2 or any(_SEPARATOR in t.lower() for t in texts):
+    if len(texts) < 2:
         return None
-    return f" {_SEPARATOR} ".join(texts)
+    joined = f" {_SEPARATOR} ".join(texts)
+    # The separator within a text would cut it in two (and the analyzer folds case, so any case).
+    if joined.lower().count(_SEPARATOR) != len(texts) - 1:
+        return None
+    return joined
 
 
 def _split(terms: list[str], count: int) -> list[list[str]] | None:
-    out: list[list[str]] = [[]]
-    for term in terms:
-        if term == _SEPARATOR:
-            out.append([])
-        else:
-            out[-1].append(term)
-    return out if len(out) == count else None
+    # Cut at each separator by list.index, which scans in C: a search analyses thousands of terms.
+    out: list[list[str]] = []
+    start = 0
+    while True:
+        try:
+            end = terms.index(_SEPARATOR, start)
+        except ValueError:
+            out.append(terms[start:])
+            return out if len(out) == count else None
+        out.append(terms[start:end])
+        start = end + 1
 
 
 class LanceHandle:

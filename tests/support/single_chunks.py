@@ -36,19 +36,19 @@ def word_texts(rng: np.random.Generator, count: int) -> list[str]:
 def single_chunk_database(path: Path, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> Database:
     """A new database at `path` holding one document per text, titled d0, d1, ..., each one chunk."""
     db = open_database(Location("t", str(path)), create_with=EmbedderSpec("t:e", len(vectors[0])))
-    writes = []
-    for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
-        now = datetime.now(UTC)
-        doc = DocumentRecord(
-            id=new_id(),
-            uri=None,
-            title=f"d{i}",
-            content=text,
-            content_hash=str(i),
-            created_at=now,
-            updated_at=now,
-        )
-        chunk = NewChunk(order=0, text=text, vector=[float(x) for x in vector])
-        writes.append(DocumentWrite(document=doc, chunks=[chunk]))
-    write_documents(db, writes)
+    write_documents(
+        db,
+        [one_chunk_write(f"d{i}", text, v) for i, (text, v) in enumerate(zip(texts, vectors, strict=True))],
+    )
     return db
+
+
+def one_chunk_write(title: str, text: str, vector: Sequence[float]) -> DocumentWrite:
+    """A document of one chunk, to write."""
+    now = datetime.now(UTC)
+    doc = DocumentRecord(
+        id=new_id(), uri=None, title=title, content=text, content_hash=title, created_at=now, updated_at=now
+    )
+    return DocumentWrite(
+        document=doc, chunks=[NewChunk(order=0, text=text, vector=[float(x) for x in vector])]
+    )
