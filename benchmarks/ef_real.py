@@ -119,6 +119,7 @@ def measure(path: Path, vectors: np.ndarray, queries: np.ndarray, efs: list[int]
     async def run() -> dict:
         out = {}
         for ef in efs:
+
             async def search(q: np.ndarray, ef: int = ef) -> list[int]:
                 ask = table.query().nearest_to(q).column("vector").distance_type("cosine")
                 rows = await ask.refine_factor(5).ef(ef).select(["id"]).limit(10).to_arrow()
