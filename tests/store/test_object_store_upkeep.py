@@ -36,15 +36,18 @@ def _titles(loc: Location) -> list[str]:
 def test_a_vacuum_longer_than_the_heartbeat_leaves_the_database_readable(
     s3_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The heartbeat renews every 2 s, while each of the vacuum's requests waits 0.05 s at the proxy: a
-    # dozen heartbeat commits land on the meta table while the vacuum cleans it up. (A 6 s lease's 3 s
-    # hold is shorter than a renewal through the proxy can take on a loaded 2-core machine.)
+    # The heartbeat renews every 0.5 s, while each of the vacuum's requests waits 0.0125 s at the proxy:
+    # 4-6 heartbeat commits land on the meta table during each ~4 s vacuum while it cleans the table up
+    # (as many as renewals every 2 s did during a 0.05 s-per-request vacuum of ~10 s). The lease keeps
+    # 12 s and its 6 s hold: a 3 s hold is shorter than a renewal through the proxy can take on a loaded
+    # 2-core machine; renewing more often leaves the hold as it is.
     monkeypatch.setattr(writer, "LEASE_TTL_SECONDS", 12.0)
+    monkeypatch.setattr(writer, "_RENEW_FRACTION", 1 / 24)
     direct = _location(s3_server, tmp_path, "slow")
     first = open_database(direct, create_with=SPEC, writable=True)
     for i in range(3):
         write_documents(first, [_write(f"doc {i}")])
-    with StallingProxy(int(s3_server.rsplit(":", 1)[1]), delay=0.05) as proxy:
+    with StallingProxy(int(s3_server.rsplit(":", 1)[1]), delay=0.0125) as proxy:
         slow = open_database(_location(proxy.endpoint, tmp_path, "slow"), writable=True)
         for round in range(2):
             vacuum(slow)
