@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast
 
 import anyio
 import anyio.to_thread
@@ -18,30 +17,6 @@ B = TypeVar("B")
 async def in_threads(calls: Sequence[Callable[[], T]]) -> list[T]:
     """Run blocking calls in worker threads at once; results in order, the first failure re-raised as is."""
     return await concurrently([partial(anyio.to_thread.run_sync, call) for call in calls])
-
-
-def with_deadline(call: Callable[[], T], seconds: float, on_timeout: Callable[[], Exception]) -> T:
-    """Run a blocking call, giving up after `seconds` with `on_timeout()`.
-
-    The call runs in a daemon thread that is abandoned on timeout: a store that stopped answering
-    must not hold the command (or the interpreter's exit) hostage. Only for calls that only read.
-    """
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = call()
-        except BaseException as exc:  # handed to the caller's thread as is
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="haiku-deadline", daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        raise on_timeout()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 async def concurrently(calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:

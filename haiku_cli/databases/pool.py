@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import anyio
 
-from haiku_cli.databases.concurrency import in_threads, with_deadline
+from haiku_cli.databases.concurrency import in_threads
 from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import DatabaseError
 from haiku_cli.store.database import (
@@ -21,12 +21,27 @@ from haiku_cli.store.database import (
     open_database,
     refresh_reader,
 )
+from haiku_cli.store.deadline import with_deadline
 from haiku_cli.store.handle import STORAGE_TIMEOUT_HINT, is_missing_file
 from haiku_cli.store.location import Location
 from haiku_cli.store.tags import read_at
 from haiku_cli.store.writer import WaitPolicy
 
 T = TypeVar("T")
+
+
+# A read (opening a database, one phase of a search) is a few dependent requests, each bounded by the
+# store client's own timeout, which names a stall as it happens. The whole read gets a generous bound of
+# its own, only as a net for a request the client does not bound (a slow store answering every request
+# within its timeout must not fail for being slow overall): this many requests' worth, and at least a
+# minute.
+OPERATION_REQUESTS = 8
+_MIN_OPERATION_SECONDS = 60.0
+
+
+def operation_bound(request_seconds: float) -> float:
+    """The most one read of a networked database may take, given the per-request timeout."""
+    return max(_MIN_OPERATION_SECONDS, OPERATION_REQUESTS * request_seconds)
 
 
 @dataclass
@@ -40,11 +55,21 @@ class _Opening:
 class DatabasePool:
     """Open databases by name, reused across the queries of one process."""
 
-    def __init__(self, write_policy: WaitPolicy | None = None, timeout_seconds: float | None = None) -> None:
+    def __init__(
+        self,
+        write_policy: WaitPolicy | None = None,
+        timeout_seconds: float | None = None,
+        read_seconds: float | None = None,
+    ) -> None:
+        """`timeout_seconds` bounds each request to a networked store; `read_seconds` (by default
+        `operation_bound` of it) each whole read, opening a database or one phase of a search."""
         self._open: dict[tuple[str, str, bool], Database] = {}
         self._opening: dict[tuple[str, str, bool], _Opening] = {}  # cold opens in flight
         self.write_policy = write_policy
-        self.timeout_seconds = timeout_seconds  # the most a read of a networked database may take
+        self.timeout_seconds = timeout_seconds  # each request's limit ([storage] timeout_seconds)
+        if read_seconds is None and timeout_seconds is not None:
+            read_seconds = operation_bound(timeout_seconds)
+        self.read_seconds = read_seconds
         self.at: str | None = None  # `--at TAG`: every database is read at that tag, and none written
 
     def bounded(self, location: Location, call: Callable[[], T]) -> T:
@@ -66,14 +91,14 @@ class DatabasePool:
             raise self._stalled(location, seconds) from None
 
     def _deadline(self, location: Location) -> float | None:
-        return None if self.timeout_seconds is None or not location.can_stall else self.timeout_seconds
+        return self.read_seconds if location.can_stall else None
 
     def _stalled(self, location: Location, seconds: float) -> DatabaseError:
         if location.endpoint_refuses():  # its client was still retrying a refused connection
             refused = "the connection was refused; check the endpoint"
             return DatabaseError(f"database '{location.name}' cannot be reached: {refused}")
         return DatabaseError(
-            f"database '{location.name}' did not answer within {seconds:g} s; {STORAGE_TIMEOUT_HINT}"
+            f"database '{location.name}' did not finish a read within {seconds:g} s; {STORAGE_TIMEOUT_HINT}"
         )
 
     async def clients_covering(

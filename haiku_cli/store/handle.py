@@ -194,6 +194,10 @@ def read_meta(table: Table) -> dict[str, str]:
 # How to raise the storage timeout, for every message about a store that stopped answering.
 STORAGE_TIMEOUT_HINT = "check the store, or raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT)"
 _STALLED = "the storage did not answer in time"
+# A request that got no answer: the store client does not say whether it waited out its timeout (a
+# store that accepted the connection, then stalled) or could not connect at all, so `_unsent` tells.
+_UNSENT = "cannot connect"
+_REFUSED = "the connection was refused; check the endpoint"
 
 # What storage failures look like deep in LanceDB's (Rust) messages, and how to say them to a user.
 _KNOWN_FAILURES = (
@@ -206,9 +210,9 @@ _KNOWN_FAILURES = (
     (("no space left", "os error 28", "disk quota"), "the disk is full"),
     (("permission denied", "os error 13", "access denied", "accessdenied", "forbidden"), "permission denied"),
     # Before the timeouts: a refused connection's retry report also names its `retry_timeout`.
-    (("connection refused", "connectionrefused"), "the connection was refused; check the endpoint"),
+    (("connection refused", "connectionrefused"), _REFUSED),
     (("timed out", "timeout", "deadline"), _STALLED),
-    (("connection refused", "connect error", "error sending request", "dispatch failure"), "cannot connect"),
+    (("connection refused", "connect error", "error sending request", "dispatch failure"), _UNSENT),
 )
 
 
@@ -222,8 +226,42 @@ def failure_reason(exc: BaseException, location: Location | None = None) -> str:
     lowered = text.lower()
     for needles, plain in _KNOWN_FAILURES:
         if any(n in lowered for n in needles):
-            return stalled_reason(location) if plain is _STALLED else plain
+            if plain is _STALLED:
+                return stalled_reason(location)
+            return _unsent(lowered, location) if plain is _UNSENT else plain
     return plain_first_line(exc)
+
+
+def _unsent(lowered: str, location: Location | None) -> str:
+    """A request that failed without an answer: refused, waited out (the store stalled), or unreached."""
+    if location is None or not location.can_stall:
+        return _UNSENT
+    if location.endpoint_refuses():
+        return _REFUSED
+    # The store client reports how long the failed request ran (`GET ... in 2.001358017s - HTTP error`):
+    # one that ran for its whole timeout was accepted and never answered.
+    ran = max((_duration(m.group(1), m.group(2)) for m in _RAN_FOR.finditer(lowered)), default=0.0)
+    limit = request_timeout(location)
+    if limit is not None and ran >= 0.9 * limit:
+        return stalled_reason(location)
+    return _UNSENT
+
+
+# A Rust Duration as the store client prints it: `2.001358017s`, `850.2ms`, `12µs`.
+_RAN_FOR = re.compile(r"(?:\bin |elapsed: )(\d+(?:\.\d+)?)(ns|µs|us|ms|s)\b")
+_UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def _duration(number: str, unit: str) -> float:
+    return float(number) * _UNITS[unit]
+
+
+def request_timeout(location: Location) -> float | None:
+    """The per-request limit of the location's store client in seconds (its `timeout` option, set from
+    `[storage] timeout_seconds` unless the database's own `storage_options` name one); None if unknown."""
+    own = location.storage_options.get("timeout", "")
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ns|µs|us|ms|s|min|m|h)?\s*", own)
+    return _duration(found.group(1), found.group(2) or "s") if found else location.timeout_seconds
 
 
 def stalled_reason(location: Location | None) -> str:

@@ -72,6 +72,9 @@ class Location:
             "connect_timeout": f"{min(seconds, 10.0):g}s",
             "client_max_retries": "2",
             "client_retry_timeout": f"{max(1, round(seconds))}",
+            # Lance asks again for a read whose answer broke off (3 times by default): against a store
+            # that stalled, each ask waits out the whole timeout, so one is enough.
+            "download_retry_count": "1",
         }
         return replace(self, storage_options={**defaults, **self.storage_options}, timeout_seconds=seconds)
 

@@ -13,9 +13,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
 from haiku_cli.errors import DatabaseError, HaikuError
-from haiku_cli.store.handle import PENDING_WRITE, Database, read_meta, storage_failure
+from haiku_cli.store.deadline import with_deadline
+from haiku_cli.store.handle import PENDING_WRITE, Database, read_meta, request_timeout, storage_failure
 from haiku_cli.store.journal import restore, table_versions
 from haiku_cli.store.writer import checkpoint, ensure_held, exclusive
+
+_ASK_SECONDS = 30.0  # a local database cannot stall; the bound is only a net
 
 
 @contextmanager
@@ -65,12 +68,19 @@ def atomic_write(db: Database) -> Iterator[None]:
 def _journal_gone(db: Database, tries: int = 4, pause: float = 2.0) -> bool:
     """Whether the journal's removal landed after all; asked a few times, as a store whose answer was
     lost often answers again seconds later (False when it never tells)."""
+    # Each ask is bounded as one request: a store that answers again does so at once, while LanceDB
+    # asks a stalled store again and again (six lists of the versions, each waiting out the timeout).
+    seconds = request_timeout(db.location) or _ASK_SECONDS
+
+    def latest_meta() -> dict[str, str]:
+        db.meta_table.checkout_latest()
+        return read_meta(db.meta_table)
+
     for attempt in range(tries):
         if db.writer_lock is not None and not db.writer_lock.valid():
             return False  # a writer that took over may have removed it, undoing this write
         try:
-            db.meta_table.checkout_latest()
-            meta = read_meta(db.meta_table)
+            meta = with_deadline(latest_meta, seconds, TimeoutError)
         except Exception:
             if attempt < tries - 1:
                 time.sleep(pause)

@@ -93,7 +93,7 @@ def test_stalled_object_store_in_a_set_is_named_within_the_timeout(
         result = cli("search", "falcons", "--type", "fts")
         assert result.exit_code == ExitCode.DATABASE
         assert result.stderr.strip() == (
-            "haiku: database 'papers' did not answer within 1 s; "
+            "haiku: database 'papers' cannot be reached: the storage did not answer within 1 s; "
             "check the store, or raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT)"
         )
         monkeypatch.delenv("HAIKU_STORAGE_TIMEOUT")
@@ -203,3 +203,73 @@ def test_a_stalled_store_names_the_timeout_in_force_for_a_write_and_a_read(
         proxy.resume()
         monkeypatch.delenv("HAIKU_STORAGE_TIMEOUT")
         assert cli("add", "Owls hunt at night.", "-d", "papers").exit_code == 0
+
+
+def test_a_store_stalled_mid_write_is_named_as_stalled_not_unreachable(
+    cli, write_config, s3_server: str, tmp_path: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.store.test_writer import _wait_for
+    from tests.support.stall_proxy import StallingProxy
+
+    with StallingProxy(int(s3_server.rsplit(":", 1)[1])) as proxy:
+        _config(write_config, proxy.endpoint, tmp_path)
+        assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
+        gate = tmp_path / "gate"
+        gate.mkdir()
+        env = {**os.environ, "HAIKU_TEST_PAUSE": f"data-written:{gate}", "HAIKU_STORAGE_TIMEOUT": "2"}
+        writer = subprocess.Popen(
+            [sys.executable, "-m", "haiku_cli", "add", "Owls hunt at night.", "-d", "papers"],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        _wait_for(lambda: any(gate.glob("*.reached")), "the writer to pause after writing its data")
+        # The store keeps accepting connections but answers nothing: each request waits out its 2 s.
+        proxy.stall()
+        (gate / "data-written.go").touch()
+        _, stderr = writer.communicate(timeout=300)
+        proxy.resume()
+        assert writer.returncode == ExitCode.DATABASE, stderr
+        assert stderr == (
+            "haiku: database 'papers' cannot be written: the storage did not answer within 2 s; "
+            "check the store, or raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT)\n"
+        )
+        listed = json.loads(cli("list", "-d", "papers", "--json").stdout)["documents"]
+        assert [d["title"] for d in listed] == ["Peregrine falcons stoop onto prey."]
+
+
+def test_a_slow_store_that_answers_every_request_in_time_is_read(
+    cli, write_config, s3_server: str, tmp_path: Path, monkeypatch
+) -> None:
+    from tests.support.stall_proxy import StallingProxy
+
+    _config(write_config, s3_server, tmp_path)
+    assert cli("add", "Kestrels hover over fields hunting voles.", "-d", "notes").exit_code == 0
+    assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
+    # Every request waits half a second, well within the 3 s each may take; but opening the database
+    # and searching it are several requests in a row, together longer than one request's limit.
+    with StallingProxy(int(s3_server.rsplit(":", 1)[1]), delay=0.5) as proxy:
+        _config(write_config, proxy.endpoint, tmp_path)
+        monkeypatch.setenv("HAIKU_STORAGE_TIMEOUT", "3")
+        one = cli("search", "falcons", "-d", "papers", "--json")
+        assert one.exit_code == 0, one.stderr
+        assert [h["database"] for h in json.loads(one.stdout)["hits"]] == ["papers"]
+        both = cli("search", "birds of prey hunting", "--json")
+        assert both.exit_code == 0, both.stderr
+        assert {h["database"] for h in json.loads(both.stdout)["hits"]} == {"notes", "papers"}
+        listed = cli("list", "-d", "papers", "--json")
+        assert listed.exit_code == 0, listed.stderr
+        assert len(json.loads(listed.stdout)["documents"]) == 1
+        # Stalled, the same limit ends the read with the value and the setting named.
+        proxy.stall()
+        stalled = cli("list", "-d", "papers")
+        proxy.resume()
+        assert stalled.exit_code == ExitCode.DATABASE
+        assert stalled.stderr == (
+            "haiku: database 'papers' cannot be reached: the storage did not answer within 3 s; "
+            "check the store, or raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT)\n"
+        )

@@ -96,14 +96,19 @@ def test_list_get_info_and_history_right_after_another_handles_vacuum_read_the_l
     assert (info.documents, info.chunks) == (3, 3)
 
 
-async def test_a_read_awaited_on_lancedbs_loop_is_bounded_by_the_storage_timeout() -> None:
+async def test_a_read_awaited_on_lancedbs_loop_is_bounded_as_a_whole_read() -> None:
     # A search awaits every database's reads in one coroutine; a networked store that stops answering
-    # must still fail within [storage] timeout_seconds, naming its database, as a blocking read does.
-    pool = DatabasePool(timeout_seconds=0.2)
+    # must still fail within the bound of a whole read, naming its database, as a blocking read does.
+    pool = DatabasePool(timeout_seconds=0.2, read_seconds=1.0)
     remote = Location("papers", "s3://lab/papers.lancedb")
-    with pytest.raises(DatabaseError, match=r"^database 'papers' did not answer within 0.2 s; "):
+    with pytest.raises(DatabaseError, match=r"^database 'papers' did not finish a read within 1 s; "):
         await pool.within(remote, asyncio.sleep(60))
     assert await pool.within(remote, asyncio.sleep(0, "answered")) == "answered"
+    # A read of several requests may take longer than one request's limit (a slow store answering).
+    assert await pool.within(remote, asyncio.sleep(0.4, "slow")) == "slow"
+    # By default that bound is generous: several requests' worth of the limit, and at least a minute.
+    assert DatabasePool(timeout_seconds=2).read_seconds == 60
+    assert DatabasePool(timeout_seconds=30).read_seconds == 8 * 30
     # A local database never stalls on a network: its reads are not bounded.
     local = Location("notes", "/tmp/notes.lancedb")
     assert await pool.within(local, asyncio.sleep(0.3, "slow but local")) == "slow but local"
