@@ -191,7 +191,8 @@ def info(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) -
 
 
 def vacuum(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) -> None:
-    """Compact the tables, remove old versions, and upgrade an older layout in place."""
+    """Compact the tables, remove old versions, upgrade an older layout in place (older chunks get their
+    place in their documents where it is found)."""
     from haiku_cli import api
 
     ws = workspace(ctx)
@@ -201,7 +202,9 @@ def vacuum(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False)
         return
     before, after = render.size(done.size_bytes_before), render.size(done.size_bytes_after)
     upgraded = " (layout upgraded to this haiku's)" if done.upgraded_layout else ""
-    output.out.print(f"vacuumed {done.database}: {before} → {after}{upgraded}", markup=False)
+    n = done.placed_chunks
+    placed = f"; {n} older chunk{'' if n == 1 else 's'} placed in the document text" if n else ""
+    output.out.print(f"vacuumed {done.database}: {before} → {after}{upgraded}{placed}", markup=False)
 
 
 def rebuild(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) -> None:

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import HaikuError
+from haiku_cli.ingest.placing import fill_places
 from haiku_cli.store import doctor
 from haiku_cli.store.adding import writing
 from haiku_cli.store.database import exists
@@ -63,7 +64,7 @@ async def _one(ws: Workspace, loc: Location, embedder: str | None, fix: bool) ->
     if fix and failed and not loc.read_only:
         db = await ws.pool.open_one(loc, writable=True)
         async with writing(db, "doctor --fix"):
-            mended = await anyio.to_thread.run_sync(lambda: doctor.mend(db, failed))
+            mended = await anyio.to_thread.run_sync(lambda: doctor.mend(db, failed, fill_places))
         ws.pool.forget(loc)
         checks = await _checks(ws, loc, embedder)
         for c in checks:

@@ -274,13 +274,21 @@ async def history(ws: Workspace, location: Location) -> DatabaseHistory:
 
 
 async def vacuum(ws: Workspace, location: Location) -> VacuumReport:
-    """`haiku vacuum`: compact, drop old versions, and upgrade an older layout in place."""
+    """`haiku vacuum`: compact, drop old versions, upgrade an older layout in place, and say where chunks
+    written before schema 3 stand where their text is found in their document."""
+    from haiku_cli.ingest.placing import fill_places
+
     db = await ws.pool.open_one(location, writable=True)
     async with writing(db, "vacuum", always_logged=True):
-        before, after, upgraded = await anyio.to_thread.run_sync(lambda: maintenance.vacuum(db))
+        done = await anyio.to_thread.run_sync(lambda: maintenance.vacuum(db, fill_places))
     ws.pool.forget(location)
+    before, after, upgraded, placed = done
     return VacuumReport(
-        database=db.name, size_bytes_before=before, size_bytes_after=after, upgraded_layout=upgraded
+        database=db.name,
+        size_bytes_before=before,
+        size_bytes_after=after,
+        upgraded_layout=upgraded,
+        placed_chunks=placed,
     )
 
 

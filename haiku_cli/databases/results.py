@@ -63,13 +63,14 @@ class DatabaseHistory(BaseModel):
 
 
 class VacuumReport(BaseModel):
-    """`haiku vacuum`: size on disk before and after (None for object storage), and whether the database's
-    older layout was upgraded to this haiku's."""
+    """`haiku vacuum`: size on disk before and after (None for object storage), whether the database's
+    older layout was upgraded to this haiku's, and how many older chunks were given their place."""
 
     database: str
     size_bytes_before: int | None
     size_bytes_after: int | None
     upgraded_layout: bool = False
+    placed_chunks: int = 0
 
 
 class RebuildReport(BaseModel):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -243,11 +244,12 @@ def _pictures(db: Database, documents: set[str], option: str) -> Check:
     )  # fmt: skip
 
 
-def mend(db: Database, failed: list[Check]) -> list[str]:
+def mend(db: Database, failed: list[Check], place: Callable[[Database], int] | None = None) -> list[str]:
     """Apply the safe fixes of the failed checks under the writer lock; the names of the checks mended.
 
     Taking the lock undoes a write that died half-way (and takes a lapsed lease over); the row removals
-    are one all-or-nothing write; `vacuum` last, for indexes, versions and an older layout.
+    are one all-or-nothing write; `vacuum` last, for indexes, versions and an older layout (`place`
+    given to it, as `haiku vacuum` gives it, so older chunks get their places too).
     """
     wanted = {c.check for c in failed if c.safe_fix}
     if not wanted:
@@ -263,7 +265,7 @@ def mend(db: Database, failed: list[Check]) -> list[str]:
             mended += sorted(rows)
         upkeep = wanted & {"schema", "indexes", "versions"}
         if upkeep:
-            vacuum(db)
+            vacuum(db, place)
             mended += sorted(upkeep)
     return mended
 

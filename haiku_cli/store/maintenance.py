@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import warnings
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -245,14 +246,17 @@ def _superseded_cutoff(table: Table, keep: timedelta) -> timedelta | None:
     return now - max(expired) + timedelta(milliseconds=100) if expired else None
 
 
-def vacuum(db: Database) -> tuple[int | None, int | None, bool]:
+def vacuum(
+    db: Database, place: Callable[[Database], int] | None = None
+) -> tuple[int | None, int | None, bool, int]:
     """Merge index segments, compact files, drop every old version and bring an older layout up to date
-    (and drop the pictures of documents an older haiku deleted).
+    (and drop the pictures of documents an older haiku deleted). `place`, given, says where chunks
+    written before schema 3 stand (re-reading text is the ingest layer's); it returns how many it placed.
 
     Every step checks first that this writer still holds the database (an object-store lease may
     lapse during a long vacuum), and old versions go last, after every commit of the vacuum: a reader
     whose version was removed catches up once, to versions that stay. Returns the size before and
-    after, and whether the layout was upgraded.
+    after, whether the layout was upgraded, and how many chunks were placed.
     """
     path = db.location.local_path
     before = _dir_size(path) if path is not None else None
@@ -260,6 +264,9 @@ def vacuum(db: Database) -> tuple[int | None, int | None, bool]:
         # Dropping old versions is what vacuum is for; LanceDB warns about it to other callers.
         warnings.simplefilter("ignore", UserWarning)
         upgraded = upgrade_layout(db)
+        ensure_held(db)
+        # Before the upkeep below: the replaced span columns' files are compacted with the rest.
+        placed = place(db) if place is not None else 0
         ensure_held(db)
         drop_orphans(db)
         ensure_held(db)
@@ -278,7 +285,7 @@ def vacuum(db: Database) -> tuple[int | None, int | None, bool]:
             ensure_held(db)
             _drop_old_versions(db, table)
     after = _dir_size(path) if path is not None else None
-    return before, after, upgraded
+    return before, after, upgraded, placed
 
 
 def _drop_old_versions(db: Database, table: Table) -> None:
@@ -306,7 +313,7 @@ def _drop_old_versions(db: Database, table: Table) -> None:
 def upgrade_layout(db: Database) -> bool:
     """Bring the chunks table to this haiku's layout in place: copy each document's uri, title and
     metadata into its chunk rows (schema 1 to 2), and add the columns saying where each chunk stands,
-    empty (2 to 3: only a re-chunk knows them).
+    empty (2 to 3: `vacuum`'s `place` fills them in where the chunks' text is found).
 
     Nothing is re-embedded and chunk ids stay (saved citations still resolve); `rebuild` upgrades too,
     by re-embedding everything. False when there is nothing to do or no Lance to do it with.

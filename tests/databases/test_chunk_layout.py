@@ -173,8 +173,10 @@ def test_a_version_2_database_is_read_written_and_upgraded_with_its_chunks_place
     assert anyio.run(lambda: operations.vacuum(workspace(), location)).upgraded_layout
     db = open_database(location)
     assert db.schema_version == 3 and db.chunks_carry_spans
-    assert _chunk_ids(workspace(), location) == ids  # nothing re-cut: the places stay unknown
-    assert all(s[1:] == (None,) * 4 for s in _spans(workspace(), location))
+    assert _chunk_ids(workspace(), location) == ids  # nothing re-cut or re-embedded
+    # Each chunk found again in its document's text: its characters are known now, its source lines not
+    # (the stored text does not say how many lines of its file came before it).
+    assert all(s[1] is not None and s[3:] == (None, None) for s in _spans(workspace(), location))
     path = tmp_path / "brewing.md"
     path.write_text("# Brewing\n\n\nEspresso brewing ratios changed: one to three.\n")
     # A re-added document's chunks say where they stand.
