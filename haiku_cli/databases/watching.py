@@ -163,19 +163,24 @@ class _Run:
 
     async def _follow(self, roots: list[Path], recursive: bool) -> None:
         stop = anyio.Event()
-        try:
-            async for changes in self.watcher(roots, recursive, stop, self.debounce_ms):
-                self._note_changes(Path(path) for _, path in changes)
-        except OSError as exc:  # e.g. the inotify watch limit: the sweeps take over, said once
-            if not self.unwatched:
-                self.on_note(
-                    f"cannot watch for changes ({exc.strerror or exc}); sweeping every "
-                    f"{_UNWATCHED_SWEEP_SECONDS:g} s instead"
-                )
-            self.unwatched = True
-            self.events_lost.set()
-        finally:
-            stop.set()
+        async with anyio.create_task_group() as tasks:
+            # A cancel reaches the watcher only once its thread returns, which watchfiles' does when
+            # `stop` is set (else after its 5 s timeout): a sibling sets it the moment both are cancelled.
+            tasks.start_soon(_set_when_cancelled, stop)
+            try:
+                async for changes in self.watcher(roots, recursive, stop, self.debounce_ms):
+                    self._note_changes(Path(path) for _, path in changes)
+            except OSError as exc:  # e.g. the inotify watch limit: the sweeps take over, said once
+                if not self.unwatched:
+                    self.on_note(
+                        f"cannot watch for changes ({exc.strerror or exc}); sweeping every "
+                        f"{_UNWATCHED_SWEEP_SECONDS:g} s instead"
+                    )
+                self.unwatched = True
+                self.events_lost.set()
+            finally:
+                stop.set()
+                tasks.cancel_scope.cancel()
 
     def _note_changes(self, paths: Iterable[Path]) -> None:
         for path in paths:
@@ -282,6 +287,13 @@ class _Run:
                 database=watched.location.name, source=source.source, path=path, status=status, error=error
             )
         )
+
+
+async def _set_when_cancelled(event: anyio.Event) -> None:
+    try:
+        await anyio.sleep_forever()
+    finally:
+        event.set()
 
 
 async def _watchfiles(

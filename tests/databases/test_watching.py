@@ -42,9 +42,7 @@ class Watching:
         self.notes: list[str] = []
         self._started = threading.Event()
         self._stop: Callable[[], None] | None = None
-        self._thread = threading.Thread(
-            target=anyio.run, args=(self._run, ws, location, options), daemon=True
-        )
+        self.thread = threading.Thread(target=anyio.run, args=(self._run, ws, location, options), daemon=True)
 
     async def _run(self, ws, location: Location, options: dict) -> None:
         with anyio.CancelScope() as scope:
@@ -60,14 +58,14 @@ class Watching:
             )
 
     def __enter__(self) -> Watching:
-        self._thread.start()
+        self.thread.start()
         assert self._started.wait(_PATIENCE), "the watch did not start"
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._stop is not None:
             self._stop()
-        self._thread.join(_PATIENCE)
+        self.thread.join(_PATIENCE)
 
     def wait_for(self, check: Callable[[list[WatchEvent]], bool]) -> list[WatchEvent]:
         deadline = time.monotonic() + _PATIENCE
@@ -175,6 +173,27 @@ def test_when_the_system_cannot_watch_it_says_so_once_and_sweeps(
         watching.wait_for(_seen("added", notes / "plums.md"))
     assert len(watching.notes) == 1
     assert "cannot watch for changes (OS file watch limit reached); sweeping every" in watching.notes[0]
+
+
+async def _until_stopped(roots, recursive, stop, debounce_ms) -> AsyncIterator[set]:
+    # As watchfiles' watcher: a thread that returns once `stop` is set (here with no timeout at all).
+    def wait() -> None:
+        while not stop.is_set():
+            time.sleep(0.01)
+
+    await anyio.to_thread.run_sync(wait)
+    return
+    yield set()  # pragma: no cover - makes this an async generator
+
+
+def test_a_stopped_watch_ends_without_waiting_for_its_watchers_thread(
+    workspace, tmp_path: Path, notes: Path
+) -> None:
+    ws, location = workspace(), Location("w", str(tmp_path / "w.lancedb"))
+    _added(ws, location, notes)
+    with Watching(ws, location, watcher=_until_stopped) as watching:
+        pass
+    assert not watching.thread.is_alive()  # the stop reached the watcher's thread (it used to wait 5 s)
 
 
 def test_other_writers_meanwhile_lose_nothing(workspace, tmp_path: Path, notes: Path) -> None:
