@@ -16,7 +16,7 @@ from haiku_cli.errors import DatabaseError, HaikuError
 from haiku_cli.store.deadline import with_deadline
 from haiku_cli.store.handle import PENDING_WRITE, Database, read_meta, request_timeout, storage_failure
 from haiku_cli.store.journal import restore, table_versions
-from haiku_cli.store.writer import checkpoint, ensure_held, exclusive
+from haiku_cli.store.writer import checkpoint, ensure_held, exclusive, kept_through_commit
 
 _ASK_SECONDS = 30.0  # a local database cannot stall; the bound is only a net
 
@@ -63,6 +63,12 @@ def atomic_write(db: Database) -> Iterator[None]:
             if _journal_gone(db):
                 return  # the store took the commit, but its answer was lost: the write is stored
             raise
+        if not kept_through_commit(db):
+            raise DatabaseError(
+                f"database '{db.name}': this write's commit took longer than its lease allowed, and "
+                "another writer took the database over meanwhile, which undoes an unfinished write; it "
+                "may not be stored: check it (haiku list), then run it again if it is missing"
+            )
 
 
 def _journal_gone(db: Database, tries: int = 4, pause: float = 2.0) -> bool:

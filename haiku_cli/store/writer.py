@@ -376,6 +376,24 @@ def ensure_held(db: Database) -> None:
         )
 
 
+def kept_through_commit(db: Database) -> bool:
+    """After a commit: whether it surely landed before any other writer could take this one's place.
+
+    Lance has no commit conditional on another row, so a commit that started with the lease held may
+    land after the lease lapsed. Another writer may only take over once the lease row is past its
+    time-to-live, and it takes over by replacing that row: while the row is still this writer's, the
+    commit came first (a writer taking over later finds no unfinished write to undo).
+    """
+    lock = db.writer_lock
+    if not isinstance(lock, _Lease) or lock.valid():
+        return True
+    try:
+        rows = _lease_rows(db)
+    except Exception:
+        return False  # cannot tell: the caller says the write may not be stored
+    return bool(rows) and rows[0] == lock.owner
+
+
 def checkpoint(point: str) -> None:
     """A test hook: `HAIKU_TEST_PAUSE=point:DIR` stops here until DIR/point.go exists.
 

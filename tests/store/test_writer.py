@@ -252,6 +252,37 @@ def test_a_writer_whose_lease_lapsed_neither_writes_nor_undoes_the_next_owner(
     assert "pending_write" not in after.meta
 
 
+@pytest.mark.slow
+def test_a_commit_that_lands_after_its_lease_was_taken_over_is_not_reported_stored(
+    s3_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from haiku_cli.store.handle import PENDING_WRITE
+
+    loc, _ = _s3(s3_server, tmp_path, "late")
+    slow = open_database(loc, create_with=SPEC, writable=True)
+    other = open_database(loc, writable=True)
+    other.write_policy = WaitPolicy(0)
+    monkeypatch.setattr(writer, "LEASE_TTL_SECONDS", 5.0)
+    delete_meta = slow.delete_meta
+
+    def late_commit(key: str) -> None:
+        if key == PENDING_WRITE:
+            # The commit (the journal's removal) starts with the lease held, then its requests take
+            # longer than the lease lives: meanwhile another writer takes over and undoes this write.
+            lease = slow.writer_lock
+            lease._stop.set()
+            lease._thread.join()
+            time.sleep(5.2)
+            write_documents(other, [_write("from other")])
+        delete_meta(key)
+
+    monkeypatch.setattr(slow, "delete_meta", late_commit)
+    with pytest.raises(DatabaseError, match=r"^database 't': this write's commit took longer than its lease"):
+        write_documents(slow, [_write("from slow")])
+    after = open_database(loc)
+    assert [d.title for d in reads.list_documents(after, limit=None)] == ["from other"]
+
+
 def test_a_writer_that_waited_longer_than_a_lease_lives_writes_with_a_fresh_one(
     s3_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
