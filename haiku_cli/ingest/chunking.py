@@ -16,6 +16,8 @@ from haiku_cli.ingest.stored import segment_offsets
 MARGIN = 0.10
 # No text costs less than a token per this many characters, whatever the tokenizer says.
 MAX_CHARS_PER_TOKEN = 32
+# Texts longer than this many characters are counted a window at a time (see `_count_windows`).
+COUNT_WINDOW = 16_384
 # Sentence ends: terminal punctuation, optional closing quotes or brackets, then whitespace; CJK stops.
 # A match only starts where a run of punctuation starts, and takes it whole (possessive): a long run
 # with no space after it ("....", a 2 MB "word") is tried once, not once per character (quadratic).
@@ -65,8 +67,27 @@ class _Chunker:
             # A run the tokenizer reads as one unknown token (a 2 MB "word") must still be cut: a chunk
             # is also what a search returns and a model reads, whose tokenizers do not say [UNK].
             floor = len(text) / MAX_CHARS_PER_TOKEN
-            cached = self._cache[text] = max(0.0, self._count(text) - self.base, floor)
+            counted = self._count(text) if len(text) <= COUNT_WINDOW else self._count_windows(text)
+            cached = self._cache[text] = max(0.0, counted - self.base, floor)
         return cached
+
+    def _count_windows(self, text: str) -> float:
+        """Count a long text a window at a time, each cut at a space where there is one.
+
+        A tokenizer holds several hundred bytes per token while it encodes (offsets, alignments, the
+        token strings): 2 MB of '.' (2 million tokens) at once peaked at 1.5 GB. Summed windows differ
+        from the whole only at the cuts, which the margin covers; a finished chunk is counted whole.
+        """
+        total = float(self.base)
+        start = 0
+        while start < len(text):
+            end = min(len(text), start + COUNT_WINDOW)
+            if end < len(text):
+                space = text.rfind(" ", start + COUNT_WINDOW // 2, end)
+                end = space if space > start else end
+            total += max(0.0, self._count(text[start:end]) - self.base)
+            start = end
+        return total
 
     # Packing -------------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from haiku_cli.ingest.chunking import Chunk, chunk_document
+from haiku_cli.ingest.chunking import COUNT_WINDOW, Chunk, chunk_document
 from haiku_cli.ingest.document import ConvertedDocument, Segment
 
 from .helpers import words
@@ -240,6 +240,9 @@ def test_one_line_inputs_cost_work_in_proportion_to_their_size(shape: str) -> No
     check(chunks, counter=chars)
     # Each character is tokenized a bounded number of times (the whole, its pieces, their overlap).
     assert sum(counted) <= 4 * len(text)
+    # And never the whole line at once: a tokenizer holds hundreds of bytes per token while it encodes
+    # (2 MB of '.' at once peaked at 1.3 GB with the bundled one).
+    assert max(counted) <= COUNT_WINDOW
 
 
 def test_a_word_the_tokenizer_reads_as_one_token_is_still_cut() -> None:
