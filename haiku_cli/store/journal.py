@@ -1,7 +1,10 @@
 """The journal of an unfinished write: the table versions from before it, read back or restored.
 
 `transaction` writes the journal; the writer lock undoes one left by a dead writer, and readers read the
-state it names.
+state it names. It also names the chunks table live when the write began: a write that makes another
+chunks table live (`tag restore` across a rebuild) does so in its last commit, so a live table other than
+the journal's means every step of that write is stored, and it stands (its version numbers are another
+table's and must not be applied to the live one).
 """
 
 from __future__ import annotations
@@ -11,10 +14,24 @@ import json
 from haiku_cli.store import schema
 from haiku_cli.store.handle import PENDING_WRITE, Database, drop_tables
 
+LIVE_CHUNKS = "live_chunks_table"  # the journal's entry naming the chunks table live before the write
+Journal = dict[str, int | str]  # table -> version before the write, and LIVE_CHUNKS -> a table's name
+
 
 def table_versions(db: Database) -> dict[str, int]:
     """The versions of the tables a write changes, as the journal records them."""
     return {name: table.version for name, table in _tables(db).items()}
+
+
+def journal_of(db: Database) -> Journal:
+    """What a write's journal records: the table versions, and which chunks table is live."""
+    return {**table_versions(db), LIVE_CHUNKS: db.chunks_table_name}
+
+
+def switched(db: Database, before: Journal) -> bool:
+    """Whether the write this journal is of already made another chunks table live (its last commit)."""
+    live = before.get(LIVE_CHUNKS)
+    return live is not None and live != db.chunks_table_name
 
 
 def _tables(db: Database):
@@ -32,19 +49,25 @@ def recover(db: Database) -> None:
 def read_snapshot(db: Database) -> None:
     """Point a reader at the table versions from before an unfinished write."""
     before = json.loads(db.meta[PENDING_WRITE])
+    if switched(db, before):
+        return  # its last commit is stored: the latest state is the write's whole
     for name, table in _tables(db).items():
         if name not in before:
             db.forget_side_table(name, gone=True)  # made by the unfinished write: not there before it
         elif table.version != before[name]:
-            table.checkout(before[name])
+            table.checkout(int(before[name]))
 
 
-def restore(db: Database, before: dict[str, int]) -> None:
-    """Put the tables back at the journal's versions and drop the journal."""
+def restore(db: Database, before: Journal) -> None:
+    """Put the tables back at the journal's versions and drop the journal (a write that reached its
+    switch of chunks table stands: only the journal goes)."""
+    if switched(db, before):
+        db.delete_meta(PENDING_WRITE)
+        return
     for name, table in _tables(db).items():
         if name not in before:
             drop_tables(db.conn, [name])  # created by the write being undone
             db.forget_side_table(name)
         elif table.version != before[name]:
-            table.restore(before[name])
+            table.restore(int(before[name]))
     db.delete_meta(PENDING_WRITE)

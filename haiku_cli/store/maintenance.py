@@ -269,6 +269,7 @@ def vacuum(
         placed = place(db) if place is not None else 0
         ensure_held(db)
         drop_orphans(db)
+        _drop_stray_chunk_tables(db)
         ensure_held(db)
         refresh_indexes(db.chunks, merge_all=True)
         ensure_held(db)
@@ -286,6 +287,13 @@ def vacuum(
             _drop_old_versions(db, table)
     after = _dir_size(path) if path is not None else None
     return before, after, upgraded, placed
+
+
+def _drop_stray_chunk_tables(db: Database) -> None:
+    # Imported here: tags records its changes through this module's `after_write`.
+    from haiku_cli.store.tags import drop_stray_chunk_tables
+
+    drop_stray_chunk_tables(db)
 
 
 def _drop_old_versions(db: Database, table: Table) -> None:

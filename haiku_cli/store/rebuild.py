@@ -11,7 +11,7 @@ from haiku_cli.store.database import CHUNKS_TABLE, Database
 from haiku_cli.store.indexes import create_fts_index, refresh_indexes
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.records import DocumentSummary, NewChunk
-from haiku_cli.store.tags import tagged_chunk_tables
+from haiku_cli.store.tags import drop_stray_chunk_tables, tagged_chunk_tables
 from haiku_cli.store.transaction import storage_errors
 from haiku_cli.store.writer import ensure_held
 from haiku_cli.store.writes import make_chunk_rows
@@ -29,12 +29,8 @@ class NewChunksTable:
             raise RuntimeError("a rebuild needs the writer lock")
         self.db = db
         self.dimension = dimension
-        live = db.chunks_table_name
         with storage_errors(db, "cannot be rebuilt"):
-            kept = tagged_chunk_tables(db)
-            for name in list(db.conn.list_tables().tables):
-                if name.startswith(f"{schema.CHUNKS}_") and name != live and name not in kept:
-                    db.conn.drop_table(name)  # left behind by a rebuild that was killed
+            drop_stray_chunk_tables(db)
             self.name = f"{schema.CHUNKS}_{uuid.uuid4().hex[:12]}"
             self.table = db.conn.create_table(self.name, schema=schema.chunks_schema(dimension))
             create_fts_index(self.table)

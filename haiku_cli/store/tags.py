@@ -21,7 +21,7 @@ from haiku_cli.store.handle import CHUNKS_TABLE, Database, read_meta, table_name
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.records import UtcDatetime
 from haiku_cli.store.transaction import atomic_write, storage_errors
-from haiku_cli.store.writer import exclusive
+from haiku_cli.store.writer import checkpoint, exclusive
 
 TAG_PREFIX = "tag:"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -156,6 +156,20 @@ def read_at(db: Database, name: str) -> None:
     db.at_tag = name
 
 
+def drop_stray_chunk_tables(db: Database) -> list[str]:
+    """Drop the chunks tables neither live nor kept by a tag (what a killed rebuild, or a restore killed
+    after its commit, leaves); the writer lock must be held. Their names."""
+    live, kept = db.chunks_table_name, tagged_chunk_tables(db)
+    stray = [
+        name
+        for name in table_names(db.conn)
+        if name.startswith(f"{schema.CHUNKS}_") and name != live and name not in kept
+    ]
+    for name in stray:
+        db.conn.drop_table(name)
+    return stray
+
+
 def _open_kept(db: Database, tag: TagInfo):
     if tag.chunks_table not in table_names(db.conn):
         raise DatabaseError(
@@ -188,8 +202,9 @@ def restore_tag(db: Database, name: str) -> TagInfo:
                 replaced, db.chunks = db.chunks.name, kept
                 state[CHUNKS_TABLE] = kept.name
             db.set_meta_many(state)
+        checkpoint("tag-restored")
         if replaced is not None and replaced not in tagged_chunk_tables(db):
-            with suppress(Exception):  # left for the next rebuild to drop
+            with suppress(Exception):  # else left for the next vacuum or rebuild to drop
                 db.conn.drop_table(replaced)
         after_write(db)
         return tag

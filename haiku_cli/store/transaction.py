@@ -15,7 +15,7 @@ from contextlib import contextmanager, suppress
 from haiku_cli.errors import DatabaseError, HaikuError
 from haiku_cli.store.deadline import with_deadline
 from haiku_cli.store.handle import PENDING_WRITE, Database, read_meta, request_timeout, storage_failure
-from haiku_cli.store.journal import restore, table_versions
+from haiku_cli.store.journal import Journal, journal_of, restore, table_versions
 from haiku_cli.store.writer import checkpoint, ensure_held, exclusive, kept_through_commit
 
 _ASK_SECONDS = 30.0  # a local database cannot stall; the bound is only a net
@@ -33,7 +33,7 @@ def atomic_write(db: Database) -> Iterator[None]:
         return
     with exclusive(db):
         ensure_held(db)  # a lapsed writer must not even write a journal: its versions are stale
-        before = table_versions(db)
+        before = journal_of(db)
         # The journal is committed before any data: if the process dies after this, the next writer
         # restores these versions, and readers in the meantime read them.
         with storage_errors(db, "cannot be written"):
@@ -105,7 +105,7 @@ def keep_point(db: Database) -> None:
         db.keep_versions = table_versions(db)
 
 
-def _undo(db: Database, before: dict[str, int]) -> None:
+def _undo(db: Database, before: Journal) -> None:
     # If undoing fails too (the store is gone), the journal stays: the next writer to take the lock
     # undoes this write, and readers meanwhile read the versions it names. The first error is the news.
     with suppress(Exception):

@@ -181,3 +181,57 @@ def test_a_workspace_read_at_a_tag_refuses_every_write(workspace, tmp_path: Path
     with pytest.raises(api.DatabaseError, match="read at tag 't'"):
         anyio.run(lambda: api.add_text(ws, loc, "Owls hunt.", title="Owls", metadata={}))
     assert [d.title for d in anyio.run(lambda: api.list_documents(ws, loc)).documents] == ["Kestrels"]
+
+
+def _killed_restore(tmp_path: Path, point: str) -> None:
+    """`haiku tag restore old --yes` in a process of its own, killed when it reaches `point`."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    gate = tmp_path / f"gate-{point}"
+    gate.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2]), "HAIKU_TEST_PAUSE": f"{point}:{gate}"}
+    command = [sys.executable, "-m", "haiku_cli", "tag", "restore", "old", "--yes"]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not any(gate.glob(f"{point}.*.reached")):
+        assert proc.poll() is None and time.monotonic() < deadline, f"the restore never reached {point}"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+
+
+def _rebuilt_since_the_tag(cli) -> None:
+    cli("add", "Kestrels hover over fields.", "--title", "Kestrels")
+    assert cli("tag", "create", "old").exit_code == 0
+    cli("add", "Owls hunt at night.", "--title", "Owls")
+    assert cli("rebuild").exit_code == 0
+
+
+def test_a_restore_across_a_rebuild_killed_after_its_last_commit_stands(cli, tmp_path: Path) -> None:
+    _rebuilt_since_the_tag(cli)
+    # Killed after the commit that makes the tag's chunks table live, before its journal went: that
+    # journal's chunk version is the other table's, and must not be applied to the live one.
+    _killed_restore(tmp_path, "before-commit")
+    assert _titles(cli) == {"Kestrels"}  # a reader: the restore is whole
+    assert _hits(cli, "birds") == {("default", "Kestrels")}
+    assert cli("add", "Herons wade.", "--title", "Herons").exit_code == 0  # a writer takes over
+    assert _titles(cli) == {"Kestrels", "Herons"}
+    doctor = cli("doctor", "--json")
+    assert doctor.exit_code == 0 and json.loads(doctor.stdout)["ok"], doctor.stdout
+
+
+def test_a_restore_killed_before_dropping_the_replaced_chunks_leaves_it_to_vacuum(
+    cli, tmp_path: Path
+) -> None:
+    _rebuilt_since_the_tag(cli)
+    _killed_restore(tmp_path, "tag-restored")
+    conn = lancedb.connect(str(tmp_path / "data" / "default.lancedb"))
+    chunk_tables = lambda: [n for n in conn.list_tables().tables if n.startswith("chunks")]  # noqa: E731
+    assert len(chunk_tables()) == 2  # the tag's, live again, and the rebuilt one nothing reads
+    assert _titles(cli) == {"Kestrels"}
+    assert cli("vacuum").exit_code == 0
+    assert len(chunk_tables()) == 1 and _hits(cli, "birds") == {("default", "Kestrels")}
