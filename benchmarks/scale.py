@@ -176,6 +176,7 @@ def _batch_tables(corpus: Corpus, db: Database, docs: list[int]) -> tuple[pa.Tab
             texts.append(section)
             search_texts.append(_search_text(title, i, section))
     orders = np.tile(np.arange(CHUNKS_PER_DOC, dtype=np.int32), len(docs))
+    terms = analyze_many(db.chunks, search_texts)
     documents = pa.table(
         {
             "id": doc_ids,
@@ -201,8 +202,9 @@ def _batch_tables(corpus: Corpus, db: Database, docs: list[int]) -> tuple[pa.Tab
             "order": orders,
             "text": texts,
             "search_text": search_texts,
-            # Lengths in index terms exactly as the store counts them (the same analyzer call).
-            "search_tokens": [len(t) for t in analyze_many(db.chunks, search_texts)],
+            # Lengths and terms exactly as the store makes them (the same analyzer call).
+            "search_tokens": [len(t) for t in terms],
+            schema.TERMS_FIELD: [" ".join(t) for t in terms],
             "heading_path": [[f"Part {i}"] for i in orders],
             "pages": [[] for _ in texts],
             # Where each chunk stands in its document (schema version 3): left unknown, as in a database

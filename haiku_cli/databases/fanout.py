@@ -162,9 +162,13 @@ async def _search_once(
 async def _find(
     reads: Reads, dbs: list[Database], asked: CandidateQuery, rescoring: bool
 ) -> list[list[Candidate]]:
-    found, per_db = await candidates_of(reads, dbs, asked)
-    if rescoring:
-        await bm25.rescore_set(reads, dbs, found, per_db, asked)  # see haiku_cli.search.bm25
+    if not rescoring:
+        return (await candidates_of(reads, dbs, asked))[1]
+    # The query's terms are analysed while the databases are searched: rescoring needs both.
+    (found, per_db), terms = await both(
+        partial(candidates_of, reads, dbs, asked), partial(bm25.query_terms, reads, dbs[0], asked.text)
+    )
+    await bm25.rescore_set(reads, dbs, found, per_db, asked, terms)  # see haiku_cli.search.bm25
     return per_db
 
 

@@ -119,21 +119,38 @@ def _analyzed(ranked: list[list[Candidate]], query: Sequence[str], texts: list[l
     return out
 
 
+async def query_terms(reads: Reads, db: Database, query: str) -> QueryTerms:
+    """The query as `db`'s full-text index analyses it (one analyzer call)."""
+    words = query_words(query)
+    analyzed_query, *per_word = await reads.analyze(db, [query, *words])
+    return _query_terms(words, analyzed_query, per_word)
+
+
 async def analyzed(
-    reads: Reads, db: Database, query: str, per_db: Sequence[Sequence[Candidate]]
+    reads: Reads,
+    db: Database,
+    query: str,
+    per_db: Sequence[Sequence[Candidate]],
+    terms: QueryTerms | None = None,
 ) -> tuple[QueryTerms, list[Analyzed]]:
     """The query's terms, and each database's full-text candidates with their lengths and term counts.
 
-    Every haiku database analyzes with the same analyzer (`create_fts_index`'s), so `db`'s analyzes the
-    query and the candidates of all of them in one call: a call costs about a millisecond whatever its
-    length.
+    A candidate's terms are stored with its row (schema version 4); an older layout's are analysed
+    here. Every haiku database analyzes with the same analyzer (`create_fts_index`'s), so `db`'s analyzes
+    the query and the candidates of all of them in one call: a call costs about a millisecond whatever
+    its length, and analysing 120 candidates' text took ~5 ms of CPU. `terms`: the query's, analysed
+    already (`query_terms`).
     """
-    words = query_words(query)
+    words = query_words(query) if terms is None else []
+    asked = [query, *words] if terms is None else []
     ranked = _ranked(per_db)
-    texts = [c.search_text for cands in ranked for c in cands]
-    analyzed_query, *each_text = await reads.analyze(db, [query, *words, *texts])
-    terms = _query_terms(words, analyzed_query, each_text[: len(words)])
-    return terms, _analyzed(ranked, terms.terms, each_text[len(words) :])
+    texts = [c.search_text for cands in ranked for c in cands if c.search_terms is None]
+    each_text = await reads.analyze(db, [*asked, *texts]) if asked or texts else []
+    if terms is None:
+        terms = _query_terms(words, each_text[0], each_text[1 : 1 + len(words)])
+    analysed = iter(each_text[len(asked) :])
+    counted = [c.search_terms if c.search_terms is not None else next(analysed) for cs in ranked for c in cs]
+    return terms, _analyzed(ranked, terms.terms, counted)
 
 
 async def rescore_set(
@@ -142,14 +159,16 @@ async def rescore_set(
     found: Sequence[Shape],
     per_db: Sequence[Sequence[Candidate]],
     query: CandidateQuery,
+    terms: QueryTerms | None = None,
 ) -> None:
     """Put every database's BM25 on the scale of the whole set, with the reads of one run.
 
-    One analyzer call makes the query's terms and every candidate's; each database's statistics come
-    from the table version its rows came from (cached), and the term frequencies its scores do not
-    settle are looked up, every database at once.
+    Candidates' terms are read with them (or, in an older layout, analysed in one call, with the
+    query's unless `terms` has them already); each database's statistics come from the table version
+    its rows came from (cached), and the term frequencies its scores do not settle are looked up,
+    every database at once.
     """
-    terms, candidates = await analyzed(reads, dbs[0], query.text, per_db)
+    terms, candidates = await analyzed(reads, dbs[0], query.text, per_db, terms)
     keys = [_version_key(db, rows.version) for db, rows in zip(dbs, found, strict=True)]
     cached = [_corpus.get(key) for key in keys]
     unknown = [i for i, size in enumerate(cached) if size is None]

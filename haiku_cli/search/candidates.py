@@ -17,7 +17,7 @@ from haiku_cli.store.database import Database
 from haiku_cli.store.handle import is_read_failure, storage_failure
 from haiku_cli.store.indexes import FTS_INDEX, VECTOR_INDEX
 from haiku_cli.store.reads import document_ids, in_list
-from haiku_cli.store.schema import DOCUMENT_FIELDS, SPAN_FIELDS
+from haiku_cli.store.schema import DOCUMENT_FIELDS, SPAN_FIELDS, TERMS_FIELD
 
 SearchType = Literal["hybrid", "vector", "fts"]
 
@@ -101,7 +101,10 @@ class Candidate:
     document: tuple[str | None, str | None, str | None] | None = None
     # Where it stands in its document (SPAN_FIELDS, by name); empty for an older layout's row.
     span: dict[str, int | None] = field(default_factory=dict)
-    search_text: str = ""  # only when asked for: set-wide BM25 analyses it
+    # Only when asked for, what set-wide BM25 counts terms in: the stored terms of its search text
+    # (schema version 4), else the text itself, to analyse.
+    search_terms: list[str] | None = None
+    search_text: str = ""
     similarity: float | None = None
     bm25: float | None = None
     by_vector: bool = False  # among its database's nearest vectors (else found by full text alone)
@@ -129,7 +132,8 @@ def chunk_filter(db: Database, document_filter: str | None) -> str | Literal[Fal
 class CandidateQuery:
     """What to find in each database of a search: up to k vector and k full-text candidates.
 
-    With `with_search_text` the full-text candidates carry the text their BM25 score was computed on.
+    With `with_search_text` the full-text candidates carry the terms their BM25 score was computed on
+    (or, in an older layout, the text to analyse).
     `parts` is how many databases are searched together (vector search narrows in a fan-out).
     """
 
@@ -161,7 +165,8 @@ class CandidateQuery:
             jobs.append(_rows(_where(q, where).select([*columns, "_distance"]), self.lean, self.k))
         wants_text = self.search_type in ("fts", "hybrid") and bool(self.text.strip())
         if wants_text:
-            extra = ["vector"] * (self.vector is not None) + ["search_text"] * self.with_search_text
+            counted = TERMS_FIELD if TERMS_FIELD in shape.columns else "search_text"
+            extra = ["vector"] * (self.vector is not None) + [counted] * self.with_search_text
             q = table.query().nearest_to_text(self.text, columns="search_text")
             selected = shape.select([*columns, "_score", *extra])
             jobs.append(_rows(_where(q, where).select(selected), self.lean, self.k))
@@ -192,7 +197,10 @@ class CandidateQuery:
 
     def _add_by_text(self, db: Database, rows: pa.Table, found: dict[str, Candidate]) -> None:
         cands, scores = _candidates(db, rows, "_score")
-        search_texts = rows.column("search_text").to_pylist() if self.with_search_text else [""] * len(cands)
+        search_texts: list = [None] * len(cands)
+        stored = TERMS_FIELD in rows.column_names
+        if self.with_search_text:
+            search_texts = rows.column(TERMS_FIELD if stored else "search_text").to_pylist()
         # Score full-text-only hits by exact cosine too, so fusion never treats "not in the vector top-k"
         # as "dissimilar" (one matrix product over the rows' vectors, not one per row).
         vector = self.vector
@@ -202,7 +210,10 @@ class CandidateQuery:
         ):
             cand = found.get(new.chunk_id) or new
             cand.bm25 = float(score)
-            cand.search_text = search_text or ""
+            if stored:
+                cand.search_terms = (search_text or "").split()  # written with every row (or by vacuum)
+            else:
+                cand.search_text = search_text or ""
             if cand.similarity is None:
                 cand.similarity = similarity
             found[cand.chunk_id] = cand

@@ -131,6 +131,11 @@ class Database:
         return set(schema.SPAN_FIELDS) <= self.chunk_columns
 
     @property
+    def chunks_carry_terms(self) -> bool:
+        """Whether chunk rows hold their search text's index terms (schema version 4 on)."""
+        return schema.TERMS_FIELD in self.chunk_columns
+
+    @property
     def schema_version(self) -> int:
         """The on-disk schema version."""
         return int(self.meta["schema_version"])

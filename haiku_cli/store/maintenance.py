@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel
 
@@ -18,7 +19,14 @@ from haiku_cli.errors import DatabaseError, HaikuError, Hint
 from haiku_cli.store import schema
 from haiku_cli.store.database import PENDING_WRITE, Database
 from haiku_cli.store.handle import failure_reason
-from haiku_cli.store.indexes import DOCUMENT_KEYS, index_states, lance_dataset, refresh_indexes, refresh_keys
+from haiku_cli.store.indexes import (
+    DOCUMENT_KEYS,
+    analyze_many,
+    index_states,
+    lance_dataset,
+    refresh_indexes,
+    refresh_keys,
+)
 from haiku_cli.store.pictures import drop_orphans
 from haiku_cli.store.reads import count_chunks, count_documents
 from haiku_cli.store.records import UtcDatetime
@@ -93,11 +101,13 @@ def _versioned(db: Database) -> dict[str, Table]:
 
 
 def _upgrade(db: Database) -> str | None:
-    # Versions 1 and 2 keep working; 1 only looks each search's documents up (a few ms per database),
-    # 2 does not know where its chunks stand in their documents.
-    if db.chunks_carry_documents and db.chunks_carry_spans:
+    # Versions 1 to 3 keep working; 1 only looks each search's documents up (a few ms per database),
+    # 2 does not know where its chunks stand in their documents, 3 analyses a fan-out's candidates.
+    if db.chunks_carry_documents and db.chunks_carry_spans and db.chunks_carry_terms:
         return None
-    if db.chunks_carry_documents:
+    if db.chunks_carry_spans:
+        older = "older layout: full-text search over several databases analyses its candidates again"
+    elif db.chunks_carry_documents:
         older = "older layout: chunks do not say where they stand in their documents"
     else:
         older = "older layout: each search also looks its documents up"
@@ -320,13 +330,14 @@ def _drop_old_versions(db: Database, table: Table) -> None:
 
 def upgrade_layout(db: Database) -> bool:
     """Bring the chunks table to this haiku's layout in place: copy each document's uri, title and
-    metadata into its chunk rows (schema 1 to 2), and add the columns saying where each chunk stands,
-    empty (2 to 3: `vacuum`'s `place` fills them in where the chunks' text is found).
+    metadata into its chunk rows (schema 1 to 2), add the columns saying where each chunk stands,
+    empty (2 to 3: `vacuum`'s `place` fills them in where the chunks' text is found), and each chunk's
+    index terms (3 to 4).
 
     Nothing is re-embedded and chunk ids stay (saved citations still resolve); `rebuild` upgrades too,
     by re-embedding everything. False when there is nothing to do or no Lance to do it with.
     """
-    if db.chunks_carry_documents and db.chunks_carry_spans:
+    if db.chunks_carry_documents and db.chunks_carry_spans and db.chunks_carry_terms:
         return False
     dataset = lance_dataset(db.chunks)
     if dataset is None:
@@ -345,8 +356,21 @@ def upgrade_layout(db: Database) -> bool:
         dataset.merge(fields, left_on="document_id", right_on="document_id")
     if not set(schema.SPAN_FIELDS) & set(dataset.schema.names):
         dataset.add_columns(schema.span_fields())  # all null: a change of metadata only
+    if schema.TERMS_FIELD not in dataset.schema.names:
+        texts = dataset.to_table(columns=["id", "search_text"])
+        terms = []
+        for start in range(0, texts.num_rows, _ANALYZED_AT_ONCE):
+            batch = texts.column("search_text").slice(start, _ANALYZED_AT_ONCE).to_pylist()
+            terms += [" ".join(t) for t in analyze_many(db.chunks, [t or "" for t in batch])]
+        # One commit, beside the existing data files, as the document fields above.
+        dataset.merge(
+            pa.table({"id": texts.column("id"), schema.TERMS_FIELD: terms}), left_on="id", right_on="id"
+        )
     db.chunks.checkout_latest()
     return True
+
+
+_ANALYZED_AT_ONCE = 2_000  # search texts per analyzer call when an upgrade fills their terms
 
 
 def _dir_size(path: Path) -> int:

@@ -10,7 +10,11 @@ import pyarrow as pa
 # 3: each chunk row says where it stands in its document (SPAN_FIELDS). A version-2 (or 1) database is
 # read and written as it is, its chunks' places unknown; `haiku vacuum` adds the columns in place (empty:
 # the chunks written from then on fill them), `rebuild` re-chunks into the new layout.
-SCHEMA_VERSION = 3
+# 4: each chunk row holds the terms the full-text index makes of its search text (TERMS_FIELD), so
+# full-text search over several databases rescores its candidates with the set's statistics without
+# analysing their text again. An older database is read and written as it is, its candidates analysed
+# at search time; `haiku vacuum` fills the column in place.
+SCHEMA_VERSION = 4
 DOCUMENTS = "documents"
 CHUNKS = "chunks"
 META = "meta"
@@ -29,6 +33,8 @@ DOCUMENT_FIELDS = {"uri": "document_uri", "title": "document_title", "metadata":
 # Where a chunk stands in its document: characters [char_start, char_end) of the document's stored
 # text, and lines line_start..line_end (1-based) of its source file, for line-based formats.
 SPAN_FIELDS = ("char_start", "char_end", "line_start", "line_end")
+# The search text's index terms (lower-cased, stemmed, without stop words), separated by spaces.
+TERMS_FIELD = "search_terms"
 
 
 def span_fields() -> list[pa.Field]:
@@ -71,6 +77,7 @@ def chunks_schema(dimension: int) -> pa.Schema:
             pa.field("pages", pa.list_(pa.int32())),
             pa.field("vector", pa.list_(pa.float32(), dimension)),
             *span_fields(),
+            pa.field(TERMS_FIELD, pa.string()),
         ]
     )
 

@@ -50,6 +50,7 @@ def make_chunk_rows(chunks: Table, new: Sequence[tuple[DocumentSummary, NewChunk
         rows.append(row)
     for row, terms in zip(rows, analyze_many(chunks, [r["search_text"] for r in rows]), strict=True):
         row["search_tokens"] = len(terms)
+        row[schema.TERMS_FIELD] = " ".join(terms)
     return rows
 
 
@@ -123,6 +124,8 @@ def _as_stored(db: Database, rows: list[dict]) -> list[dict]:
         missing |= set(schema.DOCUMENT_FIELDS.values())
     if not db.chunks_carry_spans:  # versions 1 and 2
         missing |= set(schema.SPAN_FIELDS)
+    if not db.chunks_carry_terms:  # versions 1 to 3
+        missing.add(schema.TERMS_FIELD)
     if not missing:
         return rows
     return [{k: v for k, v in row.items() if k not in missing} for row in rows]

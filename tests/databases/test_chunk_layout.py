@@ -11,12 +11,15 @@ import pytest
 
 from haiku_cli.databases import operations
 from haiku_cli.databases.selection import Selection
+from haiku_cli.search.bm25 import query_words
 from haiku_cli.search.candidates import find_candidates
+from haiku_cli.search.lookups import Reads
 from haiku_cli.store import DocumentRecord, DocumentWrite, Location, NewChunk, open_database, reads, schema
 from haiku_cli.store.database import refresh_reader
+from haiku_cli.store.indexes import fts_tokens
 from haiku_cli.store.writes import new_id, write_documents
 from tests.conftest import fill
-from tests.support.old_layout import create_v1_database, create_v2_database
+from tests.support.old_layout import create_v1_database, create_v2_database, create_v3_database
 
 NOTES = [
     {"text": "The espresso machine needs descaling every month.", "title": "Coffee", "metadata": {"a": 1}},
@@ -67,7 +70,7 @@ def test_a_new_databases_hits_carry_its_documents_fields(make_db, workspace, tmp
     location, _ = make_db("notes", NOTES)
     ws = workspace()
     _add_file(ws, location, tmp_path)
-    assert open_database(location).schema_version == schema.SCHEMA_VERSION == 3
+    assert open_database(location).schema_version == schema.SCHEMA_VERSION == 4
     assert _carry_documents(location)
     hits = _hits(ws, location)
     _assert_hits_match_documents(location, hits)
@@ -104,7 +107,7 @@ def test_an_old_layout_database_is_searched_written_and_upgraded_by_rebuild(v1_d
 
     anyio.run(lambda: operations.rebuild(ws, v1_database))
     new = open_database(v1_database)
-    assert new.schema_version == 3 and new.chunks_carry_documents
+    assert new.schema_version == 4 and new.chunks_carry_documents
     assert anyio.run(lambda: operations.info(ws, v1_database)).upgrade is None
     assert _carry_documents(v1_database)
     assert _hits(ws, v1_database) == before
@@ -127,7 +130,7 @@ def test_vacuum_upgrades_an_old_layout_in_place_without_re_embedding(
     report = anyio.run(lambda: operations.vacuum(workspace(), v1_database))
     assert report.upgraded_layout
     db = open_database(v1_database)
-    assert db.schema_version == 3 and _carry_documents(v1_database)
+    assert db.schema_version == 4 and _carry_documents(v1_database)
     assert anyio.run(lambda: operations.info(workspace(), v1_database)).upgrade is None
     fresh = workspace()
     assert _hits(fresh, v1_database) == before
@@ -172,7 +175,7 @@ def test_a_version_2_database_is_read_written_and_upgraded_with_its_chunks_place
 
     assert anyio.run(lambda: operations.vacuum(workspace(), location)).upgraded_layout
     db = open_database(location)
-    assert db.schema_version == 3 and db.chunks_carry_spans
+    assert db.schema_version == 4 and db.chunks_carry_spans
     assert _chunk_ids(workspace(), location) == ids  # nothing re-cut or re-embedded
     # Each chunk found again in its document's text: its characters are known now, its source lines not
     # (the stored text does not say how many lines of its file came before it).
@@ -192,3 +195,41 @@ def test_a_new_databases_hits_say_where_they_stand(make_db, workspace, tmp_path:
     assert spans[None] == (0, len(NOTES[0]["text"]), 1, 1)
     brewing = next(uri for uri in spans if uri and uri.endswith("brewing.md"))
     assert spans[brewing] == (11, 66, 3, 3)
+
+
+def _split_fts(ws, locations: list[Location]) -> list[tuple]:
+    selection = Selection(tuple(locations))
+    hits = anyio.run(lambda: operations.search(ws, selection, QUERY, search_type="fts", limit=10))
+    return [(h.database, h.chunk_id, round(h.score, 5)) for h in hits]
+
+
+def test_version_3_databases_are_rescored_alike_before_and_after_vacuum_stores_their_terms(
+    workspace, embedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parts = [Location(f"v3_{i}", str(tmp_path / f"v3_{i}.lancedb")) for i in range(2)]
+    for i, location in enumerate(parts):
+        create_v3_database(location, embedder.name, embedder.dimension)
+        fill(workspace(), location, NOTES[i::2])
+    assert not open_database(parts[0]).chunks_carry_terms
+    assert "analyses" in (anyio.run(lambda: operations.info(workspace(), parts[0])).upgrade or "")
+    analysed: list[int] = []
+    analyse = Reads.analyze
+
+    async def counted(self: Reads, db, texts):
+        analysed.append(len(texts))
+        return await analyse(self, db, texts)
+
+    monkeypatch.setattr(Reads, "analyze", counted)
+    before = _split_fts(workspace(), parts)
+    words = len(query_words(QUERY))
+    assert before and sorted(analysed) == sorted([1 + words, len(before)])  # and the candidates' text
+
+    for location in parts:
+        assert anyio.run(lambda loc=location: operations.vacuum(workspace(), loc)).upgraded_layout
+    db = open_database(parts[0])
+    assert db.schema_version == 4 and db.chunks_carry_terms
+    stored = db.chunks.search().select(["search_text", schema.TERMS_FIELD]).to_list()
+    assert all(r[schema.TERMS_FIELD].split() == fts_tokens(db.chunks, r["search_text"]) for r in stored)
+    analysed.clear()
+    assert _split_fts(workspace(), parts) == before
+    assert analysed == [1 + words]  # only the query: the candidates' terms are read with them

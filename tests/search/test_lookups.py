@@ -35,14 +35,14 @@ def db(tmp_path: Path) -> Database:
 def _found(db: Database, **kwargs) -> list[tuple[str, float | None, float | None, str]]:
     query_vector = np.full(8, 1 / np.sqrt(8), dtype=np.float32)
     found = find_candidates(db, query_vector=query_vector, k=3, with_search_text=True, **kwargs)
-    return sorted((c.text, c.similarity, c.bm25, c.search_text) for c in found)
+    return sorted((c.text, c.similarity, c.bm25, c.search_terms) for c in found)
 
 
 @pytest.mark.parametrize("document_filter", [None, "title IN ('d0', 'd4')"])
 def test_a_hybrid_lookup_scores_every_candidate_both_ways(db: Database, document_filter) -> None:
     found = _found(db, query="sediment tide", search_type="hybrid", document_filter=document_filter)
     assert any(bm25 for _, _, bm25, _ in found) and all(sim is not None for _, sim, _, _ in found)
-    assert all(search_text for _, _, bm25, search_text in found if bm25 is not None)
+    assert all(terms for _, _, bm25, terms in found if bm25 is not None)  # stored with each row
     if document_filter:
         assert {text for text, *_ in found} <= {TEXTS[0], TEXTS[4]}
 

@@ -1,5 +1,6 @@
 """Databases in older layouts, made as haiku made them: schema version 1 (chunk rows without their
-document's fields) and 2 (without their place in the document), with their chunks schemas spelled out."""
+document's fields), 2 (without their place in the document) and 3 (without their index terms), with
+their chunks schemas spelled out."""
 
 from __future__ import annotations
 
@@ -35,6 +36,11 @@ def chunks_schema_v2(dimension: int) -> pa.Schema:
     return pa.schema([*v1[:2], *copies, *v1[2:]])
 
 
+def chunks_schema_v3(dimension: int) -> pa.Schema:
+    """The chunks table of schema version 3: version 2's, with its place in the document at the end."""
+    return pa.schema([*chunks_schema_v2(dimension), *schema.span_fields()])
+
+
 def create_v1_database(location: Location, embedder_name: str, dimension: int) -> None:
     """Create an empty version-1 database at a local location (documents, chunks, then meta last)."""
     _create(location, embedder_name, dimension, 1)
@@ -45,10 +51,15 @@ def create_v2_database(location: Location, embedder_name: str, dimension: int) -
     _create(location, embedder_name, dimension, 2)
 
 
+def create_v3_database(location: Location, embedder_name: str, dimension: int) -> None:
+    """Create an empty version-3 database at a local location (documents, chunks, then meta last)."""
+    _create(location, embedder_name, dimension, 3)
+
+
 def _create(location: Location, embedder_name: str, dimension: int, version: int) -> None:
     conn = lancedb.connect(location.connect_uri)
     conn.create_table(schema.DOCUMENTS, schema=schema.documents_schema())
-    chunks_schema = chunks_schema_v1(dimension) if version == 1 else chunks_schema_v2(dimension)
+    chunks_schema = {1: chunks_schema_v1, 2: chunks_schema_v2, 3: chunks_schema_v3}[version](dimension)
     chunks = conn.create_table(schema.CHUNKS, schema=chunks_schema)
     create_fts_index(chunks)
     meta = [
