@@ -37,15 +37,16 @@ _REFINE_FACTOR = 5
 # similarity either way): refining 2 x k picks the same 50 as 5 x k for 99.97% of them at 100k chunks,
 # for 12% less CPU in the vector lookup (benchmarks/README.md).
 _POOL_REFINE_FACTOR = 2
-# How widely the HNSW graph is searched, per chunk in the table: recall@10 against exact search on
-# 100k hashed-word vectors is 0.947 at ef 2,500 and 0.955 at 3,000 (one rebuilt graph; another gave
-# 0.952 at 2,500), so 1 / 33 leaves a margin. Smaller tables need relatively more (at 30k, ef 750
-# gives 0.948 and 1,200 gives 0.963), and there the search's fixed cost dominates, so the breadth
-# never drops below _EF_MIN. Capped where recall@10 reaches 0.95 in the largest tables measured: one
-# graph of 1M hashed-word vectors recalls 0.898 at ef 4,000 (24 ms of CPU), 0.948 at 10,000 and 0.957
-# at 12,000 (51 ms); re-ranking more than 5 x k gains nothing there, so the breadth is what recall
-# costs (benchmarks/README.md).
-_EF_PER_ROW = 1 / 33
+# How widely the HNSW graph is searched, per chunk in the table. On the bundled model's embeddings
+# (CISI, 100k chunks: benchmarks/ef_real.py) recall@10 against exact search is 0.996 at ef 200, 0.9997
+# at 400 and 1.0 from 800 on (5.5 ms of CPU at 1,200 against 8.3 at 3,030), so a table of 100k is
+# searched at the floor, 3x the breadth where every query recalled at least 9 of 10. Hashed-word test
+# vectors, far harder for a graph, recall less there (0.918 at 1,200; 0.958 at 3,030). Smaller tables
+# need relatively more, and there the search's fixed cost dominates, so the breadth never drops below
+# _EF_MIN. The breadth grows with the table to the cap, where one graph of 1M hashed-word vectors
+# recalls 0.957 (12,000: 51 ms of CPU; 0.948 at 10,000); re-ranking more than 5 x k gains nothing
+# there, so the breadth is what recall costs (benchmarks/README.md).
+_EF_PER_ROW = 1 / 83
 _EF_MIN = 1_200
 _EF_MAX = 12_000
 # Hybrid search's pool is searched half as widely as vector search was at 1 / 40: fusion re-ranks it
@@ -64,8 +65,8 @@ def ann_ef(rows: int, limit: int, parts: int = 1) -> int:
 
     A table searched as one of `parts` databases of a fan-out needs less than alone: the set's top
     `limit` is merged from every part's, so each part's floor is `_EF_MIN` shared among the parts (100k
-    chunks over 4 databases: ef 757 per part by its size; 625 recalled 0.96 of the exact top 10, 750
-    0.967, 1,200 0.975).
+    hashed-word chunks over 4 databases: 625 per part recalled 0.96 of the exact top 10, 750 0.967,
+    1,200 0.975).
     """
     breadth = _breadth(rows, _EF_PER_ROW, _EF_MIN // max(parts, 1), _EF_MAX)
     return max(limit * _REFINE_FACTOR, breadth)

@@ -8,20 +8,20 @@ from haiku_cli.search.candidates import ann_ef, pool_ef
 def test_a_part_of_a_fan_out_is_searched_less_widely_than_a_lone_table() -> None:
     # 100k chunks over 4 databases: each part's share of the breadth, not a lone table's floor.
     assert ann_ef(25_000, 10) == 1_200
-    assert ann_ef(25_000, 10, parts=4) == 757  # its own size's breadth, not the lone floor
+    assert ann_ef(25_000, 10, parts=4) == 301  # its own size's breadth, not the lone floor
     assert ann_ef(5_000, 10, parts=4) == 300  # the floor, shared
     assert pool_ef(25_000, 50, parts=4) == 600
     assert pool_ef(25_000, 50) == 1_200
     # Large parts keep their own breadth (the floor no longer binds), and k x refinement still holds.
-    assert ann_ef(250_000, 10, parts=4) == ann_ef(250_000, 10) == 7_575
+    assert ann_ef(250_000, 10, parts=4) == ann_ef(250_000, 10) == 3_012
     assert ann_ef(2_000, 200, parts=4) == 1_000
 
 
 def test_the_largest_tables_are_searched_widely_for_recall_and_their_hybrid_pool_is_capped() -> None:
-    # Vector search's breadth grows with the table up to where one 1M graph recalls 0.95; hybrid's pool,
-    # which fusion re-ranks, is half of it below the caps and capped far lower above.
+    # Vector search's breadth grows with the table up to where one 1M graph recalls 0.95 (100k real
+    # embeddings recall 1.0 at the floor); hybrid's pool, which fusion re-ranks, is capped far lower.
     assert ann_ef(1_000_000, 10) == 12_000
-    assert ann_ef(100_000, 10) == 3_030
+    assert ann_ef(100_000, 10) == 1_204
     assert pool_ef(100_000, 50) == 1_250
     assert pool_ef(1_000_000, 50) == pool_ef(400_000, 50) == 2_000
     # A deep pool still asks the graph for enough neighbours to refine.
