@@ -1,92 +1,118 @@
-"""The typer application: global options and command registration."""
+"""The `haiku` entry point and the typer application: global options and command registration.
 
-from __future__ import annotations
+The application is built on first use (`app`, `build_app`): a read command that a running `haiku daemon`
+answers imports neither typer, rich, pydantic nor LanceDB in the calling process.
+"""
 
+# No `from __future__ import annotations`: the global options' annotations below are evaluated where
+# they are defined, inside `build_app`, since typer reads them and the names are local to it.
+import functools
 import gc
-from pathlib import Path
-from typing import Annotated
+import sys
+from typing import TYPE_CHECKING, Any
 
-import typer
-
-from haiku_cli import __version__
-from haiku_cli.cli import (
-    admin_commands,
-    analyze_command,
-    ask_command,
-    chat_command,
-    config_commands,
-    doctor_command,
-    ingest_commands,
-    mcp_command,
-    picture_commands,
-    search_command,
-    serve_command,
-    source_commands,
-    tag_commands,
-)
-from haiku_cli.cli.running import set_debug
-
-app = typer.Typer(
-    name="haiku",
-    help="Local-first RAG for the terminal: add documents, then search, ask and analyze them.",
-    context_settings={"help_option_names": ["-h", "--help"]},
-    no_args_is_help=True,
-    add_completion=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    epilog=(
-        "Examples:\n\n\b\n"
-        "  haiku add-src ~/papers/ notes.md         add files, folders, URLs\n"
-        '  haiku search "sparse retrieval" --files  one line per document\n'
-        "  haiku get 3f2b8c1e                       by short id, uri or path\n"
-        "  haiku list --filter \"metadata.year = '2024'\"\n"
-        '  haiku ask "What does the thesis say?" --model openai:gpt-4o\n'
-        "  haiku chat -d notes                      a saved conversation\n\n"
-        "haiku COMMAND --help shows a command's options; README.md has the rest."
-    ),
-)
+if TYPE_CHECKING:
+    import typer
 
 
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"haiku {__version__}")
-        raise typer.Exit()
+@functools.cache
+def build_app() -> "typer.Typer":
+    """The typer application with every command registered (built once per process)."""
+    from pathlib import Path
+    from typing import Annotated
 
+    import typer
 
-@app.callback()
-def _global(
-    ctx: typer.Context,
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            "--config",
-            help="Config file (default: $HAIKU_CONFIG, else config.toml in $HAIKU_CONFIG_DIR or the user "
-            "config dir).",
+    from haiku_cli import __version__
+    from haiku_cli.cli import (
+        admin_commands,
+        analyze_command,
+        ask_command,
+        chat_command,
+        config_commands,
+        daemon_command,
+        doctor_command,
+        ingest_commands,
+        mcp_command,
+        picture_commands,
+        search_command,
+        serve_command,
+        source_commands,
+        tag_commands,
+    )
+    from haiku_cli.cli.running import set_debug
+
+    app = typer.Typer(
+        name="haiku",
+        help="Local-first RAG for the terminal: add documents, then search, ask and analyze them.",
+        context_settings={"help_option_names": ["-h", "--help"]},
+        no_args_is_help=True,
+        add_completion=True,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+        epilog=(
+            "Examples:\n\n\b\n"
+            "  haiku add-src ~/papers/ notes.md         add files, folders, URLs\n"
+            '  haiku search "sparse retrieval" --files  one line per document\n'
+            "  haiku get 3f2b8c1e                       by short id, uri or path\n"
+            "  haiku list --filter \"metadata.year = '2024'\"\n"
+            '  haiku ask "What does the thesis say?" --model openai:gpt-4o\n'
+            "  haiku chat -d notes                      a saved conversation\n\n"
+            "haiku COMMAND --help shows a command's options; README.md has the rest."
         ),
-    ] = None,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
-    version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
-    ] = False,
-) -> None:
-    """Local-first RAG for the terminal."""
-    set_debug(debug)
-    ctx.obj = {"config": config}
+    )
+
+    def version_option(value: bool) -> None:
+        if value:
+            typer.echo(f"haiku {__version__}")
+            raise typer.Exit()
+
+    @app.callback()
+    def _global(
+        ctx: typer.Context,
+        config: Annotated[
+            Path | None,
+            typer.Option(
+                "--config",
+                help="Config file (default: $HAIKU_CONFIG, else config.toml in $HAIKU_CONFIG_DIR or the "
+                "user config dir).",
+            ),
+        ] = None,
+        debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+        version: Annotated[
+            bool,
+            typer.Option("--version", callback=version_option, is_eager=True, help="Print the version."),
+        ] = False,
+    ) -> None:
+        """Local-first RAG for the terminal."""
+        set_debug(debug)
+        ctx.obj = {"config": config}
+
+    for commands in (
+        ingest_commands,
+        source_commands,
+        search_command,
+        ask_command,
+        chat_command,
+        analyze_command,
+        admin_commands,
+        picture_commands,
+        config_commands,
+        mcp_command,
+        serve_command,
+        tag_commands,
+        doctor_command,
+        daemon_command,
+    ):
+        commands.register(app)
+    return app
 
 
-ingest_commands.register(app)
-source_commands.register(app)
-search_command.register(app)
-ask_command.register(app)
-chat_command.register(app)
-analyze_command.register(app)
-admin_commands.register(app)
-picture_commands.register(app)
-config_commands.register(app)
-mcp_command.register(app)
-serve_command.register(app)
-tag_commands.register(app)
-doctor_command.register(app)
+def __getattr__(name: str) -> Any:
+    # `from haiku_cli.cli.app import app` (tests, host programs) builds the application then.
+    if name == "app":
+        return build_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # How many new objects start a young garbage collection in the `haiku` process (Python's default: 700).
@@ -94,7 +120,12 @@ YOUNG_COLLECTION = 7000
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: a read command goes to a running `haiku daemon` when one answers."""
+    from haiku_cli.cli.daemon_client import forward
+
+    code = forward(sys.argv)
+    if code is not None:
+        sys.exit(code)
     # A command's start builds a few hundred thousand objects that live until exit (pydantic, numpy,
     # pyarrow, LanceDB). With a young collection every 700 new objects, the older generations'
     # collections, which walk all of them, run many times: about 0.035 of a search's 0.48 CPU-seconds.
@@ -102,7 +133,7 @@ def main() -> None:
     young, *older = gc.get_threshold()
     gc.set_threshold(max(young, YOUNG_COLLECTION), *older)
     try:
-        app()
+        build_app()()
     finally:
         # The process ends next. Its final garbage collections would walk every object the imports made
         # (typer, pydantic, numpy, pyarrow, LanceDB: ~0.08 CPU-seconds, 15% of a search) to free memory

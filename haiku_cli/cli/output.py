@@ -38,6 +38,14 @@ out = _console(sys.stdout)
 err = _console(sys.stderr, stderr=True)
 
 
+def reset_consoles() -> None:
+    """Build `out` and `err` again for the streams `sys.stdout` and `sys.stderr` are now: a daemon answers
+    each command on its caller's terminal or pipe, which decides colours, width and wrapping."""
+    global out, err
+    out = _console(sys.stdout)
+    err = _console(sys.stderr, stderr=True)
+
+
 def print_json(data: Any) -> None:
     """Write JSON to stdout, unwrapped and unstyled, so scripts can parse it."""
     sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
