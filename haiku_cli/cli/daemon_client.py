@@ -97,10 +97,11 @@ def identity() -> dict[str, str]:
     }
 
 
-def check_private(path: str) -> int:
+def check_private(path: str) -> tuple[int, int]:
     """Refuse a socket another user owns or may reach: it and its folder are ours, and no one else's mode.
 
-    Returns the socket's inode, which names this socket file rather than whichever is at `path` later.
+    Returns the socket's inode and change time, which name this socket file rather than whichever is at
+    `path` later (an inode number alone may be reused by the next file).
     """
     me = os.geteuid()
     folder = os.lstat(os.path.dirname(path))
@@ -109,7 +110,7 @@ def check_private(path: str) -> int:
     found = os.lstat(path)
     if not stat.S_ISSOCK(found.st_mode) or found.st_uid != me or found.st_mode & 0o077:
         raise NotPrivate(f"{path} is not a socket only this user can use")
-    return found.st_ino
+    return found.st_ino, found.st_ctime_ns
 
 
 def peer_ids(sock: socket.socket) -> tuple[int, int, int]:
@@ -216,24 +217,24 @@ def forward(argv: list[str]) -> int | None:
         return None
     try:
         path = socket_path()
-        inode = check_private(path)
+        mark = check_private(path)
     except (OSError, NotPrivate):
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        return _ask(sock, path, inode, argv)
+        return _ask(sock, path, mark, argv)
     except (OSError, ValueError):
         return None
     finally:
         sock.close()
 
 
-def _ask(sock: socket.socket, path: str, inode: int, argv: list[str]) -> int | None:
+def _ask(sock: socket.socket, path: str, mark: tuple[int, int], argv: list[str]) -> int | None:
     sock.settimeout(BUSY_WAIT_S)
     try:
         sock.connect(path)
     except ConnectionRefusedError:
-        _remove_stale(path, inode)
+        _remove_stale(path, mark)
         return None
     _pid, uid, _gid = peer_ids(sock)
     if uid != os.geteuid():
@@ -302,12 +303,12 @@ def _wait(sock: socket.socket) -> int:
         return int(done.get("exit", 70))
 
 
-def _remove_stale(path: str, inode: int) -> None:
+def _remove_stale(path: str, mark: tuple[int, int]) -> None:
     # Nothing listens: the daemon that made it died without cleaning up. A live daemon renames its
     # socket into place only once it listens, so a refused connection means no one will answer; a
-    # socket that replaced it since (another inode) is left alone.
+    # socket that replaced it since is left alone.
     try:
-        if check_private(path) == inode:
+        if check_private(path) == mark:
             os.unlink(path)
     except (OSError, NotPrivate):
         pass

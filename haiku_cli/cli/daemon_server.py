@@ -108,7 +108,7 @@ class Daemon:
         self.cwd = os.getcwd()
         self.stopping = False
         self._client_interrupt = False
-        self._inode = 0
+        self._mark = (0, 0)
 
     # -- listening -----------------------------------------------------------------------------------
 
@@ -134,12 +134,12 @@ class Daemon:
         sock.listen(16)
         # Renamed into place only once it listens: a refused connection at `path` means a dead daemon.
         os.rename(temporary, self.path)
-        self._inode = os.lstat(self.path).st_ino
+        self._mark = _mark(self.path)
         return sock
 
     def _refuse_live_daemon(self) -> None:
         try:
-            inode = wire.check_private(self.path)
+            mark = wire.check_private(self.path)
         except FileNotFoundError:
             return
         except wire.NotPrivate as exc:
@@ -150,7 +150,7 @@ class Daemon:
             probe.connect(self.path)
             pid, _uid, _gid = wire.peer_ids(probe)
         except OSError:
-            if os.lstat(self.path).st_ino == inode:
+            if _mark(self.path) == mark:
                 os.unlink(self.path)  # a daemon that died without cleaning up
             return
         finally:
@@ -161,7 +161,7 @@ class Daemon:
         """Stop listening and remove the socket, unless another daemon's has replaced it."""
         sock.close()
         with contextlib.suppress(OSError):
-            if os.lstat(self.path).st_ino == self._inode:
+            if _mark(self.path) == self._mark:
                 os.unlink(self.path)
 
     def serve(self, sock: socket.socket) -> None:
@@ -364,6 +364,11 @@ class Daemon:
     def _note(self, message: str) -> None:
         with contextlib.suppress(OSError):
             os.write(2, f"haiku: daemon: {message}\n".encode())
+
+
+def _mark(path: str) -> tuple[int, int]:
+    st = os.lstat(path)
+    return st.st_ino, st.st_ctime_ns
 
 
 def _exit_code(code: object) -> int:

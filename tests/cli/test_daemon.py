@@ -1,0 +1,281 @@
+"""`haiku daemon`: read commands answered by a running process print exactly what a fresh one prints."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from haiku_cli.cli import daemon_client as wire
+
+# `haiku` from this tree; HAIKU_TEST_PROBE names a file told who answered: this process or a daemon.
+LAUNCH = (
+    "import os, sys\n"
+    "from haiku_cli.cli.app import main\n"
+    "sys.argv[0] = 'haiku'\n"
+    "try:\n"
+    "    main()\n"
+    "finally:\n"
+    "    probe = os.environ.get('HAIKU_TEST_PROBE')\n"
+    "    if probe:\n"
+    "        open(probe, 'w').write('in-process' if 'typer' in sys.modules else 'daemon')\n"
+)
+START_TIMEOUT_S = 240
+
+
+@pytest.fixture
+def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private runtime folder short enough for a unix socket's path (at most 107 bytes)."""
+    folder = Path(tempfile.mkdtemp(prefix="hd-", dir="/tmp"))
+    monkeypatch.setenv(wire.RUNTIME_ENV, str(folder / "haiku"))
+    monkeypatch.delenv(wire.OFF_ENV, raising=False)
+    yield folder / "haiku"
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def start_daemon(runtime: Path) -> subprocess.Popen:
+    """`haiku daemon` in a subprocess, once it says it answers (its socket is in place by then)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LAUNCH, "daemon"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ),
+    )
+    assert proc.stderr is not None
+    deadline = time.monotonic() + START_TIMEOUT_S
+    said = b""
+    while b"daemon answering" not in said:
+        ready, _, _ = select.select([proc.stderr], [], [], max(0.0, deadline - time.monotonic()))
+        line = proc.stderr.readline() if ready else b""
+        if not line:
+            proc.kill()
+            raise AssertionError(f"the daemon did not start: {said.decode()}")
+        said += line
+    assert (runtime / wire.SOCKET_NAME).exists()
+    return proc
+
+
+@pytest.fixture
+def daemon(runtime: Path, cli) -> Iterator[subprocess.Popen]:
+    """A daemon over the test's config, whose default database holds three documents."""
+    for title, text in (
+        ("Tides", "The moon's gravity raises two tidal bulges on the oceans."),
+        ("Owls", "Barn owls hunt at dusk over open fields, by sound."),
+        ("Bread", "A sourdough starter needs flour, water and a warm kitchen."),
+    ):
+        assert cli("add", text, "--title", title).exit_code == 0
+    proc = start_daemon(runtime)
+    yield proc
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+
+
+def haiku(*args: str, tmp: Path, env: dict[str, str] | None = None, stdin: str | None = None) -> tuple:
+    """(stdout bytes, stderr bytes, exit code, who answered) of a `haiku` process."""
+    probe = tmp / "probe"
+    probe.unlink(missing_ok=True)
+    done = subprocess.run(
+        [sys.executable, "-c", LAUNCH, *args],
+        input=stdin.encode() if stdin is not None else None,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        env={**os.environ, "HAIKU_TEST_PROBE": str(probe), **(env or {})},
+        timeout=300,
+    )
+    return done.stdout, done.stderr, done.returncode, probe.read_text()
+
+
+def in_process(*args: str, tmp: Path, stdin: str | None = None) -> tuple:
+    """The same command line run by a fresh process, never a daemon."""
+    return haiku(*args, tmp=tmp, env={wire.OFF_ENV: "1"}, stdin=stdin)
+
+
+def served_alike(*args: str, tmp: Path, stdin: str | None = None) -> tuple:
+    """Run through the daemon and in-process; both answers, which must match byte for byte."""
+    *theirs, who = haiku(*args, tmp=tmp, stdin=stdin)
+    *ours, fresh = in_process(*args, tmp=tmp, stdin=stdin)
+    assert (who, fresh) == ("daemon", "in-process"), theirs
+    assert theirs == ours, args
+    return tuple(theirs)
+
+
+@pytest.mark.slow
+def test_read_commands_through_the_daemon_print_what_a_fresh_process_prints(daemon, tmp_path, cli) -> None:
+    out, _, code = served_alike("search", "--type", "fts", "moon tides", tmp=tmp_path)
+    assert code == 0 and b"Tides" in out
+    assert b"Owls" in served_alike("search", "owls hunting at night", tmp=tmp_path)[0]  # hybrid
+    served_alike("search", "bread", "--json", "--limit", "2", tmp=tmp_path)
+    served_alike("search", "bread", "--files", "--config", str(tmp_path / "config.toml"), tmp=tmp_path)
+    out, _, _ = served_alike("--config", str(tmp_path / "config.toml"), "list", "--json", tmp=tmp_path)
+    served_alike("list", tmp=tmp_path)
+    served_alike("info", tmp=tmp_path)
+    document_id = json.loads(out)["documents"][0]["id"]
+    assert served_alike("get", document_id[:8], tmp=tmp_path)[2] == 0
+    assert served_alike("search", "--type", "fts", "--from", "-", tmp=tmp_path, stdin="tides\nowls\n")[2] == 0
+    # Errors, on stderr with their exit codes: a usage error, an unknown id, an unknown database.
+    assert served_alike("search", tmp=tmp_path)[2] == 2
+    assert served_alike("get", "nope", tmp=tmp_path)[2] == 1
+    assert served_alike("search", "x", "--database", "nope", tmp=tmp_path)[2] == 1
+    # A write by another process after the daemon started: the next read sees the new version.
+    assert cli("add", "Glaciers carve valleys into a U shape.", "--title", "Glaciers").exit_code == 0
+    out, _, _ = served_alike("search", "--type", "fts", "glaciers valleys", tmp=tmp_path)
+    assert b"Glaciers" in out
+
+
+@pytest.mark.slow
+def test_a_changed_config_is_not_served_and_the_daemon_stops(daemon, runtime, tmp_path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[search]\n", encoding="utf-8")
+    *theirs, who = haiku("search", "--type", "fts", "moon tides", tmp=tmp_path)
+    assert who == "in-process" and theirs == list(
+        in_process("search", "--type", "fts", "moon tides", tmp=tmp_path)[:3]
+    )
+    assert daemon.wait(timeout=60) == 0
+    assert not (runtime / wire.SOCKET_NAME).exists()
+
+
+@pytest.mark.slow
+def test_another_config_file_is_not_served_and_the_daemon_stays(daemon, tmp_path) -> None:
+    other = tmp_path / "other.toml"
+    other.touch()
+    assert haiku("info", tmp=tmp_path, env={"HAIKU_CONFIG": str(other)})[3] == "in-process"
+    assert haiku("--config", str(other), "info", tmp=tmp_path)[3] == "in-process"
+    assert haiku("info", "--config", str(other), tmp=tmp_path)[3] == "in-process"
+    assert haiku("info", tmp=tmp_path)[3] == "daemon"
+    # Read once at start (locale, Python's own settings): another value cannot be served either.
+    assert haiku("info", tmp=tmp_path, env={"PYTHONHASHSEED": "7"})[3] == "in-process"
+
+
+@pytest.mark.slow
+def test_a_socket_others_could_reach_is_refused(daemon, runtime, tmp_path) -> None:
+    sock = runtime / wire.SOCKET_NAME
+    sock.chmod(0o666)
+    assert haiku("info", tmp=tmp_path)[3] == "in-process"
+    sock.chmod(0o600)
+    runtime.chmod(0o755)
+    assert haiku("info", tmp=tmp_path)[3] == "in-process"
+    runtime.chmod(0o700)
+    assert haiku("info", tmp=tmp_path)[3] == "daemon"
+    if os.geteuid() == 0:
+        os.chown(sock, 65534, -1)
+        assert haiku("info", tmp=tmp_path)[3] == "in-process"
+        os.chown(sock, 0, -1)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="a server of another user needs root to start")
+@pytest.mark.filterwarnings("ignore:lance is not fork-safe")  # the forked server only uses a socket
+def test_a_server_of_another_user_is_not_sent_a_request(runtime, tmp_path) -> None:
+    # The socket file is ours and private (as root could make it), but another user listens on it.
+    runtime.mkdir(mode=0o700)
+    shared = Path(tempfile.mkdtemp(prefix="hd-other-", dir="/tmp"))
+    shared.chmod(0o777)
+    ready_r, ready_w = os.pipe()
+    said_r, said_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the other user's server: says hello, then reports what the client sent
+        try:
+            os.setuid(65534)
+            server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            server.bind(str(shared / "other.sock"))
+            server.listen(1)
+            os.write(ready_w, b"ready")
+            conn, _ = server.accept()
+            conn.settimeout(20)
+            data = b""
+            try:
+                wire.send_frame(conn, {"protocol": wire.PROTOCOL})
+                data = conn.recv(100)
+            except OSError:
+                pass  # the client hung up first
+            os.write(said_w, b"received:" + data)
+        finally:
+            os._exit(0)
+    os.close(ready_w)
+    os.close(said_w)
+    try:
+        assert os.read(ready_r, 10) == b"ready"
+        path = runtime / wire.SOCKET_NAME
+        os.rename(shared / "other.sock", path)
+        os.chown(path, 0, 0)
+        path.chmod(0o600)
+        assert haiku("info", tmp=tmp_path)[3] == "in-process"
+        assert os.read(said_r, 200) == b"received:"  # connected, then left without a word
+    finally:
+        os.waitpid(pid, 0)
+        os.close(ready_r)
+        os.close(said_r)
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_a_killed_daemon_leaves_nothing_in_the_way(daemon, runtime, tmp_path) -> None:
+    sock = runtime / wire.SOCKET_NAME
+    daemon.kill()
+    daemon.wait(timeout=60)
+    assert sock.exists()  # SIGKILL: no cleanup
+    *theirs, who = haiku("search", "--type", "fts", "moon tides", tmp=tmp_path)
+    assert who == "in-process" and theirs[2] == 0 and b"Tides" in theirs[0]
+    assert not sock.exists()  # the client removed the dead daemon's socket
+    # A daemon started over another dead one's socket takes its place.
+    again = start_daemon(runtime)
+    again.kill()
+    again.wait(timeout=60)
+    assert sock.exists()
+    replacement = start_daemon(runtime)
+    try:
+        assert haiku("info", tmp=tmp_path)[3] == "daemon"
+        replacement.send_signal(signal.SIGTERM)
+        assert replacement.wait(timeout=60) == 0
+        assert not sock.exists()
+    finally:
+        replacement.kill()
+
+
+@pytest.mark.slow
+def test_one_daemon_at_a_time_and_stop_ends_it(daemon, runtime, tmp_path) -> None:
+    _, err, code, _ = haiku("daemon", tmp=tmp_path)
+    assert code == 1 and b"already answers" in err and b"Traceback" not in err
+    _, err, code, _ = haiku("daemon", "--stop", tmp=tmp_path)
+    assert code == 0, err
+    assert daemon.wait(timeout=60) == 0
+    assert not (runtime / wire.SOCKET_NAME).exists()
+    _, err, code, _ = haiku("daemon", "--stop", tmp=tmp_path)
+    assert code == 1 and err == b"haiku: no haiku daemon is running\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["haiku", "search", "tides"], "search"),
+        (["haiku", "--config", "c.toml", "list"], "list"),
+        (["haiku", "--config=c.toml", "info"], "info"),
+        (["haiku", "get", "3f2b"], "get"),
+        (["haiku", "add", "text"], None),
+        (["haiku", "search", "--help"], None),
+        (["haiku", "--debug", "search", "x"], None),
+        (["haiku", "search", "x", "--debug"], None),
+        (["haiku", "--version"], None),
+        (["haiku"], None),
+        (["haiku", "--unknown", "search"], None),
+    ],
+)
+def test_only_read_commands_are_handed_over(argv: list[str], command: str | None) -> None:
+    assert wire.command_of(argv) == command
+
+
+def test_without_a_socket_nothing_is_handed_over(runtime) -> None:
+    assert wire.forward(["haiku", "search", "tides"]) is None
