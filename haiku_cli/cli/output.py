@@ -151,6 +151,9 @@ class _Bar:
     def reading(self, source: str) -> None:
         self._progress.update(self._task, current=_tail(source, _CURRENT_CHARS))
 
+    def upkeep(self, step: str) -> None:
+        self._progress.update(self._task, current=step)
+
     def file_done(self) -> None:
         if self._files is not None:
             self._files[0] += 1

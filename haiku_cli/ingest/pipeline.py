@@ -26,6 +26,7 @@ from haiku_cli.ingest.sources import FileChoice, TextFile
 from haiku_cli.ingest.stages import two_stages
 from haiku_cli.ingest.stored import content_hash, picture_records, stored_content
 from haiku_cli.store.database import Database
+from haiku_cli.store.indexes import vector_index_to_build
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import count_documents, find_by_hash, find_by_uri, stored_uris
 from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk, PictureRecord
@@ -415,6 +416,8 @@ async def add_sources(
             ingestor, items, title=title, metadata=metadata, limits=limits, objects=objects
         )
         await anyio.to_thread.run_sync(lambda: remember_outcomes(db, kept, ingestor.report, owners, seen))
+    if rows := await anyio.to_thread.run_sync(vector_index_to_build, db.chunks):
+        ingestor.progress.upkeep(f"building the vector index over {rows:,} chunks (once)")
     await anyio.to_thread.run_sync(after_write, db)
     await anyio.to_thread.run_sync(drop_shown_pictures, db, ingestor.report)
     return ingestor.report.in_source_order()

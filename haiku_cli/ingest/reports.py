@@ -18,8 +18,9 @@ class Progress(Protocol):
     """Where long work reports how far it got (a rich bar on a terminal, nothing when piped).
 
     Chunks are counted as they are queued (`add_total`) and embedded (`advance`); an add also says how
-    many files it will read (`add_files`, once they are all found), which one it reads (`reading`) and
-    when each is read (`file_done`).
+    many files it will read (`add_files`, once they are all found), which one it reads (`reading`), when
+    each is read (`file_done`), and a long step of the index upkeep after it (`upkeep`: the first build
+    of the vector index, minutes for a large add).
     """
 
     def add_total(self, chunks: int) -> None: ...
@@ -27,6 +28,7 @@ class Progress(Protocol):
     def add_files(self, count: int) -> None: ...
     def reading(self, source: str) -> None: ...
     def file_done(self) -> None: ...
+    def upkeep(self, step: str) -> None: ...
 
 
 class NoProgress:
@@ -45,6 +47,9 @@ class NoProgress:
         pass
 
     def file_done(self) -> None:
+        pass
+
+    def upkeep(self, step: str) -> None:
         pass
 
 

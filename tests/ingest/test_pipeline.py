@@ -12,7 +12,7 @@ import pytest
 from haiku_cli.errors import DatabaseError, ModelError
 from haiku_cli.ingest import pipeline
 from haiku_cli.ingest.reports import NoProgress
-from haiku_cli.store import open_database, reads
+from haiku_cli.store import indexes, open_database, reads
 from tests.ingest.support import (
     FailingAfter,
     Recording,
@@ -396,6 +396,39 @@ def test_progress_knows_every_file_before_the_first_is_read(tmp_path: Path, embe
         ("files", 4),
         *[e for name in ["d0.md", "d1.md", "d2.md", "empty.md"] for e in [("reading", name), ("done", None)]],
     ]
+
+
+class _Steps(NoProgress):
+    """A progress sink recording the upkeep steps an add named."""
+
+    def __init__(self) -> None:
+        self.steps: list[str] = []
+
+    def upkeep(self, step: str) -> None:
+        self.steps.append(step)
+
+
+def test_an_add_that_builds_the_vector_index_first_says_so(
+    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first build of a large table's vector index takes minutes after the add: it is named, once.
+    monkeypatch.setattr(indexes, "VECTOR_INDEX_MIN_ROWS", 3)
+    db = new_db(tmp_path, embedder)
+
+    def add(count: int) -> list[str]:
+        steps = _Steps()
+        (place := tmp_path / f"add{len(list(tmp_path.glob('add*')))}").mkdir()
+        folder = docs_folder(place, count)
+        anyio.run(
+            lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}, progress=steps)
+        )
+        return steps.steps
+
+    assert add(2) == []  # below the threshold: no index to build
+    rows = reads.count_chunks(db) + 2  # the next add crosses it
+    assert add(2) == [f"building the vector index over {rows:,} chunks (once)"]
+    assert indexes.has_vector_index(db)
+    assert add(1) == []  # built: later adds fold into it
 
 
 class _CtrlC:
