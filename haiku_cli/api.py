@@ -22,7 +22,8 @@ Operations (async; each is what one `haiku` command calls)
     `visualize_chunk(ws, location, chunk_id, folder=None) -> Visualized` (a PNG per page of a PDF chunk)
     `delete_document(ws, location, document_id) -> DeletedDocument`
     `add_text(ws, location, text, *, title, metadata) -> IngestReport`
-    `add_sources(ws, location, sources, *, title, metadata, progress, include, exclude) -> IngestReport`
+    `add_sources(ws, location, sources, *, title, metadata, progress, include, exclude, engine="local",
+    ray_address=None, on_note) -> IngestReport` (`engine="ray"`: on a Ray cluster, docs/scale-out.md)
     `info(ws, location) -> DatabaseInfo`, `history(ws, location) -> DatabaseHistory`,
     `vacuum(ws, location) -> VacuumReport`, `rebuild(ws, location, progress) -> RebuildReport`,
     `overview(ws, selection=None) -> list[DatabaseOverview]` (every configured database, or a selection's),

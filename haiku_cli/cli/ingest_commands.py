@@ -8,7 +8,7 @@ import typer
 
 from haiku_cli.cli import output, render
 from haiku_cli.cli.options import ONE_DATABASE, Json, workspace
-from haiku_cli.cli.running import add_command, exit_with, run
+from haiku_cli.cli.running import add_command, exit_with, run, usage_error
 from haiku_cli.cli.stdin import read_text
 from haiku_cli.errors import ExitCode
 
@@ -85,6 +85,24 @@ def add_src(
             "--verbose", "-v", help="List each file left out (unsupported, ignored, excluded) and why."
         ),
     ] = False,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="local, or ray: read, chunk and embed on a Ray cluster (pip install 'haiku-cli[ray]'); "
+            "this process writes.",
+            case_sensitive=False,
+            metavar="ENGINE",
+        ),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address",
+            help="The Ray cluster for --engine ray (default: [ray] address, RAY_ADDRESS, or a local one).",
+            metavar="ADDR",
+        ),
+    ] = None,
     location: Location = ONE_DATABASE,
     json: Json = False,
 ) -> None:
@@ -92,6 +110,11 @@ def add_src(
     from haiku_cli import api
 
     metadata = api.parse_metadata(meta or [])
+    chosen = engine.lower()
+    if chosen not in ("local", "ray"):
+        raise usage_error(f"--engine {engine!r}: use local or ray", ctx)
+    if ray_address is not None and chosen != "ray":
+        raise usage_error("--ray-address needs --engine ray", ctx)
     ws = workspace(ctx)
     try:
         with output.progress_bar(f"adding to {location.name}") as bar:
@@ -106,6 +129,9 @@ def add_src(
                     follow_symlinks=follow_symlinks,
                     include=include or (),
                     exclude=exclude or (),
+                    engine="ray" if chosen == "ray" else "local",
+                    ray_address=ray_address,
+                    on_note=output.note,
                 )
             )
     except KeyboardInterrupt:

@@ -131,6 +131,16 @@ class IngestSettings(_Strict):
     max_pictures: int = Field(default=100, ge=0)  # per document; 0 stores none
 
 
+class RaySettings(_Strict):
+    """`add-src --engine ray`: which Ray cluster, and the size below which an add stays in this process."""
+
+    address: str | None = None  # None: RAY_ADDRESS, else a cluster running here, else a new local one
+    # Sources found totalling less than this run here: starting and feeding a cluster costs seconds.
+    min_mb: float = Field(default=16.0, ge=0)
+    # How often Ray runs a task again when its worker process or node dies.
+    max_retries: int = Field(default=3, ge=0)
+
+
 MIN_TOKEN_CHARS = 16  # a shorter bearer token could be guessed
 
 
@@ -162,6 +172,7 @@ class Settings(_Strict):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    ray: RaySettings = Field(default_factory=RaySettings)
     # Sources on object storage, by URI prefix (the longest matching one applies; none: the database's).
     sources: dict[str, SourceSettings] = Field(default_factory=dict)
 

@@ -43,6 +43,7 @@ from haiku_cli.store.pictures import pictures_of
 
 if TYPE_CHECKING:
     from haiku_cli.embed import Embedder
+    from haiku_cli.ingest.cluster import RayEngine
     from haiku_cli.store.sources import RememberedSource
 
 
@@ -89,11 +90,16 @@ async def add_sources(
     follow_symlinks: bool = False,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
+    engine: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
+    on_note: Callable[[str], None] = lambda _: None,
 ) -> reports.IngestReport:
     """`haiku add-src`: add files, directories and URLs; the report says which failed or were skipped.
 
     `include`/`exclude` are gitignore-style globs choosing the files of folders; an included file of a
-    suffix haiku does not know is read as plain text.
+    suffix haiku does not know is read as plain text. `engine="ray"` reads, chunks and embeds them on a
+    Ray cluster (`ray_address`, else `[ray] address`) unless they are under `[ray] min_mb`, which
+    `on_note` is told.
     """
     from haiku_cli.ingest import pipeline
     from haiku_cli.ingest.objects import ObjectStores, is_object_uri
@@ -113,6 +119,7 @@ async def add_sources(
     ]
     if len(missing) == len(sources):
         raise InputError("\n".join(f"{display_path(s)}: no such file or directory" for s in missing))
+    cluster = _ray_engine(ws, ray_address, on_note) if engine == "ray" else None
     return await _adding(
         ws,
         location,
@@ -127,9 +134,27 @@ async def add_sources(
             limits=ws.settings.ingest,
             choice=FileChoice(include, exclude),
             objects=ObjectStores(ws.settings, db.location.storage_options),
+            engine=cluster,
         ),
         "add-src " + " ".join(display_path(s) for s in sources),
     )
+
+
+def _ray_engine(ws: Workspace, address: str | None, on_note: Callable[[str], None]) -> RayEngine:
+    """The Ray engine of an add; without Ray installed, or with an embedder its workers cannot make (one
+    given to this workspace rather than configured), the add stops before any database is opened."""
+    from haiku_cli.embed import DEFAULT_EMBEDDER_NAME
+    from haiku_cli.ingest.cluster import RayEngine, require_ray
+
+    require_ray()
+    configured = ws.settings.embedder.model or DEFAULT_EMBEDDER_NAME
+    if ws.embedder.name != configured:
+        raise InputError(
+            f"--engine ray embeds with the configured embedder ({configured}), not {ws.embedder.name}"
+        )
+    engine = RayEngine(ws.settings.ray, ws.settings.embedder, address=address, note=on_note)
+    engine.check_address()
+    return engine
 
 
 async def _adding(

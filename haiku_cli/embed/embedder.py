@@ -189,11 +189,11 @@ class BundledEmbedder(Embedder):
     model behind pydantic-ai's `EmbeddingModel` interface.
     """
 
-    def __init__(self) -> None:
-        """Nothing is loaded until the first embedding."""
+    def __init__(self, threads: int | None = None) -> None:
+        """Nothing is loaded until the first embedding; `threads`: onnxruntime's (default: every CPU)."""
         from haiku_cli.embed.onnx_runtime import cpu_count
 
-        self._threads = cpu_count()
+        self._threads = threads or cpu_count()
         self._local: EmbeddingModel | None = None
         super().__init__(
             None,  # type: ignore[arg-type]  # built on demand by `model`

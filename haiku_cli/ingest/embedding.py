@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 from haiku_cli.store.records import NewChunk
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from haiku_cli.embed import Embedder
     from haiku_cli.ingest.blocks import Span
     from haiku_cli.ingest.chunking import Chunk
@@ -42,15 +44,19 @@ async def embed_chunks(
     titled: Sequence[tuple[str | None, Chunk]],
     on_progress: Callable[[int], None],
     kept: Sequence[Kept | None] | None = None,
+    given: Sequence[np.ndarray | None] | None = None,
 ) -> list[NewChunk]:
     """Embed chunks (each with its document title) into rows to store, in order.
 
     `kept`, one per chunk: the stored chunk it keeps the id of, whose vector (when read, and made from
-    the very text this chunk embeds) is reused instead of embedding the same text again.
+    the very text this chunk embeds) is reused instead of embedding the same text again. `given`, one per
+    chunk: a vector already made from the text it embeds (by a cluster's worker), used as it is.
     """
     kept = kept or [None] * len(titled)
+    given = given or [None] * len(titled)
     texts = [embedding_text(title, c) for title, c in titled]
     stored = [k.vector_for(t) if k is not None else None for k, t in zip(kept, texts, strict=True)]
+    stored = [s if s is not None else g for s, g in zip(stored, given, strict=True)]
     missing = [i for i, v in enumerate(stored) if v is None]
     embedded = iter(
         await embedder.embed_documents([texts[i] for i in missing], on_progress=on_progress)

@@ -201,6 +201,10 @@ class ObjectStores:
         self._database_options = dict(database_options)
         self._made: dict[tuple[tuple[str, str], ...], ObjectStore] = {}
 
+    def __reduce__(self) -> tuple[type[ObjectStores], tuple[Settings, dict[str, str]]]:
+        # Sent to a cluster's workers as what makes the clients, never as open clients.
+        return (ObjectStores, (self._settings, self._database_options))
+
     def get(self, uri: str) -> ObjectStore:
         """The client for a source or object uri (its `[sources]` entry, else the database's options)."""
         options = source_options(self._settings, uri, self._database_options)

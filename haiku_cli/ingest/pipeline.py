@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -28,15 +28,17 @@ from haiku_cli.ingest.stored import content_hash, picture_records, stored_conten
 from haiku_cli.store.database import Database
 from haiku_cli.store.indexes import vector_index_to_build
 from haiku_cli.store.maintenance import after_write
-from haiku_cli.store.reads import count_documents, find_by_hash, find_by_uri, stored_uris
+from haiku_cli.store.reads import count_documents, find_by_hash, find_by_uri, stored_hashes, stored_uris
 from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk, PictureRecord
 from haiku_cli.store.transaction import atomic_write, keep_point, storage_errors
 from haiku_cli.store.writes import new_id, write_documents
 
 if TYPE_CHECKING:
+    import numpy as np
     from anyio.streams.memory import MemoryObjectSendStream
 
     from haiku_cli.embed import Embedder
+    from haiku_cli.ingest.cluster import RayEngine
     from haiku_cli.ingest.convert.url import Fetched
     from haiku_cli.ingest.remembering import Seen
     from haiku_cli.store.kept import Kept, KeptIds
@@ -56,6 +58,7 @@ class _Part:
     reuse_vectors: bool = False
     pictures: list[PictureRecord] = field(default_factory=list)  # written with the first part
     last: bool = False  # the document's last part: once it is written, the document is whole
+    vectors: np.ndarray | None = None  # one row per chunk, made by a cluster's worker
 
     @property
     def stored(self) -> DocumentRecord:
@@ -63,6 +66,21 @@ class _Part:
         if self.replaces is None:
             return self.document
         return self.document.model_copy(update={"id": self.replaces.id})
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One item read, and (unless its content is stored already) chunked and embedded, by a cluster's
+    worker; `error` when it could not be read (an input error is reported, any other stops the add)."""
+
+    position: int
+    label: str
+    seen: Seen | None = None
+    document: ConvertedDocument | None = None
+    chunks: list[Chunk] | None = None  # None: left to the writer (its content hash was stored already)
+    vectors: np.ndarray | None = None  # one per chunk, of its `embedding_text` under `title`
+    title: str | None = None  # the document title the vectors were made with
+    error: HaikuError | None = None
 
 
 class Ingestor:
@@ -96,9 +114,19 @@ class Ingestor:
         self.position = 0  # of the source being handled, among those given and found (see SourceOutcome)
 
     async def add(
-        self, doc: ConvertedDocument, *, source: str, title: str | None = None, metadata: dict[str, Any]
+        self,
+        doc: ConvertedDocument,
+        *,
+        source: str,
+        title: str | None = None,
+        metadata: dict[str, Any],
+        prepared: Prepared | None = None,
     ) -> None:
-        """Queue one converted document (a no-op when its content is unchanged)."""
+        """Queue one converted document (a no-op when its content is unchanged).
+
+        `prepared`: its chunks and their vectors, made elsewhere from this document (used when they
+        were made under the title it is stored with; else it is chunked and embedded here).
+        """
         content = stored_content(doc)
         note = "; ".join(doc.notes) or None
         digest = content_hash(content, [p.data for p in doc.pictures])
@@ -128,9 +156,13 @@ class Ingestor:
                 self._outcome(source=source, status="unchanged", document_id=existing.id, note=note)
             )
             return
-        chunks = await anyio.to_thread.run_sync(
-            lambda: chunk_document(doc, self.embedder.count_tokens, max_tokens=self.embedder.max_tokens)
-        )
+        vectors: np.ndarray | None = None
+        if prepared is not None and prepared.chunks is not None and prepared.title == (title or doc.title):
+            chunks, vectors = prepared.chunks, prepared.vectors
+        else:
+            chunks = await anyio.to_thread.run_sync(
+                lambda: chunk_document(doc, self.embedder.count_tokens, max_tokens=self.embedder.max_tokens)
+            )
         if not chunks:
             self.report.outcomes.append(
                 self._outcome(source=source, status="failed", error=f"{source}: no text to index")
@@ -172,8 +204,9 @@ class Ingestor:
             part = chunks[start : start + BATCH_CHUNKS - self._batch_chunks]
             pictures = picture_records(doc) if start == 0 else []
             last = start + len(part) == len(chunks)
+            given = vectors[start : start + len(part)] if vectors is not None else None
             self._batch.append(
-                _Part(record, part, existing, start == 0, outcome, reuse_vectors, pictures, last=last)
+                _Part(record, part, existing, start == 0, outcome, reuse_vectors, pictures, last, given)
             )
             self._batch_chunks += len(part)
             start += len(part)
@@ -239,7 +272,8 @@ class Ingestor:
     async def _embed(self, batch: list[_Part]) -> _Embedded:
         titled = [(p.document.title, c) for p in batch for c in p.chunks]
         kept = await self._kept_chunks(batch)
-        embedded = iter(await embed_chunks(self.embedder, titled, self.progress.advance, kept))
+        given = [v for p in batch for v in (p.vectors if p.vectors is not None else [None] * len(p.chunks))]
+        embedded = iter(await embed_chunks(self.embedder, titled, self.progress.advance, kept, given))
         writes: list[DocumentWrite] = []
         more: list[tuple[DocumentRecord, NewChunk]] = []
         for p in batch:
@@ -331,9 +365,11 @@ async def add_sources(
     limits: IngestSettings | None = None,
     choice: FileChoice | None = None,
     objects: ObjectStores | None = None,
+    engine: RayEngine | None = None,
 ) -> IngestReport:
     """Add files, directories (recursively), URLs and objects or prefixes on object storage (`objects`
-    reads those); unreadable sources are reported, the rest added.
+    reads those); unreadable sources are reported, the rest added. With an `engine`, a cluster reads,
+    chunks and embeds them (unless they are too few to be worth it), and this process writes.
 
     Symlinks leading out of a directory are skipped unless `follow_symlinks`; files over `limits` are
     reported as failed; `choice` (--include/--exclude) picks the files of folders (without it, a source
@@ -411,11 +447,28 @@ async def add_sources(
     if folders or object_folders:
         ingestor.report.gone = await anyio.to_thread.run_sync(_gone_from, db, folders, object_folders)
     await anyio.to_thread.run_sync(prepare, db)  # before the journal: the write below may fill them
-    with atomic_write(db):
-        seen = await ingest_items(
-            ingestor, items, title=title, metadata=metadata, limits=limits, objects=objects
-        )
-        await anyio.to_thread.run_sync(lambda: remember_outcomes(db, kept, ingestor.report, owners, seen))
+    async with AsyncExitStack() as stack:
+        cluster: AsyncIterator[Prepared] | None = None
+        if engine is not None and engine.worth_it(items):
+            # A document whose stored hash a worker finds is not embedded there; a given title or
+            # metadata may still change it, so then every item is embedded.
+            known = {} if title or metadata else await anyio.to_thread.run_sync(stored_hashes, db)
+            cluster = await stack.enter_async_context(
+                engine.running(
+                    items, title=title, limits=limits or IngestSettings(), objects=objects, known=known
+                )
+            )
+        with atomic_write(db):
+            if cluster is None:
+                seen = await ingest_items(
+                    ingestor, items, title=title, metadata=metadata, limits=limits, objects=objects
+                )
+            else:
+                seen = {}
+                ingestor.progress.add_files(len(items))
+                async with ingestor.pipelined():
+                    await _add_prepared(ingestor, cluster, title=title, metadata=metadata, seen=seen)
+            await anyio.to_thread.run_sync(lambda: remember_outcomes(db, kept, ingestor.report, owners, seen))
     if rows := await anyio.to_thread.run_sync(vector_index_to_build, db.chunks):
         ingestor.progress.upkeep(f"building the vector index over {rows:,} chunks (once)")
     await anyio.to_thread.run_sync(after_write, db)
@@ -545,34 +598,14 @@ async def _convert_all(
 
     A file's size and time are taken before it is read, so a change while it is read shows next time.
     """
-    from haiku_cli.ingest.convert import convert_file
-    from haiku_cli.ingest.convert.url import Validators, fetch_if_changed
-    from haiku_cli.ingest.remembering import Seen
-
     for position, item in items:
         ingestor.position = position
-        label = (
-            item.uri
-            if isinstance(item, ObjectFile)
-            else str(item.path if isinstance(item, TextFile) else item)
-        )
+        label = item_label(item)
         ingestor.progress.reading(label)
         try:
-            if isinstance(item, str):
-                got = fetched.get(item)
-                if got is None:
-                    got = await anyio.to_thread.run_sync(partial(fetch_if_changed, item, limits=limits))
-                seen[position] = Seen(item, validators=got.validators)
-                # Asked without validators, or read by a sync that found it changed: never "not modified".
-                doc = cast(ConvertedDocument, got.document)
-            elif isinstance(item, ObjectFile):
-                assert objects is not None  # objects are found only with the clients that list them
-                doc, etag = await anyio.to_thread.run_sync(objects.get(item.uri).read, item, limits)
-                seen[position] = Seen(item.uri, item.size, item.mtime_ns, validators=Validators(etag=etag))
-            else:
-                path, as_text = (item.path, True) if isinstance(item, TextFile) else (item, False)
-                seen[position] = await anyio.to_thread.run_sync(_look_at, path)
-                doc = await anyio.to_thread.run_sync(partial(convert_file, path, limits, as_text=as_text))
+            got = fetched.get(item) if isinstance(item, str) else None
+            looked, doc = await anyio.to_thread.run_sync(partial(read_item, item, limits, objects, got))
+            seen[position] = looked
             await ingestor.add(doc, source=label, title=title, metadata=metadata)
         except HaikuError as exc:
             if exc.exit_code != InputError.exit_code:
@@ -580,6 +613,65 @@ async def _convert_all(
             ingestor.fail(label, str(exc))
         finally:
             ingestor.progress.file_done()
+
+
+async def _add_prepared(
+    ingestor: Ingestor,
+    prepared: AsyncIterator[Prepared],
+    *,
+    title: str | None,
+    metadata: dict[str, Any],
+    seen: dict[int, Seen],
+) -> None:
+    """Queue items a cluster read, chunked and embedded, in order, as `_convert_all` queues its own."""
+    async for item in prepared:
+        ingestor.position = item.position
+        ingestor.progress.reading(item.label)
+        try:
+            if item.error is not None:
+                raise item.error
+            assert item.document is not None and item.seen is not None  # a worker sends either or an error
+            seen[item.position] = item.seen
+            await ingestor.add(
+                item.document, source=item.label, title=title, metadata=metadata, prepared=item
+            )
+        except HaikuError as exc:
+            if exc.exit_code != InputError.exit_code:
+                raise
+            ingestor.fail(item.label, str(exc))
+        finally:
+            ingestor.progress.file_done()
+
+
+def item_label(item: Item) -> str:
+    """How an item is named in the report and the progress line."""
+    if isinstance(item, ObjectFile):
+        return item.uri
+    return str(item.path if isinstance(item, TextFile) else item)
+
+
+def read_item(
+    item: Item, limits: IngestSettings, objects: ObjectStores | None, fetched: Fetched | None = None
+) -> tuple[Seen, ConvertedDocument]:
+    """Read and convert one item; how it looked when read (size and time, or validators) and its document.
+
+    `fetched`: a URL a sync downloaded already. Unreadable items raise an input error.
+    """
+    from haiku_cli.ingest.convert import convert_file
+    from haiku_cli.ingest.convert.url import Validators, fetch_if_changed
+    from haiku_cli.ingest.remembering import Seen
+
+    if isinstance(item, str):
+        got = fetched or fetch_if_changed(item, limits=limits)
+        # Asked without validators, or read by a sync that found it changed: never "not modified".
+        return Seen(item, validators=got.validators), cast(ConvertedDocument, got.document)
+    if isinstance(item, ObjectFile):
+        assert objects is not None  # objects are found only with the clients that list them
+        doc, etag = objects.get(item.uri).read(item, limits)
+        return Seen(item.uri, item.size, item.mtime_ns, validators=Validators(etag=etag)), doc
+    path, as_text = (item.path, True) if isinstance(item, TextFile) else (item, False)
+    looked = _look_at(path)  # before it is read: a change while it is read shows next time
+    return looked, convert_file(path, limits, as_text=as_text)
 
 
 def _look_at(path: Path) -> Seen:

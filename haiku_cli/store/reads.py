@@ -228,6 +228,12 @@ def stored_uris(db: Database) -> list[str]:
     return [r["uri"] for r in _query_rows(db, db.documents, "uri IS NOT NULL", ["uri"], None)]
 
 
+def stored_hashes(db: Database) -> dict[str, str]:
+    """The content hash of every document that has a uri, by uri."""
+    rows = _query_rows(db, db.documents, "uri IS NOT NULL", ["uri", "content_hash"], None)
+    return {r["uri"]: r["content_hash"] for r in rows}
+
+
 def find_by_hash(db: Database, content_hash: str) -> DocumentRecord | None:
     """A uri-less document with this content, if any (so re-adding the same text is a no-op)."""
     where = f"uri IS NULL AND content_hash = {sql_string(content_hash)}"

@@ -394,12 +394,12 @@ def kept_through_commit(db: Database) -> bool:
     return bool(rows) and rows[0] == lock.owner
 
 
-def checkpoint(point: str) -> None:
-    """A test hook: `HAIKU_TEST_PAUSE=point:DIR` stops here until DIR/point.go exists.
+def checkpoint(point: str, spec: str | None = None) -> None:
+    """A test hook: `HAIKU_TEST_PAUSE=point:DIR` (or `spec`) stops here until DIR/point.go exists.
 
     It lets tests interleave two writer processes deterministically; unset, it costs one lookup.
     """
-    spec = os.environ.get("HAIKU_TEST_PAUSE")
+    spec = spec or os.environ.get("HAIKU_TEST_PAUSE")
     if not spec:
         return
     name, _, folder = spec.partition(":")

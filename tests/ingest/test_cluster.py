@@ -1,0 +1,305 @@
+"""`add-src --engine ray` on a real local Ray cluster (two worker CPUs, started once for the module), into
+a local and an S3-compatible (moto on 127.0.0.1) database, against a single-process add of the same."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from haiku_cli.errors import ExitCode
+from haiku_cli.store import Location, open_database
+
+
+@pytest.fixture(scope="module")
+def cluster(s3_server: str) -> Iterator[None]:
+    """A local Ray cluster of two CPUs; started after the S3 server, so its workers hold its credentials."""
+    ray = pytest.importorskip("ray")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def _config(write_config, tmp_path: Path, endpoint: str, extra: str = "[ray]\nmin_mb = 0\n") -> None:
+    options = f'{{ endpoint = "{endpoint}", allow_http = true, region = "us-east-1" }}'
+    write_config(
+        f"""
+[databases]
+local_ray = "{tmp_path}/local_ray.lancedb"
+local_one = "{tmp_path}/local_one.lancedb"
+[databases.s3_ray]
+uri = "s3://lab/ray-{tmp_path.name}.lancedb"
+storage_options = {options}
+[databases.s3_one]
+uri = "s3://lab/one-{tmp_path.name}.lancedb"
+storage_options = {options}
+[sources."s3://lab/"]
+storage_options = {options}
+{extra}
+"""
+    )
+
+
+def _folder(tmp_path: Path) -> Path:
+    """Documents of one and of several chunks, a subfolder, and one file that cannot be read."""
+    folder = tmp_path / "corpus"
+    (folder / "birds").mkdir(parents=True)
+    (folder / "kestrels.md").write_text("# Kestrels\n\nKestrels hover over fields hunting voles.\n")
+    (folder / "birds" / "falcons.txt").write_text("Peregrine falcons stoop at great speed onto prey.\n")
+    long = "\n\n".join(
+        f"## Part {i}\n\n" + " ".join(f"Owls of kind {i} call at night, sentence {j}." for j in range(40))
+        for i in range(6)
+    )
+    (folder / "birds" / "owls.md").write_text("# Owls\n\n" + long)
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 not really a pdf")
+    return folder
+
+
+def _outcomes(stdout: str) -> list[tuple[str, str, int | None]]:
+    return [(o["source"], o["status"], o.get("chunks")) for o in json.loads(stdout)["outcomes"]]
+
+
+def _stored(location: Location) -> tuple[dict, dict, np.ndarray]:
+    """Documents by uri, chunks by (uri, order) without their ids, and the vectors in that order."""
+    db = open_database(location)
+    docs = db.documents.to_arrow().to_pylist()
+    by_id = {d["id"]: d["uri"] for d in docs}
+    documents = {d["uri"]: (d["title"], d["content"], d["content_hash"], d["metadata"]) for d in docs}
+    rows = sorted(db.chunks.to_arrow().to_pylist(), key=lambda r: (r["document_uri"], r["order"]))
+    assert all(by_id[r["document_id"]] == r["document_uri"] for r in rows)  # ids by the usual rules
+    assert len({r["id"] for r in rows}) == len(rows)
+    fields = (
+        "text",
+        "search_text",
+        "heading_path",
+        "pages",
+        "char_start",
+        "char_end",
+        "line_start",
+        "line_end",
+    )
+    chunks = {(r["document_uri"], r["order"]): tuple(str(r[f]) for f in fields) for r in rows}
+    return documents, chunks, np.array([r["vector"] for r in rows], dtype=np.float32)
+
+
+def _same_database(a: Location, b: Location) -> None:
+    docs_a, chunks_a, vectors_a = _stored(a)
+    docs_b, chunks_b, vectors_b = _stored(b)
+    assert docs_a == docs_b
+    assert chunks_a == chunks_b
+    np.testing.assert_allclose(vectors_a, vectors_b, atol=1e-5)
+
+
+async def _cannot_embed(self, texts, input_type):
+    raise AssertionError("embedded in the driver, not on the cluster")
+
+
+def _location(cli, name: str) -> Location:
+    from haiku_cli.databases.workspace import Workspace
+
+    return Workspace.load().lookup(name)
+
+
+@pytest.mark.slow
+def test_a_ray_add_stores_what_a_single_process_add_does(
+    cluster, cli, write_config, tmp_path: Path, s3_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from haiku_cli.embed.embedder import BundledEmbedder
+
+    _config(write_config, tmp_path, s3_server)
+    folder = _folder(tmp_path)
+    one = cli("add-src", str(folder), "-d", "local_one", "--json")
+    assert one.exit_code == ExitCode.PARTIAL, one.stderr  # broken.pdf
+    # From here on this process cannot embed: every vector stored below was made by the cluster's workers.
+    embed = BundledEmbedder._embed
+    monkeypatch.setattr(BundledEmbedder, "_embed", _cannot_embed)
+    ray_add = cli("add-src", str(folder), "-d", "local_ray", "--engine", "ray", "--json")
+    assert ray_add.exit_code == ExitCode.PARTIAL, ray_add.stderr
+    assert _outcomes(ray_add.stdout) == _outcomes(one.stdout)
+    assert ("owls", "added") in {(Path(s).stem, st) for s, st, _ in _outcomes(ray_add.stdout)}
+    _same_database(_location(cli, "local_ray"), _location(cli, "local_one"))
+    # The sources are remembered as by any add: a rerun finds everything unchanged, and so does a sync.
+    again = cli("add-src", str(folder), "-d", "local_ray", "--engine", "ray", "--json")
+    assert {st for _, st, _ in _outcomes(again.stdout)} == {"unchanged", "failed"}
+    (synced,) = json.loads(cli("sync", "-d", "local_ray", "--json").stdout)["databases"]
+    assert synced["sources"][0]["unchanged"] == 3
+    monkeypatch.setattr(BundledEmbedder, "_embed", embed)  # a search embeds its query here
+    hit = json.loads(cli("search", "hovering kestrels", "-d", "local_ray", "--json").stdout)["hits"][0]
+    assert hit["document_uri"].endswith("kestrels.md")
+
+
+@pytest.mark.slow
+def test_a_ray_add_of_an_s3_prefix_into_an_s3_database_equals_a_single_process_one(
+    cluster, cli, write_config, tmp_path: Path, s3_server: str
+) -> None:
+    import boto3
+
+    _config(write_config, tmp_path, s3_server)
+    bucket = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1")
+    top = f"corpus-{tmp_path.name}"
+    for path in _folder(tmp_path).rglob("*"):
+        if path.is_file():
+            rel = path.relative_to(tmp_path / "corpus").as_posix()
+            bucket.put_object(Bucket="lab", Key=f"{top}/{rel}", Body=path.read_bytes())
+    prefix = f"s3://lab/{top}/"
+    one = cli("add-src", prefix, "-d", "s3_one", "--json")
+    ray_add = cli("add-src", prefix, "-d", "s3_ray", "--engine", "ray", "--json")
+    assert ray_add.exit_code == one.exit_code == ExitCode.PARTIAL, ray_add.stderr
+    assert _outcomes(ray_add.stdout) == _outcomes(one.stdout)
+    _same_database(_location(cli, "s3_ray"), _location(cli, "s3_one"))
+    (source,) = json.loads(cli("sources", "-d", "s3_ray", "--json").stdout)["sources"]
+    assert (source["source"], source["documents"]) == (prefix, 3)
+
+
+@pytest.mark.slow
+def test_a_worker_that_dies_is_replaced_and_its_task_run_again(
+    cluster, cli, write_config, tmp_path: Path, s3_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _config(write_config, tmp_path, s3_server)
+    folder = _folder(tmp_path)
+    died = tmp_path / "died"
+    monkeypatch.setenv("HAIKU_TEST_RAY_DIE", str(died))
+    ray_add = cli("add-src", str(folder), "-d", "local_ray", "--engine", "ray", "--json")
+    assert died.exists()  # a worker process ended in the middle of its task
+    assert ray_add.exit_code == ExitCode.PARTIAL, ray_add.stderr
+    monkeypatch.delenv("HAIKU_TEST_RAY_DIE")
+    assert cli("add-src", str(folder), "-d", "local_one").exit_code == ExitCode.PARTIAL
+    _same_database(_location(cli, "local_ray"), _location(cli, "local_one"))
+
+
+@pytest.mark.slow
+def test_a_failing_ray_add_leaves_the_database_as_it_was(
+    cluster, cli, write_config, tmp_path: Path, s3_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _config(write_config, tmp_path, s3_server, "[ray]\nmin_mb = 0\nmax_retries = 0\n")
+    assert cli("add", "Kestrels hover over fields hunting voles.", "-d", "local_ray").exit_code == 0
+    before = _stored(_location(cli, "local_ray"))
+    monkeypatch.setenv("HAIKU_TEST_RAY_DIE", str(tmp_path / "died"))  # not run again: the add fails
+    failed = cli("add-src", str(_folder(tmp_path)), "-d", "local_ray", "--engine", "ray")
+    assert failed.exit_code == ExitCode.MODEL
+    assert failed.stderr.startswith("haiku: the Ray cluster failed") and len(failed.stderr.splitlines()) == 1
+    after = _stored(_location(cli, "local_ray"))
+    assert after[:2] == before[:2]
+    (report,) = json.loads(cli("doctor", "-d", "local_ray", "--json").stdout)["databases"]
+    assert report["ok"], report
+
+
+def test_a_small_add_says_so_and_runs_in_this_process(cli, write_config, tmp_path, s3_server) -> None:
+    pytest.importorskip("ray")
+    _config(write_config, tmp_path, s3_server, extra="")  # [ray] min_mb at its default
+    added = cli("add-src", str(_folder(tmp_path)), "-d", "local_ray", "--engine", "ray", "--json")
+    assert added.exit_code == ExitCode.PARTIAL
+    assert "under [ray] min_mb = 16 MB: adding in this process" in added.stderr
+    assert [st for _, st, _ in _outcomes(added.stdout)].count("added") == 3
+
+
+def test_without_ray_installed_the_engine_is_one_line_naming_the_extra(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` meets where it is not installed
+    (tmp_path / "a.md").write_text("# A\n\nSome text.\n")
+    out = cli("add-src", str(tmp_path / "a.md"), "--db", str(tmp_path / "x.lancedb"), "--engine", "ray")
+    assert out.exit_code == ExitCode.INPUT
+    assert (
+        out.stderr == "haiku: --engine ray needs Ray, which is not installed: pip install 'haiku-cli[ray]'\n"
+    )
+    assert not os.path.exists(tmp_path / "x.lancedb")
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_the_cluster_work_and_leaves_the_database_as_it_was(
+    cluster, cli, write_config, tmp_path: Path, s3_server: str
+) -> None:
+    import signal
+    import subprocess
+
+    _config(write_config, tmp_path, s3_server)
+    assert cli("add", "Kestrels hover over fields hunting voles.", "-d", "local_ray").exit_code == 0
+    before = _stored(_location(cli, "local_ray"))
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    import ray
+
+    address = ray.get_runtime_context().gcs_address  # this module's cluster, joined by a second driver
+    args = ["add-src", str(_folder(tmp_path)), "-d", "local_ray", "--engine", "ray", "--ray-address", address]
+    add = subprocess.Popen(
+        [sys.executable, "-m", "haiku_cli", *args],
+        env={**os.environ, "HAIKU_TEST_PAUSE": f"ray-task:{gate}"},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for(lambda: any(gate.glob("*.reached")), "a task to start on the cluster")
+    workers = [int(p.name.split(".")[1]) for p in gate.glob("*.reached")]
+    add.send_signal(signal.SIGINT)  # the tasks are held until ray-task.go exists, which it never does
+    assert add.wait(60) == ExitCode.INTERRUPTED
+    assert add.stderr.read().splitlines() == [
+        "haiku: interrupted: the documents written so far are kept; run the same add-src to add the rest"
+    ]
+    _wait_for(lambda: not any(_alive(pid) for pid in workers), "the held tasks' workers to end")
+    assert _stored(_location(cli, "local_ray"))[:2] == before[:2]
+    (report,) = json.loads(cli("doctor", "-d", "local_ray", "--json").stdout)["databases"]
+    assert report["ok"], report
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _wait_for(done, what: str, seconds: float = 120.0) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_a_cluster_address_that_does_not_answer_stops_before_any_database_is_made(
+    cli, tmp_path: Path
+) -> None:
+    import socket
+
+    pytest.importorskip("ray")
+    with socket.socket() as sock:  # a port bound but not listening: connections to it are refused
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        (tmp_path / "a.md").write_text("# A\n\nSome text.\n")
+        db = tmp_path / "x.lancedb"
+        args = ["--engine", "ray", "--ray-address", f"127.0.0.1:{port}"]
+        out = cli("add-src", str(tmp_path / "a.md"), "--db", str(db), *args)
+    assert out.exit_code == ExitCode.INPUT
+    assert out.stderr.startswith(f"haiku: the Ray cluster at 127.0.0.1:{port} cannot be reached")
+    assert len(out.stderr.splitlines()) == 1 and not db.exists()
+    usage = cli("add-src", str(tmp_path / "a.md"), "--db", str(db), "--ray-address", f"127.0.0.1:{port}")
+    assert usage.exit_code == ExitCode.USAGE and "--ray-address needs --engine ray" in usage.stderr
+
+
+@pytest.mark.slow
+def test_a_task_does_not_embed_a_document_whose_content_is_stored_under_its_uri(
+    cluster, tmp_path: Path
+) -> None:
+    import ray
+
+    from haiku_cli.config.settings import EmbedderSettings, IngestSettings
+    from haiku_cli.ingest.cluster import _Job, _prepare
+    from haiku_cli.ingest.convert.dispatch import file_uri
+    from haiku_cli.ingest.stored import content_hash, stored_content
+
+    path = _folder(tmp_path) / "kestrels.md"
+    job = _Job(IngestSettings(), None, EmbedderSettings(), None)
+    task = ray.remote(_prepare)
+    (fresh,) = ray.get(task.remote([(0, path)], job, {}))
+    assert fresh.chunks and fresh.vectors is not None and fresh.vectors.shape[0] == len(fresh.chunks)
+    assert fresh.document is not None and fresh.document.uri == file_uri(path)
+    stored = {file_uri(path): content_hash(stored_content(fresh.document))}
+    (again,) = ray.get(task.remote([(0, path)], job, stored))
+    assert again.document == fresh.document and again.chunks is None and again.vectors is None
