@@ -661,6 +661,21 @@ def faults(s3: bool = True) -> dict:
                         _timed(config, "add", "Owls.", "-d", "remote", HAIKU_STORAGE_TIMEOUT="3"),
                     )
                     proxy.resume()
+                with StallingProxy(port, delay=0.5) as slow:
+                    # Every request answered after 0.5 s, within the 3 s each may take: a slow store is read.
+                    config = _write_config(work, url, slow.endpoint)
+                    reads = {
+                        "search": ("search", "falcon", "-d", "remote"),
+                        "search (fan-out)": ("search", "falcon"),
+                        "list": ("list", "-d", "remote"),
+                    }
+                    for command, args in reads.items():
+                        check(
+                            "S3 slow, each request answered in time (0.5 s each, timeout 3 s)",
+                            command,
+                            0,
+                            _timed(config, *args, HAIKU_STORAGE_TIMEOUT="3"),
+                        )
                 for mode in ("stalled", "stopped"):
                     rows.append(_failing_mid_write(work, url, port, mode))
             refused = _write_config(work, url, "http://127.0.0.1:9", stem="refused", file="refused.toml")
@@ -858,12 +873,16 @@ def _failing_mid_write(work: Path, url: str, port: int, mode: str) -> dict:
     unchanged = titles is not None and len(titles) == 1
     lines = [line for line in err.splitlines() if line.strip()]
     one_line = len(lines) <= 1 and "Traceback" not in err
+    # Named as what happened: a stall with the limit and its setting (it was "cannot connect"), a
+    # stopped server as refusing connections (it was "did not answer within 3 s").
+    stalled = "did not answer within 3 s" in err and "timeout_seconds" in err
+    named = stalled if mode == "stalled" else "connection was refused" in err
     return {
         **row,
         "exit": proc.returncode,
         "one_line": one_line,
         "seconds": round(seconds, 1),
-        "ok": proc.returncode == 3 and one_line and unchanged,
+        "ok": proc.returncode == 3 and one_line and unchanged and named,
         "stderr": (lines[0][:140] if lines else "") + ("" if unchanged else f" | readers see {titles}"),
     }
 

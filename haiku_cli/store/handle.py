@@ -231,18 +231,20 @@ def failure_reason(exc: BaseException, location: Location | None = None) -> str:
     lowered = text.lower()
     for needles, plain in _KNOWN_FAILURES:
         if any(n in lowered for n in needles):
-            if plain is _STALLED:
-                return stalled_reason(location)
-            return _unsent(lowered, location) if plain is _UNSENT else plain
+            if plain is _STALLED or plain is _UNSENT:
+                return _unanswered(lowered, location, timed_out=plain is _STALLED)
+            return plain
     return plain_first_line(exc)
 
 
-def _unsent(lowered: str, location: Location | None) -> str:
-    """A request that failed without an answer: refused, waited out (the store stalled), or unreached."""
-    if location is None or not location.can_stall:
-        return _UNSENT
-    if location.endpoint_refuses():
+def _unanswered(lowered: str, location: Location | None, *, timed_out: bool) -> str:
+    """A request that got no answer: refused (nothing listens now), waited out (the store stalled), or
+    not sent (no connection). The client's words do not tell: its retry report names its timeout even
+    when every try was refused, and a request it gave up on is only `error sending request`."""
+    if location is not None and location.can_stall and location.endpoint_refuses():
         return _REFUSED
+    if timed_out or location is None:
+        return stalled_reason(location) if timed_out else _UNSENT
     # The store client reports how long the failed request ran (`GET ... in 2.001358017s - HTTP error`):
     # one that ran for its whole timeout was accepted and never answered.
     ran = max((_duration(m.group(1), m.group(2)) for m in _RAN_FOR.finditer(lowered)), default=0.0)
