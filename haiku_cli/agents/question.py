@@ -23,7 +23,7 @@ from haiku_cli.agents.models import (
 )
 from haiku_cli.capabilities.citations import Citation, number_markers
 from haiku_cli.capabilities.evidence import set_scope
-from haiku_cli.capabilities.policy import CitationPolicy, StreamedRedirect
+from haiku_cli.capabilities.policy import CitationPolicy, QuoteHandling, StreamedRedirect
 from haiku_cli.capabilities.quotes import QuoteCheck, check_answer
 from haiku_cli.capabilities.retrieval import RetrievalCapability
 from haiku_cli.capabilities.scope import sources_of
@@ -57,10 +57,12 @@ def build_agent(
     *,
     settings: ModelSettings,
     streamed_redirect: StreamedRedirect = "before",
+    quotes: QuoteHandling = "redirect",
 ) -> Agent[HaikuDeps, str]:
     """An agent answering one question per run with the given capabilities, under the citation policy.
 
-    `settings` (the `[model]` section) bound each request in time.
+    `settings` (the `[model]` section) bound each request in time; `streamed_redirect` and `quotes` are
+    the policy's (see `CitationPolicy`).
     """
     return Agent(
         model,
@@ -69,7 +71,7 @@ def build_agent(
         instructions=instructions,
         capabilities=[
             *capabilities,
-            CitationPolicy(streamed_redirect=streamed_redirect),
+            CitationPolicy(streamed_redirect=streamed_redirect, quotes=quotes),
             UnreadableResponses(),
         ],
         model_settings=request_settings(settings),

@@ -9,9 +9,12 @@ A streamed response cannot be taken back once its text reaches the reader (and `
 at all), so a streamed response that may be sent back is held until it is complete: if it would end the
 question uncited, the host never sees it and the model is asked again with the same redirect, inside the
 same model request; otherwise it is passed on whole. The decision is `run()`'s: only an answer that would
-end the question uncited is redirected. So with quotes: while the question's quote redirect is unspent and
-evidence is in play, a streamed text response is held until complete, its quotes checked, and one quoting
-what the cited chunks do not hold is asked again with the quote redirect before the host sees it.
+end the question uncited is redirected. So with quotes (`quotes="redirect"`): while the question's quote
+redirect is unspent and evidence is in play, a streamed text response is held until complete, its quotes
+checked, and one quoting what the cited chunks do not hold is asked again with the quote redirect before
+the host sees it. A host that would rather stream every answer live (`quotes="flag"`, `haiku serve`) holds
+a draft only for the citation redirect: quotes are then never sent back, only checked once the answer
+stands and flagged in the policy's record (`PolicyState.quotes`).
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import DeferredToolRequests
 
 from haiku_cli.capabilities.evidence import evidence_states, finish_questions, track_questions
-from haiku_cli.capabilities.quotes import check_answer
+from haiku_cli.capabilities.quotes import QuoteCheck, check_answer
 from haiku_cli.capabilities.state import EvidenceState, HaikuDeps, Question, state_of
 
 # A machine tag, so recognising our own redirect never depends on its (editable) prose.
@@ -69,6 +72,7 @@ def quote_message(quotes: Sequence[str]) -> str:
 
 Outcome = Literal["grounded", "ungrounded", "no_evidence", "violation"]
 StreamedRedirect = Literal["before", "after"]
+QuoteHandling = Literal["redirect", "flag"]
 Decision = Outcome | Literal["redirect"]
 
 
@@ -80,6 +84,8 @@ class PolicyState(BaseModel):
     held_back: bool = False  # ... by holding a streamed draft back (that redirect is not in the history)
     quote_held_back: bool = False  # a held streamed draft's quotes were sent back (not in the history)
     outcome: Outcome | None = None
+    # The answer's quoted passages, checked once it stands; an unverified one is flagged, not hidden.
+    quotes: list[QuoteCheck] = Field(default_factory=list)
     history: list[Outcome] = Field(default_factory=list)  # outcomes of earlier answers, oldest first
 
     def begin_question(self, run_id: str | None) -> None:
@@ -90,6 +96,7 @@ class PolicyState(BaseModel):
         self.redirected = False
         self.held_back = False
         self.quote_held_back = False
+        self.quotes = []
         self.in_progress = Question(number=len(self.history) + 1, runs=[run_id] if run_id else [])
 
     def runs(self) -> set[str]:
@@ -165,6 +172,11 @@ class CitationPolicy(AbstractCapability[HaikuDeps]):
     # "after": a host driving streamed runs with `run()`/`run_stream_events()`/`iter()`, where output
     # retries work, sees the draft stream, gets the usual redirect and replaces the draft itself.
     streamed_redirect: StreamedRedirect = "before"
+    # "redirect": an answer quoting what its cited chunks do not hold is sent back once per question, so
+    # in "before" mode every text answer is held until complete while that redirect is unspent.
+    # "flag": never sent back for its quotes, so answers stream live (only a draft owing a citation is
+    # held); an unverified quote is flagged in `PolicyState.quotes` for the host to show.
+    quotes: QuoteHandling = "redirect"
 
     def state(self, deps: HaikuDeps) -> PolicyState:
         """The live policy state in `deps.state`."""
@@ -222,9 +234,14 @@ class CitationPolicy(AbstractCapability[HaikuDeps]):
 
     def quotes_due(self, ctx: RunContext[HaikuDeps]) -> bool:
         """Whether an answer's quotes would still be sent back: evidence is in play and the question's one
-        quote redirect is unspent (sent in the history and answered, or held back from a stream)."""
+        quote redirect is unspent (sent in the history and answered, or held back from a stream); never
+        when quotes are only flagged."""
         policy = self.state(ctx.deps)
-        if policy.quote_held_back or not any(s.has_evidence for s in evidence_states(ctx)):
+        if (
+            self.quotes == "flag"
+            or policy.quote_held_back
+            or not any(s.has_evidence for s in evidence_states(ctx))
+        ):
             return False
         return not redirect_sent(ctx.messages, policy.runs(), QUOTE_TAG)
 
@@ -246,6 +263,8 @@ class CitationPolicy(AbstractCapability[HaikuDeps]):
             for s in states:
                 s.violation = s.has_evidence
         policy.outcome = outcome  # type: ignore[assignment]
+        if isinstance(result.output, str):
+            policy.quotes = check_answer(result.output, states)
         policy.in_progress = None
         finish_questions(ctx, result)
         return result

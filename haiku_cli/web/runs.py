@@ -54,11 +54,15 @@ class Conversations:
         self.evidence: list[EvidenceCapability] = chat_evidence(ws, analysis=analysis, scope=self.scope)
         instructions = ask_agent.INSTRUCTIONS + CONVERSATION + (ANALYSIS if analysis else "")
         # streamed_redirect "before": a draft the policy sends back is held, so it never reaches the page.
+        # quotes "flag": an answer is never sent back for its quotes, so it streams to the page word by
+        # word (holding every answer to check them first cost the page its live answers); an unverified
+        # quote is shown flagged under the answer instead.
         self.agent: Agent[HaikuDeps, str] = build_agent(
             [*self.evidence, *conversation_capabilities(analysis=analysis)],
             model,
             instructions,
             settings=ws.settings.model,
+            quotes="flag",
         )
 
     @property
@@ -99,9 +103,15 @@ class Conversations:
                 result.output, [cap.evidence(deps) for cap in self.evidence], result.usage, deps
             )
             citations = [c.model_dump(mode="json") for c in answered.citations]
+            quotes = [q.model_dump(mode="json") for q in answered.quotes]
             yield CustomEvent(
                 name=CITATIONS_EVENT,
-                value={"answer": answered.answer, "grounded": answered.grounded, "citations": citations},
+                value={
+                    "answer": answered.answer,
+                    "grounded": answered.grounded,
+                    "citations": citations,
+                    "quotes": quotes,
+                },
             )
             # The browser keeps both: the next question sends them back, a reload resumes from them.
             yield MessagesSnapshotEvent(messages=AGUIAdapter.dump_messages(result.all_messages()))

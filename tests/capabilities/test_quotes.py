@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from pydantic_ai import Agent
 from pydantic_ai.messages import ModelRequest
 
-from haiku_cli.capabilities import HaikuDeps, PolicyState
+from haiku_cli.capabilities import CitationPolicy, HaikuDeps, PolicyState, RetrievalCapability
 from haiku_cli.capabilities.citations import Citation
 from haiku_cli.capabilities.policy import QUOTE_TAG
 from haiku_cli.capabilities.quotes import check_quotes, quotes_in
@@ -139,3 +140,28 @@ def test_a_streamed_draft_sent_back_uncited_has_its_quotes_checked_after_the_cit
     assert not any("Thames" in t or t == "Paris." for t in seen)
     policy = deps.get("citation_policy", PolicyState)
     assert policy.held_back and policy.quote_held_back and policy.outcome == "grounded"
+
+
+def test_with_quotes_flagged_a_streamed_answer_is_never_sent_back_for_its_quotes_but_flagged(
+    kb: Workspace,
+) -> None:
+    invented = 'The note says "Paris has been the capital since the year 987" [1].'
+    script = StreamScript(
+        search("capital of France"),
+        text("Paris."),  # held back still: it would end the question uncited
+        cite_first(),
+        text(invented),
+    )
+    agent = Agent(
+        script.model,
+        deps_type=HaikuDeps,
+        capabilities=[RetrievalCapability(kb), CitationPolicy(quotes="flag")],
+    )
+    deps = HaikuDeps()
+    output, _, seen = streamed(agent, deps)
+    assert output == invented and len(script.seen) == 4 and _told(script) == 0
+    assert not any(t == "Paris." for t in seen) and seen[-1] == invented
+    policy = deps.get("citation_policy", PolicyState)
+    assert policy.held_back and not policy.quote_held_back and policy.outcome == "grounded"
+    quote = "Paris has been the capital since the year 987"
+    assert [(q.text, q.verified, q.chunk) for q in policy.quotes] == [(quote, False, None)]

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import pytest
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models.function import AgentInfo, DeltaToolCalls
 
 from haiku_cli.capabilities.compaction import CAPSULE_HEADING
+from haiku_cli.capabilities.policy import QUOTE_TAG
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.web.app import WebApp
 from haiku_cli.web.runs import MAX_STATE_BYTES
 from tests.capabilities.conftest import kb, kb_template
-from tests.capabilities.script import call, cite_first, returns, search, text
+from tests.capabilities.script import Step, call, chunk_ids, cite_first, returns, search, text
 from tests.chat.streaming import StreamScript
 from tests.chat.test_host import grounded
 
@@ -197,3 +200,91 @@ def test_with_a_token_the_api_needs_it_and_the_page_does_not(kb: Workspace, tmp_
     assert request(app, "GET", "/api/info", token=token).status_code == 401
     bearer = {"authorization": f"Bearer {token}"}
     assert request(app, "GET", "/api/info", token=token, headers=bearer).status_code == 200
+
+
+class Watched(StreamScript):
+    """`StreamScript` noting, as each streamed piece is generated, how many text deltas the page had."""
+
+    def __init__(self, *steps: Step, page: list[str]) -> None:
+        super().__init__(*steps)
+        self.page = page
+        self.page_had: list[int] = []  # for each piece of the last streamed response, before it was made
+
+    async def _stream(
+        self, messages: list[ModelMessage], info: AgentInfo
+    ) -> AsyncIterator[str | DeltaToolCalls]:
+        self.page_had = []
+        async for piece in super()._stream(messages, info):
+            self.page_had.append(len(self.page))
+            yield piece
+
+
+def streamed_events(app: WebApp, body: dict[str, Any], page: list[str]) -> list[dict[str, Any]]:
+    """POST one AG-UI request to serve's handler and read its event stream as the page does, piece by
+    piece: each text delta is added to `page` as soon as it arrives."""
+
+    async def go() -> list[dict[str, Any]]:
+        from starlette.requests import Request
+
+        payload = json.dumps(body).encode()
+        sent = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if sent:
+                return {"type": "http.disconnect"}
+            sent = True
+            return {"type": "http.request", "body": payload, "more_body": False}
+
+        headers = [(b"accept", b"text/event-stream"), (b"content-type", b"application/json")]
+        scope = {"type": "http", "method": "POST", "path": "/api/agui", "headers": headers}
+        response = await app.conversations.respond(Request(scope, receive))
+        found: list[dict[str, Any]] = []
+        async for chunk in response.body_iterator:  # type: ignore[attr-defined]
+            text_ = chunk if isinstance(chunk, str) else bytes(chunk).decode()
+            for line in text_.splitlines():
+                if line.startswith("data:"):
+                    event = json.loads(line[5:])
+                    found.append(event)
+                    if event["type"] == "TEXT_MESSAGE_CONTENT":
+                        page.append(event["delta"])
+        return found
+
+    return anyio.run(go)
+
+
+INVENTED = 'The note says "Paris has been the capital since the year 987" [1], and more words follow here.'
+VERIFIED = 'The note says "the capital of France is Paris" [1], and more words follow here.'
+
+
+def test_an_answer_streams_to_the_page_while_the_model_is_still_writing_it(kb: Workspace) -> None:
+    page: list[str] = []
+    script = Watched(search("capital of France"), cite_first(), text(VERIFIED), page=page)
+    found = streamed_events(open_app(kb, script), run_input([question("Capital of France?")]), page)
+    # The answer's last word was generated after the page had shown its first ones (held whole, the page
+    # would have had nothing until the model finished).
+    assert len(script.page_had) > 10 and script.page_had[-1] > 0
+    assert "".join(page) == VERIFIED and len(script.seen) == 3 and not of_type(found, "RUN_ERROR")
+
+
+def test_an_answer_quoting_what_its_citation_does_not_hold_streams_and_is_flagged(kb: Workspace) -> None:
+    page: list[str] = []
+    script = Watched(search("capital of France"), cite_first(), text(INVENTED), page=page)
+    found = streamed_events(open_app(kb, script), run_input([question("Capital of France?")]), page)
+    # Never sent back (the page has shown it): three requests, no quote redirect, the one answer streamed.
+    assert len(script.seen) == 3 and QUOTE_TAG not in str(script.seen[-1]) and "".join(page) == INVENTED
+    [custom] = of_type(found, "CUSTOM")
+    quote = "Paris has been the capital since the year 987"
+    assert [(q["text"], q["verified"]) for q in custom["value"]["quotes"]] == [(quote, False)]
+    [state] = of_type(found, "STATE_SNAPSHOT")
+    assert [(q["text"], q["verified"]) for q in state["snapshot"]["citation_policy"]["quotes"]] == [
+        (quote, False)
+    ]
+    # A quote the cited chunk holds is reported verified.
+    page = []
+    script = Watched(search("capital of France"), cite_first(), text(VERIFIED), page=page)
+    found = streamed_events(open_app(kb, script), run_input([question("Capital of France?")]), page)
+    [custom] = of_type(found, "CUSTOM")
+    assert [(q["verified"], q["chunk"]) for q in custom["value"]["quotes"]] == [
+        (True, chunk_ids(script.seen[-1])[0])
+    ]
