@@ -102,6 +102,21 @@ def guarded_server(kb, openai_env) -> Iterator[tuple[str, object]]:
     yield from serving(openai_env(hostile), env={"HAIKU_SERVE_TOKEN": TOKEN})
 
 
+INVENTED = "Paris has been the capital since the year 987"
+QUOTING = f'The note says "{INVENTED}" [1], and so the story of the city goes on and on until its end.'
+
+
+@pytest.fixture
+def quoting_server(kb, openai_env) -> Iterator[tuple[str, object]]:
+    """`haiku serve` with a model that searches, cites and answers slowly, quoting what its chunk lacks."""
+
+    def quoting(body: dict[str, Any]) -> Reply:
+        reply = conversation(body)
+        return answer(QUOTING, delay=0.2) if reply[1]["choices"][0]["finish_reason"] == "stop" else reply
+
+    yield from serving(openai_env(quoting))
+
+
 def serving(stub: object, *args: str, env: dict[str, str] | None = None) -> Iterator[tuple[str, object]]:
     with haiku_serve(*args, env=env) as (url, _):
         yield url, stub
@@ -332,3 +347,29 @@ def test_with_a_token_the_page_asks_for_it_and_answers_are_never_html(guarded_se
     # The token was kept: a reload goes straight to the conversation.
     page.open(url)
     assert len(page.answered(1)) == 1
+
+
+def test_an_answer_after_a_citation_streams_live_and_an_unverified_quote_is_flagged(
+    quoting_server, page: Page
+) -> None:
+    url, stub = quoting_server
+    browser = page.browser
+    page.open(url)
+    page.ask("What is the capital of France?")
+    # Its first words are on the page while the rest is still being written (not shown whole at the end).
+    browser.wait(
+        "(document.getElementById('pending')?.innerText || '').includes('The note says')"
+        " && !document.getElementById('pending').innerText.includes('its end')"
+    )
+    page.shot("1-streaming")
+    [turn] = page.answered(1)
+    assert "its end" in turn["answer"]
+    flagged = browser.js(
+        "return Array.from(document.querySelectorAll('.turn[data-turn] .unverified')).map(p => p.innerText);"
+    )
+    assert len(flagged) == 1 and INVENTED in flagged[0] and "Not found in the cited passages" in flagged[0]
+    assert len(stub.requests) == 3  # never sent back: the reader had seen it
+    page.shot("2-flagged")
+    page.open(url)  # a reload keeps the flag
+    page.answered(1)
+    assert browser.js("return document.querySelectorAll('.turn[data-turn] .unverified').length;") == 1

@@ -148,6 +148,7 @@ async function ask(question) {
       answer: got.result.answer,
       grounded: got.result.grounded,
       citations: got.result.citations,
+      quotes: got.result.quotes || [],
       programs: programsOf(got.messages, user.id),
     });
     convo.messages = got.messages;
@@ -269,6 +270,10 @@ function turnView(turn, n) {
   el.dataset.turn = String(n);
   let html = '<div class="question">' + esc(turn.question) + "</div>";
   html += '<div class="answer">' + markdown(turn.answer) + "</div>";
+  // The answer streamed as it was written, so a quote its cited passages do not hold is flagged here.
+  for (const q of (turn.quotes || []).filter((x) => !x.verified)) {
+    html += '<p class="unverified">Not found in the cited passages: \u201c' + esc(q.text) + "\u201d</p>";
+  }
   for (const p of turn.programs || []) {
     html += '<details class="program"><summary>program run</summary><pre><code>' + esc(p.code) +
       "</code></pre>" + (p.output ? "<pre>" + esc(p.output) + "</pre>" : "") + "</details>";
