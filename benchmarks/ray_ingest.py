@@ -1,0 +1,220 @@
+"""`add-src --engine ray` against a single-process add: chunks/s with 1 and 2 workers, the overhead on a
+small folder, and a projection for 16 machines from the measured per-worker rate.
+
+    python benchmarks/ray_ingest.py [--data DIR] [--docs N] [--small 10] [--work DIR] [--json]
+
+Each add is a whole `haiku` process into a new local database. The Ray cluster (N worker CPUs) is started
+by this script with `ray.init(address="local")` and joined by `haiku --ray-address`, so its start is
+timed apart from the add; the small-folder case also runs with no cluster running, as a first-time user
+would (haiku then starts one itself). CPU seconds are the haiku process's own (the driver: what the one
+writer costs per chunk, the ceiling of any cluster), from the children's rusage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import DEFAULT_DATA, load_beir, write_corpus_files
+
+MACHINES = 16
+
+
+def _add(folder: Path, db: Path, config: Path, *args: str) -> dict[str, float | int | str]:
+    """One `haiku add-src` process: wall and CPU seconds, chunks stored, what it said on stderr, and the
+    machine's load when it began."""
+    load = round(os.getloadavg()[0], 2)
+    env = {**os.environ, "HAIKU_CONFIG": str(config), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "haiku_cli", "add-src", str(folder), "--db", str(db), "--json", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode not in (0, 5):
+        raise SystemExit(f"add-src failed ({done.returncode}): {done.stderr}")
+    report = json.loads(done.stdout)
+    chunks = sum(o.get("chunks") or 0 for o in report["outcomes"])
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {
+        "wall_s": round(wall, 2),
+        "driver_cpu_s": round(cpu, 2),
+        "chunks": chunks,
+        "chunks_per_s": round(chunks / wall, 1),
+        "stderr": done.stderr.strip(),
+        "load_avg_1m": load,
+    }
+
+
+def _descendants_cpu() -> dict[int, float]:
+    """CPU seconds (user + system) of each live process below this one but `haiku`: a cluster's gcs,
+    raylet and workers. Ended workers' time did not show in the raylet's reaped-children time here
+    (4.5 CPU-s for 1,650 chunks embedded), so a worker's CPU is read while it lives."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        parents[int(entry.name)] = int(fields[1])
+        times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    below, todo = set(), [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        for child, parent in parents.items():
+            if parent == pid and child not in below:
+                below.add(child)
+                todo.append(child)
+    return {p: times[p] for p in below if not _is_driver(p)}
+
+
+def _is_driver(pid: int) -> bool:
+    """Whether a process is the `haiku` command itself (its CPU is counted by `_add`)."""
+    try:
+        return b"haiku_cli" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _on_cluster(folder: Path, db: Path, config: Path, address: str) -> dict[str, float | int | str]:
+    """An add on the cluster at `address`, with the CPU seconds the cluster spent on it (sampled every
+    0.2 s: a worker's last fraction of a sample before it ends is missed)."""
+    import threading
+
+    first = _descendants_cpu()
+    last = dict(first)
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(0.2):
+            last.update(_descendants_cpu())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        run = _add(folder, db, config, "--engine", "ray", "--ray-address", address)
+    finally:
+        stop.set()
+        sampler.join()
+    cluster_cpu = sum(t - first.get(p, 0.0) for p, t in last.items())
+    return {
+        **run,
+        "cluster_cpu_s": round(cluster_cpu, 2),
+        "chunks_per_cluster_cpu_s": round(int(run["chunks"]) / max(cluster_cpu, 1e-9), 1),
+    }
+
+
+def _with_cluster(cpus: int, run) -> tuple[float, dict]:
+    """Start a local Ray cluster of `cpus` worker CPUs (timed), run `run(address)`, stop the cluster."""
+    import ray
+
+    start = time.perf_counter()
+    ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+    started = time.perf_counter() - start
+    try:
+        return started, run(ray.get_runtime_context().gcs_address)
+    finally:
+        ray.shutdown()
+
+
+def main() -> None:
+    """Run every case and print the figures (or one JSON object)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--docs", type=int, default=1460, help="CISI documents in the big folder")
+    parser.add_argument("--small", type=int, default=10, help="documents in the small folder")
+    parser.add_argument("--work", type=Path, default=None)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+
+    work = args.work or Path(tempfile.mkdtemp(prefix="haiku-ray-"))
+    shutil.rmtree(work, ignore_errors=True)
+    corpus, _, _ = load_beir(args.data)
+    ids = sorted(corpus)
+    big, small = work / "big", work / "small"
+    write_corpus_files({i: corpus[i] for i in ids[: args.docs]}, big)
+    write_corpus_files({i: corpus[i] for i in ids[: args.small]}, small)
+    config = work / "config.toml"
+    config.write_text("[ray]\nmin_mb = 0\n")  # the cluster even for the small folder (its overhead)
+    default_config = work / "default.toml"
+    default_config.write_text("")
+
+    out: dict = {"docs": args.docs, "small_docs": args.small, "cpus": os.cpu_count()}
+    out["load_avg_1m_before"] = round(os.getloadavg()[0], 2)
+    out["single"] = _add(big, work / "single.lancedb", config)
+    for cpus in (1, 2):
+        started, run = _with_cluster(
+            cpus, lambda address, c=cpus: _on_cluster(big, work / f"ray{c}.lancedb", config, address)
+        )
+        out[f"ray_{cpus}"] = {**run, "cluster_start_s": round(started, 2)}
+    out["small_single"] = _add(small, work / "small_single.lancedb", config)
+    # No cluster running: haiku starts a local one for the add and stops it after (a first-time user).
+    out["small_ray_own_cluster"] = _add(small, work / "small_ray.lancedb", config, "--engine", "ray")
+    out["small_ray_default_threshold"] = _add(
+        small, work / "small_default.lancedb", default_config, "--engine", "ray"
+    )
+    out["load_avg_1m_after"] = round(os.getloadavg()[0], 2)
+    # A worker given a whole core embeds at its rate per CPU-second (the shared machine's wall clock
+    # says more about the other jobs on it); the one writer takes its own CPU per chunk.
+    per_worker = out["ray_1"]["chunks_per_cluster_cpu_s"]
+    writer_ceiling = out["ray_2"]["chunks"] / max(out["ray_2"]["driver_cpu_s"], 1e-9)
+    out["single"]["chunks_per_cpu_s"] = round(out["single"]["chunks"] / out["single"]["driver_cpu_s"], 1)
+    out["projection_16_machines"] = {
+        "per_worker_chunks_per_cpu_s": per_worker,
+        "workers_per_machine": 2,
+        "embedding_chunks_per_s": round(per_worker * 2 * MACHINES, 1),
+        "writer_ceiling_chunks_per_cpu_s": round(writer_ceiling, 1),
+        "projected_chunks_per_s": round(min(per_worker * 2 * MACHINES, writer_ceiling), 1),
+    }
+    if args.json:
+        print(json.dumps(out))
+        return
+    for case in (
+        "single",
+        "ray_1",
+        "ray_2",
+        "small_single",
+        "small_ray_own_cluster",
+        "small_ray_default_threshold",
+    ):
+        r = out[case]
+        extra = (
+            f", cluster start {r['cluster_start_s']} s, cluster CPU {r['cluster_cpu_s']} s "
+            f"({r['chunks_per_cluster_cpu_s']} chunks/CPU-s)"
+            if "cluster_start_s" in r
+            else ""
+        )
+        print(
+            f"{case:28} {r['chunks']:5} chunks  {r['wall_s']:7.2f} s  {r['chunks_per_s']:7.1f} chunks/s  "
+            f"driver CPU {r['driver_cpu_s']:.2f} s{extra}"
+        )
+    p = out["projection_16_machines"]
+    print(
+        f"16 machines x 2 workers at {p['per_worker_chunks_per_cpu_s']} chunks/CPU-s each: "
+        f"{p['embedding_chunks_per_s']} chunks/s embedded; one writer takes "
+        f"{p['writer_ceiling_chunks_per_cpu_s']} chunks per CPU-second "
+        f"-> {p['projected_chunks_per_s']} chunks/s"
+    )
+    print(f"load average {out['load_avg_1m_before']} before, {out['load_avg_1m_after']} after")
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
