@@ -7,12 +7,18 @@ answers the same question two ways, --passes times each after a warm-up:
 - in process: the agent `haiku serve` runs (the chat's composition), `agent.run` with a stream handler,
   timed from the call to the first text delta;
 - through the server: `haiku serve`'s app under uvicorn on 127.0.0.1 in this process, an HTTP client
-  posting the AG-UI request, timed from the POST to the first `TEXT_MESSAGE_CONTENT` event.
+  posting the AG-UI request, timed from the POST to the first `TEXT_MESSAGE_CONTENT` event;
+- in process with the quotes held: the same composition under `ask`'s policy (`quotes="redirect"`, which
+  holds an answer until complete to check its quotes; `haiku serve` ran so from aa6113b until
+  `quotes="flag"`), to show what holding costs the first token.
+
+`--word-ms N` waits N ms between the answer's words (0: as fast as the model function yields them; a
+hosted model writes some 20-100 words a second), so the held answer's cost shows.
 
 Then the memory of an idle `haiku serve` subprocess (RSS after start-up, and after the page and its info
 were fetched).
 
-    python benchmarks/serve.py [--work DIR] [--passes 20] [--json]
+    python benchmarks/serve.py [--work DIR] [--passes 20] [--word-ms 0] [--json]
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from typing import Any
 import anyio
 import httpx
 from common import haiku
+from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -43,7 +50,10 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 
+from haiku_cli.agents import ask as ask_agent
+from haiku_cli.agents.question import build_agent
 from haiku_cli.capabilities.state import HaikuDeps
+from haiku_cli.chat.host import CONVERSATION, conversation_capabilities
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.web.app import WebApp, serve
 
@@ -68,8 +78,8 @@ def build(work: Path) -> Path:
     return config
 
 
-def scripted() -> FunctionModel:
-    """Search, cite the first result shown, then stream the answer word by word."""
+def scripted(word_ms: float = 0) -> FunctionModel:
+    """Search, cite the first result shown, then stream the answer word by word (`word_ms` apart)."""
 
     def step(messages: list[ModelMessage]) -> int:
         last_user = max(
@@ -104,6 +114,8 @@ def scripted() -> FunctionModel:
         else:
             for word in re.findall(r"\s*\S+", ANSWER):
                 yield word
+                if word_ms:
+                    await anyio.sleep(word_ms / 1000)
 
     def whole(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         raise NotImplementedError("this benchmark only streams")
@@ -111,7 +123,7 @@ def scripted() -> FunctionModel:
     return FunctionModel(whole, stream_function=stream)
 
 
-async def in_process(app: WebApp, passes: int) -> list[float]:
+async def in_process(agent: Agent[HaikuDeps, str], passes: int) -> list[float]:
     """Seconds from `agent.run` to the first text delta, per pass."""
     times = []
     for _ in range(passes + 1):
@@ -123,7 +135,7 @@ async def in_process(app: WebApp, passes: int) -> list[float]:
                 if not first and isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
                     first.append(time.perf_counter() - start)
 
-        await app.conversations.agent.run(QUESTION, deps=HaikuDeps(), event_stream_handler=handler)
+        await agent.run(QUESTION, deps=HaikuDeps(), event_stream_handler=handler)
         times.append(first[0])
     return times[1:]
 
@@ -200,6 +212,7 @@ def main() -> None:
     )
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--passes", type=int, default=20)
+    parser.add_argument("--word-ms", type=float, default=0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="haiku-serve-bench-"))
@@ -207,18 +220,33 @@ def main() -> None:
     config = build(work)
     ws = Workspace.load(config)
 
-    async def both() -> tuple[list[float], list[float]]:
-        app = await WebApp.open(ws, ws.select_many(), scripted())
-        return await in_process(app, args.passes), await through_server(app, args.passes)
+    async def each() -> tuple[list[float], list[float], list[float]]:
+        model = scripted(args.word_ms)
+        app = await WebApp.open(ws, ws.select_many(), model)
+        # ask's quote handling over the same capabilities: every answer held until complete.
+        held = build_agent(
+            [*app.conversations.evidence, *conversation_capabilities(analysis=False)],
+            model,
+            ask_agent.INSTRUCTIONS + CONVERSATION,
+            settings=ws.settings.model,
+            quotes="redirect",
+        )
+        direct = await in_process(app.conversations.agent, args.passes)
+        return direct, await through_server(app, args.passes), await in_process(held, args.passes)
 
-    direct, served = anyio.run(both)
+    direct, served, held = anyio.run(each)
     result: dict[str, Any] = {
         "passes": args.passes,
+        "word_ms": args.word_ms,
         "loadavg_1min": round(os.getloadavg()[0], 2),
         "in_process": summary(direct),
         "through_server": summary(served),
+        "in_process_quotes_held": summary(held),
     }
     result["ratio_p50"] = round(result["through_server"]["p50_ms"] / result["in_process"]["p50_ms"], 2)
+    result["held_ratio_p50"] = round(
+        result["in_process_quotes_held"]["p50_ms"] / result["in_process"]["p50_ms"], 2
+    )
     result["idle_server"] = idle_memory(config)
     print(
         f"first token, in process     p50 {result['in_process']['p50_ms']} ms, "
@@ -227,6 +255,10 @@ def main() -> None:
     print(
         f"first token, through server p50 {result['through_server']['p50_ms']} ms, "
         f"p95 {result['through_server']['p95_ms']} ms (x{result['ratio_p50']})"
+    )
+    print(
+        f"first token, quotes held    p50 {result['in_process_quotes_held']['p50_ms']} ms, "
+        f"p95 {result['in_process_quotes_held']['p95_ms']} ms (x{result['held_ratio_p50']} in process)"
     )
     print(
         f"idle server RSS {result['idle_server']['started_mb']} MB at start, "
