@@ -128,6 +128,15 @@ class ObjectStore:
                 out.append(picked)
         return Listing("folder", out)
 
+    def etag(self, obj: ObjectFile) -> str | None:
+        """The object's ETag, asked with one HEAD request (a listing gives none); None when it cannot be
+        asked (the object is then read, as any changed one)."""
+        try:
+            with self._fs.open_input_file(_bucket_path(obj.uri)) as handle:  # a HEAD, no body read
+                return _text((handle.metadata() or {}).get("ETag"))
+        except OSError:
+            return None
+
     def read(self, obj: ObjectFile, limits: IngestSettings) -> tuple[ConvertedDocument, str | None]:
         """Read and convert one object under the `[ingest]` limits; its document and the ETag read."""
         kind = suffix_kind(obj.name) or ("text" if obj.as_text else None)
@@ -149,7 +158,7 @@ class ObjectStore:
             raise ConversionError(over_limit(obj.uri, len(data), key, limit_mb))
         stem = PurePosixPath(obj.name).stem or obj.name
         doc = convert_kind(data, kind, label=obj.uri, uri=obj.uri, fallback_title=stem, limits=limits)
-        return doc, etag.decode("utf-8", "replace") if isinstance(etag, bytes) else etag
+        return doc, _text(etag)
 
 
 def _picked(obj: ObjectFile, rel: str, choice: FileChoice) -> ObjectFile | LeftOut | None:
@@ -173,6 +182,10 @@ def _known(obj: ObjectFile, choice: FileChoice, rel: str) -> ObjectFile | LeftOu
     if suffix and choice.included(rel):
         return ObjectFile(obj.uri, obj.size, obj.mtime_ns, as_text=True)
     return LeftOut(source=obj.uri, why="unsupported", detail=suffix.lower())
+
+
+def _text(value: str | bytes | None) -> str | None:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
 def _bucket_path(uri: str) -> str:

@@ -68,7 +68,7 @@ async def sync_source(
         result.status, result.error = plan.problem
         return result
     outcomes = list(plan.outcomes)
-    if plan.items or plan.gone or plan.refresh:
+    if plan.items or plan.gone or plan.refresh or plan.retimed:
         ingestor = Ingestor(db, await embedder(), progress)
         if plan.gone and plan.items:
             ingestor.moved_from = await anyio.to_thread.run_sync(_movable, db, source, plan.gone)
@@ -105,6 +105,9 @@ class _Plan:
     items: list[tuple[int, Item]] = field(default_factory=list)  # to read (new or stat moved)
     gone: list[FileState] = field(default_factory=list)  # stored, no longer in the source
     refresh: list[FileState] = field(default_factory=list)  # stored for documents no longer held
+    # Objects listed with a new size or Last-Modified whose ETag is the one stored: not read, their
+    # states stored anew (an object uploaded again with the same bytes)
+    retimed: list[FileState] = field(default_factory=list)
     fetched: dict[str, Fetched] = field(default_factory=dict)  # URLs that changed, downloaded already
     outcomes: list[SourceOutcome] = field(default_factory=list)  # failures and skips met on the way
     unchanged: int = 0
@@ -204,8 +207,9 @@ def _plan_objects(
     plan: _Plan, source: RememberedSource, states: dict[str, FileState], objects: ObjectStores | None
 ) -> _Plan:
     """A source on object storage, listed again: an object whose size and Last-Modified are those stored
-    is unchanged (not read); one no longer listed has left. A source that cannot be listed, or lists
-    nothing at all, keeps its documents."""
+    is unchanged (not read), and so is one whose ETag, asked with a HEAD, is the one stored; one no
+    longer listed has left. A source that cannot be listed, or lists nothing at all, keeps its
+    documents."""
     documents = len(states)
     kept = f"its {documents} document{'s' * (documents != 1)} are kept until it is back or forgotten"
     if objects is None:
@@ -229,6 +233,9 @@ def _plan_objects(
         stored = states.get(entry.uri)
         if stored is not None and (stored.size, stored.mtime_ns) == (entry.size, entry.mtime_ns):
             plan.unchanged += 1
+        elif stored is not None and stored.etag and objects.get(entry.uri).etag(entry) == stored.etag:
+            plan.unchanged += 1
+            plan.retimed.append(stored._replace(size=entry.size, mtime_ns=entry.mtime_ns))
         else:
             plan.items.append((position, entry))
     plan.gone = [s for uri, s in states.items() if uri not in seen]
@@ -313,7 +320,7 @@ def _apply(
         doomed = [i for i in dict.fromkeys(ids) if i not in others]
         if doomed:
             delete_documents(db, doomed)
-        stored_sources.put_file_states(db, states)
+        stored_sources.put_file_states(db, [*states, *plan.retimed])
     position = 1 << 40  # after every item found by the walk
     return [
         SourceOutcome.at(position, source=_path_of(s.uri), status="deleted", document_id=s.document_id)

@@ -103,6 +103,42 @@ def test_add_src_reads_a_prefix_with_the_local_rules_and_sync_follows_it(
     assert mice["hits"][0]["document_uri"] == f"{prefix}kestrels.md"
 
 
+def test_an_object_uploaded_again_with_the_same_bytes_is_not_read_by_sync(
+    cli, write_config, bucket, s3_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    _config(write_config, s3_server, tmp_path)
+    top = f"etag-{tmp_path.name}"
+    kestrels, owls = "# Kestrels\n\nKestrels hover over fields.\n", "# Owls\n\nOwls hunt by sound.\n"
+    _put(bucket, f"{top}/kestrels.md", kestrels)
+    _put(bucket, f"{top}/owls.md", owls)
+    prefix = f"s3://lab/{top}/"
+    assert cli("add-src", prefix, "-d", "notes").exit_code == 0
+    listed = bucket.head_object(Bucket="lab", Key=f"{top}/kestrels.md")["LastModified"]
+    # Both uploaded again (Last-Modified has whole seconds): kestrels with the same bytes, owls changed
+    # to text of the same size, so only its ETag tells.
+    while bucket.head_object(Bucket="lab", Key=f"{top}/kestrels.md")["LastModified"] == listed:
+        time.sleep(0.2)
+        _put(bucket, f"{top}/kestrels.md", kestrels)
+        _put(bucket, f"{top}/owls.md", owls.replace("sound", "sight"))
+    reads: list[str] = []
+    real_read = ObjectStore.read
+    monkeypatch.setattr(
+        ObjectStore, "read", lambda self, obj, limits: reads.append(obj.uri) or real_read(self, obj, limits)
+    )
+    (report,) = json.loads(cli("sync", "-d", "notes", "--json").stdout)["databases"]
+    (synced,) = report["sources"]
+    assert synced["unchanged"] == 1
+    assert [(c["source"], c["status"]) for c in synced["changes"]] == [(f"{prefix}owls.md", "updated")]
+    assert reads == [f"{prefix}owls.md"]
+    # The new Last-Modified was stored: the next sync asks nothing, not even the ETag.
+    heads: list[str] = []
+    monkeypatch.setattr(ObjectStore, "etag", lambda self, obj: heads.append(obj.uri))
+    (report,) = json.loads(cli("sync", "-d", "notes", "--json").stdout)["databases"]
+    assert report["sources"][0]["unchanged"] == 2 and heads == []
+
+
 def test_a_single_object_with_the_databases_storage_options(
     cli, write_config, bucket, s3_server: str, tmp_path: Path
 ) -> None:
