@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import select
 import shutil
 import signal
@@ -133,6 +134,31 @@ def test_read_commands_through_the_daemon_print_what_a_fresh_process_prints(daem
     assert cli("add", "Glaciers carve valleys into a U shape.", "--title", "Glaciers").exit_code == 0
     out, _, _ = served_alike("search", "--type", "fts", "glaciers valleys", tmp=tmp_path)
     assert b"Glaciers" in out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="reads the syscall a thread waits in by number")
+def test_ctrl_c_interrupts_the_command_in_the_daemon_as_in_process(daemon, tmp_path) -> None:
+    probe = tmp_path / "probe"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LAUNCH, "search", "--from", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "HAIKU_TEST_PROBE": str(probe)},
+    )
+    # The daemon's command waits reading the caller's standard input (read(0, ...) is syscall 0).
+    deadline = time.monotonic() + 120
+    while not Path(f"/proc/{daemon.pid}/syscall").read_text().startswith("0 0x0 "):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    assert proc.stderr is not None and proc.stderr.read() == b"haiku: interrupted\n"
+    assert probe.read_text() == "daemon"
+    assert proc.stdin is not None
+    proc.stdin.close()
+    assert haiku("info", tmp=tmp_path)[2:] == (0, "daemon")  # the daemon serves on
 
 
 @pytest.mark.slow
