@@ -175,19 +175,19 @@ class Daemon:
         gc.collect()
         gc.freeze()
         while not self.stopping:
+            # A stop signal may land anywhere in here (`stopping` then says so); a caller's Ctrl-C that
+            # lands after its command ended only ends this round.
             try:
                 conn, _ = sock.accept()
+                try:
+                    self.handle(conn)
+                except OSError:
+                    pass  # the caller went away
+                finally:
+                    conn.close()
+                gc.collect()
             except KeyboardInterrupt:
-                break
-            try:
-                self.handle(conn)
-            except KeyboardInterrupt:
-                pass  # the daemon's own stop signal arrived mid-request; `stopping` says so
-            except OSError:
-                pass  # the caller went away
-            finally:
-                conn.close()
-            gc.collect()
+                continue
 
     def _on_signal(self, signum: int, frame: object) -> None:
         if not self._client_interrupt:
