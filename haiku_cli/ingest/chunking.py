@@ -278,9 +278,15 @@ def _locate(block: Block, pieces: list[str]) -> list[Span]:
     """Where each piece of a split block stands; pieces come in order, each starting after the last."""
     spans: list[Span] = []
     cursor = 0  # the next piece starts here or later
+    follows = 0  # where the last piece ended: a piece cut without overlap starts there
     counted, line = 0, block.span.first_line  # `line` is the source line of block.text[counted]
     for piece in pieces:
-        at, length = block.text.find(piece, cursor), len(piece)
+        # In repetitive text (a line of '.') the first match after the last piece's start is not the
+        # piece's place: one cut without overlap is exactly where the last one ended.
+        if follows > cursor and block.text.startswith(piece, follows):
+            at, length = follows, len(piece)
+        else:
+            at, length = block.text.find(piece, cursor), len(piece)
         if at < 0:
             # A part of a table repeating its header row, or of a code block fenced again: its rows.
             body = _repeated_body(piece, block.kind)
@@ -293,7 +299,7 @@ def _locate(block: Block, pieces: list[str]) -> list[Span]:
             counted = at
         last = None if line is None else line + block.text.count("\n", at, at + length)
         spans.append(Span(block.span.start + at, block.span.start + at + length, line, last))
-        cursor = at + 1
+        cursor, follows = at + 1, at + length
     return spans
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from haiku_cli.ingest.chunking import chunk_document
 from haiku_cli.ingest.convert.dispatch import convert_bytes
 from haiku_cli.ingest.document import ConvertedDocument, Segment
@@ -54,3 +56,13 @@ def test_paged_documents_have_characters_but_no_lines() -> None:
     chunks = chunk_document(doc, words, max_tokens=16)
     assert [content[c.span.start : c.span.end] for c in chunks if c.span] == pages
     assert all(c.span and c.span.first_line is None for c in chunks)
+
+
+def test_the_pieces_of_a_repetitive_line_name_their_own_characters() -> None:
+    # Every piece of a line of '.' reads the same: each was located one character after the last one.
+    doc = ConvertedDocument("", None, [Segment("." * 20_000)])
+    chunks = chunk_document(doc, lambda text: len(text) + 2, max_tokens=256)
+    spans = [c.span for c in chunks if c.span]
+    assert len(spans) == len(chunks) > 50
+    assert spans[0].start == 0 and spans[-1].end == 20_000
+    assert all(b.start == a.end for a, b in itertools.pairwise(spans))
