@@ -30,6 +30,7 @@ from haiku_cli.store.indexes import (
 from haiku_cli.store.pictures import drop_orphans
 from haiku_cli.store.reads import count_chunks, count_documents
 from haiku_cli.store.records import UtcDatetime
+from haiku_cli.store.tag_records import drop_stray_chunk_tables
 from haiku_cli.store.transaction import storage_errors
 from haiku_cli.store.writer import checkpoint, ensure_held, exclusive
 
@@ -279,7 +280,7 @@ def vacuum(
         placed = place(db) if place is not None else 0
         ensure_held(db)
         drop_orphans(db)
-        _drop_stray_chunk_tables(db)
+        drop_stray_chunk_tables(db)
         ensure_held(db)
         refresh_indexes(db.chunks, merge_all=True)
         ensure_held(db)
@@ -297,13 +298,6 @@ def vacuum(
             _drop_old_versions(db, table)
     after = _dir_size(path) if path is not None else None
     return before, after, upgraded, placed
-
-
-def _drop_stray_chunk_tables(db: Database) -> None:
-    # Imported here: tags records its changes through this module's `after_write`.
-    from haiku_cli.store.tags import drop_stray_chunk_tables
-
-    drop_stray_chunk_tables(db)
 
 
 def _drop_old_versions(db: Database, table: Table) -> None:

@@ -11,7 +11,7 @@ from haiku_cli.store.database import CHUNKS_TABLE, Database
 from haiku_cli.store.indexes import create_fts_index, refresh_indexes
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.records import DocumentSummary, NewChunk
-from haiku_cli.store.tags import drop_stray_chunk_tables, tagged_chunk_tables
+from haiku_cli.store.tag_records import drop_stray_chunk_tables, tagged_chunk_tables
 from haiku_cli.store.transaction import storage_errors
 from haiku_cli.store.writer import ensure_held
 from haiku_cli.store.writes import make_chunk_rows

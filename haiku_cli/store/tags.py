@@ -8,34 +8,21 @@ first on deletion, so a tag that is listed always names versions that are kept.
 
 from __future__ import annotations
 
-import json
 import re
 from contextlib import suppress
 from datetime import UTC, datetime
-
-from pydantic import BaseModel
 
 from haiku_cli.errors import DatabaseError, InputError
 from haiku_cli.store import schema
 from haiku_cli.store.handle import CHUNKS_TABLE, Database, read_meta, table_names
 from haiku_cli.store.maintenance import after_write
-from haiku_cli.store.records import UtcDatetime
+from haiku_cli.store.tag_records import TAG_PREFIX, TagInfo, list_tags, tagged_chunk_tables
 from haiku_cli.store.transaction import atomic_write, storage_errors
 from haiku_cli.store.writer import checkpoint, exclusive
 
-TAG_PREFIX = "tag:"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # What a restore puts back from the tagged meta table: the state the tagged tables were written under.
 _STATE_KEYS = ("schema_version", "embedder_name", "embedder_dimension")
-
-
-class TagInfo(BaseModel):
-    """One tag of a database: when it was made and the table versions it names."""
-
-    name: str
-    created_at: UtcDatetime
-    chunks_table: str
-    versions: dict[str, int]  # by table: documents, chunks, meta and the side tables it had then
 
 
 def check_name(name: str) -> str:
@@ -49,16 +36,6 @@ def check_name(name: str) -> str:
     return name
 
 
-def list_tags(db: Database) -> list[TagInfo]:
-    """Every tag of the database, oldest first."""
-    tags = [
-        TagInfo.model_validate({"name": key[len(TAG_PREFIX) :], **json.loads(value)})
-        for key, value in db.meta.items()
-        if key.startswith(TAG_PREFIX)
-    ]
-    return sorted(tags, key=lambda t: (t.created_at, t.name))
-
-
 def find_tag(db: Database, name: str) -> TagInfo:
     """The named tag, or one line naming the database that lacks it.
 
@@ -70,11 +47,6 @@ def find_tag(db: Database, name: str) -> TagInfo:
             return tag
     known = ", ".join(t.name for t in list_tags(db)) or "none"
     raise DatabaseError(f"database '{db.name}' has no tag '{name}' (its tags: {known})")
-
-
-def tagged_chunk_tables(db: Database) -> set[str]:
-    """The chunks tables some tag still reads (a rebuild keeps them until their last tag goes)."""
-    return {t.chunks_table for t in list_tags(db)}
 
 
 def create_tag(db: Database, name: str) -> TagInfo:
@@ -154,20 +126,6 @@ def read_at(db: Database, name: str) -> None:
             else:
                 table.checkout(tag.versions[side])
     db.at_tag = name
-
-
-def drop_stray_chunk_tables(db: Database) -> list[str]:
-    """Drop the chunks tables neither live nor kept by a tag (what a killed rebuild, or a restore killed
-    after its commit, leaves); the writer lock must be held. Their names."""
-    live, kept = db.chunks_table_name, tagged_chunk_tables(db)
-    stray = [
-        name
-        for name in table_names(db.conn)
-        if name.startswith(f"{schema.CHUNKS}_") and name != live and name not in kept
-    ]
-    for name in stray:
-        db.conn.drop_table(name)
-    return stray
 
 
 def _open_kept(db: Database, tag: TagInfo):
