@@ -29,7 +29,8 @@ PROTOCOL = 1
 # How long a client waits for a daemon busy with another command before running its own.
 BUSY_WAIT_S = 0.5
 # Read once when a process starts (by Python, the C library's locale, typer, LanceDB's Rust runtime,
-# onnxruntime, BLAS): a daemon started with other values cannot answer as a fresh process would.
+# onnxruntime, BLAS), or kept once used: a daemon started with other values cannot answer as a fresh
+# process would.
 STARTUP_ENV_PREFIXES = (
     "PYTHON",
     "LC_",
@@ -48,6 +49,10 @@ STARTUP_ENV_PREFIXES = (
     "ARROW_",
     "LD_",
     "MALLOC",
+    # Object-store credentials: Lance may keep a store it opened, with the credentials it opened it with.
+    "AWS_",
+    "AZURE_",
+    "GOOGLE_",
 )
 # The environment this process started with, before any import could add to it (LanceDB's log level).
 STARTUP_ENV = dict(os.environ)
