@@ -73,7 +73,7 @@ class DatabasePool:
         self.at: str | None = None  # `--at TAG`: every database is read at that tag, and none written
 
     def bounded(self, location: Location, call: Callable[[], T]) -> T:
-        """Run a blocking read of a networked database within the timeout, else fail naming it."""
+        """Run a blocking read of a networked database within a whole read's bound, else fail naming it."""
         seconds = self._deadline(location)
         if seconds is None:
             return call()
@@ -81,7 +81,7 @@ class DatabasePool:
         return with_deadline(call, seconds, partial(self._stalled, location, seconds))
 
     async def within(self, location: Location, read: Awaitable[T]) -> T:
-        """Await a read of a networked database on LanceDB's loop within the timeout, else fail naming it."""
+        """Await a read of a networked database on LanceDB's loop within a whole read's bound, else fail."""
         seconds = self._deadline(location)
         if seconds is None:
             return await read

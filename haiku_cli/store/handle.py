@@ -200,7 +200,7 @@ def read_meta(table: Table) -> dict[str, str]:
 STORAGE_TIMEOUT_HINT = "check the store, or raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT)"
 _STALLED = "the storage did not answer in time"
 # A request that got no answer: the store client does not say whether it waited out its timeout (a
-# store that accepted the connection, then stalled) or could not connect at all, so `_unsent` tells.
+# store that accepted the connection, then stalled) or could not connect at all, so `_unanswered` tells.
 _UNSENT = "cannot connect"
 _REFUSED = "the connection was refused; check the endpoint"
 
@@ -217,7 +217,7 @@ _KNOWN_FAILURES = (
     # Before the timeouts: a refused connection's retry report also names its `retry_timeout`.
     (("connection refused", "connectionrefused"), _REFUSED),
     (("timed out", "timeout", "deadline"), _STALLED),
-    (("connection refused", "connect error", "error sending request", "dispatch failure"), _UNSENT),
+    (("connect error", "error sending request", "dispatch failure"), _UNSENT),
 )
 
 
@@ -243,8 +243,10 @@ def _unanswered(lowered: str, location: Location | None, *, timed_out: bool) -> 
     when every try was refused, and a request it gave up on is only `error sending request`."""
     if location is not None and location.can_stall and location.endpoint_refuses():
         return _REFUSED
-    if timed_out or location is None:
-        return stalled_reason(location) if timed_out else _UNSENT
+    if timed_out:
+        return stalled_reason(location)
+    if location is None:
+        return _UNSENT
     # The store client reports how long the failed request ran (`GET ... in 2.001358017s - HTTP error`):
     # one that ran for its whole timeout was accepted and never answered.
     ran = max((_duration(m.group(1), m.group(2)) for m in _RAN_FOR.finditer(lowered)), default=0.0)
