@@ -49,7 +49,8 @@ def daemon(
     root = ctx.find_root()
     served = Daemon(root.command, ConfigFile.read(config_path((root.obj or {}).get("config"))), path)
     bundled = ws.settings.embedder.model is None or ws.settings.embedder.model.startswith("haiku:")
-    served.warm_up([["search", "--type", "fts", _WARM_QUERY]])
+    # Each read command's own modules too (with several databases `list` and `info` stop at asking which).
+    served.warm_up([["search", "--type", "fts", _WARM_QUERY], ["list", "--limit", "1"], ["info"]])
     if bundled:  # a remote embedder is not sent a query nobody asked
         served.warm_up([["search", "--type", "vector", _WARM_QUERY]])
     sock = served.listen()

@@ -129,11 +129,14 @@ class Daemon:
         umask = os.umask(0o177)  # the socket is made 0600: no moment when another user could connect
         try:
             sock.bind(temporary)
+            sock.listen(16)
+            # Renamed into place only once it listens: a refused connection at `path` means a dead daemon.
+            os.rename(temporary, self.path)
+        except OSError as exc:  # e.g. a runtime dir whose path is too long for a socket (107 bytes)
+            sock.close()
+            raise HaikuError(f"cannot listen on {self.path}: {exc.strerror or exc}") from None
         finally:
             os.umask(umask)
-        sock.listen(16)
-        # Renamed into place only once it listens: a refused connection at `path` means a dead daemon.
-        os.rename(temporary, self.path)
         self._mark = _mark(self.path)
         return sock
 

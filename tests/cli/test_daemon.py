@@ -307,3 +307,10 @@ def test_only_read_commands_are_handed_over(argv: list[str], command: str | None
 
 def test_without_a_socket_nothing_is_handed_over(runtime) -> None:
     assert wire.forward(["haiku", "search", "tides"]) is None
+
+
+@pytest.mark.slow
+def test_a_socket_path_too_long_is_one_clear_line(runtime, tmp_path) -> None:
+    deep = runtime / ("d" * 120)
+    _, err, code, _ = haiku("daemon", tmp=tmp_path, env={wire.RUNTIME_ENV: str(deep)})
+    assert code == 1 and err.startswith(b"haiku: cannot listen on ") and err.count(b"\n") == 1
