@@ -38,7 +38,10 @@ STARTUP_ENV_PREFIXES = (
     "TZ",
     "TYPER_",
     "_TYPER_",
-    "TERMINAL_WIDTH",
+    "TERMINAL_WIDTH",  # typer's help and error panels: these three as typer imports them
+    "FORCE_COLOR",
+    "PY_COLORS",
+    "GITHUB_ACTIONS",
     "HAIKU_LANCE_IMPORT",
     "LANCE",
     "RUST_",

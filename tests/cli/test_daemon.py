@@ -183,6 +183,7 @@ def test_another_config_file_is_not_served_and_the_daemon_stays(daemon, tmp_path
     assert haiku("info", tmp=tmp_path)[3] == "daemon"
     # Read once at start (locale, Python's own settings): another value cannot be served either.
     assert haiku("info", tmp=tmp_path, env={"PYTHONHASHSEED": "7"})[3] == "in-process"
+    assert haiku("info", tmp=tmp_path, env={"FORCE_COLOR": "1"})[3] == "in-process"  # typer reads it once
     # Object-store credentials other than the daemon's: a store it keeps open would not use them.
     assert haiku("info", tmp=tmp_path, env={"AWS_ACCESS_KEY_ID": "someone-else"})[3] == "in-process"
 
