@@ -252,12 +252,13 @@ class Daemon:
                 os.close(fd)
 
     def _check(self, request: dict[str, Any]) -> None:
+        # Stale first: whoever asks, a daemon running replaced code stops.
+        if code_fingerprint() != self.code:
+            raise Declined("haiku or its packages changed since the daemon started", stale=True)
         if request.get("identity") != self.identity:
             raise Declined("another haiku or Python than this daemon's")
         if request.get("startup_env") != self.startup_env:
             raise Declined("an environment read at start differs (PYTHON*, locale, LANCE*, ...)")
-        if code_fingerprint() != self.code:
-            raise Declined("haiku or its packages changed since the daemon started", stale=True)
 
     def _check_config(self, request: dict[str, Any]) -> None:
         # Under the caller's environment and folder: the file a fresh process would read.

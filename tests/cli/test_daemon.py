@@ -174,6 +174,21 @@ def test_a_changed_config_is_not_served_and_the_daemon_stops(daemon, runtime, tm
 
 
 @pytest.mark.slow
+def test_a_daemon_whose_code_changed_stops_whoever_asks(daemon, runtime, tmp_path) -> None:
+    # An upgrade or edit of haiku's files after the daemon started: it must not answer with the old code,
+    # also when the caller would be declined for another reason (here its hash seed).
+    source = Path(wire.__file__).parent / "completions.py"
+    before = source.stat()
+    os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    try:
+        assert haiku("info", tmp=tmp_path, env={"PYTHONHASHSEED": "7"})[3] == "in-process"
+        assert daemon.wait(timeout=60) == 0
+    finally:
+        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert not (runtime / wire.SOCKET_NAME).exists()
+
+
+@pytest.mark.slow
 def test_another_config_file_is_not_served_and_the_daemon_stays(daemon, tmp_path) -> None:
     other = tmp_path / "other.toml"
     other.touch()
