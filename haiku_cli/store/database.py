@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from functools import partial
 from typing import TYPE_CHECKING
 
 from haiku_cli.errors import DatabaseError, Hint, InputError
 from haiku_cli.store import schema
+from haiku_cli.store.deadline import with_deadline
 from haiku_cli.store.handle import (
     CHUNKS_TABLE,
     PENDING_WRITE,
@@ -17,8 +19,10 @@ from haiku_cli.store.handle import (
     catch_up,
     parse_json_object,
     read_meta,
+    request_timeout,
     storage_failure,
     table_names,
+    unanswered_reason,
 )
 from haiku_cli.store.lance_import import import_lancedb
 from haiku_cli.store.location import Location
@@ -257,7 +261,27 @@ def load_driver() -> None:
 def _connect(location: Location) -> DBConnection:
     quiet_lance_logs()
     lancedb = import_lancedb()
-    try:
+
+    def connect() -> DBConnection:
         return lancedb.connect(location.connect_uri, storage_options=location.storage_options or None)
+
+    try:
+        seconds = request_timeout(location) if location.can_stall else None
+        if seconds is None:
+            return connect()
+        # Connecting lists the database's folder (two requests). LanceDB lists a stalled store six times
+        # over, each waiting out the whole timeout; a connect that has not answered within a few timeouts
+        # had a request go unanswered for one, so it is named as a stall then (it only reads: abandoning
+        # it leaves nothing half-done).
+        return with_deadline(connect, _CONNECT_REQUESTS * seconds + 1, partial(_unanswered, location))
+    except DatabaseError:
+        raise
     except Exception as exc:
         raise storage_failure(location, "cannot be reached", exc) from exc
+
+
+_CONNECT_REQUESTS = 3  # a connect's requests (two lists) and one's worth of slack
+
+
+def _unanswered(location: Location) -> DatabaseError:
+    return DatabaseError(f"database '{location.name}' cannot be reached: {unanswered_reason(location)}")

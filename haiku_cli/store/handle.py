@@ -241,12 +241,12 @@ def _unanswered(lowered: str, location: Location | None, *, timed_out: bool) -> 
     """A request that got no answer: refused (nothing listens now), waited out (the store stalled), or
     not sent (no connection). The client's words do not tell: its retry report names its timeout even
     when every try was refused, and a request it gave up on is only `error sending request`."""
-    if location is not None and location.can_stall and location.endpoint_refuses():
-        return _REFUSED
-    if timed_out:
-        return stalled_reason(location)
     if location is None:
-        return _UNSENT
+        return stalled_reason(None) if timed_out else _UNSENT
+    if timed_out:
+        return unanswered_reason(location)
+    if location.can_stall and location.endpoint_refuses():
+        return _REFUSED
     # The store client reports how long the failed request ran (`GET ... in 2.001358017s - HTTP error`):
     # one that ran for its whole timeout was accepted and never answered.
     ran = max((_duration(m.group(1), m.group(2)) for m in _RAN_FOR.finditer(lowered)), default=0.0)
@@ -254,6 +254,12 @@ def _unanswered(lowered: str, location: Location | None, *, timed_out: bool) -> 
     if limit is not None and ran >= 0.9 * limit:
         return stalled_reason(location)
     return _UNSENT
+
+
+def unanswered_reason(location: Location) -> str:
+    """A request that went unanswered: refused when nothing listens at the endpoint now, else a stall
+    named with the timeout in force and the setting that changes it."""
+    return _REFUSED if location.can_stall and location.endpoint_refuses() else stalled_reason(location)
 
 
 # A Rust Duration as the store client prints it: `2.001358017s`, `850.2ms`, `12µs`.

@@ -275,3 +275,27 @@ def test_a_slow_store_that_answers_every_request_in_time_is_read(
             "haiku: database 'papers' cannot be reached: the storage did not answer within 1 s; "
             "check the store, or raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT)\n"
         )
+
+
+def test_a_stalled_store_is_named_before_lancedb_has_listed_it_six_times(
+    cli, write_config, s3_server: str, tmp_path: Path, monkeypatch
+) -> None:
+    from tests.support.stall_proxy import StallingProxy
+
+    with StallingProxy(int(s3_server.rsplit(":", 1)[1])) as proxy:
+        _config(write_config, proxy.endpoint, tmp_path)
+        assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
+        proxy.stall()
+        monkeypatch.setenv("HAIKU_STORAGE_TIMEOUT", "1")
+        asked = proxy.requests
+        result = cli("list", "-d", "papers")
+        asked = proxy.requests - asked
+        proxy.resume()
+    assert (result.exit_code, result.stderr) == (
+        ExitCode.DATABASE,
+        "haiku: database 'papers' cannot be reached: the storage did not answer within 1 s; "
+        "check the store, or raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT)\n",
+    )
+    # Connecting, LanceDB lists a stalled store six times, each waiting out the timeout; the connect is
+    # given up on after three timeouts (and a second), so the command ends having asked at most four.
+    assert 1 <= asked <= 4, asked

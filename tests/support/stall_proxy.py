@@ -29,6 +29,7 @@ class StallingProxy:
         self._open: set[socket.socket] = set()
         self._stall_after: tuple[bytes, ...] = ()
         self._guard = threading.Lock()
+        self.requests = 0  # HTTP requests that reached the proxy (stalled or not)
 
     def __enter__(self) -> StallingProxy:
         threading.Thread(target=self._accept, daemon=True).start()
@@ -91,6 +92,8 @@ class StallingProxy:
     def _pump(self, source: socket.socket, sink: socket.socket, request: bool) -> None:
         try:
             while data := source.recv(65536):
+                if request and data.startswith((b"GET ", b"PUT ", b"HEAD ", b"POST ", b"DELETE ")):
+                    self.requests += 1
                 self.flowing.wait()
                 if self._closed.is_set():
                     break
