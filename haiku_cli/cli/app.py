@@ -8,6 +8,7 @@ answers imports neither typer, rich, pydantic nor LanceDB in the calling process
 # they are defined, inside `build_app`, since typer reads them and the names are local to it.
 import functools
 import gc
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -119,10 +120,23 @@ def __getattr__(name: str) -> Any:
 YOUNG_COLLECTION = 7000
 
 
+def refuse_closed_streams() -> None:
+    """Stop before any work when the caller closed standard output (`haiku search x >&-`): the output
+    has nowhere to go, so it is exit 74 with one line, not a traceback or a write nobody sees reported."""
+    if sys.stderr is None:  # nowhere to say anything: the command still runs and its exit code speaks
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (open until the process ends)
+    if sys.stdout is None:
+        from haiku_cli.errors import ExitCode
+
+        print("haiku: cannot write the output: standard output is closed", file=sys.stderr)
+        sys.exit(ExitCode.OUTPUT)
+
+
 def main() -> None:
     """Console-script entry point: a read command goes to a running `haiku daemon` when one answers."""
     from haiku_cli.cli.daemon_client import forward
 
+    refuse_closed_streams()
     code = forward(sys.argv)
     if code is not None:
         sys.exit(code)

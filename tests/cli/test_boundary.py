@@ -77,6 +77,25 @@ def test_a_full_disk_for_the_output_is_one_line(owls: Path) -> None:
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [("search", "owl"), ("add", "Barn owls nest in towers.")])
+def test_a_closed_standard_output_is_one_line_before_any_work(owls: Path, command: tuple[str, ...]) -> None:
+    # `haiku search owl >&-`: Python starts without sys.stdout; before, a traceback from building consoles.
+    done = subprocess.run(
+        ["sh", "-c", 'exec "$@" >&-', "sh", *_haiku(), *command, "--db", str(owls)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+        timeout=120,
+    )
+    assert (done.returncode, done.stderr) == (
+        ExitCode.OUTPUT,
+        "haiku: cannot write the output: standard output is closed\n",
+    )
+    listed = subprocess.run([*_haiku(), "list", "--db", str(owls), "--json"], capture_output=True, text=True)
+    assert len(json.loads(listed.stdout)["documents"]) == 30  # the add was not made unseen
+
+
 def test_stdin_that_is_not_utf8_is_bad_input(cli, isolated: Path) -> None:
     result = cli("add", "-", input="caf\xe9".encode("latin-1"))
     assert result.exit_code == ExitCode.INPUT
