@@ -54,6 +54,7 @@ from benchmarks.scale import CHUNKS_PER_DOC, DIMENSION, Corpus, _batch_tables, b
 from haiku_cli.databases.pool import DatabasePool  # noqa: E402
 from haiku_cli.databases.selection import Selection  # noqa: E402
 from haiku_cli.store import Location, indexes, open_database  # noqa: E402
+from haiku_cli.store.blocking import wait  # noqa: E402
 from haiku_cli.store.maintenance import after_write  # noqa: E402
 from haiku_cli.store.writer import exclusive  # noqa: E402
 from tests.support.hash_embedder import hash_vectors, serve_hash_embedder  # noqa: E402
@@ -175,7 +176,9 @@ def upkeep(corpus: Corpus, base: Path, work: Path, args: argparse.Namespace) -> 
         cpu, wall = _cpu_wall(lambda: after_write(db))
         row = {"write": i + 1, "upkeep_cpu_s": round(cpu, 2), "upkeep_wall_s": round(wall, 2)}
         row["upkeep_cpu_ms"], row["upkeep_wall_ms"] = round(cpu * 1000, 1), round(wall * 1000, 1)
-        row["segments"] = next(s.segments for s in indexes.index_states(db.chunks) if s.name == "vector_idx")
+        row["segments"] = next(
+            s.segments for s in wait(indexes.index_states(db.chunks)) if s.name == "vector_idx"
+        )
         row["load_average"] = round(os.getloadavg()[0], 2)
         out["writes"].append(row)
         print(json.dumps(row), flush=True)

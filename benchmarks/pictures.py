@@ -37,6 +37,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from haiku_cli.capabilities import CitationPolicy, EvidenceCompaction, HaikuDeps, RetrievalCapability
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.store import open_database, reads
+from haiku_cli.store.blocking import wait  # noqa: E402
 from haiku_cli.store.location import Location
 from haiku_cli.store.markers import MARKER
 
@@ -98,8 +99,8 @@ def questions_with_pictures(config: Path) -> list[str]:
     ws = Workspace.load(config)
     db = open_database(ws.select_one(["pdfs"]))
     chunks = []
-    for doc in reads.list_documents(db, limit=None):
-        for chunk in reads.chunks_of(db, doc.id):
+    for doc in wait(reads.list_documents(db, limit=None)):
+        for chunk in wait(reads.chunks_of(db, doc.id)):
             words = MARKER.sub(" ", chunk.text).split()
             if MARKER.search(chunk.text) and len(words) >= 6:
                 chunks.append((doc.id, " ".join(words[:14])))

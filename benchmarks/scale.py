@@ -43,8 +43,9 @@ from haiku_cli.store import (  # noqa: E402
     open_database,
     schema,
 )
+from haiku_cli.store.blocking import wait  # noqa: E402
 from haiku_cli.store.database import Database  # noqa: E402
-from haiku_cli.store.indexes import analyze_many, index_states  # noqa: E402
+from haiku_cli.store.indexes import analyze, index_states  # noqa: E402
 from haiku_cli.store.maintenance import after_write  # noqa: E402
 from haiku_cli.store.transaction import atomic_write  # noqa: E402
 from haiku_cli.store.writer import exclusive  # noqa: E402
@@ -176,7 +177,7 @@ def _batch_tables(corpus: Corpus, db: Database, docs: list[int]) -> tuple[pa.Tab
             texts.append(section)
             search_texts.append(_search_text(title, i, section))
     orders = np.tile(np.arange(CHUNKS_PER_DOC, dtype=np.int32), len(docs))
-    terms = analyze_many(db.chunks, search_texts)
+    terms = wait(analyze(db.chunks, search_texts))
     documents = pa.table(
         {
             "id": doc_ids,
@@ -310,7 +311,7 @@ def run_size(corpus: Corpus, chunks: int, work: Path, queries_n: int = QUERIES) 
         bulk_build(corpus, part, list(range(i, docs, SPLIT))) for i, part in enumerate(parts)
     ]
     out["peak_rss_build_mb"] = _peak_rss_mb()
-    states = index_states(open_database(Location("one", str(one))).chunks)
+    states = wait(index_states(open_database(Location("one", str(one))).chunks))
     out["indexes"] = {s.name: {"rows": s.indexed_rows, "segments": s.segments} for s in states}
     rng = np.random.default_rng(chunks)
     queries = [corpus.query(rng, docs) for _ in range(queries_n)]

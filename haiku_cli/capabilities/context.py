@@ -5,10 +5,9 @@ context) is left out, and a hit whose text the model already has is referred to 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-import anyio.to_thread
 
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
@@ -42,14 +41,8 @@ async def document_texts(
         return {}
     dbs = [db for db in await pool.clients_covering(selection) if db.name in wanted]
 
-    def read() -> dict[DocumentKey, str]:
-        texts = {}
-        for db in dbs:
-            for doc_id, doc in reads.get_documents(db, wanted[db.name], content=True).items():
-                texts[(db.name, doc_id)] = doc.content
-        return texts
-
-    return await anyio.to_thread.run_sync(read)
+    found = await asyncio.gather(*(reads.get_documents(db, wanted[db.name], content=True) for db in dbs))
+    return {(db.name, i): doc.content for db, docs in zip(dbs, found, strict=True) for i, doc in docs.items()}
 
 
 def format_results(

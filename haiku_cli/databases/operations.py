@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
@@ -12,8 +13,8 @@ import anyio.to_thread
 
 from haiku_cli.config.resolved import ResolvedConfig, resolved_config
 from haiku_cli.databases import fanout, references
-from haiku_cli.databases.concurrency import concurrently, in_threads
-from haiku_cli.databases.reading import read_one
+from haiku_cli.databases.concurrency import concurrently
+from haiku_cli.databases.reading import in_thread, read_one
 from haiku_cli.databases.results import (
     DatabaseHistory,
     DatabaseOverview,
@@ -260,12 +261,10 @@ async def list_documents(
 async def get_document(ws: Workspace, location: Location, document_id: str) -> DocumentWithChunks:
     """`haiku get`: one document with its chunks, named by id, unique id prefix, uri or path."""
 
-    def read(db: Database) -> DocumentWithChunks:
-        doc = references.document(db, location, document_id)
-        pictures = pictures_of(db, [doc.id])[doc.id]
-        return DocumentWithChunks(
-            database=db.name, document=doc, chunks=reads.chunks_of(db, doc.id), pictures=pictures
-        )
+    async def read(db: Database) -> DocumentWithChunks:
+        doc = await references.document(db, location, document_id)
+        chunks, pictures = await asyncio.gather(reads.chunks_of(db, doc.id), pictures_of(db, [doc.id]))
+        return DocumentWithChunks(database=db.name, document=doc, chunks=chunks, pictures=pictures[doc.id])
 
     return await read_one(ws.pool, location, read)
 
@@ -274,10 +273,10 @@ async def delete_document(ws: Workspace, location: Location, document_id: str) -
     """`haiku delete`: remove a document (named as `get` takes it) and its chunks together."""
     db = await ws.pool.open_one(location, writable=True)
     async with writing(db, "delete") as write:
-        doc = await anyio.to_thread.run_sync(lambda: references.document(db, location, document_id))
+        doc = await references.document(db, location, document_id)
         found = doc.id
         write.operation = f"delete {found} ({doc.title or doc.uri or 'untitled'})"
-        chunks = await anyio.to_thread.run_sync(lambda: len(reads.chunks_of(db, found)))
+        chunks = len(await reads.chunks_of(db, found))
         await anyio.to_thread.run_sync(lambda: writes.delete_document(db, found))
     ws.pool.forget(location)
     return DeletedDocument(database=db.name, document=doc.summary(), chunks=chunks)
@@ -290,11 +289,12 @@ async def info(ws: Workspace, location: Location) -> maintenance.DatabaseInfo:
 
 async def history(ws: Workspace, location: Location) -> DatabaseHistory:
     """`haiku history`: the write commands that made the database, and its table versions, newest first."""
-    from haiku_cli.store.write_log import write_log
+    from haiku_cli.store.write_log import WriteRecord, write_log
 
-    versions, writes_made = await read_one(
-        ws.pool, location, lambda db: (maintenance.history(db), write_log(db))
-    )
+    async def read(db: Database) -> tuple[list[maintenance.TableVersion], list[WriteRecord]]:
+        return await maintenance.history(db), write_log(db)
+
+    versions, writes_made = await read_one(ws.pool, location, read)
     return DatabaseHistory(database=location.name, writes=writes_made, versions=versions)
 
 
@@ -353,9 +353,8 @@ async def overview(ws: Workspace, selection: Selection | None = None) -> list[Da
             if await anyio.to_thread.run_sync(exists, loc):
                 db = await ws.pool.open_one(loc)
                 row.exists = True
-                row.documents, row.chunks = await in_threads(
-                    [partial(reads.count_documents, db), partial(reads.count_chunks, db)]
-                )
+                counts = await asyncio.gather(reads.count_documents(db), reads.count_chunks(db))
+                row.documents, row.chunks = counts
                 row.embedder = db.embedder.name
         except (DatabaseError, InputError) as exc:  # InputError: a configured folder of other files
             row.error = str(exc)
@@ -378,7 +377,7 @@ async def list_sources(ws: Workspace, location: Location) -> SourceList:
         ]
         return SourceList(database=db.name, sources=summaries)
 
-    return await read_one(ws.pool, location, read)
+    return await read_one(ws.pool, location, in_thread(read))
 
 
 async def forget_source(

@@ -58,17 +58,17 @@ async def get_part(
     """`haiku get DOC --lines A:B`: those lines of the document; without `lines`, `reference` is a chunk
     id and the part is the run of the document that chunk was cut from (`haiku get --chunk CHUNK_ID`)."""
 
-    def read(db: Database) -> DocumentPart:
+    async def read(db: Database) -> DocumentPart:
         if lines is None:
-            return _chunk_part(db, location, reference)
-        return _lines_part(db, references.document(db, location, reference), *lines)
+            return await _chunk_part(db, location, reference)
+        return await _lines_part(db, await references.document(db, location, reference), *lines)
 
     return await read_one(ws.pool, location, read)
 
 
-def _chunk_part(db: Database, location: Location, chunk_id: str) -> DocumentPart:
-    found = references.chunk(db, location, chunk_id)
-    doc = reads.get_document(db, found.document_id)
+async def _chunk_part(db: Database, location: Location, chunk_id: str) -> DocumentPart:
+    found = await references.chunk(db, location, chunk_id)
+    doc = await reads.get_document(db, found.document_id)
     if doc is None:
         raise InputError(f"chunk {chunk_id.strip()!r}: its document was deleted")
     start, end = found.char_start, found.char_end
@@ -79,9 +79,10 @@ def _chunk_part(db: Database, location: Location, chunk_id: str) -> DocumentPart
     return part.model_copy(update={"chunk_id": found.id, "char_start": start, "char_end": end})
 
 
-def _lines_part(db: Database, doc: DocumentRecord, first: int, last: int | None) -> DocumentPart:
+async def _lines_part(db: Database, doc: DocumentRecord, first: int, last: int | None) -> DocumentPart:
     text_lines = doc.content.split("\n")
-    skipped = lines_before(doc.content, ((c.char_start, c.line_start) for c in reads.chunks_of(db, doc.id)))
+    chunks = await reads.chunks_of(db, doc.id)
+    skipped = lines_before(doc.content, ((c.char_start, c.line_start) for c in chunks))
     lines_of: Literal["source", "text"] = "text" if skipped is None else "source"
     skipped = skipped or 0
     total = skipped + len(text_lines)

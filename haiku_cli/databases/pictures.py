@@ -44,10 +44,10 @@ async def fetch_pictures(
     if not any(name in wanted for name in names):
         return {}
 
-    def read(db: Database) -> list[PictureRecord]:
+    async def read(db: Database) -> list[PictureRecord]:
         found = []
         for document_id, refs in wanted.get(db.name, {}).items():
-            found.extend(get_pictures(db, document_id, refs))
+            found.extend(await get_pictures(db, document_id, refs))
         return found
 
     found: dict[PictureKey, PictureRecord] = {}
@@ -68,9 +68,10 @@ class DocumentPictures(BaseModel):
 async def document_pictures(ws: Workspace, location: Location, document_id: str) -> DocumentPictures:
     """One document's pictures, the document named as `haiku get` takes it."""
 
-    def read(db: Database) -> DocumentPictures:
-        doc = references.document(db, location, document_id)
-        return DocumentPictures(database=db.name, document=doc.summary(), pictures=get_pictures(db, doc.id))
+    async def read(db: Database) -> DocumentPictures:
+        doc = await references.document(db, location, document_id)
+        pictures = await get_pictures(db, doc.id)
+        return DocumentPictures(database=db.name, document=doc.summary(), pictures=pictures)
 
     return await read_one(ws.pool, location, read)
 
@@ -147,9 +148,9 @@ async def visualize_chunk(
     text highlighted, as `{chunk id start}-p{page}.png` in `folder` (default: the current directory)."""
     from haiku_cli.ingest.convert.pdf_highlight import highlight_lines, highlight_page
 
-    def read(db: Database) -> tuple[ChunkRecord, DocumentSummary | None]:
-        chunk = references.chunk(db, location, chunk_id)
-        doc = reads.get_document(db, chunk.document_id)
+    async def read(db: Database) -> tuple[ChunkRecord, DocumentSummary | None]:
+        chunk = await references.chunk(db, location, chunk_id)
+        doc = await reads.get_document(db, chunk.document_id)
         return chunk, doc.summary() if doc is not None else None
 
     chunk, doc = await read_one(ws.pool, location, read)

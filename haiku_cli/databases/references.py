@@ -19,45 +19,52 @@ _ID_PREFIX = re.compile(r"[0-9a-f-]+")
 _SHOWN_CANDIDATES = 5
 
 
-def resolve(db: Database, location: Location, reference: str) -> str:
+async def resolve(db: Database, location: Location, reference: str) -> str:
     """The id of the one document `reference` names in `db`; an unknown or ambiguous one is refused."""
+    return (await _find(db, location, reference, content=False)).id
+
+
+async def document(db: Database, location: Location, reference: str) -> DocumentRecord:
+    """The one document (with its content) `reference` names in `db`, as `resolve` finds it."""
+    return await _find(db, location, reference, content=True)
+
+
+async def _find(db: Database, location: Location, reference: str, *, content: bool) -> DocumentRecord:
+    # A full id or a uri finds the document in one query, with its content when asked; an id prefix
+    # finds its id, and then its content.
     reference = reference.strip()  # pasted with the space or newline around it
     if not reference:
         raise not_found(reference, location)
-    if reads.get_documents(db, [reference]):
-        return reference
+    by_id = (await reads.get_documents(db, [reference], content=content)).get(reference)
+    if by_id is not None:
+        return by_id
     lowered = reference.lower()
     if len(reference) >= MIN_PREFIX and _ID_PREFIX.fullmatch(lowered):
-        matches = reads.documents_with_id_prefix(db, lowered, limit=_SHOWN_CANDIDATES + 1)
+        matches = await reads.documents_with_id_prefix(db, lowered, limit=_SHOWN_CANDIDATES + 1)
         if len(matches) == 1:
-            return matches[0].id
+            found = await reads.get_document(db, matches[0].id) if content else matches[0]
+            if found is None:  # deleted between the two reads
+                raise not_found(reference, location)
+            return found
         if matches:
             labels = [(m.id, m.title or m.uri or "untitled") for m in matches]
             raise _ambiguous(reference, location, "documents", labels)
     for uri in _uris(reference):
-        found = reads.find_by_uri(db, uri)
-        if found is not None:
-            return found.id
+        by_uri = await reads.find_by_uri(db, uri, content=content)
+        if by_uri is not None:
+            return by_uri
     raise not_found(reference, location)
 
 
-def document(db: Database, location: Location, reference: str) -> DocumentRecord:
-    """The one document (with its content) `reference` names in `db`, as `resolve` finds it."""
-    found = reads.get_document(db, resolve(db, location, reference))
-    if found is None:  # deleted between the two reads
-        raise not_found(reference, location)
-    return found
-
-
-def chunk(db: Database, location: Location, chunk_id: str) -> ChunkRecord:
+async def chunk(db: Database, location: Location, chunk_id: str) -> ChunkRecord:
     """The chunk with this id, or unique id prefix, in `db`; an unknown or ambiguous one is refused."""
     chunk_id = chunk_id.strip()
-    found = reads.get_chunks(db, [chunk_id]).get(chunk_id)
+    found = (await reads.get_chunks(db, [chunk_id])).get(chunk_id)
     if found is not None:
         return found
     lowered = chunk_id.lower()
     if len(chunk_id) >= MIN_PREFIX and _ID_PREFIX.fullmatch(lowered):
-        matches = reads.chunks_with_id_prefix(db, lowered, limit=_SHOWN_CANDIDATES + 1)
+        matches = await reads.chunks_with_id_prefix(db, lowered, limit=_SHOWN_CANDIDATES + 1)
         if len(matches) == 1:
             return matches[0]
         if matches:

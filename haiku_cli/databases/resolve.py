@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -37,7 +37,7 @@ class Resolution(Generic[T]):
 
 
 async def _per_database(
-    pool: DatabasePool, selection: Selection, fn: Callable[[Database], dict]
+    pool: DatabasePool, selection: Selection, fn: Callable[[Database], Awaitable[dict]]
 ) -> dict[str, dict]:
     results = await read_each(pool, selection, fn)
     return dict(zip(selection.names, results, strict=True))
@@ -76,9 +76,9 @@ async def resolve_chunks(
     """Find each chunk id (with its document) in the selection, refusing ids held by several databases."""
     ids = list(dict.fromkeys(ids))
 
-    def lookup(db: Database) -> dict[str, ResolvedChunk]:
-        chunks = get_chunks(db, ids)
-        docs = get_documents(db, {c.document_id for c in chunks.values()})
+    async def lookup(db: Database) -> dict[str, ResolvedChunk]:
+        chunks = await get_chunks(db, ids)
+        docs = await get_documents(db, {c.document_id for c in chunks.values()})
         return {i: ResolvedChunk(db.name, c, docs.get(c.document_id)) for i, c in chunks.items()}
 
     held = await _per_database(pool, selection, lookup)

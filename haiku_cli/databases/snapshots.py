@@ -9,7 +9,7 @@ import anyio.to_thread
 from pydantic import BaseModel
 
 from haiku_cli.databases.operations import writable_databases
-from haiku_cli.databases.reading import read_one
+from haiku_cli.databases.reading import in_thread, read_one
 from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import HaikuError, InputError
@@ -69,7 +69,7 @@ async def _has_tag(ws: Workspace, location: Location, name: str) -> bool:
 async def find_tag(ws: Workspace, location: Location, name: str) -> DatabaseTag:
     """One database's tag by name; a database that does not exist, or has no such tag, fails naming it."""
     tags.check_name(name)
-    found = await read_one(ws.pool, location, lambda db: tags.find_tag(db, name))
+    found = await read_one(ws.pool, location, in_thread(lambda db: tags.find_tag(db, name)))
     return DatabaseTag(database=location.name, tag=found)
 
 
@@ -81,7 +81,7 @@ async def check_tag(ws: Workspace, selection: Selection) -> None:
 
 async def list_tags(ws: Workspace, location: Location) -> TagList:
     """`haiku tag list`: one database's tags, oldest first."""
-    found = await read_one(ws.pool, location, tags.list_tags)
+    found = await read_one(ws.pool, location, in_thread(tags.list_tags))
     return TagList(database=location.name, tags=found)
 
 

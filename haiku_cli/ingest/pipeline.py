@@ -25,6 +25,7 @@ from haiku_cli.ingest.shown import drop_shown_pictures
 from haiku_cli.ingest.sources import FileChoice, TextFile
 from haiku_cli.ingest.stages import two_stages
 from haiku_cli.ingest.stored import content_hash, picture_records, stored_content
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
 from haiku_cli.store.indexes import vector_index_to_build
 from haiku_cli.store.maintenance import after_write
@@ -219,10 +220,10 @@ class Ingestor:
         """The stored document this one would replace; a database empty when the add began has none to
         look up (it is locked for this add), which saves a query per source on a first add."""
         if self._empty_before is None:
-            self._empty_before = count_documents(self.db) == 0
+            self._empty_before = wait(count_documents(self.db)) == 0
         if self._empty_before:
             return None
-        return find_by_uri(self.db, uri) if uri else find_by_hash(self.db, digest)
+        return wait(find_by_uri(self.db, uri) if uri else find_by_hash(self.db, digest))
 
     def _outcome(self, **fields: Any) -> SourceOutcome:
         return SourceOutcome.at(self.position, **fields)
@@ -452,7 +453,7 @@ async def add_sources(
         if engine is not None and engine.worth_it(items):
             # A document whose stored hash a worker finds is not embedded there; a given title or
             # metadata may still change it, so then every item is embedded.
-            known = {} if title or metadata else await anyio.to_thread.run_sync(stored_hashes, db)
+            known = {} if title or metadata else await stored_hashes(db)
             cluster = await stack.enter_async_context(
                 engine.running(
                     items, title=title, limits=limits or IngestSettings(), objects=objects, known=known
@@ -525,7 +526,7 @@ def _gone_from(db: Database, folders: list[Path], object_folders: dict[str, set[
 
     prefixes = tuple(Path(os.path.abspath(f)).as_uri().rstrip("/") + "/" for f in folders)
     gone = []
-    for uri in stored_uris(db):
+    for uri in wait(stored_uris(db)):
         if any(
             uri.startswith(p.rstrip("/") + "/") and uri not in listed for p, listed in object_folders.items()
         ):

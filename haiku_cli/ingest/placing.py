@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 from haiku_cli.ingest.stored import PAGE_BREAK, lines_before
 from haiku_cli.store import schema
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
 from haiku_cli.store.placing import Place, set_places, unplaced_documents
 from haiku_cli.store.reads import chunk_rows_of, get_documents
@@ -35,8 +36,8 @@ def fill_places(db: Database) -> int:
     for start in range(0, len(documents), _DOCUMENTS):
         ids = documents[start : start + _DOCUMENTS]
         with storage_errors(db, "cannot be read"):
-            texts = get_documents(db, ids, content=True)
-            rows = chunk_rows_of(db, ids, ["id", "document_id", "order", "text", *schema.SPAN_FIELDS])
+            texts = wait(get_documents(db, ids, content=True))
+            rows = wait(chunk_rows_of(db, ids, ["id", "document_id", "order", "text", *schema.SPAN_FIELDS]))
         by_document: dict[str, list[dict]] = defaultdict(list)
         for row in rows.to_pylist():
             by_document[row["document_id"]].append(row)

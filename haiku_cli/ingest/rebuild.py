@@ -47,19 +47,19 @@ async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = 
         # The stored vectors stand in for identical chunks' only if this embedder made them. A batch's
         # vectors take about as much memory as its documents' text, which the rebuild holds anyway.
         reuse = db.embedder.name == embedder.name and db.embedder.dimension == dimension
-        docs = await anyio.to_thread.run_sync(lambda: list_documents(db, limit=None))  # without content
+        docs = await list_documents(db, limit=None)  # without content
         new = await anyio.to_thread.run_sync(NewChunksTable, db, dimension)
         try:
             written = Rebuilt(0, 0)
             pending: list[_Rebuilt] = []
             for start in range(0, len(docs), _REBUILD_DOCUMENTS):
                 ids = [d.id for d in docs[start : start + _REBUILD_DOCUMENTS]]
-                full = await anyio.to_thread.run_sync(partial(get_documents, db, ids, content=True))
+                full = await get_documents(db, ids, content=True)
                 read = partial(
                     KeptIds, db, ids, vectors_of=set(ids) if reuse else (), what="cannot be rebuilt"
                 )
                 kept = await anyio.to_thread.run_sync(read)
-                placed = await anyio.to_thread.run_sync(_placed, db, ids)
+                placed = await _placed(db, ids)
                 for doc in (full[i] for i in ids if i in full):
                     skipped = lines_before(doc.content, placed.get(doc.id, ()))
                     stored = from_stored(doc.uri, doc.title, doc.content, lines_skipped=skipped)
@@ -91,7 +91,7 @@ _REBUILD_DOCUMENTS = 64
 _Rebuilt = tuple[DocumentSummary, Chunk, "Kept | None"]
 
 
-def _placed(db: Database, ids: list[str]) -> dict[str, list[tuple[int | None, int | None]]]:
+async def _placed(db: Database, ids: list[str]) -> dict[str, list[tuple[int | None, int | None]]]:
     """Per document, (char_start, line_start) of a stored chunk that knows its source lines: what tells
     a re-cut chunk its lines (the stored text alone does not say what preceded it in the file)."""
     from haiku_cli.store.reads import chunk_rows_of
@@ -100,7 +100,7 @@ def _placed(db: Database, ids: list[str]) -> dict[str, list[tuple[int | None, in
     if not db.chunks_carry_spans:
         return {}
     with storage_errors(db, "cannot be rebuilt"):
-        rows = chunk_rows_of(db, ids, ["document_id", "char_start", "line_start"]).to_pylist()
+        rows = (await chunk_rows_of(db, ids, ["document_id", "char_start", "line_start"])).to_pylist()
     placed: dict[str, list[tuple[int | None, int | None]]] = {}
     for r in rows:
         if r["line_start"] is not None and r["char_start"] is not None and r["document_id"] not in placed:

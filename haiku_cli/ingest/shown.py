@@ -9,6 +9,7 @@ from pathlib import Path
 from haiku_cli.ingest.convert.dispatch import suffix_kind
 from haiku_cli.ingest.convert.linked import linked_file
 from haiku_cli.ingest.reports import IngestReport
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
 from haiku_cli.store.pictures import pictures_of
 
@@ -31,7 +32,7 @@ def drop_shown_pictures(db: Database, report: IngestReport) -> None:
         return
     shown = {
         _real(str(linked_file(documents[document_id], picture.source)))
-        for document_id, pictures in pictures_of(db, documents).items()
+        for document_id, pictures in wait(pictures_of(db, documents)).items()
         for picture in pictures
         if picture.source
     }

@@ -34,6 +34,7 @@ from haiku_cli.ingest.sources import (
     iter_source_scope,
 )
 from haiku_cli.store import sources as stored_sources
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import get_documents, in_list, rows_where
 from haiku_cli.store.sources import FileState, RememberedSource
@@ -247,7 +248,7 @@ def _held(db: Database, ids: list[str]) -> set[str]:
     if not ids:
         return set()
     where = in_list("id", ids) if len(ids) <= _LOOKUP_AT_MOST else None
-    return set(rows_where(db, db.documents, where, ["id"]).column("id").to_pylist())
+    return set(wait(rows_where(db, db.documents, where, ["id"])).column("id").to_pylist())
 
 
 # Up to this many documents are looked up by id; more, and every id is read (one column, fast).
@@ -303,7 +304,7 @@ def _movable(db: Database, source: RememberedSource, gone: list[FileState]) -> d
     ids = [s.document_id for s in gone]
     with storage_errors(db, "cannot be read"):
         others = stored_sources.claimed(db, ids, besides=source.source)
-        found = get_documents(db, [i for i in ids if i not in others])
+        found = wait(get_documents(db, [i for i in ids if i not in others]))
     return {d.content_hash: d for d in found.values()}
 
 

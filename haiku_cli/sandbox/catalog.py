@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from haiku_cli.databases.pool import DatabasePool
@@ -137,7 +137,7 @@ class DocumentCatalog:
 
     async def pictures(self, database: str, document_id: str) -> list[PictureInfo]:
         """A document's pictures (without their bytes), in document order."""
-        return await self._read(database, lambda db: pictures_of(db, [document_id])[document_id])
+        return (await self._read(database, lambda db: pictures_of(db, [document_id])))[document_id]
 
     async def picture(self, database: str, document_id: str, reference: str) -> PictureRecord | None:
         """One picture with its bytes, or None."""
@@ -159,7 +159,7 @@ class DocumentCatalog:
         where = f"id = {reads.sql_string(document_id)} AND ({self._filter})"
         return bool(await self._read(database, lambda db: reads.document_ids(db, where=where)))
 
-    async def _read(self, database: str, read: Callable[[Database], T]) -> T:
+    async def _read(self, database: str, read: Callable[[Database], Awaitable[T]]) -> T:
         # The one rule: nothing outside the selection is ever opened.
         location = next(loc for loc in self._selection.locations if loc.name == database)
         return await read_one(self._pool, location, read)

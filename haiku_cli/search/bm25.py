@@ -13,7 +13,6 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
 
 import numpy as np
 
@@ -21,6 +20,7 @@ from haiku_cli.search.candidates import Candidate, CandidateQuery
 from haiku_cli.search.lookups import Reads, Shape, VersionFacts, each
 from haiku_cli.store.database import Database
 from haiku_cli.store.maintenance import corpus_totals
+from haiku_cli.store.reads import async_table
 
 K1 = 1.2
 B = 0.75
@@ -90,16 +90,16 @@ _corpus: VersionFacts[TermStats] = VersionFacts(100_000)
 _frequency: VersionFacts[int] = VersionFacts(100_000)
 
 
-def _version_key(db: Database, version: int | None) -> tuple[str, str, int]:
-    return (db.location.uri, db.chunks_table_name, db.chunks.version if version is None else version)
+def _version_key(db: Database, version: int) -> tuple[str, str, int]:
+    return (db.location.uri, db.chunks_table_name, version)
 
 
-def corpus_size(db: Database, version: int | None = None) -> TermStats:
+async def corpus_size(db: Database, version: int) -> TermStats:
     """One database's chunk count and total length in terms (no term frequencies yet), at `version` of
-    its chunks table (None: the version its handle reads)."""
+    its chunks table (the version its handle reads)."""
     key = _version_key(db, version)
     if key not in _corpus:
-        return _corpus.remember(key, TermStats(*corpus_totals(db)))
+        return _corpus.remember(key, TermStats(*await corpus_totals(db, version)))
     return _corpus[key]
 
 
@@ -173,7 +173,7 @@ async def rescore_set(
     cached = [_corpus.get(key) for key in keys]
     unknown = [i for i, size in enumerate(cached) if size is None]
     # The first query of a table version reads its size from meta, or counts it.
-    calls = [(dbs[i], reads.in_thread(dbs[i], partial(corpus_size, dbs[i], keys[i][2]))) for i in unknown]
+    calls = [(dbs[i], reads.within(dbs[i], corpus_size(dbs[i], keys[i][2]))) for i in unknown]
     read = dict(zip(unknown, await each(calls), strict=True))
     sizes = [size if size is not None else read[i] for i, size in enumerate(cached)]
     combined = sum(sizes, TermStats())
@@ -192,13 +192,19 @@ async def rescore_set(
     # What the scores do not settle is looked up (once per table version), every database at once.
     # A term is looked up by a word that analyzes to it: re-analyzing a stem need not give the stem.
     counts = await each(
-        [(db, reads.matching(db, terms.lookup.get(k[3], k[3]), rows)) for db, rows, k in missing]
+        [(db, reads.within(db, _matching(db, terms.lookup.get(k[3], k[3]), rows))) for db, rows, k in missing]
     )
     for (_, _, term_key), count in zip(missing, counts, strict=True):
         _frequency.remember(term_key, count)
         combined.frequency[term_key[3]] += count
     for cands in candidates:
         rescore(cands, terms.terms, combined)
+
+
+async def _matching(db: Database, word: str, rows: int) -> int:
+    """How many of `db`'s `rows` chunks the full-text index finds for `word`."""
+    q = async_table(db.chunks).query().nearest_to_text(word, columns="search_text").select(["_score"])
+    return (await q.limit(max(rows, 1)).to_arrow()).num_rows
 
 
 def frequencies_from_scores(

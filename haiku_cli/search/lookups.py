@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 from haiku_cli.store.database import Database
 from haiku_cli.store.handle import read_errors
-from haiku_cli.store.indexes import analyze_async
+from haiku_cli.store.indexes import analyze
 from haiku_cli.store.location import Location
 from haiku_cli.store.reads import async_table
 
@@ -91,7 +91,7 @@ class Reads:
 
     async def analyze(self, db: Database, texts: Sequence[str]) -> list[list[str]]:
         """Each text's terms under `db`'s full-text analyzer, in one call."""
-        return await self.within(db, analyze_async(async_table(db.chunks), texts))
+        return await self.within(db, analyze(db.chunks, texts))
 
     async def take(
         self, db: Database, table: Any, version: int, row_ids: list[int], columns: list[str]
@@ -108,11 +108,6 @@ class Reads:
             if dataset is not None:
                 return await self.in_thread(db, partial(dataset._take_rows, row_ids, columns=columns))
         return await self.within(db, table.take_row_ids(row_ids).select(columns).to_arrow())
-
-    async def matching(self, db: Database, word: str, rows: int) -> int:
-        """How many of `db`'s `rows` chunks the full-text index finds for `word`."""
-        q = async_table(db.chunks).query().nearest_to_text(word, columns="search_text").select(["_score"])
-        return (await self.within(db, q.limit(max(rows, 1)).to_arrow())).num_rows
 
 
 async def each(reads: Sequence[tuple[Database, Awaitable[T]]]) -> list[T]:

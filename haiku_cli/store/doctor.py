@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel
 
 from haiku_cli.store import schema
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.handle import PENDING_WRITE, Database
 from haiku_cli.store.indexes import MAX_INDEX_DELTAS, index_states
 from haiku_cli.store.maintenance import MAX_VERSIONS, database_info, vacuum
@@ -113,7 +114,7 @@ def _embedder(db: Database, configured: str | None, option: str) -> Check:
 
 
 def _indexes(db: Database, option: str) -> Check:
-    states = index_states(db.chunks)
+    states = wait(index_states(db.chunks))
     unindexed = max((s.unindexed_rows for s in states), default=0)
     segments = max((s.segments for s in states), default=1)
     if not states and db.chunks.count_rows():
@@ -195,7 +196,7 @@ def _writer_alive(db: Database, lease: Owner | None) -> bool:
 
 
 def _versions(db: Database, option: str) -> Check:
-    info = database_info(db)
+    info = wait(database_info(db))
     tables = [db.documents, db.chunks, db.meta_table, *db.side_tables().values()]
     counts = {t.name: len(t.list_versions()) for t in tables}
     size = f", {info.size_bytes} bytes on disk" if info.size_bytes is not None else ""

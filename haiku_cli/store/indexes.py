@@ -10,10 +10,12 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.handle import Database
+from haiku_cli.store.reads import async_table
 
 if TYPE_CHECKING:
-    from lancedb.table import AsyncTable, Table
+    from lancedb.table import Table
 
 # From this many chunks on, vector search goes through an IVF_HNSW_SQ index. Measured on 384-dim
 # vectors (benchmarks/index_upkeep.py threshold): the index pays from ~5k chunks and at 10k halves a
@@ -67,27 +69,15 @@ def create_fts_index(chunks: Table, *, replace: bool = False) -> None:
         )
 
 
-def fts_tokens(chunks: Table, text: str) -> list[str]:
-    """The terms the full-text index makes of `text` (lower-cased, stemmed, stop words dropped)."""
-    return [token.text for token in chunks.tokenize(text, index_name=FTS_INDEX)]
-
-
 # Analyzing costs about a millisecond per call whatever the length, so many texts go in one call,
 # joined by a word no text holds and the analyzer keeps as it is.
 _SEPARATOR = "zzhaikutextbreakzz"
 
 
-def analyze_many(chunks: Table, texts: Sequence[str]) -> list[list[str]]:
-    """`fts_tokens` of each text, in one call to the analyzer."""
-    joined = _joined(texts)
-    if joined is not None and (split := _split(fts_tokens(chunks, joined), len(texts))) is not None:
-        return split
-    return [fts_tokens(chunks, t) for t in texts]
-
-
-async def analyze_async(table: AsyncTable, texts: Sequence[str]) -> list[list[str]]:
-    """`analyze_many` through LanceDB's async table, for a search's reads (`analyze_many` is the write
-    path's, in a worker thread)."""
+async def analyze(chunks: Table, texts: Sequence[str]) -> list[list[str]]:
+    """The terms the full-text index makes of each text (lower-cased, stemmed, stop words dropped), in one
+    call to its analyzer: what a write counts as each chunk's length and a search rescores BM25 with."""
+    table = async_table(chunks)
 
     async def tokens(text: str) -> list[str]:
         return list(map(_TEXT, await table.tokenize(text, index_name=FTS_INDEX)))
@@ -164,7 +154,7 @@ def refresh_indexes(chunks: Table, *, merge_all: bool = False) -> None:
         if had_text and lance.dataset() is not None:
             _bound_text_segments(lance, merge_all=merge_all)
         _compact_if_fragmented(lance)
-    vector = next((s for s in index_states(chunks) if s.name == VECTOR_INDEX), None)
+    vector = next((s for s in wait(index_states(chunks)) if s.name == VECTOR_INDEX), None)
     if vector is None and rows >= VECTOR_INDEX_MIN_ROWS:
         create_vector_index(chunks)
     elif vector is not None and vector.segments > 1:
@@ -324,7 +314,7 @@ def refresh_keys(table: Table, keys: Sequence[str], *, merge_all: bool = False) 
 def _refresh_keys(lance: LanceHandle, keys: Sequence[str], *, merge_all: bool) -> bool:
     # False when Lance could not fold the new rows and LanceDB's optimize did it instead.
     table = lance.table
-    states = index_states(table)
+    states = wait(index_states(table))
     present = {s.name for s in states}
     missing = [k for k in keys if f"{k}_idx" not in present]
     if missing:
@@ -399,18 +389,18 @@ def has_vector_index(db: Database) -> bool:
     return any(i.name == VECTOR_INDEX for i in db.chunks.list_indices())
 
 
-def index_states(chunks: Table) -> list[IndexState]:
+async def index_states(chunks: Table) -> list[IndexState]:
     """Each index on a chunks table with how many rows it covers."""
-    states = []
-    for idx in chunks.list_indices():
-        stats = chunks.index_stats(idx.name)
-        states.append(
-            IndexState(
-                name=idx.name,
-                kind=str(idx.index_type),
-                indexed_rows=stats.num_indexed_rows if stats else 0,
-                unindexed_rows=stats.num_unindexed_rows if stats else 0,
-                segments=(stats.num_indices or 1) if stats else 0,
-            )
+    table = async_table(chunks)
+    listed = await table.list_indices()
+    stats = await asyncio.gather(*(table.index_stats(idx.name) for idx in listed))
+    return [
+        IndexState(
+            name=idx.name,
+            kind=str(idx.index_type),
+            indexed_rows=found.num_indexed_rows if found else 0,
+            unindexed_rows=found.num_unindexed_rows if found else 0,
+            segments=(found.num_indices or 1) if found else 0,
         )
-    return states
+        for idx, found in zip(listed, stats, strict=True)
+    ]

@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
 from haiku_cli.store.reads import chunk_rows_of
 from haiku_cli.store.transaction import storage_errors
@@ -75,11 +76,11 @@ class KeptIds:
         with storage_errors(db, what):
             # The vectors only of the documents that ask for them (a second query when some do not):
             # another document of the batch may be a very long one.
-            self._add(chunk_rows_of(db, [i for i in ids if i not in vectors_of], _COLUMNS))
+            self._add(wait(chunk_rows_of(db, [i for i in ids if i not in vectors_of], _COLUMNS)))
             # With the text each vector was made from: a vector stands in for a new chunk's only if
             # that text is the one the new chunk would embed (its title, headings and passage).
             with_vectors = [*_COLUMNS, "vector", "search_text"]
-            self._add(chunk_rows_of(db, [i for i in ids if i in vectors_of], with_vectors))
+            self._add(wait(chunk_rows_of(db, [i for i in ids if i in vectors_of], with_vectors)))
 
     def _add(self, table: pa.Table) -> None:
         if not table.num_rows:

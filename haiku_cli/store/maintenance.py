@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -17,18 +18,19 @@ from pydantic import BaseModel
 
 from haiku_cli.errors import DatabaseError, HaikuError, Hint
 from haiku_cli.store import schema
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import PENDING_WRITE, Database
-from haiku_cli.store.handle import failure_reason
+from haiku_cli.store.handle import failure_reason, read_errors
 from haiku_cli.store.indexes import (
     DOCUMENT_KEYS,
-    analyze_many,
+    analyze,
     index_states,
     lance_dataset,
     refresh_indexes,
     refresh_keys,
 )
 from haiku_cli.store.pictures import drop_orphans
-from haiku_cli.store.reads import count_chunks, count_documents
+from haiku_cli.store.reads import async_table, count_rows, rows_where
 from haiku_cli.store.records import UtcDatetime
 from haiku_cli.store.tag_records import drop_stray_chunk_tables
 from haiku_cli.store.transaction import storage_errors
@@ -75,30 +77,37 @@ class DatabaseInfo(BaseModel):
     indexes: list[dict[str, Any]]
 
 
-def database_info(db: Database) -> DatabaseInfo:
-    """Counts, size on disk, embedder, schema, table versions and index state."""
+async def database_info(db: Database) -> DatabaseInfo:
+    """Counts, size on disk, embedder, schema, table versions and index state, read at once."""
     path = db.location.local_path
+    side = await asyncio.to_thread(db.side_tables)  # opening a side table lists the database's folder
+    tables = {schema.DOCUMENTS: db.documents, schema.CHUNKS: db.chunks, **side}
+    pictures = side.get(schema.PICTURES)
+    size, counts, versions, indexes = await asyncio.gather(
+        asyncio.to_thread(_dir_size, path) if path is not None else _nothing(),
+        asyncio.gather(*(count_rows(db, t) for t in (db.documents, db.chunks, pictures) if t is not None)),
+        asyncio.gather(*(async_table(t).version() for t in tables.values())),
+        index_states(db.chunks),
+    )
     return DatabaseInfo(
         database=db.name,
         kind=db.location.kind,
         read_only=db.location.read_only,
-        documents=count_documents(db),
-        chunks=count_chunks(db),
-        pictures=db.pictures.count_rows() if db.pictures is not None else 0,
-        size_bytes=_dir_size(path) if path is not None else None,
+        documents=counts[0],
+        chunks=counts[1],
+        pictures=counts[2] if pictures is not None else 0,
+        size_bytes=size,
         embedder=db.embedder.name,
         dimension=db.embedder.dimension,
         schema_version=db.schema_version,
         upgrade=_upgrade(db),
-        versions={name: table.version for name, table in _versioned(db).items()},
-        indexes=[s.__dict__ for s in index_states(db.chunks)],
+        versions=dict(zip(tables, versions, strict=True)),
+        indexes=[s.__dict__ for s in indexes],
     )
 
 
-def _versioned(db: Database) -> dict[str, Table]:
-    """The tables whose versions `info` shows: those a write changes (as `history` names them), the side
-    tables (pictures, sources) once made."""
-    return {schema.DOCUMENTS: db.documents, schema.CHUNKS: db.chunks, **db.side_tables()}
+async def _nothing() -> None:
+    return None
 
 
 def _upgrade(db: Database) -> str | None:
@@ -117,11 +126,14 @@ def _upgrade(db: Database) -> str | None:
     return f"{older}; haiku vacuum upgrades it in place (nothing is re-embedded)"
 
 
-def history(db: Database) -> list[TableVersion]:
+async def history(db: Database) -> list[TableVersion]:
     """Every version of the documents and chunks tables, newest first."""
+    names = (schema.DOCUMENTS, schema.CHUNKS)
+    with read_errors(db):
+        listed = await asyncio.gather(*(async_table(t).list_versions() for t in (db.documents, db.chunks)))
     out = []
-    for name, table in ((schema.DOCUMENTS, db.documents), (schema.CHUNKS, db.chunks)):
-        for v in table.list_versions():
+    for name, versions in zip(names, listed, strict=True):
+        for v in versions:
             out.append(TableVersion(table=name, version=v["version"], timestamp=v["timestamp"]))
     return sorted(out, key=lambda v: (v.timestamp, v.table), reverse=True)
 
@@ -153,18 +165,18 @@ def after_write(db: Database) -> None:
             ) from exc
 
 
-def corpus_totals(db: Database) -> tuple[int, int]:
-    """Chunk count and total length in index terms (for BM25); kept in meta by each write, else counted."""
+async def corpus_totals(db: Database, version: int) -> tuple[int, int]:
+    """Chunk count and total length in index terms (for BM25) at `version` of the chunks table (the one its
+    handle reads); kept in meta by each write, else counted."""
     stored = json.loads(db.meta.get(CORPUS_TOTALS) or "{}")
-    if stored.get("table") == db.chunks_table_name and stored.get("version") == db.chunks.version:
+    if stored.get("table") == db.chunks_table_name and stored.get("version") == version:
         return int(stored["chunks"]), int(stored["tokens"])
-    return _count_totals(db)
+    return await _count_totals(db)
 
 
-def _count_totals(db: Database) -> tuple[int, int]:
-    chunks = db.chunks.count_rows()
-    lengths = db.chunks.search().select(["search_tokens"]).limit(max(chunks, 1)).to_arrow()
-    return chunks, int(pc.sum(lengths.column("search_tokens")).as_py() or 0)
+async def _count_totals(db: Database) -> tuple[int, int]:
+    lengths = await rows_where(db, db.chunks, None, ["search_tokens"])
+    return lengths.num_rows, int(pc.sum(lengths.column("search_tokens")).as_py() or 0)
 
 
 def _store_corpus_totals(db: Database) -> None:
@@ -173,7 +185,7 @@ def _store_corpus_totals(db: Database) -> None:
     known = stored.get("fragments", {}) if stored.get("table") == db.chunks_table_name else {}
     fragments = _fragment_totals(db.chunks, known)
     if fragments is None:
-        chunks, tokens = _count_totals(db)
+        chunks, tokens = wait(_count_totals(db))
     else:
         chunks, tokens = sum(f[0] for f in fragments.values()), sum(f[1] for f in fragments.values())
     totals = {"table": db.chunks_table_name, "version": db.chunks.version, "chunks": chunks, "tokens": tokens}
@@ -342,8 +354,7 @@ def upgrade_layout(db: Database) -> bool:
     # layout it still has (the columns are looked at, not the version) until the next vacuum.
     db.set_meta("schema_version", str(schema.SCHEMA_VERSION))
     if not db.chunks_carry_documents:
-        rows = max(count_documents(db), 1)
-        fields = db.documents.search().select(["id", *schema.DOCUMENT_FIELDS]).limit(rows).to_arrow()
+        fields = wait(rows_where(db, db.documents, None, ["id", *schema.DOCUMENT_FIELDS]))
         fields = fields.rename_columns(["document_id", *schema.DOCUMENT_FIELDS.values()])
         # One commit adding the three columns beside the existing data files: row addresses, and so
         # the indexes, stay as they are.
@@ -355,7 +366,7 @@ def upgrade_layout(db: Database) -> bool:
         terms = []
         for start in range(0, texts.num_rows, _ANALYZED_AT_ONCE):
             batch = texts.column("search_text").slice(start, _ANALYZED_AT_ONCE).to_pylist()
-            terms += [" ".join(t) for t in analyze_many(db.chunks, [t or "" for t in batch])]
+            terms += [" ".join(t) for t in wait(analyze(db.chunks, [t or "" for t in batch]))]
         # One commit, beside the existing data files, as the document fields above.
         dataset.merge(
             pa.table({"id": texts.column("id"), schema.TERMS_FIELD: terms}), left_on="id", right_on="id"

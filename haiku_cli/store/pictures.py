@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from haiku_cli.store.handle import Database, read_errors
-from haiku_cli.store.reads import get_documents, in_list, sql_string
+from haiku_cli.store.blocking import wait
+from haiku_cli.store.handle import Database
+from haiku_cli.store.reads import get_documents, in_list, rows_where, sql_string
 from haiku_cli.store.records import PictureInfo, PictureRecord
 
 _INFO_COLUMNS = ["document_id", "reference", "page", "box", "width", "height", "format", "caption", "source"]
@@ -18,24 +20,24 @@ def picture_rows(document_id: str, pictures: Sequence[PictureRecord]) -> list[di
     return [{**p.model_dump(), "document_id": document_id, "size": len(p.data)} for p in pictures]
 
 
-def pictures_of(db: Database, document_ids: Iterable[str]) -> dict[str, list[PictureInfo]]:
+async def pictures_of(db: Database, document_ids: Iterable[str]) -> dict[str, list[PictureInfo]]:
     """The pictures (without bytes) of each document, in document order; a database without any has none."""
     ids = list(dict.fromkeys(document_ids))
-    table = db.pictures
+    table = await _pictures_table(db)
     found: dict[str, list[PictureInfo]] = {i: [] for i in ids}
     if table is None or not ids:
         return found
-    rows = _rows(db, table, in_list("document_id", ids), [*_INFO_COLUMNS, "size"])
+    rows = await _rows(db, table, in_list("document_id", ids), [*_INFO_COLUMNS, "size"])
     for row in rows:
         found[row["document_id"]].append(PictureInfo.model_validate(row))
     return found
 
 
-def get_pictures(
+async def get_pictures(
     db: Database, document_id: str, references: Iterable[str] | None = None
 ) -> list[PictureRecord]:
     """A document's pictures with their bytes (only those named by `references`, when given)."""
-    table = db.pictures
+    table = await _pictures_table(db)
     if table is None:
         return []
     where = f"document_id = {sql_string(document_id)}"
@@ -44,14 +46,17 @@ def get_pictures(
         if not refs:
             return []
         where += f" AND {in_list('reference', refs)}"
-    rows = _rows(db, table, where, [*_INFO_COLUMNS, "size", "data"])
+    rows = await _rows(db, table, where, [*_INFO_COLUMNS, "size", "data"])
     return [PictureRecord.model_validate(r) for r in rows]
 
 
-def _rows(db: Database, table: Any, where: str, columns: list[str]) -> list[dict[str, Any]]:
-    with read_errors(db):
-        query = table.search().where(where).select(columns)
-        rows = query.limit(table.count_rows() or 1).to_arrow().to_pylist()
+async def _pictures_table(db: Database) -> Any:
+    # Looking a side table up lists the database's tables (a request on object storage): off the loop.
+    return await asyncio.to_thread(lambda: db.pictures)
+
+
+async def _rows(db: Database, table: Any, where: str, columns: list[str]) -> list[dict[str, Any]]:
+    rows = (await rows_where(db, table, where, columns)).to_pylist()
     # Stored in document order by write; a listing keeps it by page, then by the order references sort.
     return sorted(rows, key=lambda r: (r["page"] or 0, _natural(r["reference"])))
 
@@ -66,10 +71,9 @@ def drop_orphans(db: Database) -> int:
     table = db.pictures
     if table is None:
         return 0
-    with read_errors(db):
-        column = table.search().select(["document_id"]).limit(table.count_rows() or 1).to_arrow()
+    column = wait(rows_where(db, table, None, ["document_id"]))
     owners = set(column["document_id"].to_pylist())
-    gone = sorted(owners - set(get_documents(db, owners)))
+    gone = sorted(owners - set(wait(get_documents(db, owners))))
     if gone:
         table.delete(in_list("document_id", gone))
     return len(gone)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 import pyarrow as pa
 
 from haiku_cli.store import schema
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
 from haiku_cli.store.indexes import lance_dataset
 from haiku_cli.store.reads import rows_where
@@ -27,7 +28,7 @@ def unplaced_documents(db: Database) -> list[str]:
     if not db.chunks_carry_spans:
         return []
     with storage_errors(db, "cannot be read"):
-        rows = rows_where(db, db.chunks, "char_start IS NULL", ["document_id"])
+        rows = wait(rows_where(db, db.chunks, "char_start IS NULL", ["document_id"]))
     return sorted(set(rows.column("document_id").to_pylist()))
 
 

@@ -17,6 +17,7 @@ from haiku_cli.store.handle import (
     is_read_failure,
     parse_json_object,
     plain_first_line,
+    read_errors,
     storage_failure,
 )
 from haiku_cli.store.records import ChunkRecord, DocumentRecord
@@ -66,23 +67,41 @@ def _trailing(where: str, rest: str) -> NoReturn:
     )
 
 
-def rows_where(db: Database, table: Any, where: str | None, columns: list[str]) -> pa.Table:
+def async_table(table: Any) -> Any:
+    """LanceDB's async table behind a sync one, the same table at the same version: awaited on any
+    event loop, it reads without the round trip to LanceDB's own loop each synchronous call makes."""
+    inner = getattr(table, "_table", None)
+    if inner is None or not callable(getattr(inner, "query", None)):
+        # The attribute LanceDB's sync table keeps it in; pyproject pins a release that has it. The public
+        # way, `lancedb.connect_async` + `open_table` + `checkout(version)`, is a second connection per
+        # database that reads the table's manifest again: 0.87-1.01 ms of CPU per database opened
+        # locally against 0.06 ms here, and a round trip more on object storage (benchmarks/async_open.py).
+        raise RuntimeError(f"this LanceDB release keeps no async table behind {type(table).__name__}")
+    return inner
+
+
+async def rows_where(db: Database, table: Any, where: str | None, columns: list[str]) -> pa.Table:
     """Some columns of every row of `table` matching `where` (all rows when None), as Arrow."""
-    return _query_arrow(db, table, where, columns, None)
+    return await _query_arrow(db, table, where, columns, None)
 
 
-def _query_rows(db: Database, table: Any, where: str | None, columns: list[str], limit: int | None):
-    return _query_arrow(db, table, where, columns, limit).to_pylist()
+async def _query_rows(
+    db: Database, table: Any, where: str | None, columns: list[str], limit: int | None
+) -> list[dict[str, Any]]:
+    return (await _query_arrow(db, table, where, columns, limit)).to_pylist()
 
 
-def _query_arrow(db: Database, table: Any, where: str | None, columns: list[str], limit: int | None):
-    query = table.search().select(columns)
+async def _query_arrow(
+    db: Database, table: Any, where: str | None, columns: list[str], limit: int | None
+) -> pa.Table:
+    query = async_table(table).query().select(columns)
     sql = f"({translate(where)})" if where and check_filter(where) else None
     if sql:
         query = query.where(sql)
-    query = query.limit(limit) if limit is not None else query.limit(table.count_rows() or 1)
+    if limit is not None:  # an async query without a limit reads every matching row
+        query = query.limit(limit)
     try:
-        return query.to_arrow()
+        return await query.to_arrow()
     except Exception as exc:
         if is_read_failure(exc):
             # A file gone from under a reader (a concurrent vacuum) is the store's failure, not the filter's.
@@ -90,9 +109,10 @@ def _query_arrow(db: Database, table: Any, where: str | None, columns: list[str]
         if not where:
             raise
         try:  # the filter alone, as the user wrote it: what LanceDB finds wrong in it
-            table.search().select(columns[:1]).where(translate(where)).limit(1).to_arrow()
-        except Exception as plain:
-            raise InputError(f"invalid filter {where!r}: {_filter_problem(plain)}") from plain
+            plain = async_table(table).query().select(columns[:1]).where(translate(where)).limit(1)
+            await plain.to_arrow()
+        except Exception as wrong:
+            raise InputError(f"invalid filter {where!r}: {_filter_problem(wrong)}") from wrong
         # Whole alone but not in parentheses of its own: text after its condition, which LanceDB drops.
         found = re.fullmatch(r"Expected: \), found: (.+)", _parser_error(exc) or "")
         _trailing(where, found.group(1) if found else "")
@@ -143,144 +163,133 @@ def _document(row: dict[str, Any]) -> DocumentRecord:
     )
 
 
-def list_documents(
+async def list_documents(
     db: Database, *, where: str | None = None, limit: int | None = 50, offset: int = 0
 ) -> list[DocumentRecord]:
     """Documents (without content), oldest first, optionally filtered by SQL over document fields."""
-    rows = _query_rows(db, db.documents, where, _DOC_COLUMNS, None)
+    rows = await _query_rows(db, db.documents, where, _DOC_COLUMNS, None)
     rows.sort(key=lambda r: (r["created_at"], r["id"]))
     rows = rows[offset : offset + limit] if limit is not None else rows[offset:]
     return [_document(r) for r in rows]
 
 
-def document_ids(db: Database, *, where: str | None = None) -> list[str]:
+async def document_ids(db: Database, *, where: str | None = None) -> list[str]:
     """Ids of the documents matching a filter (all when None)."""
-    return [r["id"] for r in _query_rows(db, db.documents, where, ["id"], None)]
+    return [r["id"] for r in await _query_rows(db, db.documents, where, ["id"], None)]
 
 
-def get_documents(db: Database, ids: Iterable[str], *, content: bool = False) -> dict[str, DocumentRecord]:
-    """Documents by id; ids not held are absent from the result."""
+async def get_documents(
+    db: Database, ids: Iterable[str], *, content: bool = False
+) -> dict[str, DocumentRecord]:
+    """Documents by id, in one query; ids not held are absent from the result."""
     ids = list(dict.fromkeys(ids))
     if not ids:
         return {}
     columns = _DOC_COLUMNS + (["content"] if content else [])
-    rows = _query_rows(db, db.documents, in_list("id", ids), columns, len(ids))
+    rows = await _query_rows(db, db.documents, in_list("id", ids), columns, len(ids))
     return {r["id"]: _document(r) for r in rows}
-
-
-def async_table(table: Any) -> Any:
-    """LanceDB's async table behind a sync one, the same table at the same version: awaited on any
-    event loop, it reads without the round trip to LanceDB's own loop each synchronous call makes."""
-    inner = getattr(table, "_table", None)
-    if inner is None or not callable(getattr(inner, "query", None)):
-        # The attribute LanceDB's sync table keeps it in; pyproject pins a release that has it.
-        raise RuntimeError(f"this LanceDB release keeps no async table behind {type(table).__name__}")
-    return inner
 
 
 async def documents_of(wanted: Sequence[tuple[Database, Iterable[str]]]) -> list[dict[str, DocumentRecord]]:
     """`get_documents` of several databases, all at once."""
-
-    async def fetch(db: Database, ids: list[str]) -> dict[str, DocumentRecord]:
-        if not ids:
-            return {}
-        query = async_table(db.documents).query().where(in_list("id", ids))
-        try:
-            rows = (await query.select(_DOC_COLUMNS).limit(len(ids)).to_arrow()).to_pylist()
-        except Exception as exc:
-            if is_read_failure(exc):
-                raise storage_failure(db.location, "cannot be read", exc) from exc  # as get_documents does
-            raise
-        return {r["id"]: _document(r) for r in rows}
-
-    return list(await asyncio.gather(*(fetch(db, list(dict.fromkeys(ids))) for db, ids in wanted)))
+    return list(await asyncio.gather(*(get_documents(db, ids) for db, ids in wanted)))
 
 
-def get_document(db: Database, document_id: str) -> DocumentRecord | None:
+async def get_document(db: Database, document_id: str) -> DocumentRecord | None:
     """One document with its content, or None."""
-    return get_documents(db, [document_id], content=True).get(document_id)
+    return (await get_documents(db, [document_id], content=True)).get(document_id)
 
 
-def documents_with_id_prefix(db: Database, prefix: str, *, limit: int) -> list[DocumentRecord]:
-    """Documents (without content) whose id starts with `prefix`, by id; at most `limit`."""
+def _id_prefix_filter(prefix: str) -> str:
     pattern = prefix.replace("\\", "").replace("%", "").replace("_", "") + "%"
-    rows = _query_rows(db, db.documents, f"id LIKE {sql_string(pattern)}", _DOC_COLUMNS, None)
+    return f"id LIKE {sql_string(pattern)}"
+
+
+async def documents_with_id_prefix(db: Database, prefix: str, *, limit: int) -> list[DocumentRecord]:
+    """Documents (without content) whose id starts with `prefix`, by id; at most `limit`."""
+    rows = await _query_rows(db, db.documents, _id_prefix_filter(prefix), _DOC_COLUMNS, None)
     rows.sort(key=lambda r: r["id"])
     return [_document(r) for r in rows[:limit]]
 
 
-def chunks_with_id_prefix(db: Database, prefix: str, *, limit: int) -> list[ChunkRecord]:
+async def chunks_with_id_prefix(db: Database, prefix: str, *, limit: int) -> list[ChunkRecord]:
     """Chunks whose id starts with `prefix`, by id; at most `limit`."""
-    pattern = prefix.replace("\\", "").replace("%", "").replace("_", "") + "%"
-    rows = _query_rows(db, db.chunks, f"id LIKE {sql_string(pattern)}", _chunk_columns(db), None)
+    rows = await _query_rows(db, db.chunks, _id_prefix_filter(prefix), _chunk_columns(db), None)
     rows.sort(key=lambda r: r["id"])
     return [ChunkRecord(**r) for r in rows[:limit]]
 
 
-def find_by_uri(db: Database, uri: str) -> DocumentRecord | None:
-    """The document previously added from this uri, if any."""
-    rows = _query_rows(db, db.documents, f"uri = {sql_string(uri)}", _DOC_COLUMNS, 1)
+async def find_by_uri(db: Database, uri: str, *, content: bool = False) -> DocumentRecord | None:
+    """The document previously added from this uri, if any (with its content when asked)."""
+    columns = _DOC_COLUMNS + (["content"] if content else [])
+    rows = await _query_rows(db, db.documents, f"uri = {sql_string(uri)}", columns, 1)
     return _document(rows[0]) if rows else None
 
 
-def stored_uris(db: Database) -> list[str]:
+async def stored_uris(db: Database) -> list[str]:
     """The uri of every document that has one."""
-    return [r["uri"] for r in _query_rows(db, db.documents, "uri IS NOT NULL", ["uri"], None)]
+    return [r["uri"] for r in await _query_rows(db, db.documents, "uri IS NOT NULL", ["uri"], None)]
 
 
-def stored_hashes(db: Database) -> dict[str, str]:
+async def stored_hashes(db: Database) -> dict[str, str]:
     """The content hash of every document that has a uri, by uri."""
-    rows = _query_rows(db, db.documents, "uri IS NOT NULL", ["uri", "content_hash"], None)
+    rows = await _query_rows(db, db.documents, "uri IS NOT NULL", ["uri", "content_hash"], None)
     return {r["uri"]: r["content_hash"] for r in rows}
 
 
-def find_by_hash(db: Database, content_hash: str) -> DocumentRecord | None:
+async def find_by_hash(db: Database, content_hash: str) -> DocumentRecord | None:
     """A uri-less document with this content, if any (so re-adding the same text is a no-op)."""
     where = f"uri IS NULL AND content_hash = {sql_string(content_hash)}"
-    rows = _query_rows(db, db.documents, where, _DOC_COLUMNS, 1)
+    rows = await _query_rows(db, db.documents, where, _DOC_COLUMNS, 1)
     return _document(rows[0]) if rows else None
 
 
-def get_chunks(db: Database, ids: Iterable[str]) -> dict[str, ChunkRecord]:
+async def get_chunks(db: Database, ids: Iterable[str]) -> dict[str, ChunkRecord]:
     """Chunks by id; ids not held are absent."""
     ids = list(dict.fromkeys(ids))
     if not ids:
         return {}
-    rows = _query_rows(db, db.chunks, in_list("id", ids), _chunk_columns(db), len(ids))
+    rows = await _query_rows(db, db.chunks, in_list("id", ids), _chunk_columns(db), len(ids))
     return {r["id"]: ChunkRecord(**r) for r in rows}
 
 
-def chunks_of(db: Database, document_id: str) -> list[ChunkRecord]:
+async def chunks_of(db: Database, document_id: str) -> list[ChunkRecord]:
     """A document's chunks in order."""
-    return chunks_of_documents(db, [document_id])[document_id]
+    return (await chunks_of_documents(db, [document_id]))[document_id]
 
 
-def chunks_of_documents(db: Database, document_ids: Iterable[str]) -> dict[str, list[ChunkRecord]]:
+async def chunks_of_documents(db: Database, document_ids: Iterable[str]) -> dict[str, list[ChunkRecord]]:
     """The chunks of several documents, each in order (one query, through the document_id index)."""
     ids = list(dict.fromkeys(document_ids))
     if not ids:
         return {}
     out: dict[str, list[ChunkRecord]] = {i: [] for i in ids}
-    for row in _query_rows(db, db.chunks, in_list("document_id", ids), _chunk_columns(db), None):
+    for row in await _query_rows(db, db.chunks, in_list("document_id", ids), _chunk_columns(db), None):
         out[row["document_id"]].append(ChunkRecord(**row))
     for chunks in out.values():
         chunks.sort(key=lambda c: c.order)
     return out
 
 
-def chunk_rows_of(db: Database, document_ids: Iterable[str], columns: list[str]) -> pa.Table:
+async def chunk_rows_of(db: Database, document_ids: Iterable[str], columns: list[str]) -> pa.Table:
     """Some columns of the chunks of several documents, as Arrow (one query through the document_id index)."""
     ids = list(dict.fromkeys(document_ids))
     if not ids:
         return pa.table({c: [] for c in columns})
-    return _query_arrow(db, db.chunks, in_list("document_id", ids), columns, None)
+    return await _query_arrow(db, db.chunks, in_list("document_id", ids), columns, None)
 
 
-def count_documents(db: Database) -> int:
+async def count_rows(db: Database, table: Any) -> int:
+    """How many rows a table of the database holds, at the version its handle reads."""
+    with read_errors(db):
+        return int(await async_table(table).count_rows())
+
+
+async def count_documents(db: Database) -> int:
     """How many documents the database holds."""
-    return db.documents.count_rows()
+    return await count_rows(db, db.documents)
 
 
-def count_chunks(db: Database) -> int:
+async def count_chunks(db: Database) -> int:
     """How many chunks the database holds."""
-    return db.chunks.count_rows()
+    return await count_rows(db, db.chunks)

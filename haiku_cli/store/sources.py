@@ -18,6 +18,7 @@ import pyarrow as pa
 from pydantic import BaseModel, Field
 
 from haiku_cli.store import schema
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.handle import Database, parse_json_object
 from haiku_cli.store.reads import in_list, rows_where, sql_string
 from haiku_cli.store.records import UtcDatetime
@@ -107,7 +108,7 @@ def read_sources(db: Database) -> list[RememberedSource]:
     table = db.side_table(schema.SOURCES)
     if table is None:
         return []
-    rows = rows_where(db, table, None, ["source", "kind", "options", "added_at"]).to_pylist()
+    rows = wait(rows_where(db, table, None, ["source", "kind", "options", "added_at"])).to_pylist()
     out = [
         RememberedSource(
             source=r["source"], kind=r["kind"], added_at=r["added_at"], **parse_json_object(r["options"])
@@ -160,7 +161,7 @@ def file_states(db: Database, source: str | None = None, *, under: Sequence[str]
         conditions.append("(" + " OR ".join(near) + ")")
     where = " AND ".join(conditions) or None
     columns = ["source", "uri", "document_id", "size", "mtime_ns", "etag", "last_modified"]
-    found = rows_where(db, table, where, columns)
+    found = wait(rows_where(db, table, where, columns))
     states = map(FileState._make, zip(*(found.column(c).to_pylist() for c in columns), strict=True))
     if under:
         return [s for s in states if any(_below(s.uri, u) for u in under)]
@@ -211,5 +212,5 @@ def claimed(db: Database, document_ids: Iterable[str], *, besides: str) -> set[s
         where = (
             f"{in_list('document_id', ids[start : start + DELETE_BATCH])} AND source != {sql_string(besides)}"
         )
-        found.update(rows_where(db, table, where, ["document_id"]).column("document_id").to_pylist())
+        found.update(wait(rows_where(db, table, where, ["document_id"])).column("document_id").to_pylist())
     return found

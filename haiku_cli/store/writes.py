@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from haiku_cli.store import schema
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
 from haiku_cli.store.handle import drop_tables
-from haiku_cli.store.indexes import analyze_many
+from haiku_cli.store.indexes import analyze
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.pictures import picture_rows
 from haiku_cli.store.reads import count_documents, in_list
@@ -48,7 +49,7 @@ def make_chunk_rows(chunks: Table, new: Sequence[tuple[DocumentSummary, NewChunk
         }
         row["search_text"] = chunk.search_text or chunk.text
         rows.append(row)
-    for row, terms in zip(rows, analyze_many(chunks, [r["search_text"] for r in rows]), strict=True):
+    for row, terms in zip(rows, wait(analyze(chunks, [r["search_text"] for r in rows])), strict=True):
         row["search_tokens"] = len(terms)
         row[schema.TERMS_FIELD] = " ".join(terms)
     return rows
@@ -159,7 +160,7 @@ def remove_unwritten(db: Database, *, folder: bool) -> None:
     if db.writer_lock is None:
         raise RuntimeError("remove_unwritten needs the writer lock")
     with storage_errors(db, "cannot be removed"):
-        if count_documents(db) > 0:
+        if wait(count_documents(db)) > 0:
             return  # another writer filled it meanwhile: it is theirs now
         db.writer_lock.abandon()
         # The meta table goes last: while it exists the database does, and an object store's lease

@@ -15,8 +15,9 @@ from haiku_cli.search.bm25 import query_words
 from haiku_cli.search.candidates import find_candidates
 from haiku_cli.search.lookups import Reads
 from haiku_cli.store import DocumentRecord, DocumentWrite, Location, NewChunk, open_database, reads, schema
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import refresh_reader
-from haiku_cli.store.indexes import fts_tokens
+from haiku_cli.store.indexes import analyze
 from haiku_cli.store.writes import new_id, write_documents
 from tests.conftest import fill
 from tests.support.old_layout import create_v1_database, create_v2_database, create_v3_database
@@ -51,7 +52,7 @@ def _hits(ws, location: Location) -> dict[str, list[tuple]]:
 
 def _assert_hits_match_documents(location: Location, hits: dict[str, list[tuple]]) -> None:
     db = open_database(location)
-    docs = {d.id: d for d in reads.list_documents(db, limit=None)}
+    docs = {d.id: d for d in wait(reads.list_documents(db, limit=None))}
     assert {h[1] for h in hits["hybrid"]} == set(docs)  # every document is found
     for kind_hits in hits.values():
         for _, document_id, uri, title, metadata, *_ in kind_hits:
@@ -92,7 +93,7 @@ def test_an_old_layout_database_is_searched_written_and_upgraded_by_rebuild(v1_d
     ws = workspace()
     old = open_database(v1_database)
     assert old.schema_version == 1 and not old.chunks_carry_documents
-    assert reads.count_documents(old) == 4  # it took the adds, in rows its table accepts
+    assert wait(reads.count_documents(old)) == 4  # it took the adds, in rows its table accepts
     assert not _carry_documents(v1_database)
     before = _hits(ws, v1_database)
     _assert_hits_match_documents(v1_database, before)
@@ -229,7 +230,9 @@ def test_version_3_databases_are_rescored_alike_before_and_after_vacuum_stores_t
     db = open_database(parts[0])
     assert db.schema_version == 4 and db.chunks_carry_terms
     stored = db.chunks.search().select(["search_text", schema.TERMS_FIELD]).to_list()
-    assert all(r[schema.TERMS_FIELD].split() == fts_tokens(db.chunks, r["search_text"]) for r in stored)
+    assert all(
+        r[schema.TERMS_FIELD].split() == wait(analyze(db.chunks, [r["search_text"]]))[0] for r in stored
+    )
     analysed.clear()
     assert _split_fts(workspace(), parts) == before
     assert analysed == [1 + words]  # only the query: the candidates' terms are read with them

@@ -19,6 +19,7 @@ from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import DatabaseError
 from haiku_cli.store import Database, EmbedderSpec, Location, open_database, reads
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.maintenance import vacuum
 from haiku_cli.store.writes import write_documents
 from tests.store.test_writes import _write
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.anyio
 
 
 def _titles(db) -> list[str]:
-    return sorted(d.title for d in reads.list_documents(db, limit=None))
+    return sorted(d.title for d in wait(reads.list_documents(db, limit=None)))
 
 
 async def test_a_reused_reader_sees_later_writes_after_a_vacuum(tmp_path: Path) -> None:
@@ -45,7 +46,7 @@ async def test_a_reused_reader_sees_later_writes_after_a_vacuum(tmp_path: Path) 
     (again,) = await pool.clients_covering(Selection((loc,)))
     assert again is reader
     assert _titles(again) == ["first", "second"]
-    assert reads.count_chunks(again) == 4
+    assert wait(reads.count_chunks(again)) == 4
 
 
 @pytest.mark.parametrize("search_type", ["fts", "vector", "hybrid"])

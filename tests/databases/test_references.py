@@ -113,3 +113,29 @@ def test_a_chunk_is_named_by_a_unique_id_prefix_and_an_ambiguous_one_lists_the_c
         "give more of the id"
     ), ambiguous.stderr
     assert "no chunk with id or id prefix 'c0f'" in cli("get", "--chunk", "c0f", "-d", "notes").stderr
+
+
+def test_a_document_named_by_its_full_id_or_uri_is_read_in_one_query_with_its_content(
+    make_db, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from haiku_cli.databases import references
+    from haiku_cli.store import reads
+
+    location, ids = make_db("notes", [{"text": "Lanterns burn kerosene.", "title": "Lamps"}])
+    uri = "https://example.org/lamps"
+    open_database(location).documents.update(where=f"id = '{ids[0]}'", values={"uri": uri})
+    db = open_database(location)
+    asked: list[str | None] = []
+    real = reads._query_rows
+
+    def spy(db, table, where, columns, limit):
+        if table is db.documents:
+            asked.append(where)
+        return real(db, table, where, columns, limit)
+
+    monkeypatch.setattr(reads, "_query_rows", spy)
+    found = anyio.run(lambda: references.document(db, location, ids[0]))
+    assert found.content.startswith("Lanterns") and len(asked) == 1  # not an id check, then the content
+    asked.clear()
+    assert anyio.run(lambda: references.document(db, location, uri)).content.startswith("Lanterns")
+    assert len(asked) == 2  # not an id; then its uri, with the content

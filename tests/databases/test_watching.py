@@ -19,6 +19,7 @@ import pytest
 from haiku_cli.databases import operations
 from haiku_cli.databases.watching import WatchEvent, watch
 from haiku_cli.store import open_database, reads
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.location import Location
 from tests.support.etag_server import serve_page
 
@@ -86,7 +87,7 @@ def _added(ws, location: Location, source: Path | str) -> None:
 
 def _documents(location: Location) -> dict[str, str]:
     db = open_database(location)
-    return {d.uri: d.id for d in reads.list_documents(db, limit=None)}
+    return {d.uri: d.id for d in wait(reads.list_documents(db, limit=None))}
 
 
 def test_saves_renames_and_moves_are_followed_without_duplicates(
@@ -214,7 +215,7 @@ def test_other_writers_meanwhile_lose_nothing(workspace, tmp_path: Path, notes: 
     files = {uri for uri in _documents(location) if uri is not None}
     assert files == {(notes / name).as_uri() for name in ("apples.md", "n0.md", "n1.md", "n2.md")}
     # The typed notes stay; apples.md, deleted by hand while its file is still there, was read again.
-    assert reads.count_documents(open_database(location)) == 4 + 3
+    assert wait(reads.count_documents(open_database(location))) == 4 + 3
 
 
 def test_a_writer_holding_the_lock_too_long_is_said_once_and_the_change_follows(
@@ -253,7 +254,7 @@ def test_url_sources_are_polled(workspace, tmp_path: Path, monkeypatch: pytest.M
             )
         assert 304 in page.statuses  # unchanged polls were answered "not modified"
     (doc_id,) = _documents(location).values()
-    assert "one" in reads.get_document(open_database(location), doc_id).content
+    assert "one" in wait(reads.get_document(open_database(location), doc_id)).content
 
 
 @pytest.mark.slow

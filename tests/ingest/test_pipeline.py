@@ -13,6 +13,7 @@ from haiku_cli.errors import DatabaseError, ModelError
 from haiku_cli.ingest import pipeline
 from haiku_cli.ingest.reports import NoProgress
 from haiku_cli.store import indexes, open_database, reads
+from haiku_cli.store.blocking import wait
 from tests.ingest.support import (
     FailingAfter,
     Recording,
@@ -39,13 +40,13 @@ def test_a_failure_after_some_batches_undoes_the_whole_add(
                 db, FailingAfter(embedder, 2), [str(folder)], title=None, metadata={}
             )
         )
-    assert [d.title for d in reads.list_documents(db)] == ["Kept"]
-    assert reads.count_chunks(db) == 1
+    assert [d.title for d in wait(reads.list_documents(db))] == ["Kept"]
+    assert wait(reads.count_chunks(db)) == 1
     again = open_database(db.location, writable=True)
     assert "pending_write" not in again.meta
     report = anyio.run(lambda: pipeline.add_sources(again, embedder, [str(folder)], title=None, metadata={}))
     assert [o.status for o in report.outcomes] == ["added"] * 7
-    assert reads.count_documents(again) == 8
+    assert wait(reads.count_documents(again)) == 8
     assert again.chunks.schema.names == columns  # an add keeps a database's layout
 
 
@@ -91,8 +92,8 @@ def test_a_failed_write_while_the_next_batch_embeds_undoes_the_whole_add(
     with pytest.raises(DatabaseError, match="cannot be written"):
         anyio.run(add)
     assert bad.calls == 2  # batch 2 was embedding when batch 1's write failed
-    assert [d.title for d in reads.list_documents(db)] == ["Kept"]
-    assert reads.count_chunks(db) == 1
+    assert [d.title for d in wait(reads.list_documents(db))] == ["Kept"]
+    assert wait(reads.count_chunks(db)) == 1
     assert "pending_write" not in open_database(db.location, writable=True).meta
 
 
@@ -127,8 +128,8 @@ def test_readding_is_a_noop_and_a_change_replaces_in_place(tmp_path: Path, embed
     assert sorted(o.status for o in third.outcomes) == ["unchanged", "updated"]
     updated = next(o for o in third.outcomes if o.status == "updated")
     assert updated.document_id == next(o.document_id for o in first.outcomes if o.source.endswith("d0.md"))
-    assert "Rewritten" in reads.get_document(db, updated.document_id).content
-    assert reads.count_documents(db) == 2
+    assert "Rewritten" in wait(reads.get_document(db, updated.document_id)).content
+    assert wait(reads.count_documents(db)) == 2
 
 
 class _Vanisher(NoProgress):
@@ -158,7 +159,7 @@ def test_a_file_that_vanishes_mid_add_is_reported_and_the_rest_added(tmp_path: P
         "d2.md": "added",
     }
     assert report.failed[0].error == f"{folder / 'd1.md'}: no such file"
-    assert sorted(d.title for d in reads.list_documents(db)) == ["Doc 0", "Doc 2"]
+    assert sorted(d.title for d in wait(reads.list_documents(db))) == ["Doc 0", "Doc 2"]
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their permissions")
@@ -177,7 +178,7 @@ def test_unreadable_files_and_folders_are_reported_and_the_rest_added(tmp_path: 
         f"{folder / 'd0.md'}: cannot read (Permission denied)",
         f"{folder / 'locked'}: cannot read the directory (Permission denied)",
     ]
-    assert [d.title for d in reads.list_documents(db)] == ["Doc 1"]
+    assert [d.title for d in wait(reads.list_documents(db))] == ["Doc 1"]
 
 
 def test_a_source_given_twice_in_one_add_is_stored_once(tmp_path: Path, embedder) -> None:
@@ -191,7 +192,7 @@ def test_a_source_given_twice_in_one_add_is_stored_once(tmp_path: Path, embedder
     ids = {(Path(o.source).name, o.status): o.document_id for o in report.outcomes}
     assert sorted(ids) == [("d0.md", "added"), ("d0.md", "unchanged"), ("d1.md", "added")]
     assert ids["d0.md", "unchanged"] == ids["d0.md", "added"]
-    assert reads.count_documents(db) == 2
+    assert wait(reads.count_documents(db)) == 2
 
 
 def _long_text(n_paragraphs: int, word: str) -> str:
@@ -209,15 +210,15 @@ def test_a_long_document_is_written_in_parts_and_replaced_whole(
     first = anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
     long = next(o for o in first.outcomes if o.source.endswith("long.md"))
     assert long.chunks >= 5
-    assert [c.order for c in reads.chunks_of(db, long.document_id)] == list(range(long.chunks))
+    assert [c.order for c in wait(reads.chunks_of(db, long.document_id))] == list(range(long.chunks))
     (folder / "long.md").write_text(_long_text(3, "beta"))
     second = anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
     updated = next(o for o in second.outcomes if o.source.endswith("long.md"))
     assert (updated.status, updated.document_id) == ("updated", long.document_id)
-    chunks = reads.chunks_of(db, long.document_id)
+    chunks = wait(reads.chunks_of(db, long.document_id))
     assert [c.order for c in chunks] == list(range(updated.chunks))
     assert all("beta" in c.text and "alpha" not in c.text for c in chunks)
-    assert reads.count_chunks(db) == updated.chunks + 1
+    assert wait(reads.count_chunks(db)) == updated.chunks + 1
 
 
 def _chunk_copies(db) -> dict[str, set[tuple]]:
@@ -331,7 +332,7 @@ def test_a_metadata_only_re_add_keeps_ids_and_vectors_without_embedding(tmp_path
     assert recording.calls == []
     assert chunks_by_id(db) == before and vectors_by_id(db) == vectors
     assert _chunk_copies(db) == _document_fields(db)  # the chunks carry the new metadata
-    assert reads.list_documents(db)[0].metadata == {"team": "dev"}
+    assert wait(reads.list_documents(db))[0].metadata == {"team": "dev"}
 
 
 def test_a_failed_update_leaves_the_chunks_and_their_ids_as_they_were(
@@ -344,7 +345,7 @@ def test_a_failed_update_leaves_the_chunks_and_their_ids_as_they_were(
         _add_file(db, FailingAfter(embedder, 2), path, title="Renamed")
     again = open_database(db.location)
     assert chunks_by_id(again) == before
-    assert reads.list_documents(again)[0].title != "Renamed"
+    assert wait(reads.list_documents(again))[0].title != "Renamed"
 
 
 def test_a_folder_re_added_with_new_metadata_over_many_batches_keeps_every_id_and_vector(
@@ -425,7 +426,7 @@ def test_an_add_that_builds_the_vector_index_first_says_so(
         return steps.steps
 
     assert add(2) == []  # below the threshold: no index to build
-    rows = reads.count_chunks(db) + 2  # the next add crosses it
+    rows = wait(reads.count_chunks(db)) + 2  # the next add crosses it
     assert add(2) == [f"building the vector index over {rows:,} chunks (once)"]
     assert indexes.has_vector_index(db)
     assert add(1) == []  # built: later adds fold into it
@@ -466,9 +467,9 @@ def test_ctrl_c_keeps_the_documents_finished_and_a_rerun_continues(
 
     anyio.run(interrupted)
     # Batches [d0 d1] [d2 d3] were written whole; [d3x d3x] was written too, but d3x is not whole.
-    kept = {Path(d.uri).name: d.id for d in reads.list_documents(db, limit=None)}
+    kept = {Path(d.uri).name: d.id for d in wait(reads.list_documents(db, limit=None))}
     assert sorted(kept) == ["d0.md", "d1.md", "d2.md", "d3.md"]
-    assert all(len(reads.chunks_of(db, i)) == 1 for i in kept.values())
+    assert all(len(wait(reads.chunks_of(db, i))) == 1 for i in kept.values())
     again = open_database(db.location, writable=True)
     assert "pending_write" not in again.meta
     rerun = _CtrlC(embedder, at=0)
@@ -480,4 +481,4 @@ def test_ctrl_c_keeps_the_documents_finished_and_a_rerun_continues(
     }
     long = next(o for o in report.outcomes if o.source.endswith("d3x.md"))
     assert rerun.embedded == long.chunks + 3  # only what the interrupted add had not kept
-    assert reads.count_documents(again) == 8
+    assert wait(reads.count_documents(again)) == 8

@@ -12,6 +12,7 @@ from haiku_cli.errors import ModelError
 from haiku_cli.ingest import pipeline
 from haiku_cli.ingest.rebuild import rebuild
 from haiku_cli.store import open_database, reads, schema
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.markers import picture_refs
 from haiku_cli.store.pictures import get_pictures, pictures_of
 from haiku_cli.store.writes import delete_document
@@ -39,18 +40,18 @@ def test_pictures_are_stored_with_their_document_and_chunks_cover_them(
 ) -> None:
     db = new_db(tmp_path, embedder, layout)
     assert db.pictures is None  # made lazily: a database without pictures has no such table
-    assert pictures_of(db, ["any"]) == {"any": []}
+    assert wait(pictures_of(db, ["any"])) == {"any": []}
     add(db, embedder, paper(tmp_path))
-    (doc,) = reads.list_documents(db)
+    (doc,) = wait(reads.list_documents(db))
     again = open_database(db.location)
-    listed = pictures_of(again, [doc.id])[doc.id]
+    listed = wait(pictures_of(again, [doc.id]))[doc.id]
     assert [(p.reference, p.page, p.caption) for p in listed] == [
         ("p1-1", 1, "Figure 1: The pipeline"),
         ("p2-1", 2, ""),
     ]
-    (stored,) = get_pictures(again, doc.id, ["p1-1"])
+    (stored,) = wait(get_pictures(again, doc.id, ["p1-1"]))
     assert stored.data.startswith(b"\x89PNG") and stored.size == len(stored.data)
-    covered = {ref for c in reads.chunks_of(again, doc.id) for ref in picture_refs(c.text)}
+    covered = {ref for c in wait(reads.chunks_of(again, doc.id)) for ref in picture_refs(c.text)}
     assert covered == {"p1-1", "p2-1"}
 
 
@@ -60,16 +61,16 @@ def test_references_are_stable_across_re_add_and_rebuild_and_a_changed_picture_u
     db = new_db(tmp_path, embedder)
     source = paper(tmp_path)
     add(db, embedder, source)
-    (doc,) = reads.list_documents(db)
-    before = get_pictures(db, doc.id)
+    (doc,) = wait(reads.list_documents(db))
+    before = wait(get_pictures(db, doc.id))
     assert [o.status for o in add(db, embedder, source).outcomes] == ["unchanged"]
     anyio.run(lambda: rebuild(db, embedder))
-    after = get_pictures(open_database(db.location), doc.id)
+    after = wait(get_pictures(open_database(db.location), doc.id))
     assert [(p.reference, p.data) for p in after] == [(p.reference, p.data) for p in before]
     # Same text, another picture: the document is updated, under the same id and references.
     paper(tmp_path, color="green")
     assert [o.status for o in add(db, embedder, source).outcomes] == ["updated"]
-    changed = get_pictures(open_database(db.location), doc.id)
+    changed = wait(get_pictures(open_database(db.location), doc.id))
     assert [p.reference for p in changed] == ["p1-1", "p2-1"]
     assert changed[0].data != before[0].data and changed[1].data == before[1].data
 
@@ -77,7 +78,7 @@ def test_references_are_stable_across_re_add_and_rebuild_and_a_changed_picture_u
 def test_deleting_a_document_deletes_its_pictures(tmp_path: Path, embedder) -> None:
     db = new_db(tmp_path, embedder)
     add(db, embedder, paper(tmp_path))
-    (doc,) = reads.list_documents(db)
+    (doc,) = wait(reads.list_documents(db))
     delete_document(db, doc.id)
     assert db.pictures is not None and db.pictures.count_rows() == 0
 
@@ -107,7 +108,7 @@ def test_a_failed_add_leaves_no_pictures_and_no_table(
     again = open_database(db.location, writable=True)
     assert again.pictures is None
     assert schema.PICTURES not in again.conn.list_tables().tables
-    assert [d.title for d in reads.list_documents(again)] == ["Kept"]
+    assert [d.title for d in wait(reads.list_documents(again))] == ["Kept"]
     monkeypatch.setattr(pipeline, "write_documents", real_write)
     add(again, embedder, paper(tmp_path))
     assert again.pictures is not None and again.pictures.count_rows() == 2
@@ -122,13 +123,13 @@ def test_vacuum_drops_the_pictures_an_older_haiku_left_behind(tmp_path: Path, em
     other = pdf_with_images(["Another page."], [(0, (72, 500, 64, 64), "green")])
     (tmp_path / "other.pdf").write_bytes(other)
     add(db, embedder, tmp_path / "other.pdf")
-    gone, kept = reads.list_documents(db)
-    kept_pictures = pictures_of(db, [kept.id])[kept.id]
+    gone, kept = wait(reads.list_documents(db))
+    kept_pictures = wait(pictures_of(db, [kept.id]))[kept.id]
     assert len(kept_pictures) == 1
     with exclusive(db):  # what a haiku of before pictures does: documents and chunks only
         db.chunks.delete(f"document_id = '{gone.id}'")
         db.documents.delete(f"id = '{gone.id}'")
     vacuum(open_database(db.location, writable=True))
     again = open_database(db.location)
-    assert pictures_of(again, [gone.id, kept.id]) == {gone.id: [], kept.id: kept_pictures}
+    assert wait(pictures_of(again, [gone.id, kept.id])) == {gone.id: [], kept.id: kept_pictures}
     assert again.pictures is not None and again.pictures.count_rows() == 1

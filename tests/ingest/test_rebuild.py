@@ -11,6 +11,7 @@ import pytest
 from haiku_cli.errors import ModelError
 from haiku_cli.ingest import pipeline, rebuild
 from haiku_cli.store import open_database, reads
+from haiku_cli.store.blocking import wait
 from tests.ingest.support import (
     FailingAfter,
     Recording,
@@ -71,14 +72,14 @@ def test_a_rebuild_of_an_unchanged_database_keeps_every_document_and_chunk_id(
     repeated = " ".join(f"Sentence {j} says the same." for j in range(20))  # over half a chunk
     (folder / "twice.md").write_text(f"# Same\n\n{repeated}\n\n{repeated}\n")  # two identical chunks
     anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
-    before, documents = chunks_by_id(db), reads.list_documents(db, limit=None)
+    before, documents = chunks_by_id(db), wait(reads.list_documents(db, limit=None))
     assert len(before) == 11 and len({text for _, text, _ in before.values()}) == 10
     monkeypatch.setattr(rebuild, "BATCH_CHUNKS", 3)  # ids are kept across batches too
     monkeypatch.setattr(rebuild, "_REBUILD_DOCUMENTS", 2)
     assert anyio.run(lambda: rebuild.rebuild(db, embedder)) == (11, 11)  # chunks, of which kept ids
     again = open_database(db.location)
     assert chunks_by_id(again) == before
-    assert reads.list_documents(again, limit=None) == documents
+    assert wait(reads.list_documents(again, limit=None)) == documents
     # Each chunk was written again (in the current layout), not carried over.
     assert again.chunks_table_name != "chunks" and "document_title" in again.chunks.schema.names
 

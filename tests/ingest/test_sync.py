@@ -14,6 +14,7 @@ from haiku_cli.ingest import pipeline
 from haiku_cli.ingest.sync import sync_source
 from haiku_cli.store import open_database, reads
 from haiku_cli.store import sources as stored
+from haiku_cli.store.blocking import wait
 from tests.ingest.support import FailingAfter, new_db
 from tests.support.etag_server import Page, serve_page
 
@@ -37,7 +38,7 @@ def _sync(db, embedder, source: str, scope=None):
 
 
 def _by_uri(db) -> dict[str, str]:
-    return {d.uri: d.id for d in reads.list_documents(db, limit=None)}
+    return {d.uri: d.id for d in wait(reads.list_documents(db, limit=None))}
 
 
 @pytest.fixture
@@ -117,7 +118,7 @@ def test_sync_adds_replaces_and_deletes_only_what_left_its_source(
     assert (notes / "new.md").as_uri() in after
     assert (other / "c.md").as_uri() in after  # only the synced source's documents go
     assert None in after  # the typed note
-    assert reads.count_chunks(db) == 4
+    assert wait(reads.count_chunks(db)) == 4
 
 
 def test_an_unchanged_file_costs_a_stat_not_a_read(tmp_path: Path, embedder, notes: Path) -> None:
@@ -172,7 +173,7 @@ def test_a_vanished_source_folder_keeps_its_documents(tmp_path: Path, embedder, 
     done = _sync(db, embedder, str(notes))
     assert done.status == "missing"
     assert "no such file or directory" in (done.error or "")
-    assert reads.count_documents(db) == 2
+    assert wait(reads.count_documents(db)) == 2
     moved.rename(notes)
     back = _sync(db, embedder, str(notes))
     assert (back.status, back.unchanged, back.deleted) == ("synced", 2, 0)
@@ -271,7 +272,7 @@ def test_a_url_is_asked_again_with_its_etag(tmp_path: Path, embedder, page: Page
     done = _sync(db, embedder, page.url)
     assert done.updated == 1
     assert _by_uri(db)[page.url] == first
-    assert "Second version" in reads.get_document(db, first).content
+    assert "Second version" in wait(reads.get_document(db, first)).content
     assert _sync(db, embedder, page.url).unchanged == 1
     assert page.statuses[-1] == 304
 
@@ -301,13 +302,13 @@ def test_a_renamed_or_moved_file_keeps_its_document_and_chunk_ids(
     db = new_db(tmp_path, embedder)
     _add(db, embedder, str(notes))
     before = _by_uri(db)[(notes / "a.md").as_uri()]
-    chunk_ids = {c.id for c in reads.chunks_of(db, before)}
+    chunk_ids = {c.id for c in wait(reads.chunks_of(db, before))}
     (notes / "a.md").rename(notes / "sub" / "moved.md")
     done = _sync(db, embedder, str(notes))
     assert (done.updated, done.added, done.deleted) == (1, 0, 0)
     (change,) = done.changes
     assert change.note == f"moved from {notes / 'a.md'}"
     assert _by_uri(db)[(notes / "sub" / "moved.md").as_uri()] == before
-    assert {c.id for c in reads.chunks_of(db, before)} == chunk_ids
-    assert reads.count_documents(db) == 2
+    assert {c.id for c in wait(reads.chunks_of(db, before))} == chunk_ids
+    assert wait(reads.count_documents(db)) == 2
     assert _sync(db, embedder, str(notes)).unchanged == 2  # its new name's stat was stored

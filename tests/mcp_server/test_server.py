@@ -17,6 +17,7 @@ from haiku_cli.databases.selection import Selection
 from haiku_cli.mcp_server.server import build_server
 from haiku_cli.mcp_server.tools import ServerScope
 from haiku_cli.store import maintenance
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import open_database
 from haiku_cli.store.location import Location
 from tests.capabilities.analysis_script import cite_printed, execute
@@ -277,7 +278,7 @@ def test_several_databases_failing_read_as_one_sentence_each_then_the_next_step_
 def test_no_tool_writes_to_a_database(scope, corpus: Path) -> None:
     def versions() -> list[Any]:
         return [
-            maintenance.history(open_database(Location(n, str(corpus / f"{n}.lancedb"))))
+            wait(maintenance.history(open_database(Location(n, str(corpus / f"{n}.lancedb")))))
             for n in ("alpha", "beta")
         ]
 

@@ -11,8 +11,9 @@ import pytest
 from haiku_cli.search import bm25
 from haiku_cli.search.candidates import Candidate, find_candidates
 from haiku_cli.search.lookups import Reads, Unbounded
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
-from haiku_cli.store.indexes import analyze_many
+from haiku_cli.store.indexes import analyze
 from tests.support.single_chunks import single_chunk_database, word_texts
 
 
@@ -26,7 +27,7 @@ def db(tmp_path: Path) -> Database:
 def _counted(db: Database, query: bm25.QueryTerms) -> dict[str, int]:
     """How many chunks hold each query term, counted over every chunk's analyzed text."""
     texts = db.chunks.search().select(["search_text"]).limit(1000).to_arrow().column("search_text")
-    analyzed = analyze_many(db.chunks, texts.to_pylist())
+    analyzed = wait(analyze(db.chunks, texts.to_pylist()))
     return {t: sum(t in terms for terms in analyzed) for t in dict.fromkeys(query.terms)}
 
 
@@ -42,7 +43,9 @@ def test_frequencies_read_off_the_scores_equal_counted_ones(db: Database, query:
         db, query=query, query_vector=None, search_type="fts", k=100, with_search_text=True
     )
     terms, (pairs,) = _analyzed(db, query, [found])
-    derived = bm25.frequencies_from_scores(bm25.corpus_size(db), terms.terms, pairs, exhaustive=True)
+    derived = bm25.frequencies_from_scores(
+        wait(bm25.corpus_size(db, db.chunks.version)), terms.terms, pairs, exhaustive=True
+    )
     assert derived == _counted(db, terms)  # every term settled, without a lookup
 
 
@@ -50,7 +53,9 @@ def test_too_few_candidates_settle_nothing_wrongly(db: Database) -> None:
     query = "flood basin silt marsh tide"
     found = find_candidates(db, query=query, query_vector=None, search_type="fts", k=3, with_search_text=True)
     terms, (pairs,) = _analyzed(db, query, [found])
-    derived = bm25.frequencies_from_scores(bm25.corpus_size(db), terms.terms, pairs, exhaustive=False)
+    derived = bm25.frequencies_from_scores(
+        wait(bm25.corpus_size(db, db.chunks.version)), terms.terms, pairs, exhaustive=False
+    )
     counted = _counted(db, terms)
     assert all(derived[t] == counted[t] for t in derived)  # what is settled is right; the rest is looked up
     assert len(derived) < len(counted)

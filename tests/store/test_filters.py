@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from haiku_cli.errors import InputError
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
 from haiku_cli.store.reads import list_documents
 from tests.support.single_chunks import single_chunk_database
@@ -16,7 +17,7 @@ from tests.support.single_chunks import single_chunk_database
 
 def _metadata_database(tmp_path: Path) -> Database:
     db = single_chunk_database(tmp_path / "m.lancedb", ["alpha", "beta", "gamma"], [[1.0, 0.0]] * 3)
-    docs = list_documents(db)
+    docs = wait(list_documents(db))
     for doc, meta, day in zip(
         docs,
         [{"year": "1901", "kind": "lamp"}, {"year": 19, "kind": "it's"}, {"yearly": "1901"}],
@@ -51,7 +52,7 @@ def _metadata_database(tmp_path: Path) -> Database:
 )
 def test_filters_name_metadata_keys_and_iso_dates(tmp_path: Path, where: str, titles: list[str]) -> None:
     db = _metadata_database(tmp_path)
-    assert sorted(d.title for d in list_documents(db, where=where)) == titles
+    assert sorted(d.title for d in wait(list_documents(db, where=where))) == titles
 
 
 @pytest.mark.parametrize(
@@ -73,7 +74,7 @@ def test_a_filter_naming_what_it_cannot_says_what_it_can_in_one_line(
 ) -> None:
     db = _metadata_database(tmp_path)
     with pytest.raises(InputError) as raised:
-        list_documents(db, where=where)
+        wait(list_documents(db, where=where))
     message = str(raised.value)
     assert problem in message and "\n" not in message
     assert "Struct" not in message and "Timestamp" not in message and "literal" not in message

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from haiku_cli.store import EmbedderSpec, Location, open_database
-from haiku_cli.store.indexes import analyze_many, fts_tokens
+from haiku_cli.store.blocking import wait
+from haiku_cli.store.indexes import analyze
 
 
 def test_many_texts_analyzed_in_one_call_match_one_by_one(tmp_path: Path) -> None:
@@ -17,9 +18,9 @@ def test_many_texts_analyzed_in_one_call_match_one_by_one(tmp_path: Path) -> Non
         "Zzhaikutextbreakzz is not a separator when a text holds it",
         "Café naïve résumé, ÜBER-fast!",
     ]
-    expected = [fts_tokens(db.chunks, t) for t in texts]
+    expected = [wait(analyze(db.chunks, [t]))[0] for t in texts]  # one by one
     assert expected[0] and expected[2] == []
-    assert analyze_many(db.chunks, texts) == expected
-    assert analyze_many(db.chunks, [t for t in texts if "zzhaiku" not in t.lower()]) == [
+    assert wait(analyze(db.chunks, texts)) == expected
+    assert wait(analyze(db.chunks, [t for t in texts if "zzhaiku" not in t.lower()])) == [
         e for t, e in zip(texts, expected, strict=True) if "zzhaiku" not in t.lower()
     ]

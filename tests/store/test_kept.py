@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from haiku_cli.store import EmbedderSpec, Location, open_database, reads
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.kept import KeptIds
 from haiku_cli.store.writes import write_documents
 from tests.store.test_writes import _write
@@ -21,7 +22,7 @@ def db(tmp_path: Path):
 def test_ids_of_several_documents_with_vectors_only_for_those_asked(db) -> None:
     a, b = _write("alpha", n_chunks=3), _write("beta", n_chunks=2)
     write_documents(db, [a, b])
-    stored = reads.chunks_of_documents(db, [a.document.id, b.document.id])
+    stored = wait(reads.chunks_of_documents(db, [a.document.id, b.document.id]))
     kept = KeptIds(db, [a.document.id, b.document.id], vectors_of={a.document.id})
     got = kept.take(a.document.id, "alpha part 2", [], [])
     assert got is not None and got.id == stored[a.document.id][2].id

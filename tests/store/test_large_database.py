@@ -20,6 +20,7 @@ from haiku_cli.store import (
     indexes,
     open_database,
 )
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.indexes import VECTOR_INDEX, index_states
 from haiku_cli.store.writes import new_id, write_documents
 from tests.support.hash_embedder import hash_vectors, serve_hash_embedder
@@ -77,7 +78,7 @@ def _top(cli: Callable[..., object], db: str, query: str, kind: str) -> dict:
 
 def _vector_index(db_path: Path) -> tuple[int, int] | None:
     db = open_database(Location("big", str(db_path)))
-    for state in index_states(db.chunks):
+    for state in wait(index_states(db.chunks)):
         if state.name == VECTOR_INDEX:
             return state.indexed_rows, state.unindexed_rows
     return None

@@ -22,6 +22,7 @@ from haiku_cli.store import (
     open_database,
     reads,
 )
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import PENDING_WRITE, Database
 from haiku_cli.store.maintenance import cleanup_superseded, vacuum
 from haiku_cli.store.reads import in_list, sql_string
@@ -67,7 +68,7 @@ def _writes(n_docs: int, chunks_each: int, seed: int) -> list[DocumentWrite]:
 
 
 def _vector_segments(db: Database) -> int:
-    return next(s.segments for s in indexes.index_states(db.chunks) if s.name == indexes.VECTOR_INDEX)
+    return next(s.segments for s in wait(indexes.index_states(db.chunks)) if s.name == indexes.VECTOR_INDEX)
 
 
 def _needs_lance() -> None:
@@ -147,7 +148,7 @@ def test_without_lance_the_index_is_rebuilt_past_a_segment_count(db: Database, m
         last = _add(db, 2, 10, seed=seed)
         counts.append(_vector_segments(db))
     assert counts == [2, 3, 1, 2]  # the write that made a fourth segment rebuilt the index as one
-    assert all(s.segments == 1 for s in indexes.index_states(db.documents))
+    assert all(s.segments == 1 for s in wait(indexes.index_states(db.documents)))
     assert _finds_itself(db, last[-1].chunks[3])
 
 
@@ -218,7 +219,7 @@ def test_writes_leave_existing_files_alone_until_they_pile_up(db: Database, monk
     # small files are merged once their B-tree segments are (the next write, past MAX_INDEX_DELTAS).
     assert counts[3:] == [[20, 1, 1, 1, 1], [20, 5]]
     assert len(_fragments(db.chunks)) <= 4 + 1
-    assert reads.count_documents(db) == 25 and db.chunks.count_rows() == 50
+    assert wait(reads.count_documents(db)) == 25 and db.chunks.count_rows() == 50
 
 
 def test_vacuum_merges_every_index_into_one_segment(db: Database, monkeypatch) -> None:
@@ -228,9 +229,10 @@ def test_vacuum_merges_every_index_into_one_segment(db: Database, monkeypatch) -
     assert _vector_segments(db) == 2
     vacuum(db)
     assert _vector_segments(db) == 1
-    assert all(s.unindexed_rows == 0 for s in indexes.index_states(db.chunks))
+    assert all(s.unindexed_rows == 0 for s in wait(indexes.index_states(db.chunks)))
     for table in (db.chunks, db.documents):  # the B-trees too
-        assert all(s.segments == 1 for s in indexes.index_states(table)), indexes.index_states(table)
+        states = wait(indexes.index_states(table))
+        assert all(s.segments == 1 for s in states), states
 
 
 def test_lookups_by_id_and_uri_are_indexed(db: Database) -> None:
@@ -239,9 +241,9 @@ def test_lookups_by_id_and_uri_are_indexed(db: Database) -> None:
     assert {"id_idx", "uri_idx"} <= {i.name for i in db.documents.list_indices()}
     later = _add(db, 5, 2, seed=1)  # rows written after the indexes exist are found too
     for w in (writes[2], later[4]):
-        assert reads.find_by_uri(db, w.document.uri).id == w.document.id
-        assert len(reads.chunks_of(db, w.document.id)) == 2
-    assert set(reads.get_documents(db, [writes[0].document.id, later[1].document.id])) == {
+        assert wait(reads.find_by_uri(db, w.document.uri)).id == w.document.id
+        assert len(wait(reads.chunks_of(db, w.document.id))) == 2
+    assert set(wait(reads.get_documents(db, [writes[0].document.id, later[1].document.id]))) == {
         writes[0].document.id,
         later[1].document.id,
     }
@@ -269,10 +271,10 @@ def test_the_duplicate_check_of_text_without_a_uri_is_indexed(db: Database) -> N
     assert "content_hash_idx" in {i.name for i in db.documents.list_indices()}
     later = _uriless(_writes(5, 2, seed=1))  # written after the index exists: folded into it
     write_documents(db, later)
-    assert not [s for s in indexes.index_states(db.documents) if s.unindexed_rows]
+    assert not [s for s in wait(indexes.index_states(db.documents)) if s.unindexed_rows]
     for w in (first[1], later[3]):
-        assert reads.find_by_hash(db, w.document.content_hash).id == w.document.id
-    assert reads.find_by_hash(db, "no such content") is None
+        assert wait(reads.find_by_hash(db, w.document.content_hash)).id == w.document.id
+    assert wait(reads.find_by_hash(db, "no such content")) is None
     where = f"uri IS NULL AND content_hash = {sql_string(later[3].document.content_hash)}"
     plan = db.documents.search().where(where).explain_plan(True)
     assert "@content_hash_idx(BTree)" in plan and "ScalarIndexQuery" in plan, plan
@@ -305,7 +307,7 @@ def test_superseded_versions_are_dropped_after_the_bound(db: Database) -> None:
     _wait_for_the_wall_clock_past(db, timedelta(milliseconds=300))
     cleanup_superseded(db, keep=timedelta(0))
     assert all(now > then for now, then in zip(_oldest_versions(db), oldest, strict=True))
-    assert len(reads.list_documents(db)) == 3  # the live version is intact
+    assert len(wait(reads.list_documents(db))) == 3  # the live version is intact
 
 
 def _version_counts(db: Database) -> list[int]:
@@ -322,13 +324,13 @@ def test_many_writes_keep_versions_and_size_bounded_without_vacuum(db: Database,
     for seed in range(20):
         _add(db, 1, 5, seed=seed)
         counts.append(max(_version_counts(db)))
-        sizes.append(maintenance.database_info(db).size_bytes)
+        sizes.append(wait(maintenance.database_info(db)).size_bytes)
     # Versions written within the cut's 100 ms margin stay too; unbounded this reaches about 80.
     assert max(counts[8:]) <= 3 * 6
     # Unbounded the size grows with every write (about 3x over the last 12 here).
     assert max(sizes[8:]) < 2 * max(sizes[:8])
-    assert len(reads.list_documents(db)) == 20
-    assert [len(reads.chunks_of(db, d.id)) for d in reads.list_documents(db)] == [5] * 20
+    assert len(wait(reads.list_documents(db))) == 20
+    assert [len(wait(reads.chunks_of(db, d.id))) for d in wait(reads.list_documents(db))] == [5] * 20
 
 
 def test_a_reader_of_a_recent_version_reads_it_after_a_burst_of_writes(db: Database, monkeypatch) -> None:
@@ -340,7 +342,7 @@ def test_a_reader_of_a_recent_version_reads_it_after_a_burst_of_writes(db: Datab
         _add(db, 1, 3, seed=seed)
     assert max(_version_counts(db)) > 3  # the bound applies only to versions older than the grace
     assert reader.chunks.version == held
-    assert [c.text for c in reads.chunks_of(reader, first[1].document.id)] == [
+    assert [c.text for c in wait(reads.chunks_of(reader, first[1].document.id))] == [
         c.text for c in first[1].chunks
     ]
 
@@ -376,7 +378,7 @@ def test_info_counts_the_size_while_another_process_removes_files(db: Database) 
     remover = threading.Thread(target=remove_files)
     remover.start()
     try:
-        sizes = [maintenance.database_info(db).size_bytes for _ in range(300)]
+        sizes = [wait(maintenance.database_info(db)).size_bytes for _ in range(300)]
     finally:
         stop.set()
         remover.join()
@@ -386,7 +388,7 @@ def test_info_counts_the_size_while_another_process_removes_files(db: Database) 
 def _rebuilt(db: Database) -> None:
     """Every chunk copied into a new chunks table, as `haiku rebuild` switches to one."""
     rows = db.chunks.search().select(["document_id", "order", "text", "vector"]).limit(10_000).to_list()
-    docs = {d.id: d for d in reads.list_documents(db)}
+    docs = {d.id: d for d in wait(reads.list_documents(db))}
     with exclusive(db):
         table = NewChunksTable(db, DIM)
         table.add(
@@ -424,8 +426,9 @@ def test_corpus_totals_kept_per_write_equal_a_full_count(db: Database, monkeypat
         if step != 9:  # the totals in use are the stored ones, counted file by file
             assert stored["version"] == db.chunks.version
             assert len(stored["fragments"]) == len(db.chunks.to_lance().get_fragments())
-        assert maintenance.corpus_totals(db) == maintenance._count_totals(db), (step, action)
-    assert maintenance.corpus_totals(db)[0] == db.chunks.count_rows() > 0
+        kept = wait(maintenance.corpus_totals(db, db.chunks.version))
+        assert kept == wait(maintenance._count_totals(db)), (step, action)
+    assert wait(maintenance.corpus_totals(db, db.chunks.version))[0] == db.chunks.count_rows() > 0
 
 
 def test_small_writes_add_b_tree_segments_without_rewriting_the_first(db: Database) -> None:
@@ -448,10 +451,10 @@ def test_small_writes_add_b_tree_segments_without_rewriting_the_first(db: Databa
     )  # ...then merged
     # Every document, old or new, is still found through the indexes, by id, uri, hash and chunks.
     for w in (first[7], *written):
-        assert reads.find_by_uri(db, w.document.uri).id == w.document.id
-        assert [c.text for c in reads.chunks_of(db, w.document.id)] == [c.text for c in w.chunks]
+        assert wait(reads.find_by_uri(db, w.document.uri)).id == w.document.id
+        assert [c.text for c in wait(reads.chunks_of(db, w.document.id))] == [c.text for c in w.chunks]
     ids = [first[3].document.id, written[-1].document.id]
-    assert set(reads.get_documents(db, ids)) == set(ids)
+    assert set(wait(reads.get_documents(db, ids))) == set(ids)
     for table, where, index in (
         (db.documents, in_list("id", ids), "id_idx"),
         (db.documents, f"uri = {sql_string(written[5].document.uri)}", "uri_idx"),

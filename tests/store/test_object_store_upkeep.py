@@ -14,6 +14,7 @@ import pytest
 
 from haiku_cli.errors import DatabaseError, ExitCode
 from haiku_cli.store import EmbedderSpec, Location, open_database, reads, writer
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.maintenance import vacuum
 from haiku_cli.store.writer import exclusive
 from haiku_cli.store.writes import delete_document, write_documents
@@ -29,7 +30,7 @@ def _location(endpoint: str, tmp_path: Path, stem: str) -> Location:
 
 
 def _titles(loc: Location) -> list[str]:
-    return sorted(d.title for d in reads.list_documents(open_database(loc), limit=None))
+    return sorted(d.title for d in wait(reads.list_documents(open_database(loc), limit=None)))
 
 
 @pytest.mark.slow
@@ -54,7 +55,7 @@ def test_a_vacuum_longer_than_the_heartbeat_leaves_the_database_readable(
             assert _titles(direct) == [f"doc {i}" for i in range(3 + round)]
             write_documents(slow, [_write(f"doc {3 + round}")])
     db = open_database(direct, writable=True)
-    doc = reads.list_documents(db, limit=None)[0]
+    doc = wait(reads.list_documents(db, limit=None))[0]
     delete_document(db, doc.id)
     vacuum(db)
     assert len(_titles(direct)) == 4

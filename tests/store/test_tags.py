@@ -9,6 +9,7 @@ import pytest
 
 from haiku_cli.errors import DatabaseError
 from haiku_cli.store import Location, open_database, reads
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.maintenance import cleanup_superseded
 from haiku_cli.store.tags import create_tag, read_at
 from haiku_cli.store.writes import write_documents
@@ -26,7 +27,7 @@ def test_the_automatic_cleanup_keeps_every_tagged_version(tmp_path: Path) -> Non
     assert len(db.documents.list_versions()) < 8  # it did remove the untagged ones
     reader = open_database(location)
     read_at(reader, "three")
-    assert reads.count_documents(reader) == 3 and reads.count_chunks(reader) == 6
+    assert wait(reads.count_documents(reader)) == 3 and wait(reads.count_chunks(reader)) == 6
     with pytest.raises(DatabaseError, match=r"open at tag 'three'.*cannot be written"):
         write_documents(reader, _writes(1, 1, seed=9))
-    assert reads.count_documents(open_database(location)) == 9
+    assert wait(reads.count_documents(open_database(location))) == 9

@@ -17,6 +17,7 @@ import pytest
 
 from haiku_cli.errors import DatabaseError
 from haiku_cli.store import EmbedderSpec, Location, open_database, reads, writer
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.transaction import atomic_write
 from haiku_cli.store.writer import LEASE_KEY, LEASE_TTL_SECONDS, Owner, WaitPolicy, exclusive
 from haiku_cli.store.writes import write_documents
@@ -110,12 +111,12 @@ def _release(tmp_path: Path) -> None:
 
 def _texts(path: Path) -> list[str]:
     db = open_database(Location("t", str(path)))
-    return sorted(d.title for d in reads.list_documents(db, limit=None))
+    return sorted(d.title for d in wait(reads.list_documents(db, limit=None)))
 
 
 def _chunk_counts(path: Path) -> set[int]:
     db = open_database(Location("t", str(path)))
-    return {len(reads.chunks_of(db, d.id)) for d in reads.list_documents(db, limit=None)}
+    return {len(wait(reads.chunks_of(db, d.id))) for d in wait(reads.list_documents(db, limit=None))}
 
 
 def test_second_writer_waits_and_neither_write_is_lost(tmp_path: Path, db_path: Path) -> None:
@@ -177,7 +178,7 @@ def test_object_store_writers_exclude_each_other_by_lease(s3_server: str, tmp_pa
             write_documents(second, [_write("from second")])
         write_documents(first, [_write("from first")])
     write_documents(second, [_write("from second")])
-    assert sorted(d.title for d in reads.list_documents(open_database(loc), limit=None)) == [
+    assert sorted(d.title for d in wait(reads.list_documents(open_database(loc), limit=None))) == [
         "from first",
         "from secon",
     ]
@@ -191,7 +192,7 @@ def test_an_abandoned_object_store_lease_is_taken_over(s3_server: str, tmp_path:
     db.set_meta(LEASE_KEY, json.dumps(asdict(dead)))
     db.write_policy = WaitPolicy(0)
     write_documents(db, [_write("after")])
-    assert reads.count_documents(db) == 1
+    assert wait(reads.count_documents(db)) == 1
 
 
 def test_a_failing_writer_never_undoes_data_another_committed_after_it_opened(
@@ -220,10 +221,10 @@ def test_object_store_second_writer_process_waits_for_the_first(s3_server: str, 
     b = _spawn(_WRITER, [loc.uri, "ok", "from b"], None, tmp_path / "b.err", options)
     _wait_for(lambda: f"being written by pid {a.pid}" in (tmp_path / "b.err").read_text(), "B's note")
     assert b.poll() is None
-    assert sorted(d.title for d in reads.list_documents(open_database(loc), limit=None)) == ["first"]
+    assert sorted(d.title for d in wait(reads.list_documents(open_database(loc), limit=None))) == ["first"]
     _release(tmp_path)
     assert a.wait(120) == 0 and b.wait(120) == 0, (tmp_path / "b.err").read_text()
-    assert sorted(d.title for d in reads.list_documents(open_database(loc), limit=None)) == [
+    assert sorted(d.title for d in wait(reads.list_documents(open_database(loc), limit=None))) == [
         "first",
         "from a",
         "from b",
@@ -248,7 +249,7 @@ def test_a_writer_whose_lease_lapsed_neither_writes_nor_undoes_the_next_owner(
         write_documents(other, [_write("from other")])  # takes the lapsed lease over
         write_documents(frozen, [_write("from frozen")])
     after = open_database(loc, writable=True)
-    assert [d.title for d in reads.list_documents(after, limit=None)] == ["from other"]
+    assert [d.title for d in wait(reads.list_documents(after, limit=None))] == ["from other"]
     assert "pending_write" not in after.meta
 
 
@@ -280,7 +281,7 @@ def test_a_commit_that_lands_after_its_lease_was_taken_over_is_not_reported_stor
     with pytest.raises(DatabaseError, match=r"^database 't': this write's commit took longer than its lease"):
         write_documents(slow, [_write("from slow")])
     after = open_database(loc)
-    assert [d.title for d in reads.list_documents(after, limit=None)] == ["from other"]
+    assert [d.title for d in wait(reads.list_documents(after, limit=None))] == ["from other"]
 
 
 def test_a_writer_that_waited_longer_than_a_lease_lives_writes_with_a_fresh_one(
@@ -305,7 +306,7 @@ def test_a_writer_that_waited_longer_than_a_lease_lives_writes_with_a_fresh_one(
     held.wait()
     write_documents(second, [_write("waited")])  # took the lease after waiting 3 s: not lapsed at once
     holder.join()
-    assert [d.title for d in reads.list_documents(open_database(loc), limit=None)] == ["waited"]
+    assert [d.title for d in wait(reads.list_documents(open_database(loc), limit=None))] == ["waited"]
 
 
 def test_a_waiting_writer_says_so_once_and_when_it_is_done(tmp_path: Path, monkeypatch) -> None:

@@ -21,6 +21,7 @@ from haiku_cli.store import (
     open_database,
     reads,
 )
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.transaction import atomic_write
 from haiku_cli.store.writes import delete_document, new_id, write_documents
 
@@ -46,23 +47,23 @@ def db(tmp_path: Path):
 def test_write_and_read_back(db) -> None:
     w = _write("alpha beta", uri="file:///a")
     write_documents(db, [w])
-    doc = reads.get_document(db, w.document.id)
+    doc = wait(reads.get_document(db, w.document.id))
     assert doc is not None and doc.content == "alpha beta"
-    assert [c.order for c in reads.chunks_of(db, w.document.id)] == [0, 1]
-    assert reads.find_by_uri(db, "file:///a").id == w.document.id
+    assert [c.order for c in wait(reads.chunks_of(db, w.document.id))] == [0, 1]
+    assert wait(reads.find_by_uri(db, "file:///a")).id == w.document.id
 
 
 def test_replace_keeps_id_and_creation_time(db) -> None:
     first = _write("old text", uri="file:///a")
     write_documents(db, [first])
-    old = reads.get_document(db, first.document.id)
+    old = wait(reads.get_document(db, first.document.id))
     second = _write("new text", uri="file:///a", n_chunks=3)
     second.replaces = old
     write_documents(db, [second])
-    assert reads.count_documents(db) == 1
-    doc = reads.get_document(db, first.document.id)
+    assert wait(reads.count_documents(db)) == 1
+    doc = wait(reads.get_document(db, first.document.id))
     assert doc.content == "new text" and doc.created_at == old.created_at
-    assert [c.text for c in reads.chunks_of(db, doc.id)] == [
+    assert [c.text for c in wait(reads.chunks_of(db, doc.id))] == [
         "new text part 0",
         "new text part 1",
         "new text part 2",
@@ -71,7 +72,7 @@ def test_replace_keeps_id_and_creation_time(db) -> None:
 
 def test_failure_inside_a_write_rolls_back_both_tables(db) -> None:
     write_documents(db, [_write("kept")])
-    before = (reads.count_documents(db), reads.count_chunks(db))
+    before = (wait(reads.count_documents(db)), wait(reads.count_chunks(db)))
     with pytest.raises(RuntimeError), atomic_write(db):
         db.documents.add(
             [
@@ -88,7 +89,7 @@ def test_failure_inside_a_write_rolls_back_both_tables(db) -> None:
             ]
         )
         raise RuntimeError("embedding failed half-way")
-    assert (reads.count_documents(db), reads.count_chunks(db)) == before
+    assert (wait(reads.count_documents(db)), wait(reads.count_chunks(db))) == before
     assert "pending_write" not in db.meta
 
 
@@ -96,8 +97,8 @@ def test_delete_removes_document_and_chunks(db) -> None:
     a, b = _write("a text"), _write("b text")
     write_documents(db, [a, b])
     delete_document(db, a.document.id)
-    assert reads.get_document(db, a.document.id) is None
-    assert reads.count_chunks(db) == 2
+    assert wait(reads.get_document(db, a.document.id)) is None
+    assert wait(reads.count_chunks(db)) == 2
 
 
 def test_kill_between_tables_leaves_no_partial_document(tmp_path: Path) -> None:
@@ -123,10 +124,10 @@ def test_kill_between_tables_leaves_no_partial_document(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", script], env={**os.environ}, capture_output=True)
     assert proc.returncode == -signal.SIGKILL
     reader = open_database(loc)
-    assert reads.get_document(reader, "half") is None
-    assert reads.count_documents(reader) == 1
+    assert wait(reads.get_document(reader, "half")) is None
+    assert wait(reads.count_documents(reader)) == 1
     # The next writer takes the lock (the dead writer's was dropped with it) and undoes the write first.
     writer = open_database(loc, writable=True)
     write_documents(writer, [_write("after")])
     assert "pending_write" not in writer.meta
-    assert reads.count_documents(writer) == 2 and reads.get_document(writer, "half") is None
+    assert wait(reads.count_documents(writer)) == 2 and wait(reads.get_document(writer, "half")) is None
