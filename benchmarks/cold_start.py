@@ -61,6 +61,8 @@ def haiku_cases(haiku: list[str], config: Path, env: dict[str, str], label: str 
         "haiku search QUERY (hybrid)": ["search", COLD_QUERY],
         "haiku list": ["list", "--limit", "10"],
         "haiku info": ["info"],
+        # A document by the path it was added from (latency.py's small database holds CISI doc 1).
+        "haiku get PATH": ["get", str(config.parent / "small-docs" / "1.md")],
     }
     cases = {f"{k}{label}": Case([*haiku, *args], env) for k, args in commands.items()}
     cases[f"haiku search --type fts QUERY, deferral off{label}"] = Case(

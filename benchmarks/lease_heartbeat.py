@@ -31,6 +31,7 @@ from haiku_cli.store import (
     open_database,
     reads,
 )
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.writer import WaitPolicy, exclusive
 from haiku_cli.store.writes import new_id, write_documents
 
@@ -70,7 +71,7 @@ def measure(seconds: float, lease: float, rtt_ms: float) -> dict:
             while time.monotonic() < end:
                 write_documents(db, [_document(rng, writes)])
                 writes += 1
-                reads.list_documents(db, limit=20)
+                wait(reads.list_documents(db, limit=20))
                 reads_done += 1
             renewals, failed = list(lease_lock.renewals), lease_lock.failed_renewals
             held_for = lease_lock.held_for

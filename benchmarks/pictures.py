@@ -37,7 +37,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from haiku_cli.capabilities import CitationPolicy, EvidenceCompaction, HaikuDeps, RetrievalCapability
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.store import open_database, reads
-from haiku_cli.store.blocking import wait  # noqa: E402
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.location import Location
 from haiku_cli.store.markers import MARKER
 
