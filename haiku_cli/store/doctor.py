@@ -21,7 +21,7 @@ from haiku_cli.store.blocking import wait
 from haiku_cli.store.handle import PENDING_WRITE, Database
 from haiku_cli.store.indexes import MAX_INDEX_DELTAS, index_states
 from haiku_cli.store.maintenance import MAX_VERSIONS, database_info, vacuum
-from haiku_cli.store.reads import in_list
+from haiku_cli.store.reads import in_list, rows_where
 from haiku_cli.store.sources import read_sources
 from haiku_cli.store.transaction import atomic_write, storage_errors
 from haiku_cli.store.writer import LEASE_KEY, Owner, exclusive, try_lock
@@ -51,8 +51,8 @@ def check_database(db: Database, embedder_name: str | None) -> list[Check]:
     """Every check of one open database (a reader's handle)."""
     option = _option(db)
     checks = [_schema(db, option), _embedder(db, embedder_name, option), _indexes(db, option)]
-    documents = _column_rows(db.documents, ["id", "uri", "content_hash", "updated_at"])
-    chunk_owners = set(_column_rows(db.chunks, ["document_id"]).column("document_id").to_pylist())
+    documents = _column_rows(db, db.documents, ["id", "uri", "content_hash", "updated_at"])
+    chunk_owners = set(_column_rows(db, db.chunks, ["document_id"]).column("document_id").to_pylist())
     ids = set(documents.column("id").to_pylist())
     checks += [
         _count_check(
@@ -83,8 +83,8 @@ def _option(db: Database) -> str:
     return f" {chosen}" if chosen else ""
 
 
-def _column_rows(table: Table, columns: list[str]) -> pa.Table:
-    return table.search().select(columns).limit(max(table.count_rows(), 1)).to_arrow()
+def _column_rows(db: Database, table: Table, columns: list[str]) -> pa.Table:
+    return wait(rows_where(db, table, None, columns))
 
 
 def _schema(db: Database, option: str) -> Check:
@@ -228,9 +228,9 @@ def _pictures(db: Database, documents: set[str], option: str) -> Check:
     table = db.pictures
     if table is None:
         return Check(check="pictures", status="ok", detail="no pictures")
-    owners = _column_rows(table, ["document_id"]).column("document_id").to_pylist()
-    rows = table.search().where(_NO_BYTES).select(["document_id", "reference"]).limit(len(owners) or 1)
-    empty = [f"{r['document_id'][:8]}/{r['reference']}" for r in rows.to_list()]
+    owners = _column_rows(db, table, ["document_id"]).column("document_id").to_pylist()
+    rows = wait(rows_where(db, table, _NO_BYTES, ["document_id", "reference"])).to_pylist()
+    empty = [f"{r['document_id'][:8]}/{r['reference']}" for r in rows]
     stray = set(owners) - documents
     problems = []
     if empty:
@@ -272,10 +272,10 @@ def mend(db: Database, failed: list[Check], place: Callable[[Database], int] | N
 
 
 def _remove_strays(db: Database, which: set[str]) -> None:
-    documents = _column_rows(db.documents, ["id", "uri", "content_hash", "updated_at"])
+    documents = _column_rows(db, db.documents, ["id", "uri", "content_hash", "updated_at"])
     ids = documents.column("id").to_pylist()
     if "chunks_without_documents" in which:
-        owners = set(_column_rows(db.chunks, ["document_id"]).column("document_id").to_pylist())
+        owners = set(_column_rows(db, db.chunks, ["document_id"]).column("document_id").to_pylist())
         if gone := sorted(owners - set(ids)):
             db.chunks.delete(in_list("document_id", gone))
     if "duplicate_documents" in which:
