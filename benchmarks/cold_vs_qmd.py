@@ -1,6 +1,7 @@
 """A `haiku search` as users start it: a fresh process, a reused `haiku daemon`, and qmd's BM25 search.
 
-    python benchmarks/cold_vs_qmd.py --data ../shared/data/cisi --work /tmp/haiku-cold --runs 20 [--qmd PATH] [--json]
+    python benchmarks/cold_vs_qmd.py --data ../shared/data/cisi --work /tmp/haiku-cold --runs 20 \
+        [--qmd PATH] [--json]
 
 Every row is a whole process started by this script, all rows alternating round by round, so a change in
 machine load hits each alike. Wall time is from spawn to exit; CPU is the process's user + system (all
