@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,33 +104,36 @@ def test_stalled_object_store_in_a_set_is_named_within_the_timeout(
         assert cli("search", "falcons", "--type", "fts").exit_code == 0
 
 
+def _writer_paused_after_its_data(cli, tmp_path: Path, **env: str) -> tuple[subprocess.Popen[str], Path]:
+    """A second `add` to 'papers' (the first stored through the configured store), in its own process,
+    paused once its data is written; touch the returned path to let it commit."""
+    from tests.store.test_writer import _wait_for
+
+    assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    writer = subprocess.Popen(
+        [sys.executable, "-m", "haiku_cli", "add", "Owls hunt at night.", "-d", "papers"],
+        env={**os.environ, "HAIKU_TEST_PAUSE": f"data-written:{gate}", **env},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for(lambda: any(gate.glob("*.reached")), "the writer to pause after writing its data")
+    return writer, gate / "data-written.go"
+
+
 def test_object_store_failing_mid_write_is_one_line_and_undone(
     cli, write_config, s3_server: str, tmp_path: Path, monkeypatch
 ) -> None:
-    import os
-    import subprocess
-    import sys
-
-    from tests.store.test_writer import _wait_for
     from tests.support.stall_proxy import StallingProxy
 
     with StallingProxy(int(s3_server.rsplit(":", 1)[1])) as proxy:
         _config(write_config, proxy.endpoint, tmp_path)
-        assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
-        gate = tmp_path / "gate"
-        gate.mkdir()
-        env = {**os.environ, "HAIKU_TEST_PAUSE": f"data-written:{gate}"}
-        writer = subprocess.Popen(
-            [sys.executable, "-m", "haiku_cli", "add", "Owls hunt at night.", "-d", "papers"],
-            env=env,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        _wait_for(lambda: any(gate.glob("*.reached")), "the writer to pause after writing its data")
+        writer, go = _writer_paused_after_its_data(cli, tmp_path)
         # The store refuses access before the write is committed: a failure no client retries, so the
         # outcome (and how soon it comes) does not depend on timeouts or on how loaded the machine is.
         proxy.forbid()
-        (gate / "data-written.go").touch()
+        go.touch()
         _, stderr = writer.communicate(timeout=300)
         assert writer.returncode == ExitCode.DATABASE, stderr
         assert stderr.startswith("haiku: database 'papers' cannot be ") and len(stderr.splitlines()) == 1
@@ -208,29 +214,14 @@ def test_a_stalled_store_names_the_timeout_in_force_for_a_write_and_a_read(
 def test_a_store_stalled_mid_write_is_named_as_stalled_not_unreachable(
     cli, write_config, s3_server: str, tmp_path: Path
 ) -> None:
-    import os
-    import subprocess
-    import sys
-
-    from tests.store.test_writer import _wait_for
     from tests.support.stall_proxy import StallingProxy
 
     with StallingProxy(int(s3_server.rsplit(":", 1)[1])) as proxy:
         _config(write_config, proxy.endpoint, tmp_path)
-        assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
-        gate = tmp_path / "gate"
-        gate.mkdir()
-        env = {**os.environ, "HAIKU_TEST_PAUSE": f"data-written:{gate}", "HAIKU_STORAGE_TIMEOUT": "2"}
-        writer = subprocess.Popen(
-            [sys.executable, "-m", "haiku_cli", "add", "Owls hunt at night.", "-d", "papers"],
-            env=env,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        _wait_for(lambda: any(gate.glob("*.reached")), "the writer to pause after writing its data")
+        writer, go = _writer_paused_after_its_data(cli, tmp_path, HAIKU_STORAGE_TIMEOUT="2")
         # The store keeps accepting connections but answers nothing: each request waits out its 2 s.
         proxy.stall()
-        (gate / "data-written.go").touch()
+        go.touch()
         _, stderr = writer.communicate(timeout=300)
         proxy.resume()
         assert writer.returncode == ExitCode.DATABASE, stderr
