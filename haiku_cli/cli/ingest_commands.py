@@ -58,12 +58,14 @@ def add_src(
     title: Title = None,
     meta: Meta = None,
     follow_symlinks: Annotated[
-        bool,
+        bool | None,
         typer.Option(
-            "--follow-symlinks",
-            help="Add what symlinks lead to outside the folders given (skipped and reported otherwise).",
+            "--follow-symlinks/--no-follow-symlinks",
+            help="Add what symlinks lead to outside the folders given (skipped and reported otherwise); "
+            "default: as the source is remembered, else off.",
+            show_default=False,
         ),
-    ] = False,
+    ] = None,
     include: Annotated[
         list[str] | None,
         typer.Option(

@@ -88,7 +88,7 @@ async def add_sources(
     title: str | None,
     metadata: dict[str, Any],
     progress: reports.Progress | None = None,
-    follow_symlinks: bool = False,
+    follow_symlinks: bool | None = None,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     engine: Literal["local", "ray"] = "local",

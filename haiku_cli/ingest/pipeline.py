@@ -362,7 +362,7 @@ async def add_sources(
     title: str | None,
     metadata: dict[str, Any],
     progress: Progress | None = None,
-    follow_symlinks: bool = False,
+    follow_symlinks: bool | None = None,
     limits: IngestSettings | None = None,
     choice: FileChoice | None = None,
     objects: ObjectStores | None = None,
@@ -372,11 +372,12 @@ async def add_sources(
     reads those); unreadable sources are reported, the rest added. With an `engine`, a cluster reads,
     chunks and embeds them (unless they are too few to be worth it), and this process writes.
 
-    Symlinks leading out of a directory are skipped unless `follow_symlinks`; files over `limits` are
-    reported as failed; `choice` (--include/--exclude) picks the files of folders (without it, a source
-    added again keeps the rules it is remembered with). What folders hold and is not read, and stored
-    files that left them, are listed in the report. Each source found is remembered with these options
-    (`sync` reads it again). The whole add is one all-or-nothing write: a
+    Symlinks leading out of a directory are skipped unless `follow_symlinks` (None: as the source is
+    remembered, else skipped); files over `limits` are reported as failed; `choice` (--include/--exclude)
+    picks the files of folders (without it, a source added again keeps the rules it is remembered with).
+    What folders hold and is not read, and stored files that left them, are listed in the report. Each
+    source found is remembered with these options (`sync` reads it again). The whole add is one
+    all-or-nothing write: a
     model or database failure, Ctrl-C or a kill leaves the database as it was before the command.
     """
     from haiku_cli.ingest.remembering import remembered, source_key
@@ -385,11 +386,10 @@ async def add_sources(
     from haiku_cli.store.sources import prepare
 
     given = choice or FileChoice()
-    # A source added again without --include/--exclude keeps the rules it was remembered with: a file
-    # only they brought in stays (a later sync would otherwise delete it).
-    kept_rules = (
-        {} if given.include or given.exclude else await anyio.to_thread.run_sync(_remembered_rules, db)
-    )
+    # A source added again without --include/--exclude (or --[no-]follow-symlinks) keeps what it was
+    # remembered with: a file only they brought in stays (a later sync would otherwise delete it).
+    before = await anyio.to_thread.run_sync(_remembered_options, db)
+    kept_rules = {} if given.include or given.exclude else before.rules
     items: list[tuple[int, Item]] = []  # with their positions among the sources given and found
     owners: dict[int, str] = {}  # position -> the remembered source the item came from
     kept: list[RememberedSource] = []
@@ -422,9 +422,8 @@ async def add_sources(
         if not is_url(source) and not os.path.lexists(Path(source).expanduser()):
             ingestor.fail(display_path(source), f"{display_path(source)}: no such file or directory")
             continue
-        kept.append(
-            remembered(source, title=title, metadata=metadata, follow_symlinks=follow_symlinks, choice=choice)
-        )
+        follow = before.follows.get(source_key(source), False) if follow_symlinks is None else follow_symlinks
+        kept.append(remembered(source, title=title, metadata=metadata, follow_symlinks=follow, choice=choice))
         if is_url(source):
             items.append((ingestor.position, source))
             owners[ingestor.position] = source
@@ -432,7 +431,7 @@ async def add_sources(
         path = Path(source).expanduser()
         if path.is_dir():
             folders.append(path)
-        for entry in iter_source_files(path, follow_symlinks=follow_symlinks, choice=choice):
+        for entry in iter_source_files(path, follow_symlinks=follow, choice=choice):
             ingestor.position = next(positions)
             if isinstance(entry, LeftOut):
                 ingestor.report.left_out.append(entry)
@@ -508,13 +507,23 @@ async def _list_objects(
     return listing.kind, found, listed
 
 
-def _remembered_rules(db: Database) -> dict[str, FileChoice]:
-    """The --include/--exclude rules of each remembered source that has any, by its key."""
+@dataclass(frozen=True)
+class _Remembered:
+    """What remembered sources were added with, by key: --include/--exclude rules (where any) and
+    --follow-symlinks."""
+
+    rules: dict[str, FileChoice]
+    follows: dict[str, bool]
+
+
+def _remembered_options(db: Database) -> _Remembered:
     from haiku_cli.store.sources import has_sources, read_sources
 
-    if not has_sources(db):
-        return {}
-    return {s.source: FileChoice(s.include, s.exclude) for s in read_sources(db) if s.include or s.exclude}
+    known = read_sources(db) if has_sources(db) else []
+    return _Remembered(
+        rules={s.source: FileChoice(s.include, s.exclude) for s in known if s.include or s.exclude},
+        follows={s.source: s.follow_symlinks for s in known},
+    )
 
 
 def _gone_from(db: Database, folders: list[Path], object_folders: dict[str, set[str]]) -> list[str]:

@@ -92,6 +92,28 @@ def test_a_folder_added_again_without_include_keeps_its_remembered_rules(
     assert set(_by_uri(db)) == {(notes / "a.md").as_uri(), (notes / "sub" / "b.txt").as_uri()}
 
 
+def test_a_folder_added_again_without_a_symlink_flag_keeps_following_them(
+    tmp_path: Path, embedder, notes: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "far.md").write_text("Figs ripen late in summer.\n")
+    (notes / "link").symlink_to(outside, target_is_directory=True)
+    far = (notes / "link" / "far.md").as_uri()
+    db = new_db(tmp_path, embedder)
+    _add(db, embedder, str(notes), follow_symlinks=True)
+    assert far in _by_uri(db)
+    _add(db, embedder, str(notes))  # no flag: followed as remembered, so the file stays
+    (remembered,) = stored.read_sources(db)
+    assert remembered.follow_symlinks is True
+    assert _sync(db, embedder, str(notes)).deleted == 0
+    assert far in _by_uri(db)
+    _add(db, embedder, str(notes), follow_symlinks=False)  # --no-follow-symlinks turns it off
+    assert stored.read_sources(db)[0].follow_symlinks is False
+    assert _sync(db, embedder, str(notes)).deleted == 1
+    assert far not in _by_uri(db)
+
+
 def test_sync_adds_replaces_and_deletes_only_what_left_its_source(
     tmp_path: Path, embedder, notes: Path
 ) -> None:
