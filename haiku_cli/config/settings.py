@@ -139,6 +139,9 @@ class RaySettings(_Strict):
     min_mb: float = Field(default=16.0, ge=0)
     # How often Ray runs a task again when its worker process or node dies.
     max_retries: int = Field(default=3, ge=0)
+    # Workers write new documents' chunk rows as Lance fragments, committed by the add in one go; false:
+    # they send the rows to the command's process, which writes them (one writer's CPU then caps the add).
+    fragments: bool = True
 
 
 MIN_TOKEN_CHARS = 16  # a shorter bearer token could be guessed

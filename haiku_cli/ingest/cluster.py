@@ -1,9 +1,14 @@
-"""`add-src --engine ray`: items are read, chunked and embedded as Ray tasks; this process writes them.
+"""`add-src --engine ray`: items are read, chunked and embedded as Ray tasks, which write new documents'
+chunks as uncommitted Lance fragments; this process writes the rest and commits the fragments.
 
 The driver lists the sources (their sizes decide whether a cluster is worth starting), sends the items
 to the cluster a few per task, and hands back what the tasks return, in the order of the items, to the
-Ingestor a local add uses: one all-or-nothing write under the database's writer lock and journal, its
-indexes brought up to date as after any add. Workers never touch the database (docs/scale-out.md).
+Ingestor a local add uses. A task writes the chunk rows of documents not stored yet as fragments next
+to the chunks table (store/fragments.py) and returns the documents without them; a document stored
+under its uri comes back with its chunks and vectors, for the Ingestor to update as a local add does
+(kept ids, reused vectors). The driver writes documents, pictures and updates, then commits every
+fragment in one Append: all of it inside one journalled write under the writer lock, its indexes
+brought up to date afterwards as after any add (docs/scale-out.md).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import warnings
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +32,7 @@ if TYPE_CHECKING:
     from haiku_cli.config.settings import EmbedderSettings, IngestSettings, RaySettings
     from haiku_cli.embed import Embedder
     from haiku_cli.ingest.objects import ObjectStores
+    from haiku_cli.store.fragments import FragmentTarget
 
 RAY_EXTRA = "pip install 'haiku-cli[ray]'"
 # A task takes up to this many items or bytes: enough to make Ray's per-task cost (milliseconds) small
@@ -36,7 +42,11 @@ _TASK_BYTES = 1 << 20
 # Tasks in flight per cluster CPU: one running, one waiting, so no worker idles while memory stays bounded.
 _IN_FLIGHT_PER_CPU = 2
 _CONNECT_SECONDS = 5.0
-# A test hook: a file path; the first task to find it missing creates it and kills its own worker process.
+# How long a failed or interrupted add waits for its cancelled tasks' workers to end before it removes
+# the fragments they wrote (a force-cancelled task's worker is killed at once).
+_CANCEL_WAIT_SECONDS = 30.0
+# A test hook: a file path; the first task to find it missing creates it and kills its own worker process
+# once its work is done (its fragments written, never to be committed).
 _DIE_ONCE = "HAIKU_TEST_RAY_DIE"
 
 
@@ -63,6 +73,21 @@ class _Job:
     title: str | None
     die_once: str | None = None
     pause: str | None = None  # HAIKU_TEST_PAUSE of the driver, for the tasks' `ray-task` checkpoint
+    # Where new documents' chunks go as fragments (None: every chunk comes back to the driver).
+    target: FragmentTarget | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)  # --meta, which new documents' chunks copy
+    # A given title or metadata may change a stored document: then every item is chunked and embedded.
+    reembed: bool = False
+
+
+@dataclass
+class ClusterWork:
+    """An add's items as the cluster prepares them, in order, and the fragments its tasks wrote so far:
+    `documents` are the ids the fragments' chunks were written under (each a new document's)."""
+
+    prepared: AsyncIterator[Prepared]
+    fragments: list[Any] = field(default_factory=list)
+    documents: set[str] = field(default_factory=set)
 
 
 class RayEngine:
@@ -109,20 +134,29 @@ class RayEngine:
         limits: IngestSettings,
         objects: ObjectStores | None,
         known: dict[str, str],
-    ) -> AsyncIterator[AsyncIterator[Prepared]]:
+        metadata: dict[str, Any],
+        target: FragmentTarget | None,
+    ) -> AsyncIterator[ClusterWork]:
         """Connect to the cluster and yield the items prepared by it, in order; on exit (Ctrl-C or a
-        failure too) cancel what is still running, and leave a cluster this add started."""
+        failure too) cancel what is still running and wait for it to end, and leave a cluster this add
+        started. `known`: the content hash stored under each uri; `target`: where fragments go."""
         import ray
 
         started = self._connect()  # on this thread: Ray sets its signal handlers on the main one
         hooks = os.environ.get(_DIE_ONCE), os.environ.get("HAIKU_TEST_PAUSE")
-        job = _Job(limits, objects, self.embedder, title, *hooks)
+        job = _Job(limits, objects, self.embedder, title, *hooks, target, metadata, bool(title or metadata))
         pending: deque[Any] = deque()
+        work = ClusterWork(_nothing())
+        work.prepared = self._results(items, job, known, pending, work)
         try:
-            yield self._results(items, job, known, pending)
+            yield work
         finally:
             for ref in pending:
                 ray.cancel(ref, force=True, recursive=True)
+            if pending:
+                # A task still running may be writing a fragment: the add removes those left over only
+                # once no task of it is left to write one.
+                ray.wait(list(pending), num_returns=len(pending), timeout=_CANCEL_WAIT_SECONDS)
             if started:
                 ray.shutdown()
 
@@ -155,7 +189,12 @@ class RayEngine:
         return True
 
     async def _results(
-        self, items: Sequence[tuple[int, Item]], job: _Job, known: dict[str, str], pending: deque[Any]
+        self,
+        items: Sequence[tuple[int, Item]],
+        job: _Job,
+        known: dict[str, str],
+        pending: deque[Any],
+        work: ClusterWork,
     ) -> AsyncIterator[Prepared]:
         import asyncio
 
@@ -173,13 +212,23 @@ class RayEngine:
             try:
                 done = await asyncio.wrap_future(pending[0].future())
             except ray.exceptions.RayError as exc:
+                if isinstance(cause := getattr(exc, "cause", None), HaikuError):
+                    raise cause from None  # a task's own failure (its fragments cannot be written)
                 raise ModelError(f"the Ray cluster failed to prepare the items: {_first_line(exc)}") from None
             pending.popleft()
             following = next(batches, None)
             if following is not None:
                 pending.append(task.remote(following, job_ref, _known_of(following, known)))
-            for prepared in done:
-                yield prepared
+            prepared, fragments = done
+            work.fragments.extend(fragments)
+            work.documents.update(p.document_id for p in prepared if p.document_id is not None)
+            for one in prepared:
+                yield one
+
+
+async def _nothing() -> AsyncIterator[Prepared]:
+    return
+    yield
 
 
 def _reachable(address: str) -> None:
@@ -244,11 +293,15 @@ def _size(item: Item) -> int:
         return 0  # reported when it is read
 
 
-def _prepare(batch: list[tuple[int, Item]], job: _Job, known: dict[str, str]) -> list[Prepared]:
-    """A Ray task: read, chunk and embed a few items (each one's input error is returned, not raised).
+def _prepare(
+    batch: list[tuple[int, Item]], job: _Job, known: dict[str, str]
+) -> tuple[list[Prepared], list[Any]]:
+    """A Ray task: read, chunk and embed a few items (each one's input error is returned, not raised),
+    writing the chunks of documents not stored yet as fragments; the items, and the fragments' metadata.
 
     `known`: the content hash stored under an item's uri; a document that has it is not chunked or
-    embedded (the writer finds it unchanged).
+    embedded (the writer finds it unchanged, unless a given title or metadata changes it), and a
+    document stored under its uri comes back with its chunks, for the writer to update.
     """
     import anyio
 
@@ -257,29 +310,74 @@ def _prepare(batch: list[tuple[int, Item]], job: _Job, known: dict[str, str]) ->
     from haiku_cli.ingest.stored import content_hash, stored_content
     from haiku_cli.store.writer import checkpoint
 
-    if job.die_once and not os.path.exists(job.die_once):
-        Path(job.die_once).touch()
-        os._exit(1)  # as a worker that dies would: Ray runs the task again elsewhere
     if job.pause:
         checkpoint("ray-task", job.pause)
     embedder = _worker_embedder(job.embedder)
     out: list[Prepared] = []
+    written: list[tuple[Any, Any]] = []  # (document, chunk) pairs of new documents, for the fragments
     for position, item in batch:
         label = item_label(item)
         try:
             seen, doc = read_item(item, job.limits, job.objects)
             digest = content_hash(stored_content(doc), [p.data for p in doc.pictures])
-            if known.get(doc.uri) == digest:  # stored already: the writer finds it unchanged
+            stored = known.get(doc.uri)
+            if stored == digest and not job.reembed:  # stored already: the writer finds it unchanged
                 out.append(Prepared(position, label, seen, doc))
                 continue
             chunks = chunk_document(doc, embedder.count_tokens, max_tokens=embedder.max_tokens)
             title = job.title or doc.title
             texts = [embedding_text(title, c) for c in chunks]
             vectors = anyio.run(embedder.embed_documents, texts) if texts else None
-            out.append(Prepared(position, label, seen, doc, chunks, vectors, title))
+            if job.target is None or stored is not None or not doc.uri or vectors is None:
+                out.append(Prepared(position, label, seen, doc, chunks, vectors, title))
+                continue
+            document = _new_document(doc.uri, title, job.metadata)
+            written += [(document, c) for c in _rows_of(chunks, title, vectors)]
+            out.append(
+                Prepared(
+                    position, label, seen, doc, title=title, document_id=document.id, written=len(chunks)
+                )
+            )
         except HaikuError as exc:
             out.append(Prepared(position, label, error=exc))
-    return out
+    fragments = _write_fragments(job.target, written) if written and job.target is not None else []
+    if job.die_once and not os.path.exists(job.die_once):
+        Path(job.die_once).touch()
+        os._exit(1)  # as a worker that dies would, its work done: Ray runs the task again elsewhere
+    return out, fragments
+
+
+def _new_document(uri: str, title: str | None, metadata: dict[str, Any]) -> Any:
+    """The identity a new document's chunk rows carry: the id the writer then stores the document under."""
+    from datetime import UTC, datetime
+
+    from haiku_cli.store.records import DocumentSummary
+    from haiku_cli.store.writes import new_id
+
+    now = datetime.now(UTC)
+    return DocumentSummary(
+        id=new_id(), uri=uri, title=title, metadata=metadata, created_at=now, updated_at=now
+    )
+
+
+def _rows_of(chunks: list[Any], title: str | None, vectors: Any) -> list[Any]:
+    """The chunks with their vectors as the store takes them (what a local add makes of them)."""
+    from haiku_cli.ingest.embedding import new_chunks
+
+    return new_chunks([(title, c) for c in chunks], list(vectors))
+
+
+def _write_fragments(target: FragmentTarget, written: list[tuple[Any, Any]]) -> list[Any]:
+    from haiku_cli.store.fragments import write_chunk_fragments
+
+    try:
+        return write_chunk_fragments(target, written)
+    except HaikuError:
+        raise
+    except Exception as exc:
+        from haiku_cli.store.handle import storage_failure
+
+        raise storage_failure(target.location, "cannot be written", exc) from exc
 
 
 _embedders: dict[tuple[str | None, str | None, float, int], Embedder] = {}

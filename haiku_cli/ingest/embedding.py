@@ -66,6 +66,16 @@ async def embed_chunks(
     if len(missing) < len(texts):
         on_progress(len(texts) - len(missing))
     vectors = [next(embedded) if v is None else v for v in stored]
+    return new_chunks(titled, vectors, kept)
+
+
+def new_chunks(
+    titled: Sequence[tuple[str | None, Chunk]],
+    vectors: Sequence[np.ndarray],
+    kept: Sequence[Kept | None] | None = None,
+) -> list[NewChunk]:
+    """Chunks (each with its document title) and their vectors as rows to store (`kept`: ids kept)."""
+    kept = kept or [None] * len(titled)
     return [
         NewChunk(
             id=k.id if k else None,
@@ -74,8 +84,8 @@ async def embed_chunks(
             heading_path=list(c.heading_path),
             pages=list(c.pages),
             **span_fields(c.span),
-            search_text=text,
+            search_text=embedding_text(title, c),
             vector=vector.tolist(),
         )
-        for (_, c), text, vector, k in zip(titled, texts, vectors, kept, strict=True)
+        for (title, c), vector, k in zip(titled, vectors, kept, strict=True)
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio.to_thread
 
 from haiku_cli.config.settings import IngestSettings
-from haiku_cli.errors import HaikuError, InputError
+from haiku_cli.errors import DatabaseError, HaikuError, InputError
 from haiku_cli.ingest.chunking import Chunk, chunk_document
 from haiku_cli.ingest.document import ConvertedDocument
 from haiku_cli.ingest.embedding import BATCH_CHUNKS, embed_chunks
@@ -82,6 +82,9 @@ class Prepared:
     vectors: np.ndarray | None = None  # one per chunk, of its `embedding_text` under `title`
     title: str | None = None  # the document title the vectors were made with
     error: HaikuError | None = None
+    # A new document whose chunks the worker wrote as fragments: the id their rows carry, and how many.
+    document_id: str | None = None
+    written: int = 0
 
 
 class Ingestor:
@@ -112,6 +115,10 @@ class Ingestor:
         self.moved_from: dict[str, DocumentRecord] = {}
         self.moved: dict[str, str] = {}
         self._to_embed: MemoryObjectSendStream[list[_Part]] | None = None
+        # Ids of the new documents this add stores whose chunks a cluster wrote as fragments; while those
+        # are not committed (at the end of the add), a document written is not whole: no keep points.
+        self.in_fragments: set[str] = set()
+        self.keep_points = True
         self.position = 0  # of the source being handled, among those given and found (see SourceOutcome)
 
     async def add(
@@ -156,6 +163,17 @@ class Ingestor:
             self.report.outcomes.append(
                 self._outcome(source=source, status="unchanged", document_id=existing.id, note=note)
             )
+            return
+        if prepared is not None and prepared.document_id is not None:
+            if existing is not None or prepared.title != (title or doc.title):
+                # A worker writes a document's chunks only when no document is stored under its uri, which
+                # is so while this add holds the writer lock.
+                raise DatabaseError(
+                    f"database '{self.db.name}': {source} was stored while the cluster prepared it; "
+                    "run the add again"
+                )
+            self._queue_written(doc, prepared, source, metadata, (content, digest), note)
+            await self._after_queue()
             return
         vectors: np.ndarray | None = None
         if prepared is not None and prepared.chunks is not None and prepared.title == (title or doc.title):
@@ -213,6 +231,50 @@ class Ingestor:
             start += len(part)
             if self._batch_chunks >= BATCH_CHUNKS:
                 await self._send_batch()
+        if self._unreported_chunks >= BATCH_CHUNKS:
+            self._report_queued()
+
+    def _queue_written(
+        self,
+        doc: ConvertedDocument,
+        prepared: Prepared,
+        source: str,
+        metadata: dict[str, Any],
+        hashed: tuple[str, str],
+        note: str | None,
+    ) -> None:
+        """Queue a new document whose chunks a worker wrote as fragments: only its row and pictures are
+        written here, under the id those chunks carry (`hashed`: its stored content and content hash)."""
+        assert prepared.document_id is not None
+        content, digest = hashed
+        now = datetime.now(UTC)
+        record = DocumentRecord(
+            id=prepared.document_id,
+            uri=doc.uri or None,
+            title=prepared.title,
+            metadata=metadata,
+            content=content,
+            content_hash=digest,
+            created_at=now,
+            updated_at=now,
+        )
+        outcome = self._outcome(
+            source=source, status="added", document_id=record.id, chunks=prepared.written, note=note
+        )
+        self._queued[doc.uri or digest] = (record.id, digest)
+        self.in_fragments.add(record.id)
+        self._unreported.append(outcome)
+        self._unreported_chunks += prepared.written
+        self.progress.add_total(prepared.written)
+        self.progress.advance(prepared.written)  # embedded by the cluster
+        part = _Part(record, [], None, True, outcome, pictures=picture_records(doc), last=True)
+        self._batch.append(part)
+        # Counted by its chunks: a batch holds as many documents as it would with their chunks.
+        self._batch_chunks += prepared.written
+
+    async def _after_queue(self) -> None:
+        if self._batch_chunks >= BATCH_CHUNKS:
+            await self._send_batch()
         if self._unreported_chunks >= BATCH_CHUNKS:
             self._report_queued()
 
@@ -323,7 +385,7 @@ class Ingestor:
 
         def write() -> None:
             write_documents(self.db, writes, more_chunks=more)
-            if whole:
+            if whole and self.keep_points:
                 keep_point(self.db)  # Ctrl-C from here on keeps this batch and those before it
 
         await anyio.to_thread.run_sync(write)
@@ -447,28 +509,18 @@ async def add_sources(
     if folders or object_folders:
         ingestor.report.gone = await anyio.to_thread.run_sync(_gone_from, db, folders, object_folders)
     await anyio.to_thread.run_sync(prepare, db)  # before the journal: the write below may fill them
-    async with AsyncExitStack() as stack:
-        cluster: AsyncIterator[Prepared] | None = None
-        if engine is not None and engine.worth_it(items):
-            # A document whose stored hash a worker finds is not embedded there; a given title or
-            # metadata may still change it, so then every item is embedded.
-            known = {} if title or metadata else await stored_hashes(db)
-            cluster = await stack.enter_async_context(
-                engine.running(
-                    items, title=title, limits=limits or IngestSettings(), objects=objects, known=known
-                )
+    on_cluster = engine is not None and engine.worth_it(items)
+    fragments = on_cluster and engine is not None and engine.settings.fragments
+    with atomic_write(db, fragments=fragments):
+        if engine is None or not on_cluster:
+            seen = await ingest_items(
+                ingestor, items, title=title, metadata=metadata, limits=limits, objects=objects
             )
-        with atomic_write(db):
-            if cluster is None:
-                seen = await ingest_items(
-                    ingestor, items, title=title, metadata=metadata, limits=limits, objects=objects
-                )
-            else:
-                seen = {}
-                ingestor.progress.add_files(len(items))
-                async with ingestor.pipelined():
-                    await _add_prepared(ingestor, cluster, title=title, metadata=metadata, seen=seen)
-            await anyio.to_thread.run_sync(lambda: remember_outcomes(db, kept, ingestor.report, owners, seen))
+        else:
+            seen = await _add_on_cluster(
+                ingestor, engine, items, title=title, metadata=metadata, limits=limits, objects=objects
+            )
+        await anyio.to_thread.run_sync(lambda: remember_outcomes(db, kept, ingestor.report, owners, seen))
     if rows := await anyio.to_thread.run_sync(vector_index_to_build, db.chunks):
         ingestor.progress.upkeep(f"building the vector index over {rows:,} chunks (once)")
     await anyio.to_thread.run_sync(after_write, db)
@@ -623,6 +675,51 @@ async def _convert_all(
             ingestor.fail(label, str(exc))
         finally:
             ingestor.progress.file_done()
+
+
+async def _add_on_cluster(
+    ingestor: Ingestor,
+    engine: RayEngine,
+    items: Sequence[tuple[int, Item]],
+    *,
+    title: str | None,
+    metadata: dict[str, Any],
+    limits: IngestSettings | None,
+    objects: ObjectStores | None,
+) -> dict[int, Seen]:
+    """Have the cluster read, chunk and embed the items, and store them (inside the caller's write): the
+    documents and updates written here, new documents' chunks committed as the workers' fragments.
+
+    The cluster's work is entered inside the write, so that a failure ends every task (and what they
+    wrote) before the write is undone.
+    """
+    from haiku_cli.store.fragments import commit_fragments, fragment_target
+
+    db = ingestor.db
+    seen: dict[int, Seen] = {}
+    # A stored document's hash: a worker neither embeds one it finds unchanged nor writes its chunks.
+    known = await stored_hashes(db)
+    target = await anyio.to_thread.run_sync(fragment_target, db) if engine.settings.fragments else None
+    ingestor.keep_points = target is None  # documents written are whole only once the fragments are in
+    ingestor.progress.add_files(len(items))
+    running = engine.running(
+        items,
+        title=title,
+        limits=limits or IngestSettings(),
+        objects=objects,
+        known=known,
+        metadata=metadata,
+        target=target,
+    )
+    async with running as work:
+        async with ingestor.pipelined():
+            await _add_prepared(ingestor, work.prepared, title=title, metadata=metadata, seen=seen)
+        if target is not None:
+            # Chunks of documents not stored after all (a source given twice) are deleted in the same write.
+            dropped = sorted(work.documents - ingestor.in_fragments)
+            with storage_errors(db, "cannot be written"):
+                await anyio.to_thread.run_sync(commit_fragments, db, work.fragments, dropped)
+    return seen
 
 
 async def _add_prepared(

@@ -38,6 +38,7 @@ __all__ = [
     "PENDING_WRITE",
     "Database",
     "EmbedderSpec",
+    "connect",
     "exists",
     "load_driver",
     "open_database",
@@ -70,7 +71,7 @@ def exists(location: Location) -> bool:
     except OSError as exc:  # a folder without read permission: the database's failure, not a usage error
         raise storage_failure(location, "cannot be read", exc) from exc
     try:
-        conn = _connect(location)
+        conn = connect(location)
         return schema.META in table_names(conn)
     except DatabaseError:
         raise
@@ -115,7 +116,7 @@ def open_database(
         if create_with is None:
             raise _not_yet(location)
         return _create_exclusively(location, create_with)
-    conn = _connect(location)
+    conn = connect(location)
     try:
         tables = {n: conn.open_table(n) for n in (schema.DOCUMENTS, schema.META)}
         db = Database(location, conn, tables)
@@ -227,7 +228,7 @@ def _refuse_foreign_folder(location: Location, path: Path) -> None:
 
 def _create(location: Location, spec: EmbedderSpec) -> Database:
     try:
-        conn = _connect(location)
+        conn = connect(location)
         tables = {
             schema.DOCUMENTS: conn.create_table(
                 schema.DOCUMENTS, schema=schema.documents_schema(), exist_ok=True
@@ -258,22 +259,23 @@ def load_driver() -> None:
     import_lancedb()
 
 
-def _connect(location: Location) -> DBConnection:
+def connect(location: Location) -> DBConnection:
+    """A LanceDB connection to the database's location (no table opened; a stalled store is named so)."""
     quiet_lance_logs()
     lancedb = import_lancedb()
 
-    def connect() -> DBConnection:
+    def connected() -> DBConnection:
         return lancedb.connect(location.connect_uri, storage_options=location.storage_options or None)
 
     try:
         seconds = request_timeout(location) if location.can_stall else None
         if seconds is None:
-            return connect()
+            return connected()
         # Connecting lists the database's folder (two requests). LanceDB lists a stalled store six times
         # over, each waiting out the whole timeout; a connect that has not answered within a few timeouts
         # had a request go unanswered for one, so it is named as a stall then (it only reads: abandoning
         # it leaves nothing half-done).
-        return with_deadline(connect, _CONNECT_REQUESTS * seconds + 1, partial(_unanswered, location))
+        return with_deadline(connected, _CONNECT_REQUESTS * seconds + 1, partial(_unanswered, location))
     except DatabaseError:
         raise
     except Exception as exc:

@@ -10,11 +10,20 @@ table's and must not be applied to the live one).
 from __future__ import annotations
 
 import json
+from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from haiku_cli.store import schema
 from haiku_cli.store.handle import PENDING_WRITE, Database, drop_tables
 
 LIVE_CHUNKS = "live_chunks_table"  # the journal's entry naming the chunks table live before the write
+if TYPE_CHECKING:
+    from lancedb.table import Table
+
+# Every version stays when fragments no version names are removed.
+_ALL_VERSIONS = timedelta(days=365 * 100)
+# The journal's entry saying workers may have written uncommitted fragments into the chunks table.
+FRAGMENTS = "fragments"
 Journal = dict[str, int | str]  # table -> version before the write, and LIVE_CHUNKS -> a table's name
 
 
@@ -70,4 +79,29 @@ def restore(db: Database, before: Journal) -> None:
             db.forget_side_table(name)
         elif table.version != before[name]:
             table.restore(int(before[name]))
+    if FRAGMENTS in before:
+        _remove_fragments(db)
     db.delete_meta(PENDING_WRITE)
+
+
+def _remove_fragments(db: Database) -> None:
+    from contextlib import suppress
+
+    # Files no version names are unseen by readers and writers: if they cannot be removed now, the write
+    # is still undone (Lance's own cleanup removes such files after a week).
+    with suppress(Exception):
+        remove_stray_fragments(db.chunks)
+
+
+def remove_stray_fragments(chunks: Table) -> None:
+    """Remove the chunks table's files that no version names: fragments written but never committed.
+
+    Run under the writer lock once a cluster's tasks have ended: only the lock holder's add writes chunk
+    files (a lapsed writer stops writing before another may take over; see store/writer.py).
+    """
+    try:
+        chunks.to_lance().cleanup_old_versions(
+            older_than=_ALL_VERSIONS, delete_unverified=True, error_if_tagged_old_versions=False
+        )
+    finally:
+        chunks.checkout_latest()

@@ -15,18 +15,19 @@ from contextlib import contextmanager, suppress
 from haiku_cli.errors import DatabaseError, HaikuError
 from haiku_cli.store.deadline import with_deadline
 from haiku_cli.store.handle import PENDING_WRITE, Database, read_meta, request_timeout, storage_failure
-from haiku_cli.store.journal import Journal, journal_of, restore, table_versions
+from haiku_cli.store.journal import FRAGMENTS, Journal, journal_of, restore, table_versions
 from haiku_cli.store.writer import checkpoint, ensure_held, exclusive, kept_through_commit
 
 _ASK_SECONDS = 30.0  # a local database cannot stall; the bound is only a net
 
 
 @contextmanager
-def atomic_write(db: Database) -> Iterator[None]:
+def atomic_write(db: Database, *, fragments: bool = False) -> Iterator[None]:
     """Run a multi-table write so that a failure or a kill leaves the database as it was.
 
     Nested uses join the outermost one: a whole `add-src` is one write, however many batches it commits.
-    Interrupted, it keeps the state of its last `keep_point` (if any) and undoes the rest.
+    Interrupted, it keeps the state of its last `keep_point` (if any) and undoes the rest. `fragments`:
+    a cluster's workers may write chunk fragments meanwhile; undoing the write removes those left over.
     """
     if db.in_write:
         yield
@@ -34,6 +35,8 @@ def atomic_write(db: Database) -> Iterator[None]:
     with exclusive(db):
         ensure_held(db)  # a lapsed writer must not even write a journal: its versions are stale
         before = journal_of(db)
+        if fragments:
+            before[FRAGMENTS] = db.chunks_table_name
         # The journal is committed before any data: if the process dies after this, the next writer
         # restores these versions, and readers in the meantime read them.
         with storage_errors(db, "cannot be written"):
@@ -50,7 +53,9 @@ def atomic_write(db: Database) -> Iterator[None]:
             if db.writer_lock is None or db.writer_lock.valid():
                 interrupted = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
                 kept = db.keep_versions if interrupted else None
-                _undo(db, kept or before)  # restoring the keep point drops the journal: what is kept stays
+                marks = {FRAGMENTS: before[FRAGMENTS]} if FRAGMENTS in before else {}
+                # Restoring the keep point drops the journal: what is kept stays.
+                _undo(db, {**kept, **marks} if kept else before)
             raise
         finally:
             db.in_write = False

@@ -99,6 +99,31 @@ async def _cannot_embed(self, texts, input_type):
     raise AssertionError("embedded in the driver, not on the cluster")
 
 
+def _no_chunk_rows(writes):
+    """`make_chunk_rows` for a driver whose workers write every new chunk as fragments."""
+    made = writes.make_chunk_rows
+
+    def rows(chunks, new):
+        assert not new, "chunk rows made in the driver, not by the cluster's workers"
+        return made(chunks, new)
+
+    return rows
+
+
+def _unnamed_chunk_files(location: Location) -> list[str]:
+    """Data files in the chunks table's folder that no version of the table names (stray fragments)."""
+    import lance
+    from lance.file import LanceFileSession
+
+    options = location.storage_options or None
+    uri = open_database(location).chunks.to_lance().uri
+    named = set()
+    for version in lance.dataset(uri, storage_options=options).versions():
+        at = lance.dataset(uri, version=version["version"], storage_options=options)
+        named |= {f"data/{f.path}" for fragment in at.get_fragments() for f in fragment.data_files()}
+    return sorted(set(LanceFileSession(uri, storage_options=options).list("data")) - named)
+
+
 def _location(cli, name: str) -> Location:
     from haiku_cli.databases.workspace import Workspace
 
@@ -118,11 +143,19 @@ def test_a_ray_add_stores_what_a_single_process_add_does(
     # From here on this process cannot embed: every vector stored below was made by the cluster's workers.
     embed = BundledEmbedder._embed
     monkeypatch.setattr(BundledEmbedder, "_embed", _cannot_embed)
+    # Nor does it make new documents' chunk rows: the workers write them as fragments it commits.
+    from haiku_cli.store import writes
+
+    monkeypatch.setattr(writes, "make_chunk_rows", _no_chunk_rows(writes))
     ray_add = cli("add-src", str(folder), "-d", "local_ray", "--engine", "ray", "--json")
     assert ray_add.exit_code == ExitCode.PARTIAL, ray_add.stderr
     assert _outcomes(ray_add.stdout) == _outcomes(one.stdout)
     assert ("owls", "added") in {(Path(s).stem, st) for s, st, _ in _outcomes(ray_add.stdout)}
     _same_database(_location(cli, "local_ray"), _location(cli, "local_one"))
+    # The committed fragments are indexed as any add's rows are (full text, chunk and document keys).
+    indexes = json.loads(cli("info", "-d", "local_ray", "--json").stdout)["indexes"]
+    assert {i["name"] for i in indexes} >= {"text_idx", "id_idx", "document_id_idx"}
+    assert all(i["unindexed_rows"] == 0 for i in indexes), indexes
     # The sources are remembered as by any add: a rerun finds everything unchanged, and so does a sync.
     again = cli("add-src", str(folder), "-d", "local_ray", "--engine", "ray", "--json")
     assert {st for _, st, _ in _outcomes(again.stdout)} == {"unchanged", "failed"}
@@ -154,6 +187,7 @@ def test_a_ray_add_of_an_s3_prefix_into_an_s3_database_equals_a_single_process_o
     _same_database(_location(cli, "s3_ray"), _location(cli, "s3_one"))
     (source,) = json.loads(cli("sources", "-d", "s3_ray", "--json").stdout)["sources"]
     assert (source["source"], source["documents"]) == (prefix, 3)
+    assert _unnamed_chunk_files(_location(cli, "s3_ray")) == []
 
 
 @pytest.mark.slow
@@ -165,8 +199,9 @@ def test_a_worker_that_dies_is_replaced_and_its_task_run_again(
     died = tmp_path / "died"
     monkeypatch.setenv("HAIKU_TEST_RAY_DIE", str(died))
     ray_add = cli("add-src", str(folder), "-d", "local_ray", "--engine", "ray", "--json")
-    assert died.exists()  # a worker process ended in the middle of its task
+    assert died.exists()  # a worker process ended once its task had written its fragments
     assert ray_add.exit_code == ExitCode.PARTIAL, ray_add.stderr
+    assert _unnamed_chunk_files(_location(cli, "local_ray")) == []  # the dead task's, never committed
     monkeypatch.delenv("HAIKU_TEST_RAY_DIE")
     assert cli("add-src", str(folder), "-d", "local_one").exit_code == ExitCode.PARTIAL
     _same_database(_location(cli, "local_ray"), _location(cli, "local_one"))
@@ -185,6 +220,7 @@ def test_a_failing_ray_add_leaves_the_database_as_it_was(
     assert failed.stderr.startswith("haiku: the Ray cluster failed") and len(failed.stderr.splitlines()) == 1
     after = _stored(_location(cli, "local_ray"))
     assert after[:2] == before[:2]
+    assert _unnamed_chunk_files(_location(cli, "local_ray")) == []  # the failed task wrote its fragments
     (report,) = json.loads(cli("doctor", "-d", "local_ray", "--json").stdout)["databases"]
     assert report["ok"], report
 
@@ -297,9 +333,79 @@ def test_a_task_does_not_embed_a_document_whose_content_is_stored_under_its_uri(
     path = _folder(tmp_path) / "kestrels.md"
     job = _Job(IngestSettings(), None, EmbedderSettings(), None)
     task = ray.remote(_prepare)
-    (fresh,) = ray.get(task.remote([(0, path)], job, {}))
+    (fresh,), fragments = ray.get(task.remote([(0, path)], job, {}))
     assert fresh.chunks and fresh.vectors is not None and fresh.vectors.shape[0] == len(fresh.chunks)
-    assert fresh.document is not None and fresh.document.uri == file_uri(path)
+    assert fresh.document is not None and fresh.document.uri == file_uri(path) and fragments == []
     stored = {file_uri(path): content_hash(stored_content(fresh.document))}
-    (again,) = ray.get(task.remote([(0, path)], job, stored))
+    (again,), _ = ray.get(task.remote([(0, path)], job, stored))
     assert again.document == fresh.document and again.chunks is None and again.vectors is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["local_ray", "s3_ray"])
+def test_a_fragment_commit_that_fails_leaves_the_database_as_it_was_and_no_fragment_files(
+    cluster, cli, write_config, tmp_path: Path, s3_server: str, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    import lance
+
+    # Workers write their fragments, then the commit of them fails: a store that refuses it.
+    _config(write_config, tmp_path, s3_server)
+    assert cli("add", "Kestrels hover over fields hunting voles.", "-d", name).exit_code == 0
+    before = _stored(_location(cli, name))
+
+    def refused(*args, **kwargs):
+        raise OSError("the store refused the commit")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(lance.LanceDataset, "commit", staticmethod(refused))
+        failed = cli("add-src", str(_folder(tmp_path)), "-d", name, "--engine", "ray")
+    assert failed.exit_code == ExitCode.DATABASE, failed.stderr
+    assert "the store refused the commit" in failed.stderr and len(failed.stderr.splitlines()) == 1
+    assert _stored(_location(cli, name))[:2] == before[:2]
+    assert _unnamed_chunk_files(_location(cli, name)) == []
+    (report,) = json.loads(cli("doctor", "-d", name, "--json").stdout)["databases"]
+    assert report["ok"], report
+
+
+@pytest.mark.slow
+def test_fragments_of_an_add_killed_before_its_commit_are_removed_by_the_next_writer(
+    cluster, cli, write_config, tmp_path: Path, s3_server: str
+) -> None:
+    import signal
+    import subprocess
+
+    import ray
+
+    _config(write_config, tmp_path, s3_server)
+    assert cli("add", "Kestrels hover over fields hunting voles.", "-d", "local_ray").exit_code == 0
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    address = ray.get_runtime_context().gcs_address
+    args = ["add-src", str(_folder(tmp_path)), "-d", "local_ray", "--engine", "ray", "--ray-address", address]
+    add = subprocess.Popen(
+        [sys.executable, "-m", "haiku_cli", *args],
+        env={**os.environ, "HAIKU_TEST_PAUSE": f"fragments-commit:{gate}"},
+        stderr=subprocess.DEVNULL,
+    )
+    _wait_for(lambda: any(gate.glob("*.reached")), "the add to reach its commit")
+    assert _unnamed_chunk_files(_location(cli, "local_ray"))  # written by the workers, not committed
+    add.send_signal(signal.SIGKILL)
+    add.wait(60)
+    # The next writer undoes the dead add, fragments included.
+    assert cli("add", "Falcons stoop.", "-d", "local_ray").exit_code == 0
+    assert _unnamed_chunk_files(_location(cli, "local_ray")) == []
+    db = open_database(_location(cli, "local_ray"))
+    texts = sorted(db.chunks.to_arrow().column("text").to_pylist())
+    assert texts == ["Falcons stoop.", "Kestrels hover over fields hunting voles."]
+    assert db.documents.count_rows() == 2
+
+
+@pytest.mark.slow
+def test_with_fragments_off_the_workers_send_their_rows_to_the_driver(
+    cluster, cli, write_config, tmp_path: Path, s3_server: str
+) -> None:
+    _config(write_config, tmp_path, s3_server, "[ray]\nmin_mb = 0\nfragments = false\n")
+    folder = _folder(tmp_path)
+    assert cli("add-src", str(folder), "-d", "local_ray", "--engine", "ray").exit_code == ExitCode.PARTIAL
+    assert cli("add-src", str(folder), "-d", "local_one").exit_code == ExitCode.PARTIAL
+    _same_database(_location(cli, "local_ray"), _location(cli, "local_one"))
