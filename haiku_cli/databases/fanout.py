@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -44,6 +45,21 @@ def candidate_depth(limit: int, search_type: SearchType, parts: int = 1) -> int:
     if search_type == "fts":
         return 3 * limit
     return max(3 * limit, 50)
+
+
+def reads_hits_apart(search_type: SearchType, depth: int, limit: int, parts: int) -> bool:
+    """Whether a search reads what its hits show apart from its candidates: a first read of each
+    database's ids and scores alone, then a second of the hits' rows in each database holding one.
+
+    The second read costs about a millisecond of CPU per database holding a hit, whatever its rows;
+    it pays where the first read would otherwise fetch what a hit shows for many more candidates than
+    are shown: hybrid's pool of 50 of each kind (over 4 databases at 100k chunks: 68 vs 80 ms of CPU),
+    full text over 3 databases or more (8: 46 vs 53 ms). Full text over 2 databases, 30 candidates
+    each, costs less in one read (12.3 vs 13.2 ms of CPU, 12.0 vs 13.9 ms of wall; benchmarks/README.md).
+    """
+    if depth <= limit:
+        return False
+    return search_type != "fts" or parts > 2
 
 
 def check_embedders(dbs: list[Database], search_type: SearchType, configured: EmbedderSpec | None) -> None:
@@ -140,11 +156,7 @@ async def _search_once(
         document_filter,
         with_search_text=rescoring,
         parts=len(dbs),
-        # Where each database is asked for more candidates than are shown (full text over several,
-        # hybrid), what a hit shows is read for the hits alone: a second, cheap read of each database
-        # holding one, for a first read of its ids and scores alone (hybrid over 4 databases at 100k
-        # chunks: 68 vs 80 ms of CPU; benchmarks/README.md).
-        lean=depth > limit and takes_cheaply(),
+        lean=reads_hits_apart(search_type, depth, limit, len(dbs)) and takes_cheaply(),
     )
     # Every read of every database awaited here, at once: no worker thread, no other event loop.
     reads = Reads(pool)
@@ -164,10 +176,15 @@ async def _find(
 ) -> list[list[Candidate]]:
     if not rescoring:
         return (await candidates_of(reads, dbs, asked))[1]
-    # The query's terms are analysed while the databases are searched: rescoring needs both.
-    (found, per_db), terms = await both(
-        partial(candidates_of, reads, dbs, asked), partial(bm25.query_terms, reads, dbs[0], asked.text)
-    )
+    # The query's terms are analysed while the databases are searched: rescoring needs both. One task
+    # beside this one, not a task group (whose two tasks cost 0.14 ms of CPU, 1% of a search).
+    analysing = asyncio.ensure_future(bm25.query_terms(reads, dbs[0], asked.text))
+    try:
+        found, per_db = await candidates_of(reads, dbs, asked)
+    except BaseException:
+        analysing.cancel()
+        raise
+    terms = await analysing
     await bm25.rescore_set(reads, dbs, found, per_db, asked, terms)  # see haiku_cli.search.bm25
     return per_db
 

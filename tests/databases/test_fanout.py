@@ -329,3 +329,12 @@ def test_a_full_text_split_finds_a_chunk_its_database_ranks_below_the_limit(tmp_
     one = _ranking(whole, "falcon heron", "fts", 2)
     assert [text.split()[0] for text, _ in one] == ["heron", "heron"]
     assert _ranking(split, "falcon heron", "fts", 2) == one
+
+
+def test_full_text_over_two_databases_reads_its_hits_with_its_candidates() -> None:
+    # A second read of each database holding a hit costs more than it saves at 30 candidates over 2
+    # (benchmarks/README.md); over 3 or more, or for hybrid's pool of 50, it saves.
+    assert not fanout.reads_hits_apart("fts", fanout.candidate_depth(10, "fts", 2), 10, 2)
+    assert fanout.reads_hits_apart("fts", fanout.candidate_depth(10, "fts", 3), 10, 3)
+    assert fanout.reads_hits_apart("hybrid", fanout.candidate_depth(10, "hybrid", 2), 10, 2)
+    assert not fanout.reads_hits_apart("vector", fanout.candidate_depth(10, "vector", 4), 10, 4)

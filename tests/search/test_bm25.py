@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from haiku_cli.search import bm25
-from haiku_cli.search.candidates import Candidate, find_candidates
-from haiku_cli.search.lookups import Reads, Unbounded
+from haiku_cli.search.candidates import Candidate, CandidateQuery, candidates_of, find_candidates
+from haiku_cli.search.lookups import Reads, Unbounded, VersionFacts
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
 from haiku_cli.store.indexes import analyze
@@ -76,3 +76,17 @@ def test_one_analysis_of_several_databases_candidates_gives_each_theirs(db: Data
         assert analyzed.lengths.tolist() == alone.lengths.tolist()
         assert analyzed.counts.tolist() == alone.counts.tolist()
     assert [len(a.candidates) for a in together] == [12, 5]
+
+
+def test_frequencies_the_scores_settle_are_kept_for_the_table_version(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bm25, "_frequency", VersionFacts(100))
+    query = "flood basin silt"
+    asked = CandidateQuery(query, None, "fts", 100, with_search_text=True, parts=2)
+    shapes, per_db = wait(candidates_of(Reads(Unbounded()), [db], asked))
+    wait(bm25.rescore_set(Reads(Unbounded()), [db], shapes, per_db, asked))
+    terms = wait(bm25.query_terms(Reads(Unbounded()), db, query))
+    key = (db.location.uri, db.chunks_table_name, shapes[0].version)
+    # Settled from the scores (no lookup), and kept: a later query with these terms settles nothing again.
+    assert {t: bm25._frequency[(*key, t)] for t in terms.terms} == _counted(db, terms)
