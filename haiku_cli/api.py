@@ -47,7 +47,8 @@ Health (`haiku doctor`)
 Remembered sources (what `add-src` added, read again by `sync` and `watch`)
     `list_sources(ws, location) -> SourceList`,
     `forget_source(ws, location, source, *, keep_documents) -> ForgottenSource`,
-    `sync(ws, locations, *, progress, on_source) -> SyncRun`, `writable_databases(ws) -> list[Location]`,
+    `sync(ws, locations, *, progress, on_source, engine, ray_address, on_note) -> SyncRun`,
+    `writable_databases(ws) -> list[Location]`,
     `watch(ws, locations, *, on_change, on_note, sweep_seconds, poll_seconds, debounce_ms)` (until cancelled;
     each change a `WatchEvent`).
 

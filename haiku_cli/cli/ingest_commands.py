@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output, render
-from haiku_cli.cli.options import ONE_DATABASE, Json, workspace
-from haiku_cli.cli.running import add_command, exit_with, run, usage_error
+from haiku_cli.cli.options import ONE_DATABASE, Engine, Json, RayAddress, workspace
+from haiku_cli.cli.running import add_command, chosen_engine, exit_with, run
 from haiku_cli.cli.stdin import read_text
 from haiku_cli.errors import ExitCode
 
@@ -87,24 +87,8 @@ def add_src(
             "--verbose", "-v", help="List each file left out (unsupported, ignored, excluded) and why."
         ),
     ] = False,
-    engine: Annotated[
-        str,
-        typer.Option(
-            "--engine",
-            help="local, or ray: read, chunk and embed on a Ray cluster (pip install 'haiku-cli[ray]'); "
-            "this process writes.",
-            case_sensitive=False,
-            metavar="ENGINE",
-        ),
-    ] = "local",
-    ray_address: Annotated[
-        str | None,
-        typer.Option(
-            "--ray-address",
-            help="The Ray cluster for --engine ray (default: [ray] address, RAY_ADDRESS, or a local one).",
-            metavar="ADDR",
-        ),
-    ] = None,
+    engine: Engine = "local",
+    ray_address: RayAddress = None,
     location: Location = ONE_DATABASE,
     json: Json = False,
 ) -> None:
@@ -112,11 +96,7 @@ def add_src(
     from haiku_cli import api
 
     metadata = api.parse_metadata(meta or [])
-    chosen = engine.lower()
-    if chosen not in ("local", "ray"):
-        raise usage_error(f"--engine {engine!r}: use local or ray", ctx)
-    if ray_address is not None and chosen != "ray":
-        raise usage_error("--ray-address needs --engine ray", ctx)
+    chosen = chosen_engine(ctx, engine, ray_address)
     ws = workspace(ctx)
     try:
         with output.progress_bar(f"adding to {location.name}") as bar:
@@ -131,7 +111,7 @@ def add_src(
                     follow_symlinks=follow_symlinks,
                     include=include or (),
                     exclude=exclude or (),
-                    engine="ray" if chosen == "ray" else "local",
+                    engine=chosen,
                     ray_address=ray_address,
                     on_note=output.note,
                 )

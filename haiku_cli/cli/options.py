@@ -239,3 +239,23 @@ def _resolve(
     if how is Databases.SET_IF_GIVEN and not names and not paths:
         return None
     return ws.select_many(names, paths)
+
+
+Engine = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        help="local, or ray: read, chunk and embed on a Ray cluster (pip install 'haiku-cli[ray]'), whose "
+        "workers write new chunks as fragments this process commits.",
+        case_sensitive=False,
+        metavar="ENGINE",
+    ),
+]
+RayAddress = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        help="The Ray cluster for --engine ray (default: [ray] address, RAY_ADDRESS, or a local one).",
+        metavar="ADDR",
+    ),
+]

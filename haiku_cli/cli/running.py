@@ -10,7 +10,7 @@ import re
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 import anyio
 import typer
@@ -201,3 +201,13 @@ def exit_with(code: ExitCode) -> None:
     """Leave with a documented exit code (no-op for success)."""
     if code != ExitCode.OK:
         raise typer.Exit(int(code))
+
+
+def chosen_engine(ctx: typer.Context, engine: str, ray_address: str | None) -> Literal["local", "ray"]:
+    """`--engine` checked (local or ray, --ray-address only with ray)."""
+    chosen = engine.lower()
+    if chosen not in ("local", "ray"):
+        raise usage_error(f"--engine {engine!r}: use local or ray", ctx)
+    if ray_address is not None and chosen != "ray":
+        raise usage_error("--ray-address needs --engine ray", ctx)
+    return "ray" if chosen == "ray" else "local"

@@ -8,8 +8,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output, render
-from haiku_cli.cli.options import ONE_DATABASE, AllDatabases, DatabaseNames, DatabasePaths, Json, workspace
-from haiku_cli.cli.running import add_command, exit_with, run, usage_error
+from haiku_cli.cli.options import (
+    ONE_DATABASE,
+    AllDatabases,
+    DatabaseNames,
+    DatabasePaths,
+    Engine,
+    Json,
+    RayAddress,
+    workspace,
+)
+from haiku_cli.cli.running import add_command, chosen_engine, exit_with, run, usage_error
 from haiku_cli.errors import ExitCode, InputError
 
 if TYPE_CHECKING:
@@ -63,16 +72,27 @@ def sync(
     all_: AllDatabases = False,
     database: DatabaseNames = None,
     db: DatabasePaths = None,
+    engine: Engine = "local",
+    ray_address: RayAddress = None,
     json: Json = False,
 ) -> None:
     """Read every remembered source again: add new files, replace changed ones, delete those gone."""
     from haiku_cli import api
 
+    chosen = chosen_engine(ctx, engine, ray_address)
     ws = workspace(ctx)
     locations = _chosen(ctx, ws, all_, database, db)
     with output.progress_bar("syncing") as bar:
         done = run(
-            lambda: api.sync(ws, locations, progress=bar, on_source=None if json else render.source_sync)
+            lambda: api.sync(
+                ws,
+                locations,
+                progress=bar,
+                on_source=None if json else render.source_sync,
+                engine=chosen,
+                ray_address=ray_address,
+                on_note=output.note,
+            )
         )
     if json:
         output.print_model(done)

@@ -429,12 +429,17 @@ async def sync(
     *,
     progress: reports.Progress | None = None,
     on_source: Callable[[reports.SourceSync], None] | None = None,
+    engine: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
+    on_note: Callable[[str], None] = lambda _: None,
 ) -> SyncRun:
     """`haiku sync`: read every remembered source of each database again and bring its documents up to date.
 
     Each source is one all-or-nothing write under the writer lock (taken per source, so other writers
-    get their turn between sources); `on_source` hears each source's result as it is done.
+    get their turn between sources); `on_source` hears each source's result as it is done. `engine="ray"`
+    reads, chunks and embeds what changed on a Ray cluster, as `add_sources` does.
     """
+    cluster = _ray_engine(ws, ray_address, on_note) if engine == "ray" else None
     run = SyncRun(databases=[])
     for location in locations:
         report = reports.SyncReport(database=location.name)
@@ -442,7 +447,7 @@ async def sync(
         db = await ws.pool.open_one(location, writable=True)
         try:
             for source in await anyio.to_thread.run_sync(remembered_sources, db):
-                done = await sync_source(ws, db, source, progress=progress)
+                done = await sync_source(ws, db, source, progress=progress, engine=cluster)
                 report.sources.append(done)
                 if on_source is not None:
                     on_source(done)
@@ -466,6 +471,7 @@ async def sync_source(
     *,
     scope: Sequence[Path] | None = None,
     progress: reports.Progress | None = None,
+    engine: RayEngine | None = None,
 ) -> reports.SourceSync:
     """Sync one remembered source of an open database, holding its writer lock meanwhile (see `sync`)."""
     from haiku_cli.ingest import sync as syncing
@@ -487,6 +493,7 @@ async def sync_source(
             progress=progress,
             scope=scope,
             objects=ObjectStores(ws.settings, db.location.storage_options),
+            engine=engine,
         )
 
 

@@ -78,6 +78,9 @@ class _Job:
     metadata: dict[str, Any] = field(default_factory=dict)  # --meta, which new documents' chunks copy
     # A given title or metadata may change a stored document: then every item is chunked and embedded.
     reembed: bool = False
+    # Content hashes of documents a sync found gone from their source: a new file with one of them takes
+    # its document's id over (a move), so its chunks go back to the writer rather than into a fragment.
+    moved: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -136,6 +139,7 @@ class RayEngine:
         known: dict[str, str],
         metadata: dict[str, Any],
         target: FragmentTarget | None,
+        moved: frozenset[str] = frozenset(),
     ) -> AsyncIterator[ClusterWork]:
         """Connect to the cluster and yield the items prepared by it, in order; on exit (Ctrl-C or a
         failure too) cancel what is still running and wait for it to end, and leave a cluster this add
@@ -144,7 +148,9 @@ class RayEngine:
 
         started = self._connect()  # on this thread: Ray sets its signal handlers on the main one
         hooks = os.environ.get(_DIE_ONCE), os.environ.get("HAIKU_TEST_PAUSE")
-        job = _Job(limits, objects, self.embedder, title, *hooks, target, metadata, bool(title or metadata))
+        job = _Job(
+            limits, objects, self.embedder, title, *hooks, target, metadata, bool(title or metadata), moved
+        )
         pending: deque[Any] = deque()
         work = ClusterWork(_nothing())
         work.prepared = self._results(items, job, known, pending, work)
@@ -328,7 +334,8 @@ def _prepare(
             title = job.title or doc.title
             texts = [embedding_text(title, c) for c in chunks]
             vectors = anyio.run(embedder.embed_documents, texts) if texts else None
-            if job.target is None or stored is not None or not doc.uri or vectors is None:
+            new = stored is None and digest not in job.moved and bool(doc.uri)
+            if job.target is None or not new or vectors is None:
                 out.append(Prepared(position, label, seen, doc, chunks, vectors, title))
                 continue
             document = _new_document(doc.uri, title, job.metadata)

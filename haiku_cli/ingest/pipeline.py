@@ -517,7 +517,7 @@ async def add_sources(
                 ingestor, items, title=title, metadata=metadata, limits=limits, objects=objects
             )
         else:
-            seen = await _add_on_cluster(
+            seen = await add_on_cluster(
                 ingestor, engine, items, title=title, metadata=metadata, limits=limits, objects=objects
             )
         await anyio.to_thread.run_sync(lambda: remember_outcomes(db, kept, ingestor.report, owners, seen))
@@ -677,7 +677,7 @@ async def _convert_all(
             ingestor.progress.file_done()
 
 
-async def _add_on_cluster(
+async def add_on_cluster(
     ingestor: Ingestor,
     engine: RayEngine,
     items: Sequence[tuple[int, Item]],
@@ -691,7 +691,8 @@ async def _add_on_cluster(
     documents and updates written here, new documents' chunks committed as the workers' fragments.
 
     The cluster's work is entered inside the write, so that a failure ends every task (and what they
-    wrote) before the write is undone.
+    wrote) before the write is undone. A sync's documents that may have moved (`moved_from`) come back
+    with their chunks, for the writer to keep their ids.
     """
     from haiku_cli.store.fragments import commit_fragments, fragment_target
 
@@ -710,6 +711,7 @@ async def _add_on_cluster(
         known=known,
         metadata=metadata,
         target=target,
+        moved=frozenset(ingestor.moved_from),
     )
     async with running as work:
         async with ingestor.pipelined():

@@ -22,7 +22,7 @@ from haiku_cli.ingest.convert.dispatch import file_uri
 from haiku_cli.ingest.convert.url import Fetched, Validators, fetch_if_changed
 from haiku_cli.ingest.document import ConversionError
 from haiku_cli.ingest.objects import ObjectStores, is_object_uri
-from haiku_cli.ingest.pipeline import Ingestor, Item, ingest_items
+from haiku_cli.ingest.pipeline import Ingestor, Item, add_on_cluster, ingest_items
 from haiku_cli.ingest.remembering import states_of
 from haiku_cli.ingest.reports import LeftOut, Progress, SourceOutcome, SourceSync, SyncStatus
 from haiku_cli.ingest.sources import (
@@ -43,6 +43,7 @@ from haiku_cli.store.writes import delete_documents
 
 if TYPE_CHECKING:
     from haiku_cli.embed import Embedder
+    from haiku_cli.ingest.cluster import RayEngine
     from haiku_cli.store.database import Database
     from haiku_cli.store.records import DocumentRecord
 
@@ -56,12 +57,15 @@ async def sync_source(
     progress: Progress | None = None,
     scope: Sequence[Path] | None = None,
     objects: ObjectStores | None = None,
+    engine: RayEngine | None = None,
 ) -> SourceSync:
     """Bring the documents of one remembered source up to date with it (the caller holds the writer lock).
 
     `embedder` is awaited only when something has to be embedded. `scope`: only these paths inside the
     source are looked at (what a watcher saw change); None: all of it. `objects` reads a source on object
     storage (listed again whole: an object whose size and Last-Modified are those stored is not read).
+    With an `engine`, what is to be read is read, chunked and embedded on its cluster (unless it is too
+    little to be worth it), as an add does.
     """
     plan = await anyio.to_thread.run_sync(_plan, db, source, scope, limits or IngestSettings(), objects)
     result = SourceSync(source=source.source, kind=source.kind, unchanged=plan.unchanged)
@@ -74,16 +78,28 @@ async def sync_source(
         if plan.gone and plan.items:
             ingestor.moved_from = await anyio.to_thread.run_sync(_movable, db, source, plan.gone)
         await anyio.to_thread.run_sync(stored_sources.prepare, db)
-        with atomic_write(db):
-            seen = await ingest_items(
-                ingestor,
-                plan.items,
-                title=source.title,
-                metadata=source.metadata,
-                limits=limits,
-                fetched=plan.fetched,
-                objects=objects,
-            )
+        on_cluster = engine is not None and bool(plan.items) and engine.worth_it(plan.items)
+        with atomic_write(db, fragments=on_cluster and engine is not None and engine.settings.fragments):
+            if engine is not None and on_cluster:
+                seen = await add_on_cluster(
+                    ingestor,
+                    engine,
+                    plan.items,
+                    title=source.title,
+                    metadata=source.metadata,
+                    limits=limits,
+                    objects=objects,
+                )
+            else:
+                seen = await ingest_items(
+                    ingestor,
+                    plan.items,
+                    title=source.title,
+                    metadata=source.metadata,
+                    limits=limits,
+                    fetched=plan.fetched,
+                    objects=objects,
+                )
             owners = dict.fromkeys((p for p, _ in plan.items), source.source)
             deleted = await anyio.to_thread.run_sync(
                 lambda: _apply(

@@ -409,3 +409,32 @@ def test_with_fragments_off_the_workers_send_their_rows_to_the_driver(
     assert cli("add-src", str(folder), "-d", "local_ray", "--engine", "ray").exit_code == ExitCode.PARTIAL
     assert cli("add-src", str(folder), "-d", "local_one").exit_code == ExitCode.PARTIAL
     _same_database(_location(cli, "local_ray"), _location(cli, "local_one"))
+
+
+@pytest.mark.slow
+def test_a_ray_sync_stores_what_a_single_process_sync_does(
+    cluster, cli, write_config, tmp_path: Path, s3_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from haiku_cli.embed.embedder import BundledEmbedder
+
+    _config(write_config, tmp_path, s3_server)
+    folder = _folder(tmp_path)
+    for name in ("local_ray", "local_one"):
+        assert cli("add-src", str(folder), "-d", name).exit_code == ExitCode.PARTIAL
+    kestrels = open_database(_location(cli, "local_ray")).documents.search().where("uri LIKE '%kestrels%'")
+    (kestrels_id,) = kestrels.to_arrow().column("id").to_pylist()
+    # A changed file, a new one, and a moved one (whose document keeps its id, chunks and vectors).
+    (folder / "birds" / "falcons.txt").write_text("Peregrine falcons stoop at great speed onto pigeons.\n")
+    (folder / "harriers.md").write_text("# Harriers\n\nHarriers quarter low over marshes and reeds.\n")
+    (folder / "kestrels.md").rename(folder / "birds" / "kestrels.md")
+    one = json.loads(cli("sync", "-d", "local_one", "--json").stdout)["databases"][0]["sources"][0]
+    monkeypatch.setattr(BundledEmbedder, "_embed", _cannot_embed)  # the cluster embeds what changed
+    synced = cli("sync", "-d", "local_ray", "--engine", "ray", "--json")
+    assert synced.exit_code == ExitCode.PARTIAL, synced.stderr  # broken.pdf
+    ray_sync = json.loads(synced.stdout)["databases"][0]["sources"][0]
+    counts = ("added", "updated", "deleted", "unchanged", "failed")
+    assert [ray_sync[c] for c in counts] == [one[c] for c in counts] == [1, 2, 0, 1, 1]
+    _same_database(_location(cli, "local_ray"), _location(cli, "local_one"))
+    moved = open_database(_location(cli, "local_ray")).documents.search().where("uri LIKE '%kestrels%'")
+    assert moved.to_arrow().column("id").to_pylist() == [kestrels_id]
+    assert _unnamed_chunk_files(_location(cli, "local_ray")) == []
