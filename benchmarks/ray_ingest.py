@@ -2,7 +2,12 @@
 chunk when the workers write fragments and when they send rows (`[ray] fragments = false`), the overhead on
 a small folder, and a projection for 16 machines from the measured per-worker and per-driver rates.
 
-    python benchmarks/ray_ingest.py [--data DIR] [--docs N] [--small 10] [--work DIR] [--json]
+    python benchmarks/ray_ingest.py [--data DIR] [--docs N] [--copies 1] [--small 10] [--work DIR]
+                                    [--driver-only] [--json]
+
+`--copies N` puts N copies of the documents in the big folder (each its own file: N times the chunks);
+`--driver-only` runs just the 2-worker cluster's adds, big and small, in both ways of writing, for the
+driver's CPU per chunk: (big - small) / (their chunks), the process's start and joining left out.
 
 Each add is a whole `haiku` process into a new local database. The Ray cluster (N worker CPUs) is started
 by this script with `ray.init(address="local")` and joined by `haiku --ray-address`, so its start is
@@ -140,7 +145,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--docs", type=int, default=1460, help="CISI documents in the big folder")
+    parser.add_argument("--copies", type=int, default=1, help="copies of the documents in the big folder")
     parser.add_argument("--small", type=int, default=10, help="documents in the small folder")
+    parser.add_argument("--driver-only", action="store_true", help="only the driver's CPU per chunk")
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -150,7 +157,8 @@ def main() -> None:
     corpus, _, _ = load_beir(args.data)
     ids = sorted(corpus)
     big, small = work / "big", work / "small"
-    write_corpus_files({i: corpus[i] for i in ids[: args.docs]}, big)
+    for copy in range(args.copies):
+        write_corpus_files({i: corpus[i] for i in ids[: args.docs]}, big / f"copy{copy}")
     write_corpus_files({i: corpus[i] for i in ids[: args.small]}, small)
     config = work / "config.toml"
     config.write_text("[ray]\nmin_mb = 0\n")  # the cluster even for the small folder (its overhead)
@@ -159,49 +167,57 @@ def main() -> None:
     default_config = work / "default.toml"
     default_config.write_text("")
 
-    out: dict = {"docs": args.docs, "small_docs": args.small, "cpus": os.cpu_count()}
+    out: dict = {"docs": args.docs, "copies": args.copies, "small_docs": args.small, "cpus": os.cpu_count()}
     out["load_avg_1m_before"] = round(os.getloadavg()[0], 2)
-    out["single"] = _add(big, work / "single.lancedb", config)
-    started, run = _with_cluster(1, lambda address: _on_cluster(big, work / "ray1.lancedb", config, address))
-    out["ray_1"] = {**run, "cluster_start_s": round(started, 2)}
+    if not args.driver_only:
+        out["single"] = _add(big, work / "single.lancedb", config)
+        started, run = _with_cluster(
+            1, lambda address: _on_cluster(big, work / "ray1.lancedb", config, address)
+        )
+        out["ray_1"] = {**run, "cluster_start_s": round(started, 2)}
 
-    def both(address: str) -> tuple[dict, dict]:
-        # The same cluster for both ways of writing, so they differ only in what the driver does.
-        fragments = _on_cluster(big, work / "ray2.lancedb", config, address)
-        return fragments, _on_cluster(big, work / "ray2_rows.lancedb", rows_config, address)
+    def both(address: str) -> dict[str, dict]:
+        # The same cluster for both ways of writing, so they differ only in what the driver does; the
+        # small folder's adds measure what a driver pays whatever the size (its start, joining).
+        return {
+            "small_ray_2": _on_cluster(small, work / "small2.lancedb", config, address),
+            "small_ray_2_rows": _on_cluster(small, work / "small2_rows.lancedb", rows_config, address),
+            "ray_2": _on_cluster(big, work / "ray2.lancedb", config, address),
+            "ray_2_rows": _on_cluster(big, work / "ray2_rows.lancedb", rows_config, address),
+        }
 
-    started, (run, rows) = _with_cluster(2, both)
-    out["ray_2"] = {**run, "cluster_start_s": round(started, 2)}
-    out["ray_2_rows"] = {**rows, "cluster_start_s": round(started, 2)}
-    out["small_single"] = _add(small, work / "small_single.lancedb", config)
-    # No cluster running: haiku starts a local one for the add and stops it after (a first-time user).
-    out["small_ray_own_cluster"] = _add(small, work / "small_ray.lancedb", config, "--engine", "ray")
-    out["small_ray_default_threshold"] = _add(
-        small, work / "small_default.lancedb", default_config, "--engine", "ray"
-    )
+    started, runs = _with_cluster(2, both)
+    for name, run in runs.items():
+        out[name] = {**run, "cluster_start_s": round(started, 2)}
+    if not args.driver_only:
+        out["small_single"] = _add(small, work / "small_single.lancedb", config)
+        # No cluster running: haiku starts a local one for the add and stops it after (a first-time user).
+        out["small_ray_own_cluster"] = _add(small, work / "small_ray.lancedb", config, "--engine", "ray")
+        out["small_ray_default_threshold"] = _add(
+            small, work / "small_default.lancedb", default_config, "--engine", "ray"
+        )
     out["load_avg_1m_after"] = round(os.getloadavg()[0], 2)
-    # A worker given a whole core embeds at its rate per CPU-second (the shared machine's wall clock
-    # says more about the other jobs on it); the one writer takes its own CPU per chunk.
-    per_worker = out["ray_1"]["chunks_per_cluster_cpu_s"]
-    # The process's start and the cluster's joining are paid once per add, whatever its size: the small
-    # folder's add on the cluster measures them (its 10 chunks cost next to nothing to write).
-    start_cpu = out["small_ray_own_cluster"]["driver_cpu_s"]
     for case in ("ray_2", "ray_2_rows"):
-        r = out[case]
-        r["driver_cpu_ms_per_chunk"] = round(1000 * r["driver_cpu_s"] / r["chunks"], 3)
-        r["driver_chunks_per_cpu_s"] = round(r["chunks"] / max(r["driver_cpu_s"], 1e-9), 1)
-        beyond = max(r["driver_cpu_s"] - start_cpu, 1e-9)
-        r["driver_chunks_per_cpu_s_beyond_start"] = round(r["chunks"] / beyond, 1)
-    writer_ceiling = out["ray_2"]["driver_chunks_per_cpu_s_beyond_start"]
-    out["single"]["chunks_per_cpu_s"] = round(out["single"]["chunks"] / out["single"]["driver_cpu_s"], 1)
-    out["projection_16_machines"] = {
-        "per_worker_chunks_per_cpu_s": per_worker,
-        "workers_per_machine": 2,
-        "embedding_chunks_per_s": round(per_worker * 2 * MACHINES, 1),
-        "writer_ceiling_chunks_per_cpu_s": round(writer_ceiling, 1),
-        "rows_writer_ceiling_chunks_per_cpu_s": out["ray_2_rows"]["driver_chunks_per_cpu_s_beyond_start"],
-        "projected_chunks_per_s": round(min(per_worker * 2 * MACHINES, writer_ceiling), 1),
-    }
+        r, fixed = out[case], out[f"small_{case}"]
+        cpu = max(r["driver_cpu_s"] - fixed["driver_cpu_s"], 1e-9)
+        chunks = r["chunks"] - fixed["chunks"]
+        r["driver_cpu_ms_per_chunk"] = round(1000 * cpu / chunks, 3)
+        r["driver_chunks_per_cpu_s"] = round(chunks / cpu, 1)
+    if not args.driver_only:
+        # A worker given a whole core embeds at its rate per CPU-second (the shared machine's wall clock
+        # says more about the other jobs on it); the one driver takes its own CPU per chunk.
+        per_worker = out["ray_1"]["chunks_per_cluster_cpu_s"]
+        writer_ceiling = out["ray_2"]["driver_chunks_per_cpu_s"]
+        single = out["single"]
+        single["chunks_per_cpu_s"] = round(single["chunks"] / single["driver_cpu_s"], 1)
+        out["projection_16_machines"] = {
+            "per_worker_chunks_per_cpu_s": per_worker,
+            "workers_per_machine": 2,
+            "embedding_chunks_per_s": round(per_worker * 2 * MACHINES, 1),
+            "writer_ceiling_chunks_per_cpu_s": writer_ceiling,
+            "rows_writer_ceiling_chunks_per_cpu_s": out["ray_2_rows"]["driver_chunks_per_cpu_s"],
+            "projected_chunks_per_s": round(min(per_worker * 2 * MACHINES, writer_ceiling), 1),
+        }
     if args.json:
         print(json.dumps(out))
         return
@@ -210,10 +226,14 @@ def main() -> None:
         "ray_1",
         "ray_2",
         "ray_2_rows",
+        "small_ray_2",
+        "small_ray_2_rows",
         "small_single",
         "small_ray_own_cluster",
         "small_ray_default_threshold",
     ):
+        if case not in out:
+            continue
         r = out[case]
         extra = (
             f", cluster start {r['cluster_start_s']} s, cluster CPU {r['cluster_cpu_s']} s "
@@ -228,17 +248,18 @@ def main() -> None:
     for case in ("ray_2", "ray_2_rows"):
         r = out[case]
         print(
-            f"{case:28} driver {r['driver_cpu_ms_per_chunk']} ms CPU per chunk, "
-            f"{r['driver_chunks_per_cpu_s_beyond_start']} chunks per driver CPU-s beyond its start"
+            f"{case:28} driver {r['driver_cpu_ms_per_chunk']} ms CPU per chunk "
+            f"({r['driver_chunks_per_cpu_s']} chunks per driver CPU-s, the small add's CPU left out)"
         )
-    p = out["projection_16_machines"]
-    print(
-        f"16 machines x 2 workers at {p['per_worker_chunks_per_cpu_s']} chunks/CPU-s each: "
-        f"{p['embedding_chunks_per_s']} chunks/s embedded; the driver commits "
-        f"{p['writer_ceiling_chunks_per_cpu_s']} chunks per CPU-second with fragments "
-        f"({p['rows_writer_ceiling_chunks_per_cpu_s']} writing rows) "
-        f"-> {p['projected_chunks_per_s']} chunks/s"
-    )
+    p = out.get("projection_16_machines")
+    if p:
+        print(
+            f"16 machines x 2 workers at {p['per_worker_chunks_per_cpu_s']} chunks/CPU-s each: "
+            f"{p['embedding_chunks_per_s']} chunks/s embedded; the driver commits "
+            f"{p['writer_ceiling_chunks_per_cpu_s']} chunks per CPU-second with fragments "
+            f"({p['rows_writer_ceiling_chunks_per_cpu_s']} writing rows) "
+            f"-> {p['projected_chunks_per_s']} chunks/s"
+        )
     print(f"load average {out['load_avg_1m_before']} before, {out['load_avg_1m_after']} after")
     print(json.dumps(out))
 

@@ -175,11 +175,12 @@ class RayEngine:
         ray_logs = logging.getLogger("ray")
         level = ray_logs.level
         try:
-            # Starting a cluster forks its processes, which exec at once: LanceDB's warning about forks
-            # does not apply; nor do Ray's notes on a new local cluster (its token, its dashboard).
+            # Starting a cluster forks its processes, which exec at once: LanceDB's and Lance's warnings
+            # about forks do not apply; nor do Ray's notes on a new local cluster (its token, dashboard).
             ray_logs.setLevel(logging.ERROR)
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", "lancedb fork support", RuntimeWarning)
+                warnings.filterwarnings("ignore", "lance is not fork-safe", UserWarning)
                 ray.init(
                     address=self.address,
                     include_dashboard=False,
