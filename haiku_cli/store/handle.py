@@ -47,6 +47,10 @@ class Database:
         self.keep_versions: dict[str, int] | None = None
         self.writer_lock: Any = None  # the held writer lock (store.writer), re-entrant
         self.write_policy: Any = None  # how long to wait for another writer (store.writer.WaitPolicy)
+        # A request of the write under way waited out its limit: the store stopped answering, so the
+        # steps after a failure (undoing it, giving the lease back) are left to the next writer rather
+        # than waiting the limit out again each. Cleared when the writer lock is taken.
+        self.stalled = False
         self.read_at = time.monotonic()  # when this handle last caught up with the stored state
         self.at_tag: str | None = None  # read at this tag (`--at`): its versions never move, writes refused
         # This process's commits to the meta table (its writes, an object-store lease's heartbeat, a
@@ -203,17 +207,22 @@ _STALLED = "the storage did not answer in time"
 # store that accepted the connection, then stalled) or could not connect at all, so `_unanswered` tells.
 _UNSENT = "cannot connect"
 _REFUSED = "the connection was refused; check the endpoint"
+_DENIED = "permission denied"
+_READ_ONLY = "the file system is read-only"
+_FULL = "the disk is full"
+_NO_CREDENTIALS = (
+    "no AWS credentials were found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
+)
+# Failures that are the store's answer, a definite no: the request changed nothing (see `is_refusal`).
+_REFUSALS = (_DENIED, _READ_ONLY, _FULL, _NO_CREDENTIALS)
 
 # What storage failures look like deep in LanceDB's (Rust) messages, and how to say them to a user.
 _KNOWN_FAILURES = (
     # Looked up before any request: its failure says "Forbidden" (a metadata service refusing), not a denial.
-    (
-        ("failed to get aws credentials",),
-        "no AWS credentials were found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE",
-    ),
-    (("read-only file system", "os error 30"), "the file system is read-only"),
-    (("no space left", "os error 28", "disk quota"), "the disk is full"),
-    (("permission denied", "os error 13", "access denied", "accessdenied", "forbidden"), "permission denied"),
+    (("failed to get aws credentials",), _NO_CREDENTIALS),
+    (("read-only file system", "os error 30"), _READ_ONLY),
+    (("no space left", "os error 28", "disk quota"), _FULL),
+    (("permission denied", "os error 13", "access denied", "accessdenied", "forbidden"), _DENIED),
     # Before the timeouts: a refused connection's retry report also names its `retry_timeout`.
     (("connection refused", "connectionrefused"), _REFUSED),
     (("timed out", "timeout", "deadline"), _STALLED),
@@ -254,6 +263,20 @@ def _unanswered(lowered: str, location: Location | None, *, timed_out: bool) -> 
     if limit is not None and ran >= 0.9 * limit:
         return stalled_reason(location)
     return _UNSENT
+
+
+def is_refusal(exc: BaseException | None) -> bool:
+    """Whether a storage call failed on the store's definite no (access denied, a read-only or full
+    disk, no credentials): an answer, so the call changed nothing, unlike one whose answer never came."""
+    return exc is not None and failure_reason(exc) in _REFUSALS
+
+
+def is_stall(exc: BaseException, location: Location) -> bool:
+    """Whether a storage call failed on a request that waited out its limit (a store that stopped
+    answering; `TimeoutError`: a deadline of ours), as the failure's message names it."""
+    if isinstance(exc, TimeoutError):
+        return True
+    return location.can_stall and failure_reason(exc, location) == stalled_reason(location)
 
 
 def unanswered_reason(location: Location) -> str:

@@ -14,7 +14,16 @@ from contextlib import contextmanager, suppress
 
 from haiku_cli.errors import DatabaseError, HaikuError
 from haiku_cli.store.deadline import with_deadline
-from haiku_cli.store.handle import PENDING_WRITE, Database, read_meta, request_timeout, storage_failure
+from haiku_cli.store.handle import (
+    PENDING_WRITE,
+    Database,
+    failure_reason,
+    is_refusal,
+    is_stall,
+    read_meta,
+    request_timeout,
+    storage_failure,
+)
 from haiku_cli.store.journal import FRAGMENTS, Journal, journal_of, restore, table_versions
 from haiku_cli.store.writer import checkpoint, ensure_held, exclusive, kept_through_commit
 
@@ -50,7 +59,9 @@ def atomic_write(db: Database, *, fragments: bool = False) -> Iterator[None]:
         except BaseException as exc:
             # A writer whose lease lapsed must not touch the database: whoever took it over owns the
             # journal now and undoes this write itself.
-            if db.writer_lock is None or db.writer_lock.valid():
+            # A store that stopped answering would wait out its limit again at each step of the undo: the
+            # journal stays instead, readers read the versions it names and the next writer undoes it.
+            if (db.writer_lock is None or db.writer_lock.valid()) and not db.stalled:
                 interrupted = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
                 kept = db.keep_versions if interrupted else None
                 marks = {FRAGMENTS: before[FRAGMENTS]} if FRAGMENTS in before else {}
@@ -64,10 +75,16 @@ def atomic_write(db: Database, *, fragments: bool = False) -> Iterator[None]:
         try:
             with storage_errors(db, "cannot be written"):
                 db.delete_meta(PENDING_WRITE)
-        except DatabaseError:
+        except DatabaseError as exc:
+            if is_refusal(exc.__cause__):
+                raise  # the store answered no: the journal is still there, the write is not stored
             if _journal_gone(db):
                 return  # the store took the commit, but its answer was lost: the write is stored
-            raise
+            reason = failure_reason(exc.__cause__, db.location) if exc.__cause__ else str(exc)
+            raise DatabaseError(
+                f"database '{db.name}': this write's commit may or may not have landed (check it with "
+                f"haiku list): {reason}"
+            ) from exc
         if not kept_through_commit(db):
             raise DatabaseError(
                 f"database '{db.name}': this write's commit took longer than its lease allowed, and "
@@ -78,10 +95,16 @@ def atomic_write(db: Database, *, fragments: bool = False) -> Iterator[None]:
 
 def _journal_gone(db: Database, tries: int = 4, pause: float = 2.0) -> bool:
     """Whether the journal's removal landed after all; asked a few times, as a store whose answer was
-    lost often answers again seconds later (False when it never tells)."""
+    lost often answers again seconds later (False when it never tells).
+
+    A store that stopped answering (the commit, or an ask, waited out its limit) is asked once more at
+    most, and one that refuses an ask is not asked again: either would only do the same again.
+    """
     # Each ask is bounded as one request: a store that answers again does so at once, while LanceDB
     # asks a stalled store again and again (six lists of the versions, each waiting out the timeout).
     seconds = request_timeout(db.location) or _ASK_SECONDS
+    if db.stalled:
+        tries = 1
 
     def latest_meta() -> dict[str, str]:
         db.meta_table.checkout_latest()
@@ -92,7 +115,12 @@ def _journal_gone(db: Database, tries: int = 4, pause: float = 2.0) -> bool:
             return False  # a writer that took over may have removed it, undoing this write
         try:
             meta = with_deadline(latest_meta, seconds, TimeoutError)
-        except Exception:
+        except Exception as exc:
+            if is_stall(exc, db.location):
+                db.stalled = True
+                return False
+            if is_refusal(exc):
+                return False
             if attempt < tries - 1:
                 time.sleep(pause)
             continue
@@ -125,4 +153,6 @@ def storage_errors(db: Database, what: str) -> Iterator[None]:
     except HaikuError:
         raise
     except Exception as exc:
+        if is_stall(exc, db.location):
+            db.stalled = True
         raise storage_failure(db.location, what, exc) from exc

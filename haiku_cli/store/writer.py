@@ -242,6 +242,12 @@ class _Lease(_Lock):
 
     def release(self) -> None:
         self._stop.set()
+        if self.db.stalled:
+            # The store stopped answering during this write: giving the lease back would wait out the
+            # limit again (after the heartbeat's renewal in flight), so it lapses after its time-to-live,
+            # as a killed writer's does; the next writer then takes it over and undoes what is left.
+            self.lost = True
+            return
         self._thread.join()
         if self.valid():
             # If the store cannot be reached to give the lease back, it lapses after its time-to-live;
@@ -353,6 +359,7 @@ def exclusive(db: Database, policy: WaitPolicy | None = None) -> Iterator[None]:
         return
     lock = acquire(db, db.name, policy or db.write_policy or WaitPolicy())
     db.writer_lock = lock
+    db.stalled = False  # a store that stalled during an earlier write may answer again
     try:
         catch_up(db)
         if PENDING_WRITE in db.meta:

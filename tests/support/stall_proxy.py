@@ -29,7 +29,7 @@ class StallingProxy:
         self._open: set[socket.socket] = set()
         self._stall_after: tuple[bytes, ...] = ()
         self._guard = threading.Lock()
-        self.requests = 0  # HTTP requests that reached the proxy (stalled or not)
+        self.requests = 0  # HTTP requests that reached the proxy (stalled, forbidden or not)
 
     def __enter__(self) -> StallingProxy:
         threading.Thread(target=self._accept, daemon=True).start()
@@ -77,7 +77,7 @@ class StallingProxy:
             except OSError:
                 return
             if self.forbidding.is_set():
-                threading.Thread(target=_forbid, args=(client,), daemon=True).start()
+                threading.Thread(target=self._forbid, args=(client,), daemon=True).start()
                 continue
             try:
                 server = socket.create_connection(("127.0.0.1", self.target_port))
@@ -112,6 +112,30 @@ class StallingProxy:
             with self._guard:
                 self._open.difference_update((source, sink))
 
+    def _forbid(self, client: socket.socket) -> None:
+        """Read one request (its headers, and its body by Content-Length), answer 403 and close."""
+        with contextlib.suppress(OSError), client:
+            client.settimeout(30)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                more = client.recv(65536)
+                if not more:
+                    return
+                data += more
+            self.requests += 1
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = next(
+                (
+                    int(line.split(b":", 1)[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                ),
+                0,
+            )
+            while len(body) < length and (more := client.recv(65536)):
+                body += more
+            client.sendall(_FORBIDDEN % len(_ACCESS_DENIED) + _ACCESS_DENIED)
+
 
 _FORBIDDEN = (
     b"HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\nConnection: close\r\n"
@@ -120,27 +144,3 @@ _FORBIDDEN = (
 _ACCESS_DENIED = (
     b"<?xml version='1.0'?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
 )
-
-
-def _forbid(client: socket.socket) -> None:
-    """Read one request (its headers, and its body by Content-Length), answer 403 and close."""
-    with contextlib.suppress(OSError), client:
-        client.settimeout(30)
-        data = b""
-        while b"\r\n\r\n" not in data:
-            more = client.recv(65536)
-            if not more:
-                return
-            data += more
-        head, _, body = data.partition(b"\r\n\r\n")
-        length = next(
-            (
-                int(line.split(b":", 1)[1])
-                for line in head.split(b"\r\n")
-                if line.lower().startswith(b"content-length:")
-            ),
-            0,
-        )
-        while len(body) < length and (more := client.recv(65536)):
-            body += more
-        client.sendall(_FORBIDDEN % len(_ACCESS_DENIED) + _ACCESS_DENIED)
