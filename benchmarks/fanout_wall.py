@@ -37,7 +37,7 @@ from benchmarks.scale import CHUNKS_PER_DOC, DIMENSION, QUERIES, Corpus, bulk_bu
 from haiku_cli.databases import fanout  # noqa: E402
 from haiku_cli.databases.pool import DatabasePool  # noqa: E402
 from haiku_cli.databases.selection import Selection  # noqa: E402
-from haiku_cli.search.candidates import ann_ef, pool_ef  # noqa: E402
+from haiku_cli.search.candidates import _POOL_REFINE_FACTOR, _REFINE_FACTOR, ann_ef, pool_ef  # noqa: E402
 from haiku_cli.store import Location, open_database  # noqa: E402
 from haiku_cli.store.indexes import VECTOR_INDEX  # noqa: E402
 from haiku_cli.store.reads import async_table  # noqa: E402
@@ -87,7 +87,7 @@ class Bare:
                 q = table.query().nearest_to(vector).column("vector").distance_type("cosine")
                 if indexed:
                     ef = (ann_ef if kind == "vector" else pool_ef)(rows, depth, parts)
-                    q = q.refine_factor(5 if kind == "vector" else 2).ef(ef)
+                    q = q.refine_factor(_REFINE_FACTOR if kind == "vector" else _POOL_REFINE_FACTOR).ef(ef)
                 jobs.append(q.select([*_SHOWN, "_distance"]).limit(depth).to_arrow())
             if kind in ("fts", "hybrid"):
                 extra = ["vector"] * (kind == "hybrid") + ["search_text"] * rescoring

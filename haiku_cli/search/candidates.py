@@ -33,10 +33,12 @@ _KEY_COLUMNS = ["id"]  # a lean candidate's: its identity (ties rank by it); its
 # An ANN index ranks by quantised distances; re-ranking this many times k by exact distance fixes
 # their order (at 100k chunks 5 recalls as much as 10 or 50, and reads half the vectors of 10).
 _REFINE_FACTOR = 5
-# Hybrid search keeps its 50 vector candidates only as a pool for fusion (which ranks by their exact
-# similarity either way): refining 2 x k picks the same 50 as 5 x k for 99.97% of them at 100k chunks,
-# for 12% less CPU in the vector lookup (benchmarks/README.md).
-_POOL_REFINE_FACTOR = 2
+# Hybrid search keeps its 50 vector candidates only as a pool for fusion, which ranks by their exact
+# similarity (a refine factor of 1 still re-scores the k found exactly). Which 50 make the pool moves at
+# its margin with the factor (2 x k: the same 50 as 5 x k for 99.97% of them at 100k chunks), the fused
+# top 10 does not: 1 x k gives the top 10 of 2 x k on 200 of 200 queries over 1, 2 and 4 databases at
+# 100k hashed-vector chunks, for 3 ms less CPU per database searched (benchmarks/README.md).
+_POOL_REFINE_FACTOR = 1
 # How widely the HNSW graph is searched, per chunk in the table. On the bundled model's embeddings
 # (CISI, 100k chunks: benchmarks/ef_real.py) recall@10 against exact search is 0.996 at ef 200, 0.9997
 # at 400 and 1.0 from 800 on (5.5 ms of CPU at 1,200 against 8.3 at 3,030), so a table of 100k is
