@@ -28,6 +28,7 @@ from haiku_cli.store.journal import FRAGMENTS, Journal, journal_of, restore, tab
 from haiku_cli.store.writer import checkpoint, ensure_held, exclusive, kept_through_commit
 
 _ASK_SECONDS = 30.0  # a local database cannot stall; the bound is only a net
+_ASK_LIMITS = 3  # whether a commit landed is asked for this many request limits at most
 
 
 @contextmanager
@@ -95,34 +96,34 @@ def atomic_write(db: Database, *, fragments: bool = False) -> Iterator[None]:
 
 def _journal_gone(db: Database, tries: int = 4, pause: float = 2.0) -> bool:
     """Whether the journal's removal landed after all; asked a few times, as a store whose answer was
-    lost often answers again seconds later (False when it never tells).
+    lost often answers again seconds later (False when it never tells, or refuses to).
 
-    A store that stopped answering (the commit, or an ask, waited out its limit) is asked once more at
-    most, and one that refuses an ask is not asked again: either would only do the same again.
+    The asks end three request limits (at least `pause` times `tries - 1`) after the first: a store
+    that stopped answering waits each ask's limit out, and is asked again at once, not after a pause.
     """
     # Each ask is bounded as one request: a store that answers again does so at once, while LanceDB
     # asks a stalled store again and again (six lists of the versions, each waiting out the timeout).
     seconds = request_timeout(db.location) or _ASK_SECONDS
-    if db.stalled:
-        tries = 1
+    deadline = time.monotonic() + max(_ASK_LIMITS * seconds, (tries - 1) * pause)
 
     def latest_meta() -> dict[str, str]:
         db.meta_table.checkout_latest()
         return read_meta(db.meta_table)
 
-    for attempt in range(tries):
+    for _ in range(tries):
         if db.writer_lock is not None and not db.writer_lock.valid():
             return False  # a writer that took over may have removed it, undoing this write
         try:
             meta = with_deadline(latest_meta, seconds, TimeoutError)
         except Exception as exc:
-            if is_stall(exc, db.location):
-                db.stalled = True
-                return False
             if is_refusal(exc):
+                return False  # the store answers, and says no: asking again would hear the same
+            stalled = is_stall(exc, db.location)
+            db.stalled = db.stalled or stalled
+            wait = 0.0 if stalled else pause
+            if time.monotonic() + wait >= deadline:
                 return False
-            if attempt < tries - 1:
-                time.sleep(pause)
+            time.sleep(wait)
             continue
         db.meta = meta
         return PENDING_WRITE not in meta
