@@ -128,14 +128,24 @@ PAPER = ["Measuring recall of hybrid retrieval.\n\n\n\n\n\n\n\n\nFigure 1: Recal
 PROGRAM = "print('documents:', len(list_documents()))"
 
 
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    """One headless Chromium for this module's tests (starting one takes seconds): each test's server
+    is another origin (its own port), so the page's saved state is each test's own; `page` clears it."""
+    with chromium(tmp_path_factory.mktemp("browser") / "profile") as shared:
+        yield shared
+
+
 @pytest.fixture
-def page(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Page]:
-    """The page in a new headless Chromium; a screenshot `failure.png` is kept if the test fails."""
-    with chromium(tmp_path / "profile") as browser:
-        shown = Page(browser, tmp_path / "screens")
-        yield shown
-        if request.node.stash.get(FAILED, False):
-            shown.shot("failure")
+def page(request: pytest.FixtureRequest, browser: Browser, tmp_path: Path) -> Iterator[Page]:
+    """The page in the module's headless Chromium; a screenshot `failure.png` is kept if the test fails.
+    Afterwards the origin's saved state is cleared, as a port the next server is given may be the same."""
+    shown = Page(browser, tmp_path / "screens")
+    yield shown
+    if request.node.stash.get(FAILED, False):
+        shown.shot("failure")
+    browser.js("localStorage.clear(); sessionStorage.clear();")
+    browser.open("about:blank")
 
 
 class Page:
