@@ -31,7 +31,8 @@ from haiku_cli.ingest.sources import TextFile
 if TYPE_CHECKING:
     from haiku_cli.config.settings import EmbedderSettings, IngestSettings, RaySettings
     from haiku_cli.embed import Embedder
-    from haiku_cli.ingest.objects import ObjectStores
+    from haiku_cli.ingest.objects import Listing, ObjectStores
+    from haiku_cli.ingest.sources import FileChoice
     from haiku_cli.store.fragments import FragmentTarget
 
 RAY_EXTRA = "pip install 'haiku-cli[ray]'"
@@ -109,6 +110,7 @@ class RayEngine:
         self.embedder = embedder
         self.address = address or settings.address
         self.note = note
+        self._started = False  # this process joined (or started) the cluster: it leaves it when done
 
     def check_address(self) -> None:
         """Stop at once, before any database is opened, when a `host:port` address does not answer."""
@@ -146,7 +148,7 @@ class RayEngine:
         started. `known`: the content hash stored under each uri; `target`: where fragments go."""
         import ray
 
-        started = self._connect()  # on this thread: Ray sets its signal handlers on the main one
+        self._join()
         hooks = os.environ.get(_DIE_ONCE), os.environ.get("HAIKU_TEST_PAUSE")
         job = _Job(
             limits, objects, self.embedder, title, *hooks, target, metadata, bool(title or metadata), moved
@@ -163,8 +165,41 @@ class RayEngine:
                 # A task still running may be writing a fragment: the add removes those left over only
                 # once no task of it is left to write one.
                 ray.wait(list(pending), num_returns=len(pending), timeout=_CANCEL_WAIT_SECONDS)
-            if started:
+            if self._started:
                 ray.shutdown()
+                self._started = False
+
+    def lists_on_cluster(self) -> bool:
+        """Whether object-storage prefixes are listed by a task on the cluster: only one running already
+        (an address given, or joined by this process), never one started just to list (a small add
+        would then wait for a cluster it does not use)."""
+        import sys
+
+        if self.address or os.environ.get("RAY_ADDRESS"):
+            return True
+        ray = sys.modules.get("ray")  # not imported for this: an add that stays here never pays for it
+        return ray is not None and ray.is_initialized()
+
+    async def listing(self, objects: ObjectStores, source: str, choice: FileChoice) -> Listing:
+        """List a source on object storage in a task on the cluster, near the bucket (a listing is one
+        request per 1,000 keys, each a round trip from wherever it runs)."""
+        import asyncio
+
+        import ray
+
+        self._join()
+        task = ray.remote(max_retries=self.settings.max_retries, retry_exceptions=False)(_list)
+        try:
+            return await asyncio.wrap_future(task.remote(objects, source, choice).future())
+        except ray.exceptions.RayError as exc:
+            if isinstance(cause := getattr(exc, "cause", None), HaikuError):
+                raise cause from None  # the listing's own error (no such prefix), reported as locally
+            raise ModelError(f"the Ray cluster failed to list {source}: {_first_line(exc)}") from None
+
+    def _join(self) -> None:
+        # On the calling (main) thread: Ray sets its signal handlers on the main one.
+        if not self._started:
+            self._started = self._connect()
 
     def _connect(self) -> bool:
         """Join the cluster (one already joined by this process is used as it is); whether this started it."""
@@ -236,6 +271,11 @@ class RayEngine:
 async def _nothing() -> AsyncIterator[Prepared]:
     return
     yield
+
+
+def _list(objects: ObjectStores, source: str, choice: FileChoice) -> Listing:
+    """A Ray task: list a source on object storage as the driver would."""
+    return objects.get(source).listing(source, choice)
 
 
 def _reachable(address: str) -> None:

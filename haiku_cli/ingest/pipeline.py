@@ -463,7 +463,7 @@ async def add_sources(
         ingestor.position = next(positions)
         choice = kept_rules.get(source_key(source), given)
         if is_object_uri(source):
-            listed = await _list_objects(ingestor, source, objects, choice, positions)
+            listed = await _list_objects(ingestor, source, objects, choice, positions, engine)
             if listed is not None:
                 kind, found, listed_uris = listed
                 if kind == "folder":
@@ -534,9 +534,11 @@ async def _list_objects(
     objects: ObjectStores | None,
     choice: FileChoice,
     positions: Iterator[int],
+    engine: RayEngine | None = None,
 ) -> tuple[SourceKind, list[tuple[int, Item]], set[str]] | None:
     """The objects a source on object storage names, with their positions (left-out ones go to the
-    report) and the uris of all it lists; None when it cannot be listed (reported as a failed source)."""
+    report) and the uris of all it lists; None when it cannot be listed (reported as a failed source).
+    With an `engine` whose cluster is running, a task on it lists them."""
     from haiku_cli.ingest.document import ConversionError
     from haiku_cli.ingest.reports import LeftOut
 
@@ -544,7 +546,10 @@ async def _list_objects(
         ingestor.fail(source, f"{source}: object storage is not configured for this add")
         return None
     try:
-        listing = await anyio.to_thread.run_sync(lambda: objects.get(source).listing(source, choice))
+        if engine is not None and engine.lists_on_cluster():
+            listing = await engine.listing(objects, source, choice)
+        else:
+            listing = await anyio.to_thread.run_sync(lambda: objects.get(source).listing(source, choice))
     except ConversionError as exc:
         ingestor.fail(source, str(exc))
         return None

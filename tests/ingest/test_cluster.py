@@ -99,6 +99,10 @@ async def _cannot_embed(self, texts, input_type):
     raise AssertionError("embedded in the driver, not on the cluster")
 
 
+def _cannot_list(self, uri, choice=None):
+    raise AssertionError("listed in the driver, not on the cluster")
+
+
 def _no_chunk_rows(writes):
     """`make_chunk_rows` for a driver whose workers write every new chunk as fragments."""
     made = writes.make_chunk_rows
@@ -168,9 +172,11 @@ def test_a_ray_add_stores_what_a_single_process_add_does(
 
 @pytest.mark.slow
 def test_a_ray_add_of_an_s3_prefix_into_an_s3_database_equals_a_single_process_one(
-    cluster, cli, write_config, tmp_path: Path, s3_server: str
+    cluster, cli, write_config, tmp_path: Path, s3_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import boto3
+
+    from haiku_cli.ingest.objects import ObjectStore
 
     _config(write_config, tmp_path, s3_server)
     bucket = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1")
@@ -179,14 +185,18 @@ def test_a_ray_add_of_an_s3_prefix_into_an_s3_database_equals_a_single_process_o
         if path.is_file():
             rel = path.relative_to(tmp_path / "corpus").as_posix()
             bucket.put_object(Bucket="lab", Key=f"{top}/{rel}", Body=path.read_bytes())
-    prefix = f"s3://lab/{top}/"
-    one = cli("add-src", prefix, "-d", "s3_one", "--json")
-    ray_add = cli("add-src", prefix, "-d", "s3_ray", "--engine", "ray", "--json")
+    prefix, missing = f"s3://lab/{top}/", f"s3://lab/missing-{top}/"
+    one = cli("add-src", prefix, missing, "-d", "s3_one", "--json")
+    # The prefixes are listed by a task on the running cluster, not by this process.
+    with monkeypatch.context() as patched:
+        patched.setattr(ObjectStore, "listing", _cannot_list)
+        ray_add = cli("add-src", prefix, missing, "-d", "s3_ray", "--engine", "ray", "--json")
     assert ray_add.exit_code == one.exit_code == ExitCode.PARTIAL, ray_add.stderr
     assert _outcomes(ray_add.stdout) == _outcomes(one.stdout)
+    assert (missing, "failed", 0) in _outcomes(ray_add.stdout)  # "no such object or prefix", as here
     _same_database(_location(cli, "s3_ray"), _location(cli, "s3_one"))
     (source,) = json.loads(cli("sources", "-d", "s3_ray", "--json").stdout)["sources"]
-    assert (source["source"], source["documents"]) == (prefix, 3)
+    assert (source["source"], source["documents"]) == (prefix, 3)  # the missing prefix is not remembered
     assert _unnamed_chunk_files(_location(cli, "s3_ray")) == []
 
 
