@@ -88,6 +88,8 @@ def build_server(scope: ServerScope) -> MCPServer:
     from mcp_types import ToolAnnotations
 
     class HaikuMCPServer(MCPServer):
+        _takes: dict[str, list[str] | None]
+
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             # Every failure reaches the client as a tool error of one sentence; the server keeps running.
             if isinstance(arguments, dict) and (unknown := await self._unknown(name, arguments)):
@@ -109,10 +111,14 @@ def build_server(scope: ServerScope) -> MCPServer:
 
         async def _unknown(self, name: str, arguments: dict[str, Any]) -> str | None:
             # The SDK drops arguments a tool does not take: a misspelt `limt` would search with the default.
-            tool = next((t for t in await self.list_tools() if t.name == name), None)
-            if tool is None:
+            if name not in self._takes:
+                # The tools are all registered before serving; listing them builds every tool's model
+                # (~0.3 ms of a call's ~14 ms of CPU), so each tool's arguments are read once.
+                tool = next((t for t in await self.list_tools() if t.name == name), None)
+                self._takes[name] = None if tool is None else list(tool.input_schema.get("properties", {}))
+            takes = self._takes[name]
+            if takes is None:
                 return None  # the SDK names an unknown tool itself
-            takes = list(tool.input_schema.get("properties", {}))
             extra = [key for key in arguments if key not in takes]
             if not extra:
                 return None
@@ -126,6 +132,7 @@ def build_server(scope: ServerScope) -> MCPServer:
         version=__version__,
         log_level="WARNING",
     )
+    server._takes = {}
     reading = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 
     @server.tool(annotations=reading)
