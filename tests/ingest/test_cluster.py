@@ -74,8 +74,12 @@ def _stored(location: Location) -> tuple[dict, dict, np.ndarray]:
     assert all(by_id[r["document_id"]] == r["document_uri"] for r in rows)  # ids by the usual rules
     assert len({r["id"] for r in rows}) == len(rows)
     fields = (
+        "document_title",
+        "document_metadata",
         "text",
         "search_text",
+        "search_tokens",
+        "search_terms",
         "heading_path",
         "pages",
         "char_start",
@@ -142,7 +146,7 @@ def test_a_ray_add_stores_what_a_single_process_add_does(
 
     _config(write_config, tmp_path, s3_server)
     folder = _folder(tmp_path)
-    one = cli("add-src", str(folder), "-d", "local_one", "--json")
+    one = cli("add-src", str(folder), "-d", "local_one", "--meta", "team=birds", "--json")
     assert one.exit_code == ExitCode.PARTIAL, one.stderr  # broken.pdf
     # From here on this process cannot embed: every vector stored below was made by the cluster's workers.
     embed = BundledEmbedder._embed
@@ -151,7 +155,8 @@ def test_a_ray_add_stores_what_a_single_process_add_does(
     from haiku_cli.store import writes
 
     monkeypatch.setattr(writes, "make_chunk_rows", _no_chunk_rows(writes))
-    ray_add = cli("add-src", str(folder), "-d", "local_ray", "--engine", "ray", "--json")
+    args = ("--meta", "team=birds", "--engine", "ray", "--json")
+    ray_add = cli("add-src", str(folder), "-d", "local_ray", *args)
     assert ray_add.exit_code == ExitCode.PARTIAL, ray_add.stderr
     assert _outcomes(ray_add.stdout) == _outcomes(one.stdout)
     assert ("owls", "added") in {(Path(s).stem, st) for s, st, _ in _outcomes(ray_add.stdout)}
