@@ -29,11 +29,15 @@ from haiku_cli.ingest.pipeline import Item, Prepared, item_label, read_item
 from haiku_cli.ingest.sources import TextFile
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from haiku_cli.config.settings import EmbedderSettings, IngestSettings, RaySettings
     from haiku_cli.embed import Embedder
+    from haiku_cli.ingest.chunking import Chunk
     from haiku_cli.ingest.objects import Listing, ObjectStores
     from haiku_cli.ingest.sources import FileChoice
     from haiku_cli.store.fragments import FragmentTarget
+    from haiku_cli.store.records import DocumentSummary, NewChunk
 
 RAY_EXTRA = "pip install 'haiku-cli[ray]'"
 # A task takes up to this many items or bytes: enough to make Ray's per-task cost (milliseconds) small
@@ -361,7 +365,7 @@ def _prepare(
         checkpoint("ray-task", job.pause)
     embedder = _worker_embedder(job.embedder)
     out: list[Prepared] = []
-    written: list[tuple[Any, Any]] = []  # (document, chunk) pairs of new documents, for the fragments
+    written: list[tuple[DocumentSummary, NewChunk]] = []  # new documents' chunks, for the fragments
     for position, item in batch:
         label = item_label(item)
         try:
@@ -395,7 +399,7 @@ def _prepare(
     return out, fragments
 
 
-def _new_document(uri: str, title: str | None, metadata: dict[str, Any]) -> Any:
+def _new_document(uri: str, title: str | None, metadata: dict[str, Any]) -> DocumentSummary:
     """The identity a new document's chunk rows carry: the id the writer then stores the document under."""
     from datetime import UTC, datetime
 
@@ -408,14 +412,15 @@ def _new_document(uri: str, title: str | None, metadata: dict[str, Any]) -> Any:
     )
 
 
-def _rows_of(chunks: list[Any], title: str | None, vectors: Any) -> list[Any]:
+def _rows_of(chunks: list[Chunk], title: str | None, vectors: np.ndarray) -> list[NewChunk]:
     """The chunks with their vectors as the store takes them (what a local add makes of them)."""
     from haiku_cli.ingest.embedding import new_chunks
 
     return new_chunks([(title, c) for c in chunks], list(vectors))
 
 
-def _write_fragments(target: FragmentTarget, written: list[tuple[Any, Any]]) -> list[Any]:
+def _write_fragments(target: FragmentTarget, written: list[tuple[DocumentSummary, NewChunk]]) -> list[Any]:
+    """Write the chunks as fragments; a storage failure is one line naming the database (exit 3)."""
     from haiku_cli.store.fragments import write_chunk_fragments
 
     try:
