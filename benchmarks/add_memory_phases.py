@@ -4,9 +4,11 @@ A folder of N generated Markdown documents (about 5 chunks each) is added in thi
 own entry point, with the hashing embedder served on 127.0.0.1 (384 dimensions, as the bundled model's),
 while a thread samples the resident set size every 20 ms and files each sample under the step running
 then: the add itself (`ingest`), and each step of the index upkeep after it (`after_write`). Run it at
-two sizes to see which step grows with the folder.
+two sizes to see which step grows with the folder. `process_peak_mb` is the kernel's peak for the process
+(what `/usr/bin/time -v` prints); `--heap-as-is` leaves glibc's allocator as it is (haiku_cli/store/heap.py
+switched off), the before of that change.
 
-    python benchmarks/add_memory_phases.py --docs 400,4000 [--work DIR] [--json]
+    python benchmarks/add_memory_phases.py --docs 400,2000,4000 [--work DIR] [--heap-as-is] [--json]
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import contextlib
 import io
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -31,7 +34,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.rebuild_memory import write_docs  # noqa: E402
 from haiku_cli.ingest import pipeline  # noqa: E402
-from haiku_cli.store import indexes, maintenance  # noqa: E402
+from haiku_cli.store import heap, indexes, maintenance  # noqa: E402
 from tests.support.hash_embedder import serve_hash_embedder  # noqa: E402
 
 _UPKEEP_STEPS = {
@@ -96,7 +99,16 @@ def measure(docs: int, work: Path) -> dict:
         main()
     time.sleep(0.1)
     chunks = int(open_chunks(db))
-    return {"docs": docs, "chunks": chunks, "peak_mb_by_step": phases.peaks}
+    process_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    return {"docs": docs, "chunks": chunks, "process_peak_mb": process_peak, "peak_mb_by_step": phases.peaks}
+
+
+def heap_as_is() -> None:
+    """Switch off haiku's handling of glibc's heap, wherever it is called from."""
+    for module in (heap, indexes, maintenance, pipeline):
+        for name in ("return_large_buffers", "release_freed"):
+            if hasattr(module, name):
+                setattr(module, name, lambda: None)
 
 
 def open_chunks(db: Path) -> int:
@@ -109,21 +121,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", default="400,4000", help="folder sizes in documents, comma-separated")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "haiku-add-memory")
+    parser.add_argument("--heap-as-is", action="store_true", help="without haiku_cli/store/heap.py")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     sizes = [int(n) for n in args.docs.split(",")]
     if len(sizes) > 1:  # one process per size: a process's memory does not shrink back between them
+        as_is = ["--heap-as-is"] if args.heap_as_is else []
         for n in sizes:
             subprocess.run(
-                [sys.executable, __file__, "--docs", str(n), "--work", str(args.work), "--json"], check=True
+                [sys.executable, __file__, "--docs", str(n), "--work", str(args.work), "--json", *as_is],
+                check=True,
             )
         return
+    if args.heap_as_is:
+        heap_as_is()
     with serve_hash_embedder(384) as url:
         config = args.work / "config.toml"
         config.write_text(f'[embedder]\nmodel = "ollama:hash"\nbase_url = "{url}"\n', encoding="utf-8")
         os.environ["HAIKU_CONFIG"], os.environ["HAIKU_DATA_DIR"] = str(config), str(args.work / "data")
         report = measure(sizes[0], args.work)
+    report["heap"] = "as is" if args.heap_as_is else "large buffers returned, freed memory released"
     print(json.dumps(report) if args.json else json.dumps(report, indent=1), flush=True)
 
 

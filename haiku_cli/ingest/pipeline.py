@@ -27,6 +27,7 @@ from haiku_cli.ingest.stages import two_stages
 from haiku_cli.ingest.stored import content_hash, picture_records, stored_content
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
+from haiku_cli.store.heap import return_large_buffers
 from haiku_cli.store.indexes import vector_index_to_build
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import count_documents, find_by_hash, find_by_uri, stored_hashes, stored_uris
@@ -95,6 +96,7 @@ class Ingestor:
     """
 
     def __init__(self, db: Database, embedder: Embedder, progress: Progress | None = None) -> None:
+        return_large_buffers()  # an add's batches' buffers do not pile up in the heap (store/heap.py)
         self.db = db
         self.embedder = embedder
         self.progress = progress or NoProgress()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.handle import Database
+from haiku_cli.store.heap import release_freed
 from haiku_cli.store.reads import async_table
 
 if TYPE_CHECKING:
@@ -153,7 +154,9 @@ def refresh_indexes(chunks: Table, *, merge_all: bool = False) -> None:
     if _refresh_keys(lance, CHUNK_KEYS, merge_all=merge_all):
         if had_text and lance.dataset() is not None:
             _bound_text_segments(lance, merge_all=merge_all)
+        release_freed()  # each step's buffers go before the next step's come (store/heap.py)
         _compact_if_fragmented(lance)
+    release_freed()
     vector = next((s for s in wait(index_states(chunks)) if s.name == VECTOR_INDEX), None)
     if vector is None and rows >= VECTOR_INDEX_MIN_ROWS:
         create_vector_index(chunks)

@@ -21,6 +21,7 @@ from haiku_cli.store import schema
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import PENDING_WRITE, Database
 from haiku_cli.store.handle import failure_reason, read_errors
+from haiku_cli.store.heap import release_freed, return_large_buffers
 from haiku_cli.store.indexes import (
     DOCUMENT_KEYS,
     analyze,
@@ -146,9 +147,11 @@ def after_write(db: Database) -> None:
     """
     if db.in_write:
         return
+    return_large_buffers()
     with exclusive(db):
         checkpoint("committed")
         try:
+            release_freed()  # what the write left, before the indexes take theirs
             refresh_indexes(db.chunks)
             refresh_keys(db.documents, DOCUMENT_KEYS)
             cleanup_superseded(db)
