@@ -122,7 +122,7 @@ def test_a_search_connects_to_each_database_once_and_never_lists_it(make_db, wor
     notes, _ = make_db("notes", ["Owls hunt at night."])
     papers, _ = make_db("papers", ["Owls see in the dark."])
     connected: list[str] = []
-    connect = database._connect
+    connect = database.connect
 
     def counting(location: Location):
         connected.append(location.name)
@@ -130,7 +130,7 @@ def test_a_search_connects_to_each_database_once_and_never_lists_it(make_db, wor
         monkeypatch.setattr(conn, "list_tables", lambda *a, **k: pytest.fail("listed the tables"))
         return conn
 
-    monkeypatch.setattr(database, "_connect", counting)
+    monkeypatch.setattr(database, "connect", counting)
     ws, selection = workspace(), Selection((notes, papers))
     found = anyio.run(lambda: operations.search_results(ws, selection, "owls", search_type="fts"))
     assert len(found.hits) == 2
