@@ -98,6 +98,12 @@ def add_src(
     metadata = api.parse_metadata(meta or [])
     chosen = chosen_engine(ctx, engine, ray_address)
     ws = workspace(ctx)
+    stayed: list[str] = []  # the engine's note that the add runs in this process after all
+
+    def note(text: str) -> None:
+        stayed.append(text)
+        output.note(text)
+
     try:
         with output.progress_bar(f"adding to {location.name}") as bar:
             report = run(
@@ -113,14 +119,21 @@ def add_src(
                     exclude=exclude or (),
                     engine=chosen,
                     ray_address=ray_address,
-                    on_note=output.note,
+                    on_note=note,
                 )
             )
     except KeyboardInterrupt:
-        # What each finished batch wrote is kept (README: "Big folders"); a rerun skips it as unchanged.
-        output.error(
-            "interrupted: the documents written so far are kept; run the same add-src to add the rest"
-        )
+        if chosen == "ray" and not stayed and ws.settings.ray.fragments:
+            # The workers' fragments are committed at the end of the add: before that, nothing is kept.
+            output.error(
+                "interrupted: an add on the Ray cluster commits its chunks at its end, so none of it is "
+                "kept; run the same add-src again"
+            )
+        else:
+            # What each finished batch wrote is kept (README: "Big folders"); a rerun skips it as unchanged.
+            output.error(
+                "interrupted: the documents written so far are kept; run the same add-src to add the rest"
+            )
         exit_with(ExitCode.INTERRUPTED)
     _report(report, json, verbose=verbose)
 

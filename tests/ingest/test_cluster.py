@@ -289,7 +289,8 @@ def test_ctrl_c_ends_the_cluster_work_and_leaves_the_database_as_it_was(
     add.send_signal(signal.SIGINT)  # the tasks are held until ray-task.go exists, which it never does
     assert add.wait(60) == ExitCode.INTERRUPTED
     assert add.stderr.read().splitlines() == [
-        "haiku: interrupted: the documents written so far are kept; run the same add-src to add the rest"
+        "haiku: interrupted: an add on the Ray cluster commits its chunks at its end, so none of it is "
+        "kept; run the same add-src again"
     ]
     _wait_for(lambda: not any(_alive(pid) for pid in workers), "the held tasks' workers to end")
     assert _stored(_location(cli, "local_ray"))[:2] == before[:2]
