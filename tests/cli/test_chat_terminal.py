@@ -18,6 +18,10 @@ __all__ = ["kb", "kb_template", "openai_env"]
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "\x1b[?2004h"  # the line editor switches bracketed paste on each time it starts a prompt
+# The banner ends with this; it holds the session file's path before it, as long as the test's tmp folder
+# (longer under pytest-xdist or --basetemp), so the terminal may wrap it at any of its spaces.
+_GAP = r"(?:\s|\x1b\[[0-9;]*m)+"
+BANNER_END = _GAP.join(("/help", "for", "commands"))
 
 
 def spawn(*args: str) -> pexpect.spawn:
@@ -36,7 +40,7 @@ def spawn(*args: str) -> pexpect.spawn:
         timeout=60,
         dimensions=(40, 120),
     )
-    child.expect("/help for commands")
+    child.expect(BANNER_END)
     return child
 
 
