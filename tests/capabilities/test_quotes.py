@@ -106,7 +106,9 @@ def test_a_streamed_answer_quoting_what_is_not_in_the_evidence_is_sent_back_befo
     output, messages, seen = streamed(streaming_agent(kb, script), deps)
     assert output == fixed and len(script.seen) == 4 and _told(script) == 1
     assert not any("987" in t for t in seen)  # the draft never reached the host
-    assert "987" not in str(messages)  # nor the stored history
+    # Nor the stored history. (Its words: "987" alone also turns up in the history's random ids and
+    # timestamps, which failed this test in 2 of 5 full runs.)
+    assert "since the year 987" not in str(messages)
     assert deps.get("citation_policy", PolicyState).quote_held_back
 
 
