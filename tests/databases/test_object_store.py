@@ -6,11 +6,14 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from haiku_cli.errors import ExitCode
+from tests.support.stall_proxy import StallingProxy
 
 
 def _config(write_config, endpoint: str, tmp_path: Path) -> None:
@@ -23,6 +26,14 @@ uri = "s3://lab/papers-{tmp_path.name}.lancedb"
 storage_options = {{ endpoint = "{endpoint}", allow_http = true, region = "us-east-1" }}
 """
     )
+
+
+@contextmanager
+def _through_proxy(s3_server: str, write_config, tmp_path: Path, delay: float = 0) -> Iterator[StallingProxy]:
+    """A stalling proxy in front of the S3 server, the test's `papers` database configured through it."""
+    with StallingProxy(int(s3_server.rsplit(":", 1)[1]), delay) as proxy:
+        _config(write_config, proxy.endpoint, tmp_path)
+        yield proxy
 
 
 def test_create_add_search_and_fan_out_with_s3(cli, write_config, s3_server: str, tmp_path: Path) -> None:
@@ -83,10 +94,7 @@ storage_options = {{ endpoint = "http://127.0.0.1:9", allow_http = true, region 
 def test_stalled_object_store_in_a_set_is_named_within_the_timeout(
     cli, write_config, s3_server: str, tmp_path: Path, monkeypatch
 ) -> None:
-    from tests.support.stall_proxy import StallingProxy
-
-    with StallingProxy(int(s3_server.rsplit(":", 1)[1])) as proxy:
-        _config(write_config, proxy.endpoint, tmp_path)
+    with _through_proxy(s3_server, write_config, tmp_path) as proxy:
         assert cli("add", "Kestrels hover over fields hunting voles.", "-d", "notes").exit_code == 0
         assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
         proxy.stall()
@@ -125,10 +133,7 @@ def _writer_paused_after_its_data(cli, tmp_path: Path, **env: str) -> tuple[subp
 def test_object_store_failing_mid_write_is_one_line_and_undone(
     cli, write_config, s3_server: str, tmp_path: Path, monkeypatch
 ) -> None:
-    from tests.support.stall_proxy import StallingProxy
-
-    with StallingProxy(int(s3_server.rsplit(":", 1)[1])) as proxy:
-        _config(write_config, proxy.endpoint, tmp_path)
+    with _through_proxy(s3_server, write_config, tmp_path) as proxy:
         writer, go = _writer_paused_after_its_data(cli, tmp_path, HAIKU_LEASE_SECONDS="600")
         # The store refuses access before the write is committed: a failure no client retries, so the
         # outcome (and how soon it comes) does not depend on timeouts or on how loaded the machine is.
@@ -194,10 +199,7 @@ def test_pictures_are_stored_listed_and_written_out_from_s3(
 def test_a_stalled_store_names_the_timeout_in_force_for_a_write_and_a_read(
     cli, write_config, s3_server: str, tmp_path: Path, monkeypatch
 ) -> None:
-    from tests.support.stall_proxy import StallingProxy
-
-    with StallingProxy(int(s3_server.rsplit(":", 1)[1])) as proxy:
-        _config(write_config, proxy.endpoint, tmp_path)
+    with _through_proxy(s3_server, write_config, tmp_path) as proxy:
         assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
         proxy.stall()
         hint = "check the store, or raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT)"
@@ -220,10 +222,7 @@ def test_a_stalled_store_names_the_timeout_in_force_for_a_write_and_a_read(
 def test_a_store_stalled_mid_write_is_named_as_stalled_not_unreachable(
     cli, write_config, s3_server: str, tmp_path: Path
 ) -> None:
-    from tests.support.stall_proxy import StallingProxy
-
-    with StallingProxy(int(s3_server.rsplit(":", 1)[1])) as proxy:
-        _config(write_config, proxy.endpoint, tmp_path)
+    with _through_proxy(s3_server, write_config, tmp_path) as proxy:
         writer, go = _writer_paused_after_its_data(
             cli, tmp_path, HAIKU_STORAGE_TIMEOUT="2", HAIKU_LEASE_SECONDS="600"
         )
@@ -252,15 +251,12 @@ def test_a_store_stalled_mid_write_is_named_as_stalled_not_unreachable(
 def test_a_slow_store_that_answers_every_request_in_time_is_read(
     cli, write_config, s3_server: str, tmp_path: Path, monkeypatch
 ) -> None:
-    from tests.support.stall_proxy import StallingProxy
-
     _config(write_config, s3_server, tmp_path)
     assert cli("add", "Kestrels hover over fields hunting voles.", "-d", "notes").exit_code == 0
     assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
     # Every request waits a quarter of a second, well within the 3 s each may take; but opening the
     # database and searching it are dozens of requests in a row, together longer than one request's limit.
-    with StallingProxy(int(s3_server.rsplit(":", 1)[1]), delay=0.25) as proxy:
-        _config(write_config, proxy.endpoint, tmp_path)
+    with _through_proxy(s3_server, write_config, tmp_path, delay=0.25) as proxy:
         monkeypatch.setenv("HAIKU_STORAGE_TIMEOUT", "3")
         one = cli("search", "falcons", "-d", "papers", "--json")
         assert one.exit_code == 0, one.stderr
@@ -287,10 +283,7 @@ def test_a_slow_store_that_answers_every_request_in_time_is_read(
 def test_a_stalled_store_is_named_before_lancedb_has_listed_it_six_times(
     cli, write_config, s3_server: str, tmp_path: Path, monkeypatch
 ) -> None:
-    from tests.support.stall_proxy import StallingProxy
-
-    with StallingProxy(int(s3_server.rsplit(":", 1)[1])) as proxy:
-        _config(write_config, proxy.endpoint, tmp_path)
+    with _through_proxy(s3_server, write_config, tmp_path) as proxy:
         assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
         proxy.stall()
         monkeypatch.setenv("HAIKU_STORAGE_TIMEOUT", "1")
