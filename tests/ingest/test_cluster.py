@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -267,27 +268,15 @@ def test_ctrl_c_ends_the_cluster_work_and_leaves_the_database_as_it_was(
     cluster, cli, write_config, tmp_path: Path, s3_server: str
 ) -> None:
     import signal
-    import subprocess
 
     _config(write_config, tmp_path, s3_server)
     assert cli("add", "Kestrels hover over fields hunting voles.", "-d", "local_ray").exit_code == 0
     before = _stored(_location(cli, "local_ray"))
-    gate = tmp_path / "gate"
-    gate.mkdir()
-    import ray
-
-    address = ray.get_runtime_context().gcs_address  # this module's cluster, joined by a second driver
-    args = ["add-src", str(_folder(tmp_path)), "-d", "local_ray", "--engine", "ray", "--ray-address", address]
-    add = subprocess.Popen(
-        [sys.executable, "-m", "haiku_cli", *args],
-        env={**os.environ, "HAIKU_TEST_PAUSE": f"ray-task:{gate}"},
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    _wait_for(lambda: any(gate.glob("*.reached")), "a task to start on the cluster")
-    workers = [int(p.name.split(".")[1]) for p in gate.glob("*.reached")]
+    add, reached = _ray_add_held_at("ray-task", tmp_path)
+    workers = [int(p.name.split(".")[1]) for p in reached]
     add.send_signal(signal.SIGINT)  # the tasks are held until ray-task.go exists, which it never does
     assert add.wait(60) == ExitCode.INTERRUPTED
+    assert add.stderr is not None
     assert add.stderr.read().splitlines() == [
         "haiku: interrupted: an add on the Ray cluster commits its chunks at its end, so none of it is "
         "kept; run the same add-src again"
@@ -296,6 +285,25 @@ def test_ctrl_c_ends_the_cluster_work_and_leaves_the_database_as_it_was(
     assert _stored(_location(cli, "local_ray"))[:2] == before[:2]
     (report,) = json.loads(cli("doctor", "-d", "local_ray", "--json").stdout)["databases"]
     assert report["ok"], report
+
+
+def _ray_add_held_at(point: str, tmp_path: Path) -> tuple[subprocess.Popen[str], list[Path]]:
+    """A second driver adding `_folder` to local_ray on this module's cluster, held at the test pause
+    `point` (HAIKU_TEST_PAUSE) once reached, and the marker files of the processes that reached it."""
+    import ray
+
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    address = ray.get_runtime_context().gcs_address
+    args = ["add-src", str(_folder(tmp_path)), "-d", "local_ray", "--engine", "ray", "--ray-address", address]
+    add = subprocess.Popen(
+        [sys.executable, "-m", "haiku_cli", *args],
+        env={**os.environ, "HAIKU_TEST_PAUSE": f"{point}:{gate}"},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for(lambda: any(gate.glob("*.reached")), f"the add to reach {point}")
+    return add, list(gate.glob("*.reached"))
 
 
 def _alive(pid: int) -> bool:
@@ -388,22 +396,10 @@ def test_fragments_of_an_add_killed_before_its_commit_are_removed_by_the_next_wr
     cluster, cli, write_config, tmp_path: Path, s3_server: str
 ) -> None:
     import signal
-    import subprocess
-
-    import ray
 
     _config(write_config, tmp_path, s3_server)
     assert cli("add", "Kestrels hover over fields hunting voles.", "-d", "local_ray").exit_code == 0
-    gate = tmp_path / "gate"
-    gate.mkdir()
-    address = ray.get_runtime_context().gcs_address
-    args = ["add-src", str(_folder(tmp_path)), "-d", "local_ray", "--engine", "ray", "--ray-address", address]
-    add = subprocess.Popen(
-        [sys.executable, "-m", "haiku_cli", *args],
-        env={**os.environ, "HAIKU_TEST_PAUSE": f"fragments-commit:{gate}"},
-        stderr=subprocess.DEVNULL,
-    )
-    _wait_for(lambda: any(gate.glob("*.reached")), "the add to reach its commit")
+    add, _ = _ray_add_held_at("fragments-commit", tmp_path)
     assert _unnamed_chunk_files(_location(cli, "local_ray"))  # written by the workers, not committed
     add.send_signal(signal.SIGKILL)
     add.wait(60)
