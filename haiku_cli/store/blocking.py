@@ -35,6 +35,11 @@ def wait(read: Coroutine[Any, Any, T]) -> T:
         raise
 
 
+def started_loop() -> asyncio.AbstractEventLoop | None:
+    """The background loop, or None while no read has started it."""
+    return _loop
+
+
 def _background_loop() -> asyncio.AbstractEventLoop:
     global _loop, _thread
     with _lock:

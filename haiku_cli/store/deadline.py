@@ -6,6 +6,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from haiku_cli.store.abandoned import give_up_at_exit
+
 T = TypeVar("T")
 
 
@@ -13,7 +15,8 @@ def with_deadline(call: Callable[[], T], seconds: float, on_timeout: Callable[[]
     """Run a blocking call, giving up after `seconds` with `on_timeout()`.
 
     The call runs in a daemon thread that is abandoned on timeout: a store that stopped answering
-    must not hold the command (or the interpreter's exit) hostage. Only for calls that only read.
+    must not hold the command (or the interpreter's exit) hostage, so what it still runs on LanceDB's
+    loop is cancelled at exit (`store.abandoned`). Only for calls that only read.
     """
     box: dict[str, Any] = {}
 
@@ -27,6 +30,7 @@ def with_deadline(call: Callable[[], T], seconds: float, on_timeout: Callable[[]
     thread.start()
     thread.join(seconds)
     if thread.is_alive():
+        give_up_at_exit()
         raise on_timeout()
     if "error" in box:
         raise box["error"]

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from haiku_cli.errors import DatabaseError
+from haiku_cli.store.abandoned import give_up_at_exit
 from haiku_cli.store.handle import PENDING_WRITE, Database, catch_up, storage_failure
 
 LOCK_FILE = "haiku-writer.lock"
@@ -246,7 +247,9 @@ class _Lease(_Lock):
             # The store stopped answering during this write: giving the lease back would wait out the
             # limit again (after the heartbeat's renewal in flight), so it lapses after its time-to-live,
             # as a killed writer's does; the next writer then takes it over and undoes what is left.
+            # A renewal still in flight is cancelled at exit rather than waited for.
             self.lost = True
+            give_up_at_exit()
             return
         self._thread.join()
         if self.valid():
