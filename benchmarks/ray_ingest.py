@@ -1,6 +1,7 @@
 """`add-src --engine ray` against a single-process add: chunks/s with 1 and 2 workers, the driver's CPU per
-chunk when the workers write fragments and when they send rows (`[ray] fragments = false`), the overhead on
-a small folder, and a projection for 16 machines from the measured per-worker and per-driver rates.
+chunk, peak RSS and fragments committed when the workers write fragments and when they send rows (`[ray]
+fragments = false`), the overhead on a small folder, and a projection for 16 machines from the measured
+per-worker and per-driver rates.
 
     python benchmarks/ray_ingest.py [--data DIR] [--docs N] [--copies 1] [--small 10] [--work DIR]
                                     [--driver-only] [--json]
@@ -12,8 +13,9 @@ driver's CPU per chunk: (big - small) / (their chunks), the process's start and 
 Each add is a whole `haiku` process into a new local database. The Ray cluster (N worker CPUs) is started
 by this script with `ray.init(address="local")` and joined by `haiku --ray-address`, so its start is
 timed apart from the add; the small-folder case also runs with no cluster running, as a first-time user
-would (haiku then starts one itself). CPU seconds are the haiku process's own (the driver: what the one
-writer costs per chunk, the ceiling of any cluster for one database), from the children's rusage.
+would (haiku then starts one itself). The haiku process's CPU seconds (the driver: what the one writer
+costs per chunk, the ceiling of any cluster for one database) and peak RSS are its own rusage (wait4);
+fragments committed are read from the new database's versions.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -36,33 +37,49 @@ MACHINES = 16
 
 
 def _add(folder: Path, db: Path, config: Path, *args: str) -> dict[str, float | int | str]:
-    """One `haiku add-src` process: wall and CPU seconds, chunks stored, what it said on stderr, and the
-    machine's load when it began."""
+    """One `haiku add-src` process: wall and CPU seconds, its peak resident memory, chunks stored, the
+    fragments its commit appended, what it said on stderr, and the machine's load when it began."""
     load = round(os.getloadavg()[0], 2)
     env = {**os.environ, "HAIKU_CONFIG": str(config), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "haiku_cli", "add-src", str(folder), "--db", str(db), "--json", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode not in (0, 5):
-        raise SystemExit(f"add-src failed ({done.returncode}): {done.stderr}")
-    report = json.loads(done.stdout)
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "haiku_cli", "add-src", str(folder), "--db", str(db), "--json", *args],
+            env=env,
+            stdout=out,
+            stderr=err,
+        )
+        # wait4: this process's own CPU and peak RSS (RUSAGE_CHILDREN's peak is the largest child's ever).
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if process.returncode not in (0, 5):
+        raise SystemExit(f"add-src failed ({process.returncode}): {stderr}")
+    report = json.loads(stdout)
     chunks = sum(o.get("chunks") or 0 for o in report["outcomes"])
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {
         "wall_s": round(wall, 2),
-        "driver_cpu_s": round(cpu, 2),
+        "driver_cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+        "driver_peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
         "chunks": chunks,
         "chunks_per_s": round(chunks / wall, 1),
-        "stderr": done.stderr.strip(),
+        "fragments_committed": _fragments_committed(db),
+        "stderr": stderr.strip(),
         "load_avg_1m": load,
     }
+
+
+def _fragments_committed(db: Path) -> int:
+    """The most fragments one version of the chunks table added over the one before: the add's Append
+    (a new database; the index upkeep after it only merges files)."""
+    import lance
+
+    dataset = lance.dataset(str(db / "chunks.lance"))
+    counts = [len(dataset.checkout_version(v["version"]).get_fragments()) for v in dataset.versions()]
+    return max((b - a for a, b in zip([0, *counts], counts, strict=False)), default=0)
 
 
 def _descendants_cpu() -> dict[int, float]:
@@ -243,7 +260,8 @@ def main() -> None:
         )
         print(
             f"{case:28} {r['chunks']:5} chunks  {r['wall_s']:7.2f} s  {r['chunks_per_s']:7.1f} chunks/s  "
-            f"driver CPU {r['driver_cpu_s']:.2f} s{extra}"
+            f"driver CPU {r['driver_cpu_s']:.2f} s, peak RSS {r['driver_peak_rss_mb']} MB, "
+            f"{r['fragments_committed']} fragments{extra}"
         )
     for case in ("ray_2", "ray_2_rows"):
         r = out[case]

@@ -1,13 +1,15 @@
-"""`add-src --engine ray`: items are read, chunked and embedded as Ray tasks, which write new documents'
+"""`add-src --engine ray`: items are read, chunked and embedded by Ray actors, which write new documents'
 chunks as uncommitted Lance fragments; this process writes the rest and commits the fragments.
 
 The driver lists the sources (their sizes decide whether a cluster is worth starting), sends the items
-to the cluster a few per task, and hands back what the tasks return, in the order of the items, to the
-Ingestor a local add uses. A task writes the chunk rows of documents not stored yet as fragments next
-to the chunks table (store/fragments.py) and returns the documents without them; a document stored
-under its uri comes back with its chunks and vectors, for the Ingestor to update as a local add does
-(kept ids, reused vectors). The driver writes documents, pictures and updates, then commits every
-fragment in one Append: all of it inside one journalled write under the writer lock, its indexes
+to the cluster a few per call, one actor per cluster CPU, and hands back what the calls return, in the
+order of the items, to the Ingestor a local add uses. An actor holds the chunk rows of documents not
+stored yet until it has a fragment's worth, writes them as one fragment next to the chunks table
+(store/fragments.py), and returns the documents without them; a document stored under its uri comes
+back with its chunks and vectors, for the Ingestor to update as a local add does (kept ids, reused
+vectors). An actor that dies loses the rows it held: the items they came from are prepared again by a
+new actor under the same document ids. The driver writes documents, pictures and updates, then commits
+every fragment in one Append: all of it inside one journalled write under the writer lock, its indexes
 brought up to date afterwards as after any add (docs/scale-out.md).
 """
 
@@ -21,7 +23,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from haiku_cli.errors import HaikuError, InputError, ModelError
 from haiku_cli.ingest.objects import ObjectFile
@@ -30,6 +32,7 @@ from haiku_cli.ingest.sources import TextFile
 
 if TYPE_CHECKING:
     import numpy as np
+    import pyarrow as pa
 
     from haiku_cli.config.settings import EmbedderSettings, IngestSettings, RaySettings
     from haiku_cli.embed import Embedder
@@ -39,19 +42,27 @@ if TYPE_CHECKING:
     from haiku_cli.store.fragments import FragmentTarget
     from haiku_cli.store.records import DocumentSummary, NewChunk
 
+_T = TypeVar("_T")
+
 RAY_EXTRA = "pip install 'haiku-cli[ray]'"
-# A task takes up to this many items or bytes: enough to make Ray's per-task cost (milliseconds) small
+# A call takes up to this many items or bytes: enough to make Ray's per-call cost (milliseconds) small
 # beside the embedding (about 35 chunks/s per worker CPU), few enough to spread a folder over a cluster.
 _TASK_ITEMS = 16
 _TASK_BYTES = 1 << 20
-# Tasks in flight per cluster CPU: one running, one waiting, so no worker idles while memory stays bounded.
+# Calls in flight per actor (one per cluster CPU): one running, one waiting, so no worker idles while the
+# driver holds a bounded number of results.
 _IN_FLIGHT_PER_CPU = 2
+# An actor writes the rows it holds as one fragment once they reach either bound: an add's fragments
+# (and the driver's metadata of them, ~1.2 KB each) grow with its rows / 8,192, not with its calls, while
+# an actor holds a few tens of MB of Arrow rows.
+_FRAGMENT_ROWS = 8192
+_FRAGMENT_BYTES = 64 << 20
 _CONNECT_SECONDS = 5.0
-# How long a failed or interrupted add waits for its cancelled tasks' workers to end before it removes
-# the fragments they wrote (a force-cancelled task's worker is killed at once).
+# How long a failed or interrupted add waits for its killed actors to end before it removes the
+# fragments they wrote.
 _CANCEL_WAIT_SECONDS = 30.0
-# A test hook: a file path; the first task to find it missing creates it and kills its own worker process
-# once its work is done (its fragments written, never to be committed).
+# A test hook: a file path; the first actor to find it missing when it writes a fragment creates it and
+# kills its own worker process once the fragment is written (never to be committed).
 _DIE_ONCE = "HAIKU_TEST_RAY_DIE"
 
 
@@ -157,18 +168,16 @@ class RayEngine:
         job = _Job(
             limits, objects, self.embedder, title, *hooks, target, metadata, bool(title or metadata), moved
         )
-        pending: deque[Any] = deque()
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        pool = _Pool(ray.put(job), cpus, self.settings.max_retries)
         work = ClusterWork(_nothing())
-        work.prepared = self._results(items, job, known, pending, work)
+        work.prepared = _results(items, known, pool, work)
         try:
             yield work
         finally:
-            for ref in pending:
-                ray.cancel(ref, force=True, recursive=True)
-            if pending:
-                # A task still running may be writing a fragment: the add removes those left over only
-                # once no task of it is left to write one.
-                ray.wait(list(pending), num_returns=len(pending), timeout=_CANCEL_WAIT_SECONDS)
+            # An actor still running may be writing a fragment: the add removes those left over only once
+            # no actor of it is left to write one.
+            pool.stop()
             if self._started:
                 ray.shutdown()
                 self._started = False
@@ -234,42 +243,161 @@ class RayEngine:
             ray_logs.setLevel(level)
         return True
 
-    async def _results(
-        self,
-        items: Sequence[tuple[int, Item]],
-        job: _Job,
-        known: dict[str, str],
-        pending: deque[Any],
-        work: ClusterWork,
-    ) -> AsyncIterator[Prepared]:
-        import asyncio
 
+async def _results(
+    items: Sequence[tuple[int, Item]], known: dict[str, str], pool: _Pool, work: ClusterWork
+) -> AsyncIterator[Prepared]:
+    """The items as the pool's actors prepare them, in order; the fragments they write go to `work`."""
+    import asyncio
+
+    import ray
+
+    batches = _batches(items)
+
+    def send_next(slot: int) -> bool:
+        batch = next(batches, None)
+        if batch is not None:
+            pool.send(slot, batch, _known_of(batch, known))
+        return batch is not None
+
+    sending = all(send_next(slot) for _ in range(_IN_FLIGHT_PER_CPU) for slot in range(pool.size))
+    if not sending:
+        pool.finish_all()  # every batch is sent: each actor writes what it holds after its last one
+    while pool.pending:
+        call = pool.pending[0]
+        try:
+            done = await asyncio.wrap_future(call.ref.future())
+        except ray.exceptions.RayActorError as exc:
+            pool.replace(call.slot, exc)  # its worker died: what it held is prepared again elsewhere
+            continue
+        except ray.exceptions.RayError as exc:
+            if isinstance(cause := getattr(exc, "cause", None), HaikuError):
+                raise cause from None  # a call's own failure (its fragments cannot be written)
+            raise ModelError(f"the Ray cluster failed to prepare the items: {_first_line(exc)}") from None
+        pool.pending.popleft()
+        prepared, fragments, written = done
+        work.fragments.extend(fragments)
+        pool.took(call, bool(fragments), written)
+        if call.batch is None or call.redo is not None:
+            continue  # a finish, or rows made again, whose items were handed on before
+        if sending and not (sending := send_next(call.slot)):
+            pool.finish_all()
+        work.documents.update(p.document_id for p in prepared if p.document_id is not None)
+        for one in prepared:
+            yield one
+
+
+@dataclass
+class _Call:
+    """A call in flight to an actor: a batch to prepare, or one whose rows the actor's predecessor held
+    and lost (`redo`: the document id and content hash each item's rows had), or the actor's finish
+    (`batch` None). `tries`: the actors that died while it was theirs."""
+
+    ref: Any
+    slot: int
+    batch: list[tuple[int, Item]] | None
+    known: dict[str, str] = field(default_factory=dict)
+    redo: dict[int, tuple[str, str]] | None = None
+    tries: int = 0
+
+
+@dataclass
+class _Held:
+    """A batch taken from an actor whose rows it holds unwritten: what to prepare again if it dies."""
+
+    batch: list[tuple[int, Item]]
+    written: dict[int, tuple[str, str]]
+    tries: int
+
+
+class _Pool:
+    """An add's actors, one per cluster CPU (made when first sent a batch), the calls in flight to them in
+    the order their results are taken, and the batches whose rows each actor holds unwritten.
+
+    An actor runs its calls in the order sent, and writes every row it holds when it writes a fragment;
+    so a call that returns fragments means every row sent to that actor before is written.
+    """
+
+    def __init__(self, job: Any, size: int, max_retries: int) -> None:
         import ray
 
-        task = ray.remote(max_retries=self.settings.max_retries, retry_exceptions=False)(_prepare)
-        job_ref = ray.put(job)
-        window = max(2, int(ray.cluster_resources().get("CPU", 1)) * _IN_FLIGHT_PER_CPU)
-        batches = _batches(items)
-        for batch in batches:
-            pending.append(task.remote(batch, job_ref, _known_of(batch, known)))
-            if len(pending) >= window:
-                break
-        while pending:
-            try:
-                done = await asyncio.wrap_future(pending[0].future())
-            except ray.exceptions.RayError as exc:
-                if isinstance(cause := getattr(exc, "cause", None), HaikuError):
-                    raise cause from None  # a task's own failure (its fragments cannot be written)
-                raise ModelError(f"the Ray cluster failed to prepare the items: {_first_line(exc)}") from None
-            pending.popleft()
-            following = next(batches, None)
-            if following is not None:
-                pending.append(task.remote(following, job_ref, _known_of(following, known)))
-            prepared, fragments = done
-            work.fragments.extend(fragments)
-            work.documents.update(p.document_id for p in prepared if p.document_id is not None)
-            for one in prepared:
-                yield one
+        self._remote = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(_Preparer)
+        self._job = job
+        self.size = size
+        self.max_retries = max_retries
+        self.actors: list[Any] = [None] * size
+        self.held: list[list[_Held]] = [[] for _ in range(size)]
+        self.pending: deque[_Call] = deque()
+        self._gone: list[Any] = []  # actors replaced: killed again at the end, in case one lingers
+
+    def _actor(self, slot: int) -> Any:
+        if self.actors[slot] is None:
+            self.actors[slot] = self._remote.remote(self._job)
+        return self.actors[slot]
+
+    def send(self, slot: int, batch: list[tuple[int, Item]], known: dict[str, str]) -> None:
+        """Send a batch to the slot's actor, its result taken after those sent before."""
+        ref = self._actor(slot).prepare.remote(batch, known)
+        self.pending.append(_Call(ref, slot, batch, known))
+
+    def finish_all(self) -> None:
+        """Have every actor write what it holds, after the calls sent to it."""
+        for slot, actor in enumerate(self.actors):
+            if actor is not None:
+                self.pending.append(_Call(actor.finish.remote(), slot, None))
+
+    def took(self, call: _Call, flushed: bool, written: dict[int, tuple[str, str]]) -> None:
+        """Note a call's result: the rows its actor holds unwritten now (a redo's are checked)."""
+        if call.redo is not None and written != call.redo:
+            raise ModelError(
+                "the Ray cluster lost chunks it had made and could not make the same again (a source "
+                "changed while the add ran); run the add again"
+            )
+        if flushed or call.batch is None:
+            self.held[call.slot] = []
+        elif written:
+            self.held[call.slot].append(_Held(call.batch, written, call.tries))
+
+    def replace(self, slot: int, exc: BaseException) -> None:
+        """The slot's actor died: a new one prepares again the rows the old one held, then the calls still
+        in flight to it, in their order; past `max_retries` deaths of a call's actor the add fails."""
+        import ray
+
+        self._gone.append(self.actors[slot])
+        ray.kill(self.actors[slot], no_restart=True)
+        self.actors[slot] = None
+        actor = self._actor(slot)
+        again = [
+            _Call(None, slot, [(p, item) for p, item in held.batch if p in held.written], redo=held.written)
+            for held in self.held[slot]
+        ]
+        for call, held in zip(again, self.held[slot], strict=True):
+            call.tries = held.tries + 1
+        self.held[slot] = []
+        in_flight = [call for call in self.pending if call.slot == slot]
+        for call in in_flight:
+            call.tries += 1
+        for call in [*again, *in_flight]:  # sent in the order the new actor is to run them
+            if call.tries > self.max_retries:
+                raise ModelError(f"the Ray cluster failed to prepare the items: {_first_line(exc)}")
+            if call.batch is None:
+                call.ref = actor.finish.remote()
+            else:
+                call.ref = actor.prepare.remote(call.batch, call.known, call.redo)
+        self.pending.extendleft(reversed(again))  # taken first: they run first
+
+    def stop(self) -> None:
+        """Kill every actor (a finished add's too: it frees their CPUs) and wait until the ones with calls
+        in flight have ended, so no fragment is being written once this returns."""
+        import ray
+
+        for actor in [*self.actors, *self._gone]:
+            if actor is not None:
+                ray.kill(actor, no_restart=True)
+        refs = [call.ref for call in self.pending if call.ref is not None]
+        if refs:
+            ray.wait(refs, num_returns=len(refs), timeout=_CANCEL_WAIT_SECONDS)
+        self.pending.clear()
 
 
 async def _nothing() -> AsyncIterator[Prepared]:
@@ -344,15 +472,72 @@ def _size(item: Item) -> int:
         return 0  # reported when it is read
 
 
+class _Preparer:
+    """A Ray actor, one per cluster CPU of an add: prepares the batches it is sent and holds new documents'
+    chunk rows (as Arrow) until it has a fragment's worth, which it writes; a call returns the fragments
+    it wrote, and `finish` writes the rest."""
+
+    def __init__(self, job: _Job) -> None:
+        self.job = job
+        self.rows: list[pa.Table] = []
+        self.count = 0
+        self.bytes = 0
+
+    def prepare(
+        self,
+        batch: list[tuple[int, Item]],
+        known: dict[str, str],
+        redo: dict[int, tuple[str, str]] | None = None,
+    ) -> tuple[list[Prepared], list[Any], dict[int, tuple[str, str]]]:
+        """Prepare a batch as `_prepare` does, holding its new rows; the items (none for a `redo`), the
+        fragments written, and the document id and content hash of each item whose rows it holds."""
+        from haiku_cli.store.fragments import chunk_rows
+
+        prepared, written, ids = _prepare(batch, self.job, known, redo)
+        if written and self.job.target is not None:
+            target = self.job.target
+            rows = _fragment_step(lambda: chunk_rows(target, written), target)
+            self.rows.append(rows)
+            self.count += rows.num_rows
+            self.bytes += rows.nbytes
+        full = self.count >= _FRAGMENT_ROWS or self.bytes >= _FRAGMENT_BYTES
+        return ([] if redo is not None else prepared), (self._write() if full else []), ids
+
+    def finish(self) -> tuple[list[Prepared], list[Any], dict[int, tuple[str, str]]]:
+        """Write the rows held; shaped as `prepare`'s result."""
+        return [], self._write(), {}
+
+    def _write(self) -> list[Any]:
+        import pyarrow as pa
+
+        from haiku_cli.store.fragments import write_chunk_fragments
+
+        target = self.job.target
+        if not self.rows or target is None:
+            return []
+        rows = pa.concat_tables(self.rows)
+        self.rows, self.count, self.bytes = [], 0, 0
+        fragments = _fragment_step(lambda: write_chunk_fragments(target, rows), target)
+        if self.job.die_once and not os.path.exists(self.job.die_once):
+            Path(self.job.die_once).touch()
+            os._exit(1)  # as a worker that dies would, its fragment written: another prepares its rows again
+        return fragments
+
+
 def _prepare(
-    batch: list[tuple[int, Item]], job: _Job, known: dict[str, str]
-) -> tuple[list[Prepared], list[Any]]:
-    """A Ray task: read, chunk and embed a few items (each one's input error is returned, not raised),
-    writing the chunks of documents not stored yet as fragments; the items, and the fragments' metadata.
+    batch: list[tuple[int, Item]],
+    job: _Job,
+    known: dict[str, str],
+    redo: dict[int, tuple[str, str]] | None = None,
+) -> tuple[list[Prepared], list[tuple[DocumentSummary, NewChunk]], dict[int, tuple[str, str]]]:
+    """Read, chunk and embed a few items (each one's input error is returned, not raised); the items, the
+    chunks of new documents (to be written as fragments, when there is a target), and the document id and
+    content hash of each item whose chunks those are.
 
     `known`: the content hash stored under an item's uri; a document that has it is not chunked or
     embedded (the writer finds it unchanged, unless a given title or metadata changes it), and a
-    document stored under its uri comes back with its chunks, for the writer to update.
+    document stored under its uri comes back with its chunks, for the writer to update. `redo`: items
+    whose chunks were made before and lost, to be made again under the same document ids.
     """
     import anyio
 
@@ -366,25 +551,28 @@ def _prepare(
     embedder = _worker_embedder(job.embedder)
     out: list[Prepared] = []
     written: list[tuple[DocumentSummary, NewChunk]] = []  # new documents' chunks, for the fragments
+    ids: dict[int, tuple[str, str]] = {}
     for position, item in batch:
         label = item_label(item)
         try:
             seen, doc = read_item(item, job.limits, job.objects)
             digest = content_hash(stored_content(doc), [p.data for p in doc.pictures])
+            again = redo.get(position) if redo is not None else None
             stored = known.get(doc.uri)
-            if stored == digest and not job.reembed:  # stored already: the writer finds it unchanged
+            if again is None and stored == digest and not job.reembed:  # the writer finds it unchanged
                 out.append(Prepared(position, label, seen, doc))
                 continue
             chunks = chunk_document(doc, embedder.count_tokens, max_tokens=embedder.max_tokens)
             title = job.title or doc.title
             texts = [embedding_text(title, c) for c in chunks]
             vectors = anyio.run(embedder.embed_documents, texts) if texts else None
-            new = stored is None and digest not in job.moved and bool(doc.uri)
+            new = again is not None or (stored is None and digest not in job.moved and bool(doc.uri))
             if job.target is None or not new or vectors is None:
                 out.append(Prepared(position, label, seen, doc, chunks, vectors, title))
                 continue
-            document = _new_document(doc.uri, title, job.metadata)
+            document = _new_document(doc.uri, title, job.metadata, again[0] if again else None)
             written += [(document, c) for c in _rows_of(chunks, title, vectors)]
+            ids[position] = (document.id, digest)
             out.append(
                 Prepared(
                     position, label, seen, doc, title=title, document_id=document.id, written=len(chunks)
@@ -392,15 +580,14 @@ def _prepare(
             )
         except HaikuError as exc:
             out.append(Prepared(position, label, error=exc))
-    fragments = _write_fragments(job.target, written) if written and job.target is not None else []
-    if job.die_once and not os.path.exists(job.die_once):
-        Path(job.die_once).touch()
-        os._exit(1)  # as a worker that dies would, its work done: Ray runs the task again elsewhere
-    return out, fragments
+    return out, written, ids
 
 
-def _new_document(uri: str, title: str | None, metadata: dict[str, Any]) -> DocumentSummary:
-    """The identity a new document's chunk rows carry: the id the writer then stores the document under."""
+def _new_document(
+    uri: str, title: str | None, metadata: dict[str, Any], given: str | None = None
+) -> DocumentSummary:
+    """The identity a new document's chunk rows carry: the id the writer then stores the document under
+    (`given`: the one it had when its rows were made before)."""
     from datetime import UTC, datetime
 
     from haiku_cli.store.records import DocumentSummary
@@ -408,7 +595,7 @@ def _new_document(uri: str, title: str | None, metadata: dict[str, Any]) -> Docu
 
     now = datetime.now(UTC)
     return DocumentSummary(
-        id=new_id(), uri=uri, title=title, metadata=metadata, created_at=now, updated_at=now
+        id=given or new_id(), uri=uri, title=title, metadata=metadata, created_at=now, updated_at=now
     )
 
 
@@ -419,12 +606,10 @@ def _rows_of(chunks: list[Chunk], title: str | None, vectors: np.ndarray) -> lis
     return new_chunks([(title, c) for c in chunks], list(vectors))
 
 
-def _write_fragments(target: FragmentTarget, written: list[tuple[DocumentSummary, NewChunk]]) -> list[Any]:
-    """Write the chunks as fragments; a storage failure is one line naming the database (exit 3)."""
-    from haiku_cli.store.fragments import write_chunk_fragments
-
+def _fragment_step(step: Callable[[], _T], target: FragmentTarget) -> _T:
+    """Run a step of writing fragments; a storage failure is one line naming the database (exit 3)."""
     try:
-        return write_chunk_fragments(target, written)
+        return step()
     except HaikuError:
         raise
     except Exception as exc:

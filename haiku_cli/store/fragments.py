@@ -64,21 +64,25 @@ def _analyzer(target: FragmentTarget) -> Table:
     return _analyzers[key]
 
 
-def write_chunk_fragments(
-    target: FragmentTarget, chunks: Sequence[tuple[DocumentSummary, NewChunk]]
-) -> list[Any]:
-    """Write chunks of new documents as uncommitted fragments (run by a worker); their Lance metadata."""
-    import lance.fragment
+def chunk_rows(target: FragmentTarget, chunks: Sequence[tuple[DocumentSummary, NewChunk]]) -> pa.Table:
+    """The rows a local add would store for chunks of new documents, in the chunks table's columns (run by
+    a worker, which holds them as Arrow until it has a fragment's worth)."""
     import pyarrow as pa
 
     from haiku_cli.store.writes import make_chunk_rows
 
-    if not chunks:
+    rows = make_chunk_rows(_analyzer(target), chunks) if chunks else []
+    return pa.Table.from_pylist(rows, schema=target.schema)  # columns the table does not hold are left out
+
+
+def write_chunk_fragments(target: FragmentTarget, rows: pa.Table) -> list[Any]:
+    """Write chunk rows as uncommitted fragments (run by a worker); their Lance metadata."""
+    import lance.fragment
+
+    if rows.num_rows == 0:
         return []
-    rows = make_chunk_rows(_analyzer(target), chunks)
-    table = pa.Table.from_pylist(rows, schema=target.schema)  # columns the table does not hold are left out
     return lance.fragment.write_fragments(
-        table,
+        rows,
         target.dataset_uri,
         schema=target.schema,
         data_storage_version=target.storage_version,

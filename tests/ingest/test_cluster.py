@@ -357,11 +357,11 @@ def test_a_task_does_not_embed_a_document_whose_content_is_stored_under_its_uri(
     path = _folder(tmp_path) / "kestrels.md"
     job = _Job(IngestSettings(), None, EmbedderSettings(), None)
     task = ray.remote(_prepare)
-    (fresh,), fragments = ray.get(task.remote([(0, path)], job, {}))
+    (fresh,), fragment_rows, _ = ray.get(task.remote([(0, path)], job, {}))
     assert fresh.chunks and fresh.vectors is not None and fresh.vectors.shape[0] == len(fresh.chunks)
-    assert fresh.document is not None and fresh.document.uri == file_uri(path) and fragments == []
+    assert fresh.document is not None and fresh.document.uri == file_uri(path) and fragment_rows == []
     stored = {file_uri(path): content_hash(stored_content(fresh.document))}
-    (again,), _ = ray.get(task.remote([(0, path)], job, stored))
+    (again,), _, _ = ray.get(task.remote([(0, path)], job, stored))
     assert again.document == fresh.document and again.chunks is None and again.vectors is None
 
 
@@ -449,4 +449,26 @@ def test_a_ray_sync_stores_what_a_single_process_sync_does(
     _same_database(_location(cli, "local_ray"), _location(cli, "local_one"))
     moved = open_database(_location(cli, "local_ray")).documents.search().where("uri LIKE '%kestrels%'")
     assert moved.to_arrow().column("id").to_pylist() == [kestrels_id]
+    assert _unnamed_chunk_files(_location(cli, "local_ray")) == []
+
+
+@pytest.mark.slow
+def test_an_actor_holds_its_rows_over_many_calls_and_writes_few_fragments(
+    cluster, cli, write_config, tmp_path: Path, s3_server: str
+) -> None:
+    import lance
+
+    _config(write_config, tmp_path, s3_server)
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(100):  # seven calls of up to 16 items, over the cluster's two actors
+        (folder / f"note{i:03}.md").write_text(f"# Note {i}\n\nKestrel sighting number {i} over the field.\n")
+    added = cli("add-src", str(folder), "-d", "local_ray", "--engine", "ray", "--json")
+    assert added.exit_code == ExitCode.OK, added.stderr
+    uri = open_database(_location(cli, "local_ray")).chunks.to_lance().uri
+    dataset = lance.dataset(uri)
+    counts = [len(dataset.checkout_version(v["version"]).get_fragments()) for v in dataset.versions()]
+    appended = max(b - a for a, b in zip([0, *counts], counts, strict=False))
+    assert appended <= 2  # one per actor (a task each wrote one per call: 7)
+    assert dataset.count_rows() == 100
     assert _unnamed_chunk_files(_location(cli, "local_ray")) == []
