@@ -137,7 +137,7 @@ class RaySettings(_Strict):
     address: str | None = None  # None: RAY_ADDRESS, else a cluster running here, else a new local one
     # Sources found totalling less than this run here: starting and feeding a cluster costs seconds.
     min_mb: float = Field(default=16.0, ge=0)
-    # How often Ray runs a task again when its worker process or node dies.
+    # How many deaths of its worker process or node (its actor's) a call's work survives, done again.
     max_retries: int = Field(default=3, ge=0)
     # Workers write new documents' chunk rows as Lance fragments, committed by the add in one go; false:
     # they send the rows to the command's process, which writes them (one writer's CPU then caps the add).

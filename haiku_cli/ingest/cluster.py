@@ -285,6 +285,7 @@ async def _results(
         work.documents.update(p.document_id for p in prepared if p.document_id is not None)
         for one in prepared:
             yield one
+    pool.stop()  # every row is written: the actors' CPUs are free for other work while this one commits
 
 
 @dataclass
