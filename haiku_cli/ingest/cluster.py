@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from haiku_cli.config.settings import EmbedderSettings, IngestSettings, RaySettings
     from haiku_cli.embed import Embedder
     from haiku_cli.ingest.chunking import Chunk
+    from haiku_cli.ingest.convert.url import Fetched
     from haiku_cli.ingest.objects import Listing, ObjectStores
     from haiku_cli.ingest.sources import FileChoice
     from haiku_cli.store.fragments import FragmentTarget
@@ -157,10 +158,12 @@ class RayEngine:
         metadata: dict[str, Any],
         target: FragmentTarget | None,
         moved: frozenset[str] = frozenset(),
+        fetched: dict[str, Fetched] | None = None,
     ) -> AsyncIterator[ClusterWork]:
         """Connect to the cluster and yield the items prepared by it, in order; on exit (Ctrl-C or a
         failure too) cancel what is still running and wait for it to end, and leave a cluster this add
-        started. `known`: the content hash stored under each uri; `target`: where fragments go."""
+        started. `known`: the content hash stored under each uri; `target`: where fragments go;
+        `fetched`: URLs a sync downloaded already (to compare them), sent to the worker that reads them."""
         import ray
 
         self._join()
@@ -171,7 +174,7 @@ class RayEngine:
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         pool = _Pool(ray.put(job), cpus, self.settings.max_retries)
         work = ClusterWork(_nothing())
-        work.prepared = _results(items, known, pool, work)
+        work.prepared = _results(items, known, fetched or {}, pool, work)
         try:
             yield work
         finally:
@@ -245,7 +248,11 @@ class RayEngine:
 
 
 async def _results(
-    items: Sequence[tuple[int, Item]], known: dict[str, str], pool: _Pool, work: ClusterWork
+    items: Sequence[tuple[int, Item]],
+    known: dict[str, str],
+    fetched: dict[str, Fetched],
+    pool: _Pool,
+    work: ClusterWork,
 ) -> AsyncIterator[Prepared]:
     """The items as the pool's actors prepare them, in order; the fragments they write go to `work`."""
     import asyncio
@@ -257,7 +264,8 @@ async def _results(
     def send_next(slot: int) -> bool:
         batch = next(batches, None)
         if batch is not None:
-            pool.send(slot, batch, _known_of(batch, known))
+            urls = {item: fetched[item] for _, item in batch if isinstance(item, str) and item in fetched}
+            pool.send(slot, batch, _known_of(batch, known), urls)
         return batch is not None
 
     sending = all(send_next(slot) for _ in range(_IN_FLIGHT_PER_CPU) for slot in range(pool.size))
@@ -298,6 +306,7 @@ class _Call:
     slot: int
     batch: list[tuple[int, Item]] | None
     known: dict[str, str] = field(default_factory=dict)
+    fetched: dict[str, Fetched] = field(default_factory=dict)
     redo: dict[int, tuple[str, str]] | None = None
     tries: int = 0
 
@@ -306,7 +315,8 @@ class _Call:
 class _Held:
     """A batch taken from an actor whose rows it holds unwritten: what to prepare again if it dies."""
 
-    batch: list[tuple[int, Item]]
+    batch: list[tuple[int, Item]]  # those of its items whose rows it holds
+    fetched: dict[str, Fetched]
     written: dict[int, tuple[str, str]]
     tries: int
 
@@ -336,10 +346,12 @@ class _Pool:
             self.actors[slot] = self._remote.remote(self._job)
         return self.actors[slot]
 
-    def send(self, slot: int, batch: list[tuple[int, Item]], known: dict[str, str]) -> None:
+    def send(
+        self, slot: int, batch: list[tuple[int, Item]], known: dict[str, str], fetched: dict[str, Fetched]
+    ) -> None:
         """Send a batch to the slot's actor, its result taken after those sent before."""
-        ref = self._actor(slot).prepare.remote(batch, known)
-        self.pending.append(_Call(ref, slot, batch, known))
+        ref = self._actor(slot).prepare.remote(batch, known, fetched)
+        self.pending.append(_Call(ref, slot, batch, known, fetched))
 
     def finish_all(self) -> None:
         """Have every actor write what it holds, after the calls sent to it."""
@@ -357,7 +369,8 @@ class _Pool:
         if flushed or call.batch is None:
             self.held[call.slot] = []
         elif written:
-            self.held[call.slot].append(_Held(call.batch, written, call.tries))
+            batch = [(p, item) for p, item in call.batch if p in written]
+            self.held[call.slot].append(_Held(batch, call.fetched, written, call.tries))
 
     def replace(self, slot: int, exc: BaseException) -> None:
         """The slot's actor died: a new one prepares again the rows the old one held, then the calls still
@@ -369,8 +382,7 @@ class _Pool:
         self.actors[slot] = None
         actor = self._actor(slot)
         again = [
-            _Call(None, slot, [(p, item) for p, item in held.batch if p in held.written], redo=held.written)
-            for held in self.held[slot]
+            _Call(None, slot, held.batch, fetched=held.fetched, redo=held.written) for held in self.held[slot]
         ]
         for call, held in zip(again, self.held[slot], strict=True):
             call.tries = held.tries + 1
@@ -384,7 +396,7 @@ class _Pool:
             if call.batch is None:
                 call.ref = actor.finish.remote()
             else:
-                call.ref = actor.prepare.remote(call.batch, call.known, call.redo)
+                call.ref = actor.prepare.remote(call.batch, call.known, call.fetched, call.redo)
         self.pending.extendleft(reversed(again))  # taken first: they run first
 
     def stop(self) -> None:
@@ -488,13 +500,14 @@ class _Preparer:
         self,
         batch: list[tuple[int, Item]],
         known: dict[str, str],
+        fetched: dict[str, Fetched] | None = None,
         redo: dict[int, tuple[str, str]] | None = None,
     ) -> tuple[list[Prepared], list[Any], dict[int, tuple[str, str]]]:
         """Prepare a batch as `_prepare` does, holding its new rows; the items (none for a `redo`), the
         fragments written, and the document id and content hash of each item whose rows it holds."""
         from haiku_cli.store.fragments import chunk_rows
 
-        prepared, written, ids = _prepare(batch, self.job, known, redo)
+        prepared, written, ids = _prepare(batch, self.job, known, fetched, redo)
         if written and self.job.target is not None:
             target = self.job.target
             rows = _fragment_step(lambda: chunk_rows(target, written), target)
@@ -529,6 +542,7 @@ def _prepare(
     batch: list[tuple[int, Item]],
     job: _Job,
     known: dict[str, str],
+    fetched: dict[str, Fetched] | None = None,
     redo: dict[int, tuple[str, str]] | None = None,
 ) -> tuple[list[Prepared], list[tuple[DocumentSummary, NewChunk]], dict[int, tuple[str, str]]]:
     """Read, chunk and embed a few items (each one's input error is returned, not raised); the items, the
@@ -537,8 +551,9 @@ def _prepare(
 
     `known`: the content hash stored under an item's uri; a document that has it is not chunked or
     embedded (the writer finds it unchanged, unless a given title or metadata changes it), and a
-    document stored under its uri comes back with its chunks, for the writer to update. `redo`: items
-    whose chunks were made before and lost, to be made again under the same document ids.
+    document stored under its uri comes back with its chunks, for the writer to update. `fetched`: URLs
+    downloaded already. `redo`: items whose chunks were made before and lost, to be made again under the
+    same document ids.
     """
     import anyio
 
@@ -556,7 +571,8 @@ def _prepare(
     for position, item in batch:
         label = item_label(item)
         try:
-            seen, doc = read_item(item, job.limits, job.objects)
+            got = fetched.get(item) if fetched and isinstance(item, str) else None
+            seen, doc = read_item(item, job.limits, job.objects, got)
             digest = content_hash(stored_content(doc), [p.data for p in doc.pictures])
             again = redo.get(position) if redo is not None else None
             stored = known.get(doc.uri)

@@ -693,13 +693,15 @@ async def add_on_cluster(
     metadata: dict[str, Any],
     limits: IngestSettings | None,
     objects: ObjectStores | None,
+    fetched: dict[str, Fetched] | None = None,
 ) -> dict[int, Seen]:
     """Have the cluster read, chunk and embed the items, and store them (inside the caller's write): the
     documents and updates written here, new documents' chunks committed as the workers' fragments.
 
     The cluster's work is entered inside the write, so that a failure ends every task (and what they
     wrote) before the write is undone. A sync's documents that may have moved (`moved_from`) come back
-    with their chunks, for the writer to keep their ids.
+    with their chunks, for the writer to keep their ids; `fetched`: URLs a sync downloaded already (it
+    asked whether they changed), which the workers are sent rather than download again.
     """
     from haiku_cli.store.fragments import commit_fragments, fragment_target
 
@@ -719,6 +721,7 @@ async def add_on_cluster(
         metadata=metadata,
         target=target,
         moved=frozenset(ingestor.moved_from),
+        fetched=fetched,
     )
     async with running as work:
         async with ingestor.pipelined():

@@ -89,6 +89,7 @@ async def sync_source(
                     metadata=source.metadata,
                     limits=limits,
                     objects=objects,
+                    fetched=plan.fetched,
                 )
             else:
                 seen = await ingest_items(

@@ -472,3 +472,22 @@ def test_an_actor_holds_its_rows_over_many_calls_and_writes_few_fragments(
     assert appended <= 2  # one per actor (a task each wrote one per call: 7)
     assert dataset.count_rows() == 100
     assert _unnamed_chunk_files(_location(cli, "local_ray")) == []
+
+
+@pytest.mark.slow
+def test_a_ray_sync_sends_a_changed_url_to_the_worker_rather_than_download_it_again(
+    cluster, cli, write_config, tmp_path: Path, s3_server: str
+) -> None:
+    from tests.support.etag_server import serve_page
+
+    _config(write_config, tmp_path, s3_server)
+    with serve_page(b"<title>Kestrels</title><p>Kestrels hover over fields.</p>") as page:
+        assert cli("add-src", page.url, "-d", "local_ray").exit_code == ExitCode.OK
+        page.body = b"<title>Kestrels</title><p>Kestrels hover over fields, then stoop onto voles.</p>"
+        synced = cli("sync", "-d", "local_ray", "--engine", "ray", "--json")
+        assert synced.exit_code == ExitCode.OK, synced.stderr
+        assert page.statuses == [200, 200]  # the add's download and the sync's, which asked with the ETag
+    (source,) = json.loads(synced.stdout)["databases"][0]["sources"]
+    assert source["updated"] == 1
+    texts = open_database(_location(cli, "local_ray")).chunks.to_arrow().column("text").to_pylist()
+    assert any("stoop onto voles" in text for text in texts)
