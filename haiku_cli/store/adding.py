@@ -16,7 +16,7 @@ import anyio.to_thread
 
 from haiku_cli.errors import DatabaseError
 from haiku_cli.store.database import exists
-from haiku_cli.store.handle import Database
+from haiku_cli.store.handle import Database, note_stall
 from haiku_cli.store.journal import table_versions
 from haiku_cli.store.location import Location
 from haiku_cli.store.write_log import record
@@ -51,6 +51,9 @@ async def writing(
         yield write
         if write.operation is not None:
             await anyio.to_thread.run_sync(lambda: _log(db, write.operation, before))
+    except BaseException as exc:
+        note_stall(db, exc)  # the lock is let go of below without the failure: it must know of a stall
+        raise
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(lambda: held.__exit__(None, None, None))
@@ -106,8 +109,15 @@ async def _add_once(
     existed = await anyio.to_thread.run_sync(exists, location)
     db = await open_writable()
 
-    async def remove_if_created() -> None:
+    async def remove_if_created(failure: BaseException | None = None) -> None:
         if existed:
+            return
+        if failure is not None and note_stall(db, failure):
+            # The store stopped answering: removing the database would wait out the limit again at each
+            # step (a count, a listing, a drop per table), so it is left, and the message says so (unless
+            # the add's write was stored: a database holding it would not have been removed).
+            if isinstance(failure, DatabaseError) and not _stored(failure):
+                raise _left_in_place(failure) from failure
             return
         with anyio.CancelScope(shield=True), suppress(DatabaseError):
             # If the store fails here too, an empty database stays behind: the add's own error is the news.
@@ -124,15 +134,36 @@ async def _add_once(
                 raise _RemovedMeanwhile
             try:
                 report = await add(db)
-            except BaseException:
-                await remove_if_created()
+            except BaseException as exc:
+                await remove_if_created(exc)
                 raise
             if not stored(report):
                 write.operation = None  # nothing to log, and perhaps no database left to log it in
                 await remove_if_created()
             return report
-    except DatabaseError:
+    except DatabaseError as exc:
+        if locked:
+            raise
+        if note_stall(db, exc):
+            # A store that stopped answering did not drop the tables: asking whether it did would wait
+            # out the limit again. A database this add created is left, as after a stall mid-add.
+            if existed:
+                raise
+            raise _left_in_place(exc) from exc
         # Taking the lock reads the tables at their latest versions, which fails if they were dropped.
-        if not locked and await removed():
+        if await removed():
             raise _RemovedMeanwhile from None
         raise
+
+
+def _stored(failure: DatabaseError) -> bool:
+    """Whether the add's write was stored before it failed (only its index upkeep after it did)."""
+    return failure.hint is not None and failure.hint.action == "finish_upkeep"
+
+
+def _left_in_place(failure: DatabaseError) -> DatabaseError:
+    """The add's failure, saying that the database it created before the store stalled is still there."""
+    return DatabaseError(
+        f"{failure}; the new database is left in place, as removing it would wait on the store again",
+        hint=failure.hint,
+    )

@@ -279,6 +279,15 @@ def is_stall(exc: BaseException, location: Location) -> bool:
     return location.can_stall and failure_reason(exc, location) == stalled_reason(location)
 
 
+def note_stall(db: Database, exc: BaseException) -> bool:
+    """Whether the database's store stalled during the write under way: true once a storage failure
+    (a `DatabaseError` from the store, or a deadline of ours) was a request that waited out its limit."""
+    # Told once: telling may try a connection to the endpoint (refused, or accepted and never answered).
+    if not db.stalled and isinstance(exc, DatabaseError | TimeoutError) and is_stall(exc, db.location):
+        db.stalled = True
+    return db.stalled
+
+
 def unanswered_reason(location: Location) -> str:
     """A request that went unanswered: refused when nothing listens at the endpoint now, else a stall
     named with the timeout in force and the setting that changes it."""

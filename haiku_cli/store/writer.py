@@ -24,7 +24,7 @@ from pathlib import Path
 
 from haiku_cli.errors import DatabaseError
 from haiku_cli.store.abandoned import give_up_at_exit
-from haiku_cli.store.handle import PENDING_WRITE, Database, catch_up, storage_failure
+from haiku_cli.store.handle import PENDING_WRITE, Database, catch_up, note_stall, storage_failure
 
 LOCK_FILE = "haiku-writer.lock"
 LEASE_KEY = "writer_lease"
@@ -370,6 +370,9 @@ def exclusive(db: Database, policy: WaitPolicy | None = None) -> Iterator[None]:
 
             recover(db)
         yield
+    except BaseException as exc:
+        note_stall(db, exc)  # a store that stopped answering is not asked to take the lease back
+        raise
     finally:
         db.writer_lock = None
         lock.release()

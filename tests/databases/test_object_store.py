@@ -339,3 +339,50 @@ def test_a_command_that_gave_up_on_a_stalled_store_exits_with_its_message(
     # 0.03 s from the message to the exit; 5.0 s, and the hook's warning, when it waited). A loose bound
     # besides the warning, in case a LanceDB release words it differently.
     assert after < 3, after
+
+
+# Where a first add's store stalls, once the add created the database: the request that last reaches
+# it (and the one that must pass before it), and what the add says it could not do.
+_CUT_OFF = {
+    # Its documents' first commit: the commit waits out its limit; removing the database waited one more
+    # to count the documents, then failed, leaving it anyway.
+    "commit": ((b"PUT ", b"documents.lance/_transactions/1-"), (), "cannot be written"),
+    # Its lease's commit: asking whether another writer removed the database meanwhile waited out three
+    # more, and then said it "cannot be reached" instead.
+    "lease": ((b"PUT ", b"meta.lance/_transactions/1-"), (), "cannot be locked for writing"),
+    # Reading the tables' latest versions once the lease is taken: giving the lease back waited out more.
+    "catch-up": (
+        (b"GET ", b"documents.lance%2F_versions%2F"),
+        (b"PUT ", b"meta.lance/_transactions/1-"),
+        "cannot be read",
+    ),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cut", list(_CUT_OFF))
+def test_a_first_add_cut_off_by_a_stalled_store_leaves_its_new_database_and_says_so(
+    cli, write_config, s3_server: str, tmp_path: Path, monkeypatch, cut: str
+) -> None:
+    markers, after, failed = _CUT_OFF[cut]
+    with _through_proxy(s3_server, write_config, tmp_path) as proxy:
+        proxy.stall_after(*markers, after=after)
+        monkeypatch.setenv("HAIKU_STORAGE_TIMEOUT", "1")
+        monkeypatch.setenv("HAIKU_LEASE_SECONDS", "600")  # no renewal meanwhile: the requests are the add's
+        result = cli("add", "Owls hunt at night.", "-d", "papers")
+        since = proxy.heads[proxy.stalled_at :]
+    assert proxy.stalled_at > 0, cut
+    assert (result.exit_code, result.stderr) == (
+        ExitCode.DATABASE,
+        f"haiku: database 'papers' {failed}: the storage did not answer within 1 s; check the store, or "
+        "raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT); the new database is left in place, as "
+        "removing it would wait on the store again\n",
+    )
+    # Nothing after the stall asks about the lease or the database's other tables: the requests given up
+    # on are the one that stalled and LanceDB's asking it again.
+    assert not [head for head in since if b"meta.lance" in head], since
+    monkeypatch.delenv("HAIKU_STORAGE_TIMEOUT")
+    _config(write_config, s3_server, tmp_path)  # the same store, reached directly
+    listed = json.loads(cli("databases", "--json").stdout)
+    assert [(d["database"], d["exists"]) for d in listed] == [("notes", False), ("papers", True)]
+    assert json.loads(cli("list", "-d", "papers", "--json").stdout)["documents"] == []

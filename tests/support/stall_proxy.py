@@ -28,8 +28,11 @@ class StallingProxy:
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self._open: set[socket.socket] = set()
         self._stall_after: tuple[bytes, ...] = ()
+        self._armed_by: tuple[bytes, ...] = ()  # the request that must pass first (`stall_after(after=)`)
+        self.stalled_at = 0  # how many requests had come (`heads`) up to the one `stall_after` stalled at
         self._guard = threading.Lock()
         self.requests = 0  # HTTP requests that reached the proxy (stalled, forbidden or not)
+        self.heads: list[bytes] = []  # their first lines (method and path), in the order they came
 
     def __enter__(self) -> StallingProxy:
         threading.Thread(target=self._accept, daemon=True).start()
@@ -56,9 +59,11 @@ class StallingProxy:
         self.forbidding.set()
         self.drop()
 
-    def stall_after(self, *markers: bytes) -> None:
+    def stall_after(self, *markers: bytes, after: tuple[bytes, ...] = ()) -> None:
         """Forward the next request whose head holds every marker, then stall: the server acts on it but
-        its answer, like every later request, waits for `resume()`."""
+        its answer, like every later request, waits for `resume()`. With `after`, only such a request
+        that comes once one holding every `after` marker has passed."""
+        self._armed_by = after
         self._stall_after = markers
 
     def drop(self) -> None:
@@ -90,18 +95,28 @@ class StallingProxy:
             threading.Thread(target=self._pump, args=(server, client, False), daemon=True).start()
 
     def _pump(self, source: socket.socket, sink: socket.socket, request: bool) -> None:
+        came = 0
         try:
             while data := source.recv(65536):
                 if request and data.startswith((b"GET ", b"PUT ", b"HEAD ", b"POST ", b"DELETE ")):
                     self.requests += 1
+                    with self._guard:
+                        self.heads.append(data.split(b"\r\n", 1)[0])
+                        came = len(self.heads)  # this request's place among them
                 self.flowing.wait()
                 if self._closed.is_set():
                     break
                 if request and self.delay:
                     time.sleep(self.delay)
                 sink.sendall(data)
-                if request and self._stall_after and all(m in data for m in self._stall_after):
+                if not request:
+                    continue
+                if self._armed_by:
+                    if all(m in data for m in self._armed_by):
+                        self._armed_by = ()
+                elif self._stall_after and all(m in data for m in self._stall_after):
                     self._stall_after = ()
+                    self.stalled_at = came
                     self.stall()
         except OSError:
             pass
@@ -123,6 +138,7 @@ class StallingProxy:
                     return
                 data += more
             self.requests += 1
+            self.heads.append(data.split(b"\r\n", 1)[0])
             head, _, body = data.partition(b"\r\n\r\n")
             length = next(
                 (
