@@ -454,7 +454,7 @@ def test_a_ray_sync_stores_what_a_single_process_sync_does(
 
 @pytest.mark.slow
 def test_an_actor_holds_its_rows_over_many_calls_and_writes_few_fragments(
-    cluster, cli, write_config, tmp_path: Path, s3_server: str
+    cluster, cli, write_config, tmp_path: Path, s3_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import lance
 
@@ -463,8 +463,14 @@ def test_an_actor_holds_its_rows_over_many_calls_and_writes_few_fragments(
     folder.mkdir()
     for i in range(100):  # seven calls of up to 16 items, over the cluster's two actors
         (folder / f"note{i:03}.md").write_text(f"# Note {i}\n\nKestrel sighting number {i} over the field.\n")
+    # The first actor to write its fragment dies then: a new one makes the rows of its four calls again.
+    died = tmp_path / "died"
+    monkeypatch.setenv("HAIKU_TEST_RAY_DIE", str(died))
     added = cli("add-src", str(folder), "-d", "local_ray", "--engine", "ray", "--json")
     assert added.exit_code == ExitCode.OK, added.stderr
+    assert died.exists()
+    documents, chunks, _ = _stored(_location(cli, "local_ray"))  # every chunk under its document's id
+    assert len(documents) == len(chunks) == 100
     uri = open_database(_location(cli, "local_ray")).chunks.to_lance().uri
     dataset = lance.dataset(uri)
     counts = [len(dataset.checkout_version(v["version"]).get_fragments()) for v in dataset.versions()]
