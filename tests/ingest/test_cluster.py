@@ -497,3 +497,47 @@ def test_a_ray_sync_sends_a_changed_url_to_the_worker_rather_than_download_it_ag
     assert source["updated"] == 1
     texts = open_database(_location(cli, "local_ray")).chunks.to_arrow().column("text").to_pylist()
     assert any("stoop onto voles" in text for text in texts)
+
+
+@pytest.mark.slow
+def test_calls_in_flight_to_an_actor_that_dies_go_to_a_new_one_in_their_order(
+    cluster, tmp_path: Path
+) -> None:
+    import asyncio
+
+    import ray
+
+    from haiku_cli.config.settings import EmbedderSettings, IngestSettings
+    from haiku_cli.ingest.cluster import ClusterWork, _Job, _nothing, _Pool, _results
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    items: list = []
+    for i in range(40):  # three calls: the first and third to one actor, the second to the other
+        (path := folder / f"note{i:02}.md").write_text(f"# Note {i}\n\nKestrel sighting {i}.\n")
+        items.append((i, path))
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    job = _Job(IngestSettings(), None, EmbedderSettings(), None, pause=f"ray-task:{gate}")
+    pool = _Pool(ray.put(job), 2, max_retries=1)
+
+    async def run() -> list:
+        taken = _results(items, {}, {}, pool, ClusterWork(_nothing()))
+        got = asyncio.ensure_future(_all(taken))
+        while len(list(gate.glob("*.reached"))) < 2:  # each actor holds its first call
+            await asyncio.sleep(0.05)
+        ray.kill(pool.actors[1], no_restart=True)
+        (gate / "ray-task.go").touch()
+        return await got
+
+    try:
+        prepared = asyncio.run(run())
+    finally:
+        pool.stop()
+    assert len(pool._gone) == 1  # the killed actor, replaced
+    assert [p.position for p in prepared] == list(range(40))
+    assert all(p.error is None and p.chunks for p in prepared)
+
+
+async def _all(iterator) -> list:
+    return [one async for one in iterator]
