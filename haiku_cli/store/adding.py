@@ -19,6 +19,7 @@ from haiku_cli.store.database import exists
 from haiku_cli.store.handle import Database, note_stall
 from haiku_cli.store.journal import table_versions
 from haiku_cli.store.location import Location
+from haiku_cli.store.transaction import storage_errors
 from haiku_cli.store.write_log import record
 from haiku_cli.store.writer import exclusive
 from haiku_cli.store.writes import remove_unwritten
@@ -47,7 +48,8 @@ async def writing(
     await anyio.to_thread.run_sync(held.__enter__)
     write = Write(db, operation)
     try:
-        before = {} if always_logged else table_versions(db)
+        with storage_errors(db, "cannot be read"):  # listing the tables: a store's failure is one line
+            before = {} if always_logged else table_versions(db)
         yield write
         if write.operation is not None:
             await anyio.to_thread.run_sync(lambda: _log(db, write.operation, before))

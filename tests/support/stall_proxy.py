@@ -108,16 +108,16 @@ class StallingProxy:
                     break
                 if request and self.delay:
                     time.sleep(self.delay)
-                sink.sendall(data)
-                if not request:
-                    continue
-                if self._armed_by:
+                # Looked at before forwarding: the answer, and the client's next request, may come back
+                # before this thread would look after.
+                if request and self._armed_by:
                     if all(m in data for m in self._armed_by):
                         self._armed_by = ()
-                elif self._stall_after and all(m in data for m in self._stall_after):
+                elif request and self._stall_after and all(m in data for m in self._stall_after):
                     self._stall_after = ()
                     self.stalled_at = came
-                    self.stall()
+                    self.stall()  # this request still goes (it waited already); its answer does not
+                sink.sendall(data)
         except OSError:
             pass
         finally:
