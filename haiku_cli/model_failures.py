@@ -59,10 +59,12 @@ def describe_model_failure(
         return ModelError(f"cannot reach the {kind} server{where} for '{label}': {first_sentence(exc)}")
     if isinstance(exc, ModelAuthenticationError | ModelNotFoundError | ModelHTTPError):
         return ModelError(_rejected(exc, label, kind))
-    if isinstance(exc, ModelAPIError):
-        return ModelError(f"{kind} '{label}' failed: {first_sentence(exc)}")
+    # Before ModelAPIError: a response the model layer could not use is both (pydantic-ai 2.7x on), and
+    # it is the answer that failed, not the request.
     if isinstance(exc, UnexpectedModelBehavior | UsageLimitExceeded):
         return ModelError(f"{kind} '{label}' did not produce a usable answer: {first_sentence(exc)}")
+    if isinstance(exc, ModelAPIError):
+        return ModelError(f"{kind} '{label}' failed: {first_sentence(exc)}")
     return None
 
 

@@ -196,10 +196,12 @@ def test_an_empty_choice_list_is_a_model_failure(kb, cli, openai_env) -> None:
     openai_env(lambda body: (status, {**reply, "choices": []}))
     result = cli("ask", QUESTION, "--model", "openai-chat:test")
     assert result.exit_code == 4
-    assert result.stderr == (
-        "haiku: model 'openai-chat:test' did not produce a usable answer: "
-        "its response could not be read (IndexError: list index out of range)\n"
-    )
+    # pydantic-ai names an empty answer itself from 2.7x on; before, its model class failed on it.
+    line = result.stderr.removeprefix("haiku: model 'openai-chat:test' did not produce a usable answer: ")
+    assert line in (
+        "Empty response from openai chat completions endpoint: no choices\n",
+        "its response could not be read (IndexError: list index out of range)\n",
+    ), result.stderr
 
 
 def test_no_model_configured_is_exit_4(cli) -> None:
