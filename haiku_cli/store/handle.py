@@ -213,6 +213,9 @@ _FULL = "the disk is full"
 _NO_CREDENTIALS = (
     "no AWS credentials were found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
 )
+# What LanceDB (0.40) raises when the analyzer cannot read its full-text index's settings from the store:
+# it logs the store's error (a request that timed out, a refused connection) and raises this without it.
+_SETTINGS_UNREAD = "does not include tokenizer details"
 # Failures that are the store's answer, a definite no: the request changed nothing (see `is_refusal`).
 _REFUSALS = (_DENIED, _READ_ONLY, _FULL, _NO_CREDENTIALS)
 
@@ -230,14 +233,17 @@ _KNOWN_FAILURES = (
 )
 
 
-def failure_reason(exc: BaseException, location: Location | None = None) -> str:
+def failure_reason(exc: BaseException, location: Location | None = None, *, ran: float = 0.0) -> str:
     """A storage failure in a few plain words (LanceDB's Rust messages mean little to a user); a store
-    that stopped answering is told with the location's timeout in force and how to raise it."""
+    that stopped answering is told with the location's timeout in force and how to raise it. `ran`: how
+    long the failed call took, for a failure whose message does not say."""
     if is_missing_file(exc):
         # A read retries once after a concurrent vacuum, so a file still missing was removed by hand.
         return "some of its data files are missing (was the database folder changed by hand?)"
     text = str(exc).strip()
     lowered = text.lower()
+    if location is not None and location.can_stall and _SETTINGS_UNREAD in lowered:
+        return _settings_unread(location, ran)
     for needles, plain in _KNOWN_FAILURES:
         if any(n in lowered for n in needles):
             if plain is _STALLED or plain is _UNSENT:
@@ -263,6 +269,18 @@ def _unanswered(lowered: str, location: Location | None, *, timed_out: bool) -> 
     if limit is not None and ran >= 0.9 * limit:
         return stalled_reason(location)
     return _UNSENT
+
+
+def _settings_unread(location: Location, ran: float) -> str:
+    """The store failed LanceDB's read of a full-text index's settings, whose cause LanceDB only logs:
+    refused when nothing listens at the endpoint, a stall when the call ran a whole request limit."""
+    if location.endpoint_refuses():
+        return _REFUSED
+    limit = request_timeout(location)
+    # A request that waited out its limit took at least that long; any other failure comes sooner.
+    if limit is not None and ran >= limit:
+        return stalled_reason(location)
+    return "the settings of its full-text index could not be read; check the store"
 
 
 def is_refusal(exc: BaseException | None) -> bool:

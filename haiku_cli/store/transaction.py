@@ -22,7 +22,7 @@ from haiku_cli.store.handle import (
     is_stall,
     read_meta,
     request_timeout,
-    storage_failure,
+    stalled_reason,
 )
 from haiku_cli.store.journal import FRAGMENTS, Journal, journal_of, restore, table_versions
 from haiku_cli.store.writer import checkpoint, ensure_held, exclusive, kept_through_commit
@@ -149,11 +149,14 @@ def _undo(db: Database, before: Journal) -> None:
 @contextmanager
 def storage_errors(db: Database, what: str) -> Iterator[None]:
     """Turn a storage call's failure (LanceDB, OS) into one exit-3 line naming the database."""
+    started = time.monotonic()
     try:
         yield
     except HaikuError:
         raise
     except Exception as exc:
-        if is_stall(exc, db.location):
+        # How long it ran tells a stall from other failures whose message names no cause.
+        reason = failure_reason(exc, db.location, ran=time.monotonic() - started)
+        if isinstance(exc, TimeoutError) or (db.location.can_stall and reason == stalled_reason(db.location)):
             db.stalled = True
-        raise storage_failure(db.location, what, exc) from exc
+        raise DatabaseError(f"database '{db.name}' {what}: {reason}") from exc

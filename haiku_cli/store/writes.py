@@ -97,7 +97,8 @@ def write_documents(
         )
         new_chunks.extend((doc, c) for c in w.chunks)
         pictures.extend(picture_rows(doc.id, w.pictures))
-    chunk_rows = make_chunk_rows(db.chunks, new_chunks)
+    with storage_errors(db, "cannot be read"):  # the analyzer reads its index's settings from the store
+        chunk_rows = make_chunk_rows(db.chunks, new_chunks)
     with exclusive(db):
         with atomic_write(db), storage_errors(db, "cannot be written"):
             ensure_held(db)

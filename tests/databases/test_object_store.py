@@ -358,6 +358,9 @@ _CUT_OFF = {
     ),
     # Listing the tables, for the versions before the write: this failed as an internal error.
     "tables": ((b"GET ", b"delimiter=%2F"), (b"PUT ", b"meta.lance/_transactions/1-"), "cannot be read"),
+    # The analyzer reading the full-text index's settings, once the journal is written: this failed as
+    # an internal error (LanceDB says the index "does not include tokenizer details").
+    "analyzer": ((b"GET ", b"chunks.lance/_indices/", b"metadata.lance"), (), "cannot be read"),
 }
 
 
@@ -388,3 +391,35 @@ def test_a_first_add_cut_off_by_a_stalled_store_leaves_its_new_database_and_says
     listed = json.loads(cli("databases", "--json").stdout)
     assert [(d["database"], d["exists"]) for d in listed] == [("notes", False), ("papers", True)]
     assert json.loads(cli("list", "-d", "papers", "--json").stdout)["documents"] == []
+
+
+@pytest.mark.slow
+def test_a_store_stalling_once_an_add_wrote_its_journal_is_named_as_stalled(
+    cli, write_config, s3_server: str, tmp_path: Path, monkeypatch
+) -> None:
+    with _through_proxy(s3_server, write_config, tmp_path) as proxy:
+        assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
+        start = len(proxy.heads)
+        # Once its journal is written, the add's analyzer reads the full-text index's settings, and
+        # LanceDB tells that read's failure only as an index that "does not include tokenizer details".
+        proxy.stall_after(b"GET ", b"chunks.lance/_indices/", b"metadata.lance")
+        monkeypatch.setenv("HAIKU_STORAGE_TIMEOUT", "1")
+        monkeypatch.setenv("HAIKU_LEASE_SECONDS", "600")  # no renewal meanwhile: the requests are the add's
+        result = cli("add", "Owls hunt at night.", "-d", "papers")
+        before = proxy.heads[start : proxy.stalled_at]
+        since = proxy.heads[proxy.stalled_at :]
+    assert proxy.stalled_at > 0
+    # The lease's commit and the journal's came before the stall.
+    commits = [head for head in before if head.startswith(b"PUT ") and b"meta.lance/_transactions/" in head]
+    assert len(commits) == 2, before
+    assert (result.exit_code, result.stderr) == (
+        ExitCode.DATABASE,
+        "haiku: database 'papers' cannot be read: the storage did not answer within 1 s; check the store, "
+        "or raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT)\n",
+    )
+    # Neither the write is undone nor the lease given back, each of which would wait on the store again.
+    assert not [head for head in since if b"meta.lance" in head], since
+    monkeypatch.delenv("HAIKU_STORAGE_TIMEOUT")
+    _config(write_config, s3_server, tmp_path)  # the same store, reached directly
+    listed = json.loads(cli("list", "-d", "papers", "--json").stdout)["documents"]
+    assert [d["title"] for d in listed] == ["Peregrine falcons stoop onto prey."]

@@ -37,3 +37,25 @@ def test_a_request_without_an_answer_is_named_by_what_the_endpoint_does() -> Non
     refused = "the connection was refused; check the endpoint"
     for said in (GAVE_UP, RETRIED, AT_ONCE):
         assert failure_reason(RuntimeError(said), refusing) == refused
+
+
+# LanceDB's whole message when its analyzer could not read the full-text index's settings from the store.
+SETTINGS_UNREAD = (
+    "Invalid input, Full text search index 'text_idx' for index name 'text_idx' does not include tokenizer "
+    "details"
+)
+
+
+def test_an_index_whose_settings_the_store_did_not_give_is_named_by_how_long_the_read_ran() -> None:
+    unread = ValueError(SETTINGS_UNREAD)
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        store = _store(listening.getsockname()[1])
+        # LanceDB's message names no cause: a read that took the whole 2 s limit waited it out.
+        assert failure_reason(unread, store, ran=2.0) == f"the storage did not answer within 2 s; {HINT}"
+        assert failure_reason(unread, store, ran=0.1) == (
+            "the settings of its full-text index could not be read; check the store"
+        )
+    assert failure_reason(unread, _store(9), ran=0.1) == "the connection was refused; check the endpoint"
+    # A local database cannot stall: LanceDB's words, as for any other failure it names.
+    local = Location("notes", "/tmp/notes.lancedb")
+    assert failure_reason(unread, local, ran=60.0) == SETTINGS_UNREAD
