@@ -132,7 +132,13 @@ async def _add_once(
     try:
         async with writing(db, operation) as write:
             locked = True
-            if await removed():
+            try:
+                gone = await removed()
+            except DatabaseError as exc:
+                # Failed as the add would have (a stall leaves the database, and says so): the lock is held.
+                await remove_if_created(exc)
+                raise
+            if gone:
                 raise _RemovedMeanwhile
             try:
                 report = await add(db)

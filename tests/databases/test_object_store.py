@@ -358,6 +358,9 @@ _CUT_OFF = {
     ),
     # Listing the tables, for the versions before the write: this failed as an internal error.
     "tables": ((b"GET ", b"delimiter=%2F"), (b"PUT ", b"meta.lance/_transactions/1-"), "cannot be read"),
+    # Looking, once the lock is held, whether another writer removed the database meanwhile (its first
+    # connect lists the store's manifest): this did not say the database was left.
+    "removed?": ((b"GET ", b"__manifest"), (b"PUT ", b"meta.lance/_transactions/1-"), "cannot be reached"),
     # The analyzer reading the full-text index's settings, once the journal is written: this failed as
     # an internal error (LanceDB says the index "does not include tokenizer details").
     "analyzer": ((b"GET ", b"chunks.lance/_indices/", b"metadata.lance"), (), "cannot be read"),
