@@ -20,11 +20,24 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
+from typing import Any, TypeVar
 
 from haiku_cli.errors import DatabaseError
 from haiku_cli.store.abandoned import give_up_at_exit
-from haiku_cli.store.handle import PENDING_WRITE, Database, catch_up, note_stall, storage_failure
+from haiku_cli.store.deadline import with_deadline
+from haiku_cli.store.handle import (
+    PENDING_WRITE,
+    Database,
+    catch_up,
+    note_stall,
+    request_timeout,
+    storage_failure,
+    unanswered_reason,
+)
+
+T = TypeVar("T")
 
 LOCK_FILE = "haiku-writer.lock"
 LEASE_KEY = "writer_lease"
@@ -38,6 +51,11 @@ _HOLD_FRACTION = 1 / 2
 _RETRY_RENEWAL_SECONDS = 1.0
 DEFAULT_WAIT_SECONDS = 120.0
 _POLL_SECONDS = 0.2
+# Each of the reads taking a lease makes (the versions listed, with the manifest when another writer
+# moved them; the lease row's data file, its footer then its rows) is two requests when the store
+# answers. LanceDB asks a stalled store the same request four to six times over, each waiting out the
+# whole limit: a read not done within two limits and a second had a request go unanswered for one.
+_LEASE_READ_REQUESTS = 2
 
 
 @dataclass(frozen=True)
@@ -259,14 +277,43 @@ class _Lease(_Lock):
                 _compare_and_set(self.db, self.owner, None)
 
 
-def _lease_rows(db: Database) -> list[Owner | None]:
-    db.meta_table.checkout_latest()
-    rows = db.meta_table.search().where(f"key = '{LEASE_KEY}'").select(["value"]).to_arrow().to_pylist()
-    return [Owner.parse(r["value"]) for r in rows]
+def _lease_rows(db: Database, *, bounded: bool = False) -> list[Owner | None]:
+    """The lease rows at the meta table's latest version. `bounded`: each of its two reads is given up on
+    (as a stalled store) once it ran as long as its requests may take when the store answers."""
+    table = db.meta_table
+
+    def rows() -> list[dict[str, Any]]:
+        return table.search().where(f"key = '{LEASE_KEY}'").select(["value"]).to_arrow().to_pylist()
+
+    if bounded:
+        _read_within(db, table.checkout_latest)
+        found = _read_within(db, rows)
+    else:
+        table.checkout_latest()
+        found = rows()
+    return [Owner.parse(r["value"]) for r in found]
 
 
-def _compare_and_set(db: Database, expected: Owner | None, new: Owner | None) -> bool:
-    """Replace the lease `expected` by `new` (None: remove) only if it is still the current one."""
+def _read_within(db: Database, read: Callable[[], T]) -> T:
+    """A read of the lease, given up on as a stall once it ran as long as its requests may take when the
+    store answers (it only reads: abandoning it leaves nothing half-done); unbounded on a local disk."""
+    seconds = request_timeout(db.location) if db.location.can_stall else None
+    if seconds is None:
+        return read()
+    return with_deadline(read, _LEASE_READ_REQUESTS * seconds + 1, partial(_unanswered, db))
+
+
+def _unanswered(db: Database) -> DatabaseError:
+    return DatabaseError(
+        f"database '{db.name}' cannot be locked for writing: {unanswered_reason(db.location)}"
+    )
+
+
+def _compare_and_set(
+    db: Database, expected: Owner | None, new: Owner | None, *, bounded: bool = False
+) -> bool:
+    """Replace the lease `expected` by `new` (None: remove) only if it is still the current one; its
+    commit is never given up on, only the read after it (`bounded`, as `_lease_rows`)."""
     from haiku_cli.store.reads import sql_string
 
     table = db.meta_table
@@ -283,25 +330,29 @@ def _compare_and_set(db: Database, expected: Owner | None, new: Owner | None) ->
         else:
             merge = table.merge_insert("key").when_matched_update_all(where=f"target.value = {old}")
             merge.execute([{"key": LEASE_KEY, "value": json.dumps(asdict(new))}])
-    rows = _lease_rows(db)
+    rows = _lease_rows(db, bounded=bounded)
     # Lance commits are serialised, so every writer reads the same first row: the earliest commit wins.
     current = rows[0] if rows else None
     return (current is None and new is None) or (current is not None and new is not None and current == new)
 
 
 def _try_lease(db: Database, owner: Owner) -> _Lock | Owner | None:
-    rows = _lease_rows(db)
+    # Its reads are bounded: a store that stopped answering is named after two limits, not six. A commit
+    # given up on by its own request limit fails the attempt, never retried: a lease row it may have
+    # stored lapses as a dead writer's does.
+    rows = _lease_rows(db, bounded=True)
     current = rows[0] if rows else None
     if current is not None and not current.expired():
         return current
     # Stamped as it is taken: a writer that waited longer than the lease lives must not start lapsed.
     owner = Owner(**{**asdict(owner), "heartbeat": time.time()})
     with db.meta_guard:
-        if _compare_and_set(db, current, owner):
+        if _compare_and_set(db, current, owner, bounded=True):
             return _Lease(db, owner)
-        rows = _lease_rows(db)
+        rows = _lease_rows(db, bounded=True)
         if owner in rows:
-            _compare_and_set(db, owner, None)  # lost the race: take back the row that came second
+            # Lost the race: take back the row that came second.
+            _compare_and_set(db, owner, None, bounded=True)
     return rows[0] if rows else None
 
 

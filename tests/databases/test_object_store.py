@@ -426,3 +426,40 @@ def test_a_store_stalling_once_an_add_wrote_its_journal_is_named_as_stalled(
     _config(write_config, s3_server, tmp_path)  # the same store, reached directly
     listed = json.loads(cli("list", "-d", "papers", "--json").stdout)["documents"]
     assert [d["title"] for d in listed] == ["Peregrine falcons stoop onto prey."]
+
+
+# Where taking the write lease finds the store stalled: the request it stalls at, and the one that must
+# pass before it.
+_LEASE_READS = {
+    # Listing the meta table's versions, before any commit (the database was just opened).
+    "first look": ((b"GET ", b"meta.lance%2F_versions"), (b"GET ", b"chunks.lance/_versions/")),
+    # The same listing once the lease's commit landed, to see whether this writer's row came first.
+    "after its commit": ((b"GET ", b"meta.lance%2F_versions"), (b"PUT ", b"meta.lance/_versions/")),
+}
+
+
+@pytest.mark.parametrize("read", list(_LEASE_READS))
+def test_taking_the_lease_of_a_stalled_store_gives_up_before_lancedb_has_listed_it_six_times(
+    cli, write_config, s3_server: str, tmp_path: Path, monkeypatch, read: str
+) -> None:
+    markers, after = _LEASE_READS[read]
+    with _through_proxy(s3_server, write_config, tmp_path) as proxy:
+        assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
+        proxy.stall_after(*markers, after=after)
+        monkeypatch.setenv("HAIKU_STORAGE_TIMEOUT", "1")
+        monkeypatch.setenv("HAIKU_LEASE_SECONDS", "600")  # no renewal meanwhile: the requests are the add's
+        result = cli("add", "Owls hunt at night.", "-d", "papers")
+        asked = proxy.heads[proxy.stalled_at - 1 :]
+    assert proxy.stalled_at > 0
+    assert (result.exit_code, result.stderr) == (
+        ExitCode.DATABASE,
+        "haiku: database 'papers' cannot be locked for writing: the storage did not answer within 1 s; "
+        "check the store, or raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT)\n",
+    )
+    # LanceDB lists a stalled store six times over, each waiting out the limit; the read is given up on
+    # after two limits and a second, by which it can have started three (six when it was waited for).
+    assert 1 <= len(asked) <= 4 and all(b"meta.lance%2F_versions" in head for head in asked), asked
+    monkeypatch.delenv("HAIKU_STORAGE_TIMEOUT")
+    _config(write_config, s3_server, tmp_path)  # the same store, reached directly
+    listed = json.loads(cli("list", "-d", "papers", "--json").stdout)["documents"]
+    assert [d["title"] for d in listed] == ["Peregrine falcons stoop onto prey."]
