@@ -28,7 +28,7 @@ from haiku_cli.ingest.stored import content_hash, picture_records, stored_conten
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
 from haiku_cli.store.heap import return_large_buffers
-from haiku_cli.store.indexes import vector_index_to_build
+from haiku_cli.store.indexes import vector_rows_to_index
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import count_documents, find_by_hash, find_by_uri, stored_hashes, stored_uris
 from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk, PictureRecord
@@ -523,8 +523,10 @@ async def add_sources(
                 ingestor, engine, items, title=title, metadata=metadata, limits=limits, objects=objects
             )
         await anyio.to_thread.run_sync(lambda: remember_outcomes(db, kept, ingestor.report, owners, seen))
-    if rows := await anyio.to_thread.run_sync(vector_index_to_build, db.chunks):
-        ingestor.progress.upkeep(f"building the vector index over {rows:,} chunks (once)")
+    rows, first = await anyio.to_thread.run_sync(vector_rows_to_index, db.chunks)
+    if rows:
+        step = f"building the vector index over {rows:,} chunks (once)" if first else None
+        ingestor.progress.upkeep(step or f"indexing the vectors of {rows:,} new chunks")
     await anyio.to_thread.run_sync(after_write, db)
     await anyio.to_thread.run_sync(drop_shown_pictures, db, ingestor.report)
     return ingestor.report.in_source_order()

@@ -6,14 +6,16 @@ import asyncio
 import os
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
+from haiku_cli.store import vector_segments
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.handle import Database
 from haiku_cli.store.heap import release_freed
 from haiku_cli.store.reads import async_table
+from haiku_cli.store.vector_segments import build, current, pack, plan
 
 if TYPE_CHECKING:
     from lancedb.table import Table
@@ -157,11 +159,48 @@ def refresh_indexes(chunks: Table, *, merge_all: bool = False) -> None:
         release_freed()  # each step's buffers go before the next step's come (store/heap.py)
         _compact_if_fragmented(lance)
     release_freed()
-    vector = next((s for s in wait(index_states(chunks)) if s.name == VECTOR_INDEX), None)
-    if vector is None and rows >= VECTOR_INDEX_MIN_ROWS:
-        create_vector_index(chunks)
-    elif vector is not None and vector.segments > 1:
+    _refresh_vector_index(lance, rows, merge_all=merge_all)
+
+
+def _refresh_vector_index(lance: LanceHandle, rows: int, *, merge_all: bool) -> None:
+    vector = _vector_state(lance.table)
+    if vector is None and rows < VECTOR_INDEX_MIN_ROWS:
+        return
+    if _segmented(lance, merge_all=merge_all):
+        return
+    # No pylance, or it refused: LanceDB's own rules, one graph over the whole table.
+    if vector is None:
+        _create_whole_vector_index(lance.table)
+        return
+    if vector.unindexed_rows and not _merged_newest(lance, [VECTOR_INDEX], 0):
+        lance.table.optimize()
+    vector = _vector_state(lance.table)
+    if vector is not None and vector.segments > 1:
         _bound_vector_segments(lance, vector.segments, merge_all=merge_all)
+
+
+def _vector_state(chunks: Table) -> IndexState | None:
+    return next((s for s in wait(index_states(chunks)) if s.name == VECTOR_INDEX), None)
+
+
+def _segmented(lance: LanceHandle, *, merge_all: bool = False, whole: bool = False) -> bool:
+    """Index the rows the vector index lacks and merge its small segments, a bounded group of files at
+    a time (store/vector_segments.py); with `whole`, rebuild every segment. False if Lance could not."""
+    try:
+        dataset = lance.dataset()
+        if dataset is None:
+            return False
+        parts = current(dataset, VECTOR_INDEX)
+        if whole:
+            groups = [p.fragment_ids for p in pack([replace(p, indexed=False) for p in parts])]
+        else:
+            groups = plan(parts, merge_all=merge_all)
+        build(dataset, VECTOR_INDEX, groups)
+    except Exception:  # pylance disagreeing with LanceDB on the files: the write's rows are stored
+        return False
+    finally:
+        lance.committed()
+    return True
 
 
 def _bound_text_segments(lance: LanceHandle, *, merge_all: bool) -> None:
@@ -189,13 +228,13 @@ def _bound_vector_segments(lance: LanceHandle, segments: int, *, merge_all: bool
     if sizes is not None:
         merge = _segments_to_merge(sizes, merge_all=merge_all)
         if merge == len(sizes):
-            create_vector_index(lance.table)  # retrained on every row, not only merged
+            _create_whole_vector_index(lance.table)  # retrained on every row, not only merged
             return
         if merge == 0 or _merged_newest(lance, [VECTOR_INDEX], merge):
             return
     # No per-segment control (or it failed): rebuild past a count, as LanceDB alone can.
     if merge_all or segments > MAX_VECTOR_SEGMENTS:
-        create_vector_index(lance.table)
+        _create_whole_vector_index(lance.table)
 
 
 def _segments_to_merge(sizes: Sequence[int], *, merge_all: bool) -> int:
@@ -284,19 +323,25 @@ def lance_dataset(chunks: Table) -> Any:
     return chunks.to_lance()
 
 
-def vector_index_to_build(chunks: Table) -> int:
-    """How many rows the next upkeep indexes in a vector index built from scratch (0: none to build).
-
-    The first build of a large table takes minutes (100k chunks: ~2 min here), which a command shows.
-    """
-    rows = chunks.count_rows()
-    if rows < VECTOR_INDEX_MIN_ROWS or any(i.name == VECTOR_INDEX for i in chunks.list_indices()):
-        return 0
-    return rows
+def vector_rows_to_index(chunks: Table) -> tuple[int, bool]:
+    """How many rows the next upkeep adds to the vector index when that takes long enough to show (0:
+    not), and whether it builds the index first. Indexing costs about a second per thousand chunks."""
+    vector = _vector_state(chunks)
+    if vector is None:
+        rows = chunks.count_rows()
+        return (rows, True) if rows >= VECTOR_INDEX_MIN_ROWS else (0, False)
+    rows = vector.unindexed_rows
+    return (rows, False) if rows >= VECTOR_INDEX_MIN_ROWS else (0, False)
 
 
 def create_vector_index(chunks: Table) -> None:
-    """Build (or rebuild, as one segment) the ANN index over every row."""
+    """Build (or rebuild) the ANN index over every row, in segments of bounded size."""
+    if not _segmented(LanceHandle(chunks), whole=True):
+        _create_whole_vector_index(chunks)
+
+
+def _create_whole_vector_index(chunks: Table) -> None:
+    # One graph over every row, LanceDB's way: its memory grows with the table (~2.5 KB a row).
     from lancedb.index import IvfHnswSq
 
     # The column goes first: with a config given, lancedb takes the first argument as the column.
@@ -325,7 +370,8 @@ def _refresh_keys(lance: LanceHandle, keys: Sequence[str], *, merge_all: bool) -
 
         for key in missing:
             table.create_index(key, config=BTree(), name=f"{key}_idx")
-    stale = [s.name for s in states if s.unindexed_rows]
+    # The vector index's new rows are indexed by its own upkeep, in segments of bounded size.
+    stale = [s.name for s in states if s.unindexed_rows and s.name != VECTOR_INDEX]
     if stale and not _fold_new_rows(lance, stale):
         return False
     _bound_key_segments(
@@ -369,18 +415,22 @@ def _bound_key_segments(lance: LanceHandle, keys: Sequence[IndexState], *, merge
 
 
 def _compact_if_fragmented(lance: LanceHandle) -> None:
-    # Merge the table's data files once a write leaves more than MAX_FRAGMENTS of them.
+    # Merge the table's small data files once a write leaves more than MAX_FRAGMENTS of them. A vector
+    # segment covers whole files, so they are filled to less than half of one (vector_segments.py).
+    target = int(vector_segments.SEGMENT_ROWS * vector_segments.FILE_SHARE)
     try:
         dataset = lance.dataset()
-        if dataset is None or len(dataset.get_fragments()) <= MAX_FRAGMENTS:
+        if dataset is None:
+            return
+        if sum(f.metadata.num_rows < target for f in dataset.get_fragments()) <= MAX_FRAGMENTS:
             return
         # Copying the files' encoded pages where Lance can, rather than decoding and encoding every row:
         # re-encoding the ~40 files a 20k-chunk add-src writes raised its peak memory by ~195 MB (its
         # largest part growing with the folder), copying by ~85 MB (benchmarks/README.md).
         try:
-            dataset.optimize.compact_files(compaction_mode="try_binary_copy")
+            dataset.optimize.compact_files(target_rows_per_fragment=target, compaction_mode="try_binary_copy")
         except TypeError:  # a Lance without the mode
-            dataset.optimize.compact_files()
+            dataset.optimize.compact_files(target_rows_per_fragment=target)
     except Exception:  # compaction only saves reads later; a Lance that cannot leaves the files as they are
         return
     finally:

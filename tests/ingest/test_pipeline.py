@@ -429,7 +429,10 @@ def test_an_add_that_builds_the_vector_index_first_says_so(
     rows = wait(reads.count_chunks(db)) + 2  # the next add crosses it
     assert add(2) == [f"building the vector index over {rows:,} chunks (once)"]
     assert indexes.has_vector_index(db)
-    assert add(1) == []  # built: later adds fold into it
+    assert add(1) == []  # built: a small add's rows are indexed quickly, unnamed
+    rows = wait(reads.count_chunks(db))
+    steps = add(3)  # as many new rows as the threshold: named, as the index grows by them
+    assert steps == [f"indexing the vectors of {wait(reads.count_chunks(db)) - rows:,} new chunks"]
 
 
 class _CtrlC:

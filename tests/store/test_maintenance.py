@@ -21,9 +21,11 @@ from haiku_cli.store import (
     maintenance,
     open_database,
     reads,
+    vector_segments,
 )
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import PENDING_WRITE, Database
+from haiku_cli.store.doctor import check_database
 from haiku_cli.store.maintenance import cleanup_superseded, vacuum
 from haiku_cli.store.reads import in_list, sql_string
 from haiku_cli.store.rebuild import NewChunksTable
@@ -177,6 +179,55 @@ def test_a_merge_lance_refuses_falls_back_to_the_rebuild_rule(db: Database, monk
         counts.append(_vector_segments(db))
     assert counts == [2, 3, 1, 2]  # the write that made a fourth segment rebuilt the index as one
     assert _finds_itself(db, last[-1].chunks[3])
+
+
+def _vector_segment_files(db: Database) -> dict[str, int]:
+    """Each vector segment's id with its rows, as Lance lists them."""
+    dataset = indexes.lance_dataset(db.chunks)
+    live = {f.fragment_id: f.metadata.num_rows for f in dataset.get_fragments()}
+    (described,) = [d for d in dataset.describe_indices() if d.name == indexes.VECTOR_INDEX]
+    return {str(seg.uuid): sum(live.get(i, 0) for i in seg.fragment_ids) for seg in described.segments}
+
+
+def test_the_vector_index_is_built_and_grown_in_segments_of_bounded_size(db: Database, monkeypatch) -> None:
+    # One graph over a large table holds all of it in memory at once (~2.5 KB a row): the index is
+    # built a group of files at a time, each a segment of at most SEGMENT_ROWS, and grown likewise.
+    _needs_lance()
+    monkeypatch.setattr(vector_segments, "SEGMENT_ROWS", 250)
+    monkeypatch.setattr(indexes, "VECTOR_INDEX_MIN_ROWS", 600)
+    monkeypatch.setattr(indexes, "MAX_FRAGMENTS", 100)  # one file per write, as written
+    written = [w for seed in range(11) for w in _add(db, 5, 10, seed=seed)]
+    assert indexes.VECTOR_INDEX not in {i.name for i in db.chunks.list_indices()}
+    written += _add(db, 5, 10, seed=11)  # the 600th row: the first build, in three segments
+    first = _vector_segment_files(db)
+    assert sorted(first.values()) == [100, 250, 250]
+    full = {uuid for uuid, rows in first.items() if rows == 250}
+    for seed in range(12, 24):
+        written += _add(db, 5, 10, seed=seed)
+        segments = _vector_segment_files(db)
+        # A write indexes its own rows with the small segments: the full ones stay as built.
+        assert full <= set(segments)
+        assert all(rows <= 250 for rows in segments.values())
+        assert sum(segments.values()) == db.chunks.count_rows()
+        assert len(segments) <= vector_segments.most_segments(db.chunks.count_rows())
+        assert all(s.unindexed_rows == 0 for s in wait(indexes.index_states(db.chunks)))
+    assert sorted(segments.values()) == [50, 150, 250, 250, 250, 250]
+    assert all(_finds_itself(db, w.chunks[3]) for w in written[::7])
+    assert next(c for c in check_database(db, None) if c.check == "indexes").status == "ok"
+    vacuum(db)  # every small segment merged, none larger than the bound
+    assert all(rows <= 250 for rows in _vector_segment_files(db).values())
+    assert all(_finds_itself(db, w.chunks[3]) for w in written[::11])
+
+
+def test_compaction_keeps_files_within_a_segments_bound(db: Database, monkeypatch) -> None:
+    # A segment covers whole files, so compacting may not make a file larger than one.
+    _needs_lance()
+    monkeypatch.setattr(vector_segments, "SEGMENT_ROWS", 1200)
+    monkeypatch.setattr(indexes, "MAX_FRAGMENTS", 4)
+    for seed in range(20):
+        _add(db, 10, 10, seed=seed)
+    files = _fragments(db.chunks)
+    assert sum(files) == 2000 and max(files) <= 1200 and len(files) < 6, files
 
 
 def _full_text(db: Database, query: str) -> list[tuple[float, str]]:
