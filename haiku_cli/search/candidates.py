@@ -59,23 +59,33 @@ _POOL_EF_PER_ROW = 1 / 80
 _POOL_EF_MAX = 2_000
 
 
-def _breadth(rows: int, per_row: float, floor: int, cap: int) -> int:
-    return min(max(int(rows * per_row), floor), cap)
+def _breadth(rows: int, per_row: float, floor: int, cap: int, segments: int) -> int:
+    whole = min(max(int(rows * per_row), floor), cap)
+    if segments <= 1:
+        return whole
+    # An index in segments is searched one graph at a time at this breadth, and the top k merged: each
+    # graph is searched as a table of its own rows (the floor shared among them, as among a fan-out's
+    # databases), but all of them together no more widely than one graph over every row would be. On
+    # the bundled model's embeddings at 300k chunks in 3 segments, ef 200 recalls 0.994 of the exact
+    # top 10, 400 0.997 (benchmarks/README.md, "Ingest memory").
+    own = min(max(int(rows / segments * per_row), floor // segments), cap)
+    return min(own, -(-whole // segments))
 
 
-def ann_ef(rows: int, limit: int, parts: int = 1) -> int:
-    """The HNSW search breadth for a table of `rows` chunks asked for `limit` refined neighbours.
+def ann_ef(rows: int, limit: int, parts: int = 1, segments: int = 1) -> int:
+    """The HNSW search breadth for a table of `rows` chunks asked for `limit` refined neighbours, per
+    segment of its index (`segments` graphs).
 
     A table searched as one of `parts` databases of a fan-out needs less than alone: the set's top
     `limit` is merged from every part's, so each part's floor is `_EF_MIN` shared among the parts (100k
     hashed-word chunks over 4 databases: 625 per part recalled 0.96 of the exact top 10, 750 0.967,
     1,200 0.975).
     """
-    breadth = _breadth(rows, _EF_PER_ROW, _EF_MIN // max(parts, 1), _EF_MAX)
+    breadth = _breadth(rows, _EF_PER_ROW, _EF_MIN // max(parts, 1), _EF_MAX, segments)
     return max(limit * _REFINE_FACTOR, breadth)
 
 
-def pool_ef(rows: int, limit: int, parts: int = 1) -> int:
+def pool_ef(rows: int, limit: int, parts: int = 1, segments: int = 1) -> int:
     """The HNSW breadth for hybrid search's vector pool, narrower than vector search's.
 
     Fusion ranks the pool by exact similarity and BM25, so a neighbour the narrower search misses
@@ -86,8 +96,10 @@ def pool_ef(rows: int, limit: int, parts: int = 1) -> int:
     database's on 52 of 60 queries (ef 300: 51; 1,200: 52). In the largest tables the pool has its own,
     lower cap (`_POOL_EF_MAX`).
     """
-    breadth = _breadth(rows, _POOL_EF_PER_ROW, _EF_MIN // max(parts // 2, 1), _POOL_EF_MAX)
-    return max(limit * _REFINE_FACTOR, breadth)
+    breadth = _breadth(rows, _POOL_EF_PER_ROW, _EF_MIN // max(parts // 2, 1), _POOL_EF_MAX, segments)
+    # Each segment need only find the k the pool refines (1 x k); many of them at 5 x k would search
+    # 20 graphs of a 1M-chunk table at 250 each, 2.5x what one graph over every row is searched at.
+    return max(limit * (_POOL_REFINE_FACTOR if segments > 1 else _REFINE_FACTOR), breadth)
 
 
 @dataclass
@@ -161,7 +173,8 @@ class CandidateQuery:
             q = table.query().nearest_to(self.vector).column("vector").distance_type("cosine")
             if VECTOR_INDEX in shape.indexes:
                 vector_search = self.search_type == "vector"
-                ef = (ann_ef if vector_search else pool_ef)(shape.rows, self.k, self.parts)
+                breadth = ann_ef if vector_search else pool_ef
+                ef = breadth(shape.rows, self.k, self.parts, shape.vector_segments)
                 q = q.refine_factor(_REFINE_FACTOR if vector_search else _POOL_REFINE_FACTOR).ef(ef)
             jobs.append(_rows(_where(q, where).select([*columns, "_distance"]), self.lean, self.k))
         wants_text = self.search_type in ("fts", "hybrid") and bool(self.text.strip())

@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 from haiku_cli.store.database import Database
 from haiku_cli.store.handle import read_errors
-from haiku_cli.store.indexes import analyze
+from haiku_cli.store.indexes import VECTOR_INDEX, analyze
 from haiku_cli.store.location import Location
 from haiku_cli.store.reads import async_table
 
@@ -55,6 +55,7 @@ class Shape:
     rows: int
     indexes: frozenset[str]
     columns: frozenset[str]
+    vector_segments: int = 1  # the graphs a vector search reads (store/vector_segments.py)
 
     def select(self, wanted: list[str]) -> list[str]:
         """The wanted columns this version has (an old layout lacks some); scores are always there."""
@@ -85,7 +86,10 @@ class Reads:
             count, listed, schema = await asyncio.gather(
                 table.count_rows(), table.list_indices(), table.schema()
             )
-            found = Shape(version, count, frozenset(i.name for i in listed), frozenset(schema.names))
+            names = frozenset(i.name for i in listed)
+            stats = await table.index_stats(VECTOR_INDEX) if VECTOR_INDEX in names else None
+            segments = (stats.num_indices or 1) if stats else 1
+            found = Shape(version, count, names, frozenset(schema.names), segments)
             shape = _shapes.remember(key, found)
         return table, shape
 

@@ -26,3 +26,15 @@ def test_the_largest_tables_are_searched_widely_for_recall_and_their_hybrid_pool
     assert pool_ef(1_000_000, 50) == pool_ef(400_000, 50) == 2_000
     # A deep pool still asks the graph for enough neighbours to refine.
     assert pool_ef(1_000_000, 1_000) == 5_000
+
+
+def test_an_index_in_segments_is_searched_per_graph_no_wider_than_one_graph_in_all() -> None:
+    # Each segment is a graph of its own rows, searched as a table of that size; together they are
+    # searched no more widely than one graph over every row (whose breadth is capped).
+    assert ann_ef(100_000, 10, segments=2) == 602  # 50k rows each: their own breadth, half the whole
+    assert ann_ef(300_000, 10, segments=6) == 602
+    assert ann_ef(1_000_000, 10, segments=20) == 200  # the cap of 4,000 shared by 20 graphs
+    assert 20 * ann_ef(1_000_000, 10, segments=20) <= ann_ef(1_000_000, 10)
+    assert pool_ef(1_000_000, 50, segments=20) == 100  # the pool's cap shared by 20 graphs
+    assert pool_ef(1_000_000, 200, segments=20) == 200  # each still finds the k the pool refines
+    assert ann_ef(1_000_000, 10, segments=1) == ann_ef(1_000_000, 10)
