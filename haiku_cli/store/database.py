@@ -259,13 +259,25 @@ def load_driver() -> None:
     import_lancedb()
 
 
+# LanceDB keeps each version's manifest and the file metadata it read in a cache of up to 1 GiB per
+# connection by default. A long add commits a version per batch, each manifest listing every file so far,
+# so the cache grew with the square of its batches: 2,400 commits of 128 rows took a process from 298 to
+# 1,052 MB, 375 MB with this bound (benchmarks/README.md, "Ingest memory"). What a search reads of the
+# latest version is a small part of it; the indexes have their own cache, left as it is.
+METADATA_CACHE_BYTES = 128 << 20
+
+
 def connect(location: Location) -> DBConnection:
     """A LanceDB connection to the database's location (no table opened; a stalled store is named so)."""
     quiet_lance_logs()
     lancedb = import_lancedb()
+    # A session of its own, as LanceDB gives each connection: shared, a connection would find what
+    # another read in the cache and ask the store in another order.
+    session = lancedb.Session(metadata_cache_size_bytes=METADATA_CACHE_BYTES)
 
     def connected() -> DBConnection:
-        return lancedb.connect(location.connect_uri, storage_options=location.storage_options or None)
+        options = location.storage_options or None
+        return lancedb.connect(location.connect_uri, storage_options=options, session=session)
 
     try:
         seconds = request_timeout(location) if location.can_stall else None
