@@ -38,7 +38,7 @@ from haiku_cli.store import heap, indexes, maintenance  # noqa: E402
 from tests.support.hash_embedder import serve_hash_embedder  # noqa: E402
 
 _UPKEEP_STEPS = {
-    indexes: ("_fold_new_rows", "_bound_text_segments", "_compact_if_fragmented", "create_vector_index"),
+    indexes: ("_fold_new_rows", "_bound_text_segments", "_compact_if_fragmented", "_refresh_vector_index"),
     maintenance: ("refresh_keys", "cleanup_superseded", "_store_corpus_totals"),
 }
 

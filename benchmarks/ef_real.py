@@ -6,11 +6,14 @@ chunks are made of 1 to 5 consecutive sentences of one abstract, each embedded a
 of its sentences' vectors (about what a mean-pooling model gives their joined text; embedding ~100k
 chunks with the bundled model would take ~25 min of CPU here). Past those, chunks of two windows of
 different abstracts fill the table to `--size`. Queries: CISI's 76 queries and 224 abstract titles
-(not in the table), embedded as queries. The table is written as a haiku database (store schema) and
-indexed by the store's `create_vector_index`; each ef is searched as `find_candidates` searches
-(refine factor 5), and recall@10 is against an exact cosine ranking computed with numpy.
+(not in the table), embedded as queries. The table is written as a haiku database (store schema), in
+files of WRITE_ROWS as adds and compaction leave them, and indexed by the store's `create_vector_index`
+(in segments of at most `vector_segments.SEGMENT_ROWS`; `--whole`: one graph over every row, LanceDB's
+way, as before 2026-12-06), timed with the build's peak RSS; each ef is searched as `find_candidates`
+searches (refine factor 5, `ef` per segment), and recall@10 is against an exact cosine ranking computed
+with numpy. `default_ef` is the breadth a search of this table asks now.
 
-    python benchmarks/ef_real.py --work /tmp/haiku-ef --size 100000 [--efs 300,600,...] [--json]
+    python benchmarks/ef_real.py --work /tmp/haiku-ef --size 100000 [--efs 300,600,...] [--whole] [--json]
 """
 
 from __future__ import annotations
@@ -32,12 +35,20 @@ sys.path.insert(0, str(REPO))
 
 from haiku_cli.embed import load_embedder  # noqa: E402
 from haiku_cli.search.candidates import ann_ef  # noqa: E402
-from haiku_cli.store import EmbedderSpec, Location, open_database, schema  # noqa: E402
-from haiku_cli.store.indexes import create_vector_index  # noqa: E402
+from haiku_cli.store import (  # noqa: E402
+    EmbedderSpec,
+    Location,
+    indexes,
+    open_database,
+    schema,
+    vector_segments,
+)
+from haiku_cli.store.indexes import VECTOR_INDEX, create_vector_index  # noqa: E402
 from haiku_cli.store.reads import async_table  # noqa: E402
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 EFS = "150,300,600,1000,1500,2000,3030,4000"
+WRITE_ROWS = 25_000  # files no larger than compaction makes them (half a segment)
 
 
 def _embedded(work: Path, data: Path) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
@@ -89,8 +100,9 @@ def _chunks(per_doc: list[list[int]], sentences: np.ndarray, size: int) -> np.nd
     return matrix
 
 
-def _database(path: Path, vectors: np.ndarray) -> None:
-    """A haiku database holding one chunk per vector, with the store's vector index built on it."""
+def _database(path: Path, vectors: np.ndarray, whole: bool) -> dict:
+    """A haiku database holding one chunk per vector, with the store's vector index built on it; the
+    build's wall and CPU seconds and the process's peak RSS before and after it."""
     dim = vectors.shape[1]
     db = open_database(Location("ef", str(path)), create_with=EmbedderSpec("bundled:cisi", dim))
     n = len(vectors)
@@ -105,10 +117,28 @@ def _database(path: Path, vectors: np.ndarray) -> None:
         "search_text": pa.array(ids),
         "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), dim),
     }
-    db.chunks.add(pa.table(columns, schema=schema.chunks_schema(dim)))
-    start = time.perf_counter()
-    create_vector_index(db.chunks)
-    print(f"vector index over {n} rows: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+    table = pa.table(columns, schema=schema.chunks_schema(dim))
+    for start in range(0, n, WRITE_ROWS):
+        db.chunks.add(table.slice(start, WRITE_ROWS))
+    del table, columns
+    before = _peak_mb()
+    wall, cpu = time.perf_counter(), time.process_time()
+    (indexes._create_whole_vector_index if whole else create_vector_index)(db.chunks)
+    built = {
+        "build_wall_s": round(time.perf_counter() - wall, 1),
+        "build_cpu_s": round(time.process_time() - cpu, 1),
+        "peak_rss_before_build_mb": before,
+        "peak_rss_after_build_mb": _peak_mb(),
+        "segments": db.chunks.index_stats(VECTOR_INDEX).num_indices,
+    }
+    print(f"vector index over {n} rows: {built}", file=sys.stderr, flush=True)
+    (path.parent / f"{path.name}.build.json").write_text(json.dumps(built))
+    return built
+
+
+def _peak_mb() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) // 1024 for line in f if line.startswith("VmHWM"))
 
 
 def measure(path: Path, vectors: np.ndarray, queries: np.ndarray, efs: list[int]) -> dict:
@@ -152,19 +182,23 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "cisi")
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--efs", default=EFS, help="search breadths to measure, comma-separated")
+    parser.add_argument("--whole", action="store_true", help="one graph over every row (the old build)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     per_doc, sentences, queries = _embedded(args.work, args.data)
     vectors = _chunks(per_doc, sentences, args.size)
-    path = args.work / f"ef{args.size}.lancedb"
-    if not path.exists():
-        _database(path, vectors)
+    layout = "whole" if args.whole else f"seg{vector_segments.SEGMENT_ROWS}"
+    path = args.work / f"ef{args.size}-{layout}.lancedb"
+    built_file = args.work / f"{path.name}.build.json"
+    built = json.loads(built_file.read_text()) if path.exists() else _database(path, vectors, args.whole)
     efs = [int(e) for e in args.efs.split(",")]
     report = {
         "chunks": args.size,
+        "layout": layout,
         "sentences": len(sentences),
         "queries": len(queries),
-        "default_ef": ann_ef(args.size, 10),
+        **built,
+        "default_ef": ann_ef(args.size, 10, segments=built["segments"] or 1),
         "load_average": round(os.getloadavg()[0], 2),
         "by_ef": measure(path, vectors, queries, efs),
     }
