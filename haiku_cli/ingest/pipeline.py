@@ -524,9 +524,10 @@ async def add_sources(
             )
         await anyio.to_thread.run_sync(lambda: remember_outcomes(db, kept, ingestor.report, owners, seen))
     rows, first = await anyio.to_thread.run_sync(vector_rows_to_index, db.chunks)
-    if rows:
-        step = f"building the vector index over {rows:,} chunks (once)" if first else None
-        ingestor.progress.upkeep(step or f"indexing the vectors of {rows:,} new chunks")
+    if rows and first:
+        ingestor.progress.upkeep(f"building the vector index over {rows:,} chunks (once)")
+    elif rows:
+        ingestor.progress.upkeep(f"indexing the vectors of {rows:,} new chunks")
     await anyio.to_thread.run_sync(after_write, db)
     await anyio.to_thread.run_sync(drop_shown_pictures, db, ingestor.report)
     return ingestor.report.in_source_order()

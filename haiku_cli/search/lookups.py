@@ -83,12 +83,12 @@ class Reads:
         key = (db.location.uri, db.chunks_table_name, version)
         shape = _shapes.get(key)
         if shape is None:
-            count, listed, schema = await asyncio.gather(
-                table.count_rows(), table.list_indices(), table.schema()
+            # Asked together: a table without a vector index has no statistics for it (None).
+            count, listed, schema, vector = await asyncio.gather(
+                table.count_rows(), table.list_indices(), table.schema(), table.index_stats(VECTOR_INDEX)
             )
+            segments = (vector.num_indices or 1) if vector else 1
             names = frozenset(i.name for i in listed)
-            stats = await table.index_stats(VECTOR_INDEX) if VECTOR_INDEX in names else None
-            segments = (stats.num_indices or 1) if stats else 1
             found = Shape(version, count, names, frozenset(schema.names), segments)
             shape = _shapes.remember(key, found)
         return table, shape

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from haiku_cli.errors import DatabaseError, Hint, InputError
 from haiku_cli.store import schema
-from haiku_cli.store.deadline import with_deadline
+from haiku_cli.store.deadline import within_requests
 from haiku_cli.store.handle import (
     CHUNKS_TABLE,
     PENDING_WRITE,
@@ -19,7 +19,6 @@ from haiku_cli.store.handle import (
     catch_up,
     parse_json_object,
     read_meta,
-    request_timeout,
     storage_failure,
     table_names,
     unanswered_reason,
@@ -262,8 +261,8 @@ def load_driver() -> None:
 # LanceDB keeps each version's manifest and the file metadata it read in a cache of up to 1 GiB per
 # connection by default. A long add commits a version per batch, each manifest listing every file so far,
 # so the cache grew with the square of its batches: 2,400 commits of 128 rows took a process from 298 to
-# 1,052 MB, 375 MB with this bound (benchmarks/README.md, "Ingest memory"). What a search reads of the
-# latest version is a small part of it; the indexes have their own cache, left as it is.
+# 1,052 MB, 375 MB with this bound (benchmarks/README.md, "Ingest memory bounded"). What a search reads
+# of the latest version is a small part of it; the indexes have their own cache, left as it is.
 METADATA_CACHE_BYTES = 128 << 20
 
 
@@ -280,14 +279,9 @@ def connect(location: Location) -> DBConnection:
         return lancedb.connect(location.connect_uri, storage_options=options, session=session)
 
     try:
-        seconds = request_timeout(location) if location.can_stall else None
-        if seconds is None:
-            return connected()
-        # Connecting lists the database's folder (two requests). LanceDB lists a stalled store six times
-        # over, each waiting out the whole timeout; a connect that has not answered within a few timeouts
-        # had a request go unanswered for one, so it is named as a stall then (it only reads: abandoning
-        # it leaves nothing half-done).
-        return with_deadline(connected, _CONNECT_REQUESTS * seconds + 1, partial(_unanswered, location))
+        # Connecting lists the database's folder (two requests); it only reads, so abandoning it leaves
+        # nothing half-done.
+        return within_requests(location, connected, _CONNECT_REQUESTS, partial(_unanswered, location))
     except DatabaseError:
         raise
     except Exception as exc:

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from haiku_cli.store.abandoned import give_up_at_exit
+from haiku_cli.store.handle import request_timeout
+from haiku_cli.store.location import Location
 
 T = TypeVar("T")
 
@@ -35,3 +37,16 @@ def with_deadline(call: Callable[[], T], seconds: float, on_timeout: Callable[[]
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def within_requests(
+    location: Location, call: Callable[[], T], requests: int, on_timeout: Callable[[], Exception]
+) -> T:
+    """A read of `location` given up on with `on_timeout()` once it ran as long as its `requests` may take
+    when the store answers, and a second: LanceDB asks a stalled store the same request four to six times,
+    each waiting out the whole limit, so a read that ran that long had one go unanswered. Unbounded where
+    the store cannot stall (a local disk) or its limit is unknown."""
+    seconds = request_timeout(location) if location.can_stall else None
+    if seconds is None:
+        return call()
+    return with_deadline(call, requests * seconds + 1, on_timeout)

@@ -26,13 +26,12 @@ from typing import Any, TypeVar
 
 from haiku_cli.errors import DatabaseError
 from haiku_cli.store.abandoned import give_up_at_exit
-from haiku_cli.store.deadline import with_deadline
+from haiku_cli.store.deadline import within_requests
 from haiku_cli.store.handle import (
     PENDING_WRITE,
     Database,
     catch_up,
     note_stall,
-    request_timeout,
     storage_failure,
     unanswered_reason,
 )
@@ -53,8 +52,7 @@ DEFAULT_WAIT_SECONDS = 120.0
 _POLL_SECONDS = 0.2
 # Each of the reads taking a lease makes (the versions listed, with the manifest when another writer
 # moved them; the lease row's data file, its footer then its rows) is two requests when the store
-# answers. LanceDB asks a stalled store the same request four to six times over, each waiting out the
-# whole limit: a read not done within two limits and a second had a request go unanswered for one.
+# answers (deadline.within_requests).
 _LEASE_READ_REQUESTS = 2
 
 
@@ -297,10 +295,7 @@ def _lease_rows(db: Database, *, bounded: bool = False) -> list[Owner | None]:
 def _read_within(db: Database, read: Callable[[], T]) -> T:
     """A read of the lease, given up on as a stall once it ran as long as its requests may take when the
     store answers (it only reads: abandoning it leaves nothing half-done); unbounded on a local disk."""
-    seconds = request_timeout(db.location) if db.location.can_stall else None
-    if seconds is None:
-        return read()
-    return with_deadline(read, _LEASE_READ_REQUESTS * seconds + 1, partial(_unanswered, db))
+    return within_requests(db.location, read, _LEASE_READ_REQUESTS, partial(_unanswered, db))
 
 
 def _unanswered(db: Database) -> DatabaseError:
