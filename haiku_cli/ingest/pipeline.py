@@ -23,7 +23,7 @@ from haiku_cli.ingest.objects import ObjectFile, ObjectStores, is_object_uri
 from haiku_cli.ingest.reports import IngestReport, NoProgress, Progress, SourceOutcome, Status
 from haiku_cli.ingest.shown import drop_shown_pictures
 from haiku_cli.ingest.sources import FileChoice, TextFile
-from haiku_cli.ingest.stages import two_stages
+from haiku_cli.ingest.stages import hand_on, two_stages
 from haiku_cli.ingest.stored import content_hash, picture_records, stored_content
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
@@ -33,7 +33,7 @@ from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import count_documents, find_by_hash, find_by_uri, stored_hashes, stored_uris
 from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk, PictureRecord
 from haiku_cli.store.transaction import atomic_write, keep_point, storage_errors
-from haiku_cli.store.writes import new_id, write_documents
+from haiku_cli.store.writes import HeldWrites, new_id
 
 if TYPE_CHECKING:
     import numpy as np
@@ -101,6 +101,7 @@ class Ingestor:
         self.embedder = embedder
         self.progress = progress or NoProgress()
         self.report = IngestReport(database=db.name)
+        self._held = HeldWrites(db)  # batches are committed a few thousand chunks at a time
         self._batch: list[_Part] = []
         self._batch_chunks = 0
         # Queued documents are reported about every BATCH_CHUNKS chunks, as they always were.
@@ -301,9 +302,10 @@ class Ingestor:
         self.report.outcomes.append(self._outcome(source=source, status="skipped", note=reason))
 
     async def flush(self) -> None:
-        """Embed and write everything queued (inside `pipelined()`: hand it to the stages)."""
+        """Embed, write and commit everything queued (inside `pipelined()`: hand it to the stages)."""
         self._report_queued()
         await self._send_batch()
+        await self._send([])  # the end: the writer commits what it holds, in its own stage
 
     def _report_queued(self) -> None:
         # Each outcome is final once its document is queued: a later failure undoes the whole add.
@@ -312,10 +314,12 @@ class Ingestor:
 
     async def _send_batch(self) -> None:
         batch, self._batch, self._batch_chunks = self._batch, [], 0
-        if not batch:
-            return
+        if batch:
+            await self._send(batch)
+
+    async def _send(self, batch: list[_Part]) -> None:
         if self._to_embed is not None:
-            await self._to_embed.send(batch)
+            await hand_on(self._to_embed, batch)
         else:
             await self._write(await self._embed(batch))
 
@@ -335,6 +339,8 @@ class Ingestor:
                 self._to_embed = None
 
     async def _embed(self, batch: list[_Part]) -> _Embedded:
+        if not batch:
+            return [], [], True
         titled = [(p.document.title, c) for p in batch for c in p.chunks]
         kept = await self._kept_chunks(batch)
         given = [v for p in batch for v in (p.vectors if p.vectors is not None else [None] * len(p.chunks))]
@@ -386,8 +392,10 @@ class Ingestor:
         writes, more, whole = embedded
 
         def write() -> None:
-            write_documents(self.db, writes, more_chunks=more)
-            if whole and self.keep_points:
+            self._held.write(writes, more)
+            if not writes and not more:
+                self._held.commit()  # the empty batch `flush` sends last
+            if whole and not self._held.held and self.keep_points:
                 keep_point(self.db)  # Ctrl-C from here on keeps this batch and those before it
 
         await anyio.to_thread.run_sync(write)

@@ -57,7 +57,7 @@ def _kind_of(source: str, key: str) -> SourceKind:
         return "file"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a large add holds one per file
 class Seen:
     """A file's size and modification time, or a URL's validators, taken before it was read."""
 

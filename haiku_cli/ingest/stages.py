@@ -38,6 +38,16 @@ async def two_stages(
         raise error from error.__cause__  # the error itself, with its own cause
 
 
+async def hand_on(stream: MemoryObjectSendStream[In], batch: In) -> None:
+    """Send `batch` to the first stage of `two_stages`; once a stage has failed, wait to be cancelled
+    instead, so that `two_stages` raises that failure rather than the broken stream."""
+    try:
+        await stream.send(batch)
+    except anyio.BrokenResourceError:
+        # The first stage closes its end only when it stops, before its failure cancels the rest.
+        await anyio.sleep_forever()
+
+
 async def _first_stage(
     first: Callable[[In], Awaitable[Out]],
     batches: MemoryObjectReceiveStream[In],

@@ -79,3 +79,13 @@ def chunks_by_id(db) -> dict[str, tuple[str, str, list[int]]]:
 def vectors_by_id(db) -> dict[str, list[float]]:
     """Every chunk id with its stored vector."""
     return {r["id"]: r["vector"] for r in db.chunks.to_arrow().select(["id", "vector"]).to_pylist()}
+
+
+def small_batches(monkeypatch, chunks: int, commit_every: int | None = None) -> None:
+    """Batches of `chunks` chunks, committed every `commit_every` chunks (default: each batch on its own),
+    so that a few small documents make an add of several commits."""
+    from haiku_cli.ingest import pipeline
+    from haiku_cli.store import writes
+
+    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", chunks)
+    monkeypatch.setattr(writes, "COMMIT_ROWS", commit_every or chunks)

@@ -21,6 +21,7 @@ from tests.ingest.support import (
     docs_folder,
     new_db,
     sections,
+    small_batches,
     vectors_by_id,
 )
 
@@ -32,7 +33,7 @@ def test_a_failure_after_some_batches_undoes_the_whole_add(
     db = new_db(tmp_path, embedder, layout)
     columns = db.chunks.schema.names
     anyio.run(lambda: pipeline.add_text(db, embedder, "Already here.", title="Kept", metadata={}))
-    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)  # several batches, each its own commit
+    small_batches(monkeypatch, 2)  # several batches, each its own commit
     folder = docs_folder(tmp_path, 7)
     with pytest.raises(ModelError):
         anyio.run(
@@ -81,7 +82,7 @@ def test_a_failed_write_while_the_next_batch_embeds_undoes_the_whole_add(
 ) -> None:
     db = new_db(tmp_path, embedder)
     anyio.run(lambda: pipeline.add_text(db, embedder, "Already here.", title="Kept", metadata={}))
-    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
+    small_batches(monkeypatch, 2)
     folder = docs_folder(tmp_path, 7)
     bad = BadFirstBatch(embedder)
 
@@ -101,7 +102,7 @@ def test_a_pipelined_add_stores_every_batch_in_order_with_each_text_embedded_alo
     tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = new_db(tmp_path, embedder)
-    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
+    small_batches(monkeypatch, 2)
     folder = docs_folder(tmp_path, 7)
     (folder / "d3.md").write_text("   \n")  # fails mid-way: no text
     report = anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
@@ -204,7 +205,7 @@ def test_a_long_document_is_written_in_parts_and_replaced_whole(
     tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = new_db(tmp_path, embedder)
-    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
+    small_batches(monkeypatch, 2)
     folder = docs_folder(tmp_path, 1)
     (folder / "long.md").write_text(_long_text(5, "alpha"))
     first = anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
@@ -239,7 +240,7 @@ def test_every_chunk_carries_its_documents_fields_through_parts_and_updates(
     tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = new_db(tmp_path, embedder)
-    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)  # the long document is written in parts
+    small_batches(monkeypatch, 2)  # the long document is written in parts
     folder = docs_folder(tmp_path, 2)
     (folder / "long.md").write_text(_long_text(5, "alpha"))
     add = pipeline.add_sources
@@ -257,7 +258,7 @@ def test_every_chunk_carries_its_documents_fields_through_parts_and_updates(
 
 def test_the_report_lists_sources_in_the_order_given(tmp_path: Path, embedder, monkeypatch) -> None:
     db = new_db(tmp_path, embedder)
-    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
+    small_batches(monkeypatch, 2)
     folder = docs_folder(tmp_path, 4)
     given = [folder / "d3.md", tmp_path / "missing.md", folder, folder / "d1.md"]
     report = anyio.run(
@@ -292,7 +293,7 @@ def test_a_re_add_with_a_new_title_keeps_every_chunk_id_and_embeds_the_title(
 ) -> None:
     db, path, first = _db_with_file(tmp_path, embedder, sections(2, 30, 2))
     before, vectors = chunks_by_id(db), vectors_by_id(db)
-    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)  # the document goes on over several batches
+    small_batches(monkeypatch, 2)  # the document goes on over several batches
     outcome = _add_file(db, embedder, path, title="Renamed")
     assert (outcome.status, outcome.document_id) == ("updated", first.document_id)
     assert outcome.kept_chunk_ids == outcome.chunks == len(before) > 2
@@ -340,7 +341,7 @@ def test_a_failed_update_leaves_the_chunks_and_their_ids_as_they_were(
 ) -> None:
     db, path, _ = _db_with_file(tmp_path, embedder, sections(3, 3, 3, 3))
     before = chunks_by_id(db)
-    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 1)
+    small_batches(monkeypatch, 1)
     with pytest.raises(ModelError):
         _add_file(db, FailingAfter(embedder, 2), path, title="Renamed")
     again = open_database(db.location)
@@ -357,7 +358,7 @@ def test_a_folder_re_added_with_new_metadata_over_many_batches_keeps_every_id_an
     anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
     before, vectors = chunks_by_id(db), vectors_by_id(db)
     # Batches of 2: the embedder stage reads the next batch's stored chunks while the writer writes.
-    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
+    small_batches(monkeypatch, 2)
     recording = Recording(embedder)
     report = anyio.run(
         lambda: pipeline.add_sources(db, recording, [str(folder)], title=None, metadata={"n": "2"})
@@ -457,7 +458,7 @@ def test_ctrl_c_keeps_the_documents_finished_and_a_rerun_continues(
     tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = new_db(tmp_path, embedder)
-    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)
+    small_batches(monkeypatch, 2)
     folder = docs_folder(tmp_path, 7)
     (folder / "d3x.md").write_text(_long_text(5, "alpha"))  # after d3.md: it spans three batches
     pressing = _CtrlC(embedder, at=4)
@@ -485,3 +486,26 @@ def test_ctrl_c_keeps_the_documents_finished_and_a_rerun_continues(
     long = next(o for o in report.outcomes if o.source.endswith("d3x.md"))
     assert rerun.embedded == long.chunks + 3  # only what the interrupted add had not kept
     assert wait(reads.count_documents(again)) == 8
+
+
+def test_an_add_commits_its_batches_in_groups_and_ctrl_c_keeps_only_whole_groups(
+    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = new_db(tmp_path, embedder)
+    small_batches(monkeypatch, 2, commit_every=6)  # batches [d0 d1] [d2 d3] [d4 d5] [d6], commits of 6
+    folder = docs_folder(tmp_path, 7)
+    anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
+    # Two commits of new rows (6 and 1 chunks), not four: the table holds two data files.
+    assert sorted(f.count_rows() for f in indexes.lance_dataset(db.chunks).get_fragments()) == [1, 6]
+    other = new_db(tmp_path / "other", embedder)
+    pressing = _CtrlC(embedder, at=3)  # while [d4 d5] embeds: [d0 d1] [d2 d3] are written, not committed
+
+    async def interrupted() -> None:
+        with anyio.CancelScope() as scope:
+            pressing.scope = scope
+            await pipeline.add_sources(other, pressing, [str(folder)], title=None, metadata={})
+        assert scope.cancelled_caught
+
+    anyio.run(interrupted)
+    assert wait(reads.count_documents(other)) == 0  # what a commit had not taken yet is not kept
+    assert "pending_write" not in open_database(other.location, writable=True).meta

@@ -15,8 +15,8 @@ from haiku_cli.store import open_database, reads, schema
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.markers import picture_refs
 from haiku_cli.store.pictures import get_pictures, pictures_of
-from haiku_cli.store.writes import delete_document
-from tests.ingest.support import new_db
+from haiku_cli.store.writes import HeldWrites, delete_document
+from tests.ingest.support import new_db, small_batches
 from tests.support.pictures import pdf_with_images
 
 PAGES = ["Intro to the method.\n\n\n\n\n\n\n\n\nFigure 1: The pipeline", "Results page."]
@@ -89,19 +89,19 @@ def test_a_failed_add_leaves_no_pictures_and_no_table(
     db = new_db(tmp_path, embedder)
     anyio.run(lambda: pipeline.add_text(db, embedder, "Already here.", title="Kept", metadata={}))
     (tmp_path / "later.md").write_text("# Later\n\nA document embedded after the paper was written.\n")
-    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 1)  # the paper's pages are written before the failure
+    small_batches(monkeypatch, 1)  # the paper's pages are written before the failure
     seen: list[bool] = []
-    real_write = pipeline.write_documents
+    real_commit = HeldWrites.commit
 
-    def write(db, writes, more_chunks=()):
+    def commit(held: HeldWrites) -> None:
         if seen:
             raise ModelError("cannot reach embedding model test: Connection error.")  # a later batch fails
-        real_write(db, writes, more_chunks)
+        real_commit(held)
         seen.append(db.pictures is not None and db.pictures.count_rows() > 0)
         # A reader opening now sees the state before the add: no pictures table yet.
         assert open_database(db.location).pictures is None
 
-    monkeypatch.setattr(pipeline, "write_documents", write)
+    monkeypatch.setattr(HeldWrites, "commit", commit)
     with pytest.raises(ModelError):
         add(db, embedder, paper(tmp_path), tmp_path / "later.md")
     assert seen == [True]  # the pictures were written, and then undone
@@ -109,7 +109,7 @@ def test_a_failed_add_leaves_no_pictures_and_no_table(
     assert again.pictures is None
     assert schema.PICTURES not in again.conn.list_tables().tables
     assert [d.title for d in wait(reads.list_documents(again))] == ["Kept"]
-    monkeypatch.setattr(pipeline, "write_documents", real_write)
+    monkeypatch.setattr(HeldWrites, "commit", real_commit)
     add(again, embedder, paper(tmp_path))
     assert again.pictures is not None and again.pictures.count_rows() == 2
 
