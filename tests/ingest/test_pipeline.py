@@ -454,14 +454,8 @@ class _CtrlC:
         return await self._real.embed_documents(texts, on_progress=on_progress)
 
 
-def test_ctrl_c_keeps_the_documents_finished_and_a_rerun_continues(
-    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    db = new_db(tmp_path, embedder)
-    small_batches(monkeypatch, 2)
-    folder = docs_folder(tmp_path, 7)
-    (folder / "d3x.md").write_text(_long_text(5, "alpha"))  # after d3.md: it spans three batches
-    pressing = _CtrlC(embedder, at=4)
+def _add_interrupted(db, pressing: _CtrlC, folder: Path) -> None:
+    """Add `folder` with `pressing` as the embedder: Ctrl-C comes at the embedding call it was made for."""
 
     async def interrupted() -> None:
         with anyio.CancelScope() as scope:
@@ -470,6 +464,17 @@ def test_ctrl_c_keeps_the_documents_finished_and_a_rerun_continues(
         assert scope.cancelled_caught
 
     anyio.run(interrupted)
+
+
+def test_ctrl_c_keeps_the_documents_finished_and_a_rerun_continues(
+    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = new_db(tmp_path, embedder)
+    small_batches(monkeypatch, 2)
+    folder = docs_folder(tmp_path, 7)
+    (folder / "d3x.md").write_text(_long_text(5, "alpha"))  # after d3.md: it spans three batches
+    pressing = _CtrlC(embedder, at=4)
+    _add_interrupted(db, pressing, folder)
     # Batches [d0 d1] [d2 d3] were written whole; [d3x d3x] was written too, but d3x is not whole.
     kept = {Path(d.uri).name: d.id for d in wait(reads.list_documents(db, limit=None))}
     assert sorted(kept) == ["d0.md", "d1.md", "d2.md", "d3.md"]
@@ -499,13 +504,6 @@ def test_an_add_commits_its_batches_in_groups_and_ctrl_c_keeps_only_whole_groups
     assert sorted(f.count_rows() for f in indexes.lance_dataset(db.chunks).get_fragments()) == [1, 6]
     other = new_db(tmp_path / "other", embedder)
     pressing = _CtrlC(embedder, at=3)  # while [d4 d5] embeds: [d0 d1] [d2 d3] are written, not committed
-
-    async def interrupted() -> None:
-        with anyio.CancelScope() as scope:
-            pressing.scope = scope
-            await pipeline.add_sources(other, pressing, [str(folder)], title=None, metadata={})
-        assert scope.cancelled_caught
-
-    anyio.run(interrupted)
+    _add_interrupted(other, pressing, folder)
     assert wait(reads.count_documents(other)) == 0  # what a commit had not taken yet is not kept
     assert "pending_write" not in open_database(other.location, writable=True).meta
