@@ -148,6 +148,9 @@ def main() -> None:
     gc.set_threshold(max(young, YOUNG_COLLECTION), *older)
     try:
         build_app()()
+    except SystemExit as stop:
+        _leave_if_gave_up(stop.code)
+        raise
     finally:
         # The process ends next. Its final garbage collections would walk every object the imports made
         # (typer, pydantic, numpy, pyarrow, LanceDB: ~0.08 CPU-seconds, 15% of a search) to free memory
@@ -155,3 +158,24 @@ def main() -> None:
         # and `weakref.finalize` callbacks still run. haiku's own files are written and closed (LanceDB
         # commits, `write_text`) before a command returns, so nothing waits on a collection to be flushed.
         gc.freeze()
+
+
+def _leave_if_gave_up(code: object) -> None:
+    """After a command that gave up on a call to a store, end the process with its exit code without the
+    interpreter's shutdown, which that call could abort (store/abandoned.py, `leave`)."""
+    # Looked up, not imported: the store's modules load LanceDB, and a process that never loaded them
+    # never gave up on a call.
+    abandoned = sys.modules.get("haiku_cli.store.abandoned")
+    if abandoned is not None and abandoned.gave_up():
+        abandoned.leave(exit_status(code))
+
+
+def exit_status(code: object) -> int:
+    """The exit status of `sys.exit(code)`, as the interpreter reads it: None is 0, an int itself, anything
+    else is printed to stderr and is 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1

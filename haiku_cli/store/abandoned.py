@@ -9,15 +9,20 @@ cancels the Rust future under it (pyo3's done callback drops it), which ends the
 LanceDB's hook finds nothing in flight and returns at once. Only reads and a lease's renewal are ever given
 up on: cancelling them leaves the store as a killed process would, which the journal and the lease are
 designed for.
+
+A `haiku` process that gave up on a call also ends without shutting the interpreter down (`leave`): a call
+given up on may be inside native code when the interpreter finalizes, and comes back from it there.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import os
 import sys
 import threading
 from contextlib import suppress
+from typing import NoReturn
 
 from haiku_cli.store import blocking
 
@@ -35,6 +40,38 @@ def give_up_at_exit() -> None:
     # LanceDB is loaded by now (a call to it was given up on), so its hook was registered first; `atexit`
     # runs the last registered first, so this runs before LanceDB's wait.
     atexit.register(cancel_in_flight)
+
+
+def gave_up() -> bool:
+    """Whether this process left a call to the store running (`give_up_at_exit`)."""
+    return _registered
+
+
+def leave(status: int) -> NoReturn:
+    """End the process with exit `status` as the interpreter's exit would, less its shutdown.
+
+    A call given up on runs on in its thread, and LanceDB's synchronous reads run inside pyarrow's C++:
+    a query's `to_arrow()` is pyarrow's `read_all()` over a generator that awaits each batch on LanceDB's
+    loop. When that wait ends while the interpreter shuts down (the call cancelled at exit, or failed by
+    the store's own timeout), the thread takes the GIL, and CPython (3.11-3.13) ends a thread doing so
+    with `pthread_exit`, whose unwinding through pyarrow's frames aborts the whole process ("terminate
+    called without an active exception", or "Fatal Python error: PyGILState_Release"): exit -6 after
+    the command's own message. Without the shutdown no thread comes back. What it would have done is
+    free memory the OS takes back: what a command stores is committed before it returns (a write a
+    stalled store cut off is left as a killed writer leaves it, undone by the next writer, its lease
+    lapsing), so the exit waits only for what a normal one waits for before its shutdown.
+    """
+    # As `Py_FinalizeEx` does before shutting down: wait for non-daemon threads, run the exit handlers
+    # (`cancel_in_flight`, LanceDB's runtime shutdown, logging's flush), then flush what is buffered.
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None:
+        shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            with suppress(Exception):  # a closed pipe: nothing more can be said on it
+                stream.flush()
+    os._exit(status)
 
 
 def cancel_in_flight() -> None:

@@ -341,6 +341,34 @@ def test_a_command_that_gave_up_on_a_stalled_store_exits_with_its_message(
     assert after < 3, after
 
 
+@pytest.mark.slow
+def test_a_command_that_gave_up_on_a_stalled_store_exits_with_its_code_while_a_read_comes_back(
+    write_config, s3_server: str, tmp_path: Path
+) -> None:
+    # A read given up on stays in its thread, in native code (LanceDB's synchronous reads run inside
+    # pyarrow's C++). Had the interpreter shut down after the message, such a read coming back then
+    # would abort the process: exit -6 with "Fatal Python error: PyGILState_Release" here, with
+    # "terminate called without an active exception" once in CI (a lease renewal's read). The thread
+    # here comes back only once a shutdown has begun, so it always would.
+    from tests.support.native_at_exit import command
+
+    with _through_proxy(s3_server, write_config, tmp_path) as proxy:
+        proxy.stall()
+        run = subprocess.run(
+            [sys.executable, "-c", command("list", "-d", "papers")],
+            env={**os.environ, "HAIKU_STORAGE_TIMEOUT": "1"},
+            cwd=Path(__file__).resolve().parents[2],  # where `tests` is imported from
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert run.returncode == ExitCode.DATABASE, run.stderr
+    assert run.stderr == (
+        "haiku: database 'papers' cannot be reached: the storage did not answer within 1 s; "
+        "check the store, or raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT)\n"
+    )
+
+
 # Where a first add's store stalls, once the add created the database: the request that last reaches
 # it (and the one that must pass before it), and what the add says it could not do.
 _CUT_OFF = {
