@@ -165,11 +165,7 @@ class HeldWrites:
         db = self.db
         with exclusive(db), atomic_write(db), storage_errors(db, "cannot be written"):
             ensure_held(db)
-            if self._replaced:
-                db.chunks.delete(in_list("document_id", self._replaced))
-                db.documents.delete(in_list("id", self._replaced))
-                if db.pictures is not None:
-                    db.pictures.delete(in_list("document_id", self._replaced))
+            _delete_rows(db, self._replaced)
             if self._documents:
                 db.documents.add(pa.concat_tables(self._documents))
             if self._chunks:
@@ -191,14 +187,19 @@ def delete_documents(db: Database, document_ids: Sequence[str]) -> None:
     with exclusive(db):
         with atomic_write(db), storage_errors(db, "cannot be written"):
             ensure_held(db)
-            for start in range(0, len(document_ids), DELETE_BATCH):
-                ids = document_ids[start : start + DELETE_BATCH]
-                db.chunks.delete(in_list("document_id", ids))
-                db.documents.delete(in_list("id", ids))
-                if db.pictures is not None:
-                    db.pictures.delete(in_list("document_id", ids))
+            _delete_rows(db, document_ids)
             drop_states_of_documents(db, document_ids)
         after_write(db)
+
+
+def _delete_rows(db: Database, document_ids: Sequence[str]) -> None:
+    """Delete the rows of these documents from every table holding them, `DELETE_BATCH` ids a filter."""
+    for start in range(0, len(document_ids), DELETE_BATCH):
+        ids = document_ids[start : start + DELETE_BATCH]
+        db.chunks.delete(in_list("document_id", ids))
+        db.documents.delete(in_list("id", ids))
+        if db.pictures is not None:
+            db.pictures.delete(in_list("document_id", ids))
 
 
 def remove_unwritten(db: Database, *, folder: bool) -> None:
