@@ -65,19 +65,20 @@ def test_python_dash_m_works() -> None:
 def test_kill_during_ingest_leaves_a_usable_database(tmp_path: Path) -> None:
     folder = tmp_path / "docs"
     folder.mkdir()
-    # 2000 one-chunk documents, four batches of embedding: the kill lands after the first is written.
-    # Short texts embed about 20 times faster than paragraphs, and the add is as many batches long.
-    for i in range(2000):
+    # 600 one-chunk documents, two batches of embedding, committed as one group: the kill lands once the
+    # group's rows are in the tables and the add's journal still names the versions from before it.
+    for i in range(600):
         (folder / f"doc{i:04}.md").write_text(f"# Document {i}\n\nRivers carry sediment to delta {i}.\n")
     db = tmp_path / "k.lancedb"
     assert _run("add", "Kept from before.", "--db", str(db)).returncode == 0
-    proc = subprocess.Popen([*_haiku(), "add-src", str(folder), "--db", str(db)], env=os.environ.copy())
-    # Kill after the first batches have been written, in the middle of the add.
-    chunks = db / "chunks.lance" / "data"
-    before = len(list(chunks.iterdir()))
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    env = {**os.environ, "HAIKU_TEST_PAUSE": f"data-written:{gate}"}
+    proc = subprocess.Popen([*_haiku(), "add-src", str(folder), "--db", str(db)], env=env)
     deadline = time.time() + 240
-    while time.time() < deadline and len(list(chunks.iterdir())) < before + 1:
+    while time.time() < deadline and not any(gate.glob("*.reached")):
         time.sleep(0.2)
+    assert any(gate.glob("*.reached")), "the add did not reach its commit"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     # Readers see the database as it was; the next writer undoes the half-done add.
