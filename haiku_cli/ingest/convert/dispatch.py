@@ -9,8 +9,10 @@ from pathlib import Path, PurePath, PurePosixPath
 from urllib.parse import quote_from_bytes, unquote, urlsplit
 
 from haiku_cli.config.settings import IngestSettings
+from haiku_cli.ingest.convert.image_file import IMAGE_MIMES, IMAGE_SUFFIXES
 from haiku_cli.ingest.convert.limits import over_limit
 from haiku_cli.ingest.convert.markdown import convert_markdown
+from haiku_cli.ingest.convert.ocr import EXTRA, ocr_available
 from haiku_cli.ingest.convert.text import convert_plain, decode_text, normalize_newlines
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument
 
@@ -28,7 +30,8 @@ _SUFFIX_KINDS = {
     ".docx": "docx",
 }
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_SUFFIX_KINDS)
-"""Lower-case suffixes convert_file accepts; files without any suffix are read as plain text too."""
+"""Lower-case suffixes convert_file accepts; files without any suffix are read as plain text too (and
+image files with the `ocr` extra: see suffix_kind)."""
 
 _MIME_KINDS = {
     "text/markdown": "markdown",
@@ -44,8 +47,13 @@ _TITLE_CHARS = 80
 
 
 def suffix_kind(path: PurePath | str) -> str | None:
-    """The converter kind for a path's suffix ("text" when it has none), or None when unsupported."""
+    """The converter kind for a path's suffix ("text" when it has none), or None when unsupported.
+
+    Image files are read only with the `ocr` extra: without it their words could not be searched.
+    """
     suffix = (path if isinstance(path, PurePath) else PurePosixPath(path)).suffix.lower()
+    if suffix in IMAGE_SUFFIXES:
+        return "image" if ocr_available() else None
     return "text" if suffix == "" else _SUFFIX_KINDS.get(suffix)
 
 
@@ -69,7 +77,8 @@ def convert_file(
     if stat.S_ISDIR(info.st_mode):
         raise ConversionError(f"{label}: is a directory")
     if kind is None:
-        raise ConversionError(f"{label}: unsupported file type {path.suffix}")
+        why = f" (images are read by OCR: pip install '{EXTRA}')" if path.suffix.lower() in IMAGE_SUFFIXES else ""
+        raise ConversionError(f"{label}: unsupported file type {path.suffix}{why}")
     if not stat.S_ISREG(info.st_mode):
         # Opening a FIFO or a device would wait for a writer, or read forever.
         raise ConversionError(f"{label}: not a regular file")
@@ -144,6 +153,10 @@ def convert_kind(
         doc = convert_docx(
             data, label=label, uri=uri, fallback_title=fallback_title, limits=limits or IngestSettings()
         )
+    elif kind == "image":
+        from haiku_cli.ingest.convert.image_file import convert_image
+
+        doc = convert_image(data, label=label, uri=uri, fallback_title=fallback_title, limits=limits)
     elif kind == "html":
         from haiku_cli.ingest.convert.html import convert_html
 
@@ -191,6 +204,8 @@ def _kind_for(data: bytes, mime: str, uri: str) -> str | None:
     by_suffix = suffix_kind(urlsplit(uri).path) if uri else None
     if mime in _MIME_KINDS:
         return _MIME_KINDS[mime]
+    if mime in IMAGE_MIMES:
+        return "image" if ocr_available() else None
     if mime.startswith("text/"):
         # Servers send .md and .rst as text/plain; the suffix knows better.
         return by_suffix if by_suffix in ("markdown", "text") else "text"
