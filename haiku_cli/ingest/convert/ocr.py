@@ -140,6 +140,11 @@ def _load() -> Any:
         models = Path(rapidocr.__file__).parent / "models"
         params: dict[str, Any] = {f"{part}.model_path": str(models / name) for part, name in _MODELS.items()}
         params["Global.log_level"] = "error"
+        # Detect at the picture's own size, at most 2,000 pixels a side: RapidOCR's default scales the
+        # shorter side up to 736, which makes a wide strip of words (a slide title, a receipt line) a
+        # picture several times its size, and detection as many times slower.
+        params["Det.limit_type"] = "max"
+        params["Det.limit_side_len"] = 2000
         params["EngineConfig.onnxruntime.intra_op_num_threads"] = min(4, os.cpu_count() or 1)
         _engine = rapidocr.RapidOCR(params=params)
     return _engine
