@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from haiku_cli.config.settings import IngestSettings
+from haiku_cli.ingest.convert.garbled import unreadable
 from haiku_cli.ingest.convert.ocr import MISSING, ocr_available, read_picture, report_progress
 
 # Rendered for OCR at this many dots per inch, at most _MAX_SIDE pixels on the longer side (RapidOCR
@@ -57,7 +58,8 @@ def read_scans(
             text = read_picture(image, limits.ocr_page_seconds)
         if not text.complete:
             cut.append(i + 1)
-        if any(line.strip() for line in text.lines):
+        # A page whose glyphs draw garbage (a cipher, a symbol font) reads as garbage: not kept.
+        if any(line.strip() for line in text.lines) and not unreadable("\n".join(text.lines)):
             scans.lines[i] = text.lines
     if cut:
         which = f"page{'' if len(cut) == 1 else 's'} {page_ranges(cut)}"
