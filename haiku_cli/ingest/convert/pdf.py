@@ -11,6 +11,7 @@ from typing import Any
 
 from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert.garbled import unreadable
+from haiku_cli.ingest.convert.pdf_glyphs import map_unmapped
 from haiku_cli.ingest.convert.pdf_scans import read_scans
 from haiku_cli.ingest.convert.pdf_title import largest_type, pick_title
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
@@ -140,7 +141,7 @@ def _page_lines(pdf: Any, index: int) -> list[str] | None:
     try:
         textpage = page.get_textpage()
         try:
-            raw = textpage.get_text_range()
+            raw = map_unmapped(textpage.get_text_range(), textpage)
         finally:
             textpage.close()
     finally:
