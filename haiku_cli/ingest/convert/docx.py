@@ -11,6 +11,7 @@ from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert.images import PictureCollector
 from haiku_cli.ingest.convert.limits import over_limit
 from haiku_cli.ingest.convert.pdf_title import clean_metadata_title
+from haiku_cli.ingest.convert.registry import Converter, RawDocument
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
 from haiku_cli.store.markers import marker
 
@@ -143,3 +144,19 @@ def _table(table: Any) -> str:
     lines = ["| " + " | ".join(cells) + " |" for cells in rows]
     lines.insert(1, "|" + " --- |" * len(rows[0]))
     return "\n".join(lines)
+
+
+def read_docx(raw: RawDocument) -> ConvertedDocument:
+    """A Word document's body in document order, with its inline pictures."""
+    return convert_docx(
+        raw.data, label=raw.label, uri=raw.uri, fallback_title=raw.fallback_title, limits=raw.limits
+    )
+
+
+CONVERTER = Converter(
+    name="docx",
+    read=read_docx,
+    suffixes=(".docx",),
+    media_types=("application/vnd.openxmlformats-officedocument.wordprocessingml.document",),
+    sniff=lambda data: data.startswith(b"PK\x03\x04") and b"word/document.xml" in data,
+)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
-from haiku_cli.ingest.convert.text import first_line
+from haiku_cli.ingest.convert.linked import with_linked_pictures
+from haiku_cli.ingest.convert.registry import Converter, RawDocument
+from haiku_cli.ingest.convert.text import decode_text, first_line
 from haiku_cli.ingest.document import ConvertedDocument, Segment
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
@@ -112,3 +115,21 @@ def convert_markdown(text: str, *, uri: str, fallback_title: str | None) -> Conv
     title = fm_title or first_heading(body) or fallback_title
     segment = Segment(body.strip("\n"), line=skipped + first_line(body))
     return ConvertedDocument(uri=uri, title=title, segments=[segment])
+
+
+def read_markdown(raw: RawDocument) -> ConvertedDocument:
+    """A Markdown (or reStructuredText) file, its linked images stored as its pictures."""
+    notes: list[str] = []
+    text = decode_text(raw.data, raw.label, raw.charset, notes)
+    doc = replace(convert_markdown(text, uri=raw.uri, fallback_title=raw.fallback_title), notes=tuple(notes))
+    return with_linked_pictures(doc, raw.label, raw.limits)
+
+
+CONVERTER = Converter(
+    name="markdown",
+    read=read_markdown,
+    # reStructuredText titles read like setext headings; nothing else is rewritten
+    suffixes=(".md", ".markdown", ".rst"),
+    media_types=("text/markdown", "text/x-markdown"),
+    text=True,
+)
