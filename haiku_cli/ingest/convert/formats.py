@@ -6,8 +6,18 @@ last resort of the dispatcher, not of this list.
 
 from __future__ import annotations
 
-from haiku_cli.ingest.convert import docx, html, markdown, pdf, text
+from haiku_cli.ingest.convert import code, docx, epub, html, mail, markdown, pdf, pptx, sheets, text
 from haiku_cli.ingest.convert.registry import register
 
-for _module in (pdf, docx, html, markdown, text):
-    register(_module.CONVERTER)
+register(pdf.CONVERTER)
+register(docx.CONVERTER)
+register(pptx.CONVERTER)
+register(sheets.XLSX)
+register(epub.CONVERTER)
+register(html.CONVERTER)
+register(markdown.CONVERTER)
+register(sheets.DELIMITED)
+register(mail.EML)
+register(mail.MBOX)
+register(code.CONVERTER)
+register(text.CONVERTER)

@@ -98,4 +98,4 @@ def read_text(raw: RawDocument) -> ConvertedDocument:
 
 
 # Also the converter of files without a suffix, of `--include`d unknown suffixes and of any other text/*.
-CONVERTER = Converter(name="text", read=read_text, suffixes=(".txt", ".text", ".log", ".csv"), text=True)
+CONVERTER = Converter(name="text", read=read_text, suffixes=(".txt", ".text", ".log"), text=True)
