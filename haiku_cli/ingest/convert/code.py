@@ -115,7 +115,7 @@ def definitions(text: str, uri: str) -> list[Definition] | None:
         return None
     lines = text.split("\n")
     tree = parser.parse(text.encode("utf-8"))
-    return _units(tree.root_node.children, lines, ())
+    return _units(tree.root_node.named_children, lines, ())
 
 
 @cache
@@ -179,7 +179,7 @@ def _touches(comment: Any, comments: list[Any], node: Any) -> bool:
 def _inner_definitions(node: Any, depth: int = 3) -> list[Any]:
     """The definitions (and comments between them) in a definition's body, a few levels down."""
     found: list[Any] = []
-    for child in node.children:
+    for child in node.named_children:  # a keyword (Python's `class`) shares its name with Ruby's node
         if child.type in _DEFINITIONS or (child.type == "comment" and found):
             found.append(child)
         elif depth > 1 and not found:

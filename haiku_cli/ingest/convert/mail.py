@@ -15,8 +15,9 @@ from haiku_cli.ingest.convert.registry import Converter, RawDocument
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
 
 _HEADERS = ("From", "To", "Cc", "Date")
-# An mbox separates messages by a line starting "From " (mboxrd quotes such body lines as ">From ").
-_FROM_LINE = re.compile(rb"^From [^\n]*\n", re.MULTILINE)
+# An mbox separates messages by a line "From <sender> <date>" after a blank line; writers quote body lines
+# starting so as ">From ", and the date's time tells the rest of an unquoted one from a separator.
+_FROM_LINE = re.compile(rb"(?:\A|(?<=\n\n))From \S+ [^\n]*\d:\d\d[^\n]*\n")
 _QUOTED_FROM = re.compile(rb"^>(>*From )", re.MULTILINE)
 
 
