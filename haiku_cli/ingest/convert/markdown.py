@@ -40,6 +40,7 @@ _BLOCK_MARKER = re.compile(
     r")[ \t]*$",
     re.MULTILINE,
 )
+_MARKER_OPENERS = ("///", "!!!", "???", ":::")
 # reStructuredText underlines (and overlines) a title with a run of one punctuation character.
 _UNDERLINE = re.compile(r"^([=\-~^\"'#*+:.`_])\1{2,}[ \t]*$")
 
@@ -141,6 +142,8 @@ def without_markup(text: str) -> str:
 def _without_comments(text: str) -> str:
     # A comment leaves its line breaks behind, so the text's lines stay the file's lines.
     text = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    if not any(opener in text for opener in _MARKER_OPENERS):
+        return text  # the usual case, found without running the pattern over every line
     return _BLOCK_MARKER.sub(_marker_title, text)
 
 
