@@ -61,6 +61,28 @@ def test_slides_are_pages_with_their_titles_as_headings_and_their_notes(tmp_path
     assert [(s.page, s.text) for s in again.segments] == [(s.page, s.text) for s in doc.segments]
 
 
+def test_a_slide_picture_is_kept_with_its_slide_number(tmp_path: Path) -> None:
+    from PIL import Image
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    png = io.BytesIO()
+    Image.new("RGB", (240, 120), (200, 40, 40)).save(png, "PNG")
+    deck = Presentation()
+    deck.slides.add_slide(deck.slide_layouts[6])
+    slide = deck.slides.add_slide(deck.slide_layouts[5])  # title only
+    slide.shapes.title.text = "Chart"
+    picture = slide.shapes.add_picture(io.BytesIO(png.getvalue()), Inches(1), Inches(2))
+    picture._element.nvPicPr.cNvPr.set("descr", "Oil prices")
+    out = io.BytesIO()
+    deck.save(out)
+    path = tmp_path / "chart.pptx"
+    path.write_bytes(out.getvalue())
+    doc = convert_file(path)
+    assert [(p.page, p.caption, p.width, p.height) for p in doc.pictures] == [(2, "Oil prices", 240, 120)]
+    assert doc.segments[1].text == "## Chart\n\n![Oil prices](picture:image-1)"
+
+
 def test_the_properties_title_wins(tmp_path: Path) -> None:
     path = tmp_path / "talk.pptx"
     path.write_bytes(_deck([("Intro", "x", "")], title="Quarterly Review"))
