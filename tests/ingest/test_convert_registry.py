@@ -65,3 +65,29 @@ def test_a_suffix_or_media_type_is_read_by_one_converter_only() -> None:
 def test_every_built_in_format_is_registered() -> None:
     names = {registry.by_suffix(f"a{s}").name for s in registry.suffixes()}  # type: ignore[union-attr]
     assert {"text", "markdown", "html", "pdf", "docx"} <= names
+
+
+@pytest.mark.usefixtures("scratch_registry")
+def test_a_format_needing_a_missing_extra_is_unsupported_and_says_what_to_install(tmp_path: Path) -> None:
+    installed = False
+    registry.register(
+        Converter(
+            name="shouting",
+            read=_read_shouting,
+            suffixes=(".shout",),
+            media_types=("application/x-shout",),
+            available=lambda: installed,
+            hint="pip install 'haiku-cli[shout]'",
+        )
+    )
+    path = tmp_path / "a.shout"
+    path.write_bytes(b"SHOUT\nhey\n")
+    with pytest.raises(
+        ConversionError,
+        match=r"a\.shout: unsupported file type \.shout \(pip install 'haiku-cli\[shout\]'\)$",
+    ):
+        convert_file(path)
+    with pytest.raises(ConversionError, match="unsupported content type application/x-shout"):
+        convert_bytes(b"x", uri="https://example.com/a", content_type="application/x-shout")
+    installed = True
+    assert convert_file(path).text == "HEY"

@@ -52,7 +52,10 @@ def convert_file(
     if stat.S_ISDIR(info.st_mode):
         raise ConversionError(f"{label}: is a directory")
     if kind is None:
-        raise ConversionError(f"{label}: unsupported file type {path.suffix}")
+        hint = registry.hint_for(path)
+        raise ConversionError(
+            f"{label}: unsupported file type {path.suffix}" + (f" ({hint})" if hint else "")
+        )
     if not stat.S_ISREG(info.st_mode):
         # Opening a FIFO or a device would wait for a writer, or read forever.
         raise ConversionError(f"{label}: not a regular file")

@@ -41,6 +41,9 @@ class Converter:
     it. `text`: the file is text, so `[ingest] max_text_mb` bounds it before it is read and a server's
     `text/plain` does not hide it. `read` raises ConversionError with a one-line reason for a file it
     cannot read; it loads heavy libraries itself, when first called.
+
+    `available`: whether the format can be read here (an optional extra installed); when it says no,
+    its files are unsupported, and their refusal adds `hint` (what to install).
     """
 
     name: str
@@ -49,6 +52,12 @@ class Converter:
     media_types: tuple[str, ...] = ()
     sniff: Callable[[bytes], bool] | None = None
     text: bool = False
+    available: Callable[[], bool] | None = None
+    hint: str = ""
+
+    def usable(self) -> bool:
+        """Whether this format can be read here."""
+        return self.available is None or self.available()
 
 
 _BY_NAME: dict[str, Converter] = {}
@@ -77,21 +86,32 @@ def converter(name: str) -> Converter:
 
 
 def by_suffix(path: PurePath | str) -> Converter | None:
-    """The converter for a path's suffix (lower-cased), or None when no format has it."""
-    suffix = (path if isinstance(path, PurePath) else PurePosixPath(path)).suffix.lower()
-    return _BY_SUFFIX.get(suffix)
+    """The converter for a path's suffix (lower-cased), or None when no format here reads it."""
+    found = _BY_SUFFIX.get(_suffix(path))
+    return found if found is not None and found.usable() else None
+
+
+def hint_for(path: PurePath | str) -> str:
+    """What to install to read a file of this suffix, when its format needs what is missing ("" if not)."""
+    found = _BY_SUFFIX.get(_suffix(path))
+    return found.hint if found is not None and not found.usable() else ""
 
 
 def by_media_type(mime: str) -> Converter | None:
     """The converter for a content type without its parameters, or None."""
-    return _BY_MEDIA_TYPE.get(mime)
+    found = _BY_MEDIA_TYPE.get(mime)
+    return found if found is not None and found.usable() else None
 
 
 def by_sniffing(data: bytes) -> Converter | None:
     """The first registered converter whose `sniff` recognises the bytes, or None."""
-    return next((c for c in _BY_NAME.values() if c.sniff is not None and c.sniff(data)), None)
+    return next((c for c in _BY_NAME.values() if c.sniff is not None and c.usable() and c.sniff(data)), None)
 
 
 def suffixes() -> frozenset[str]:
-    """Every registered suffix."""
-    return frozenset(_BY_SUFFIX)
+    """Every registered suffix of a format that can be read here."""
+    return frozenset(s for s, c in _BY_SUFFIX.items() if c.usable())
+
+
+def _suffix(path: PurePath | str) -> str:
+    return (path if isinstance(path, PurePath) else PurePosixPath(path)).suffix.lower()
