@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output, render
-from haiku_cli.cli.options import ONE_DATABASE, At, Filter, Json, whole_number, workspace
+from haiku_cli.cli.options import (
+    ONE_DATABASE,
+    ONE_DATABASE_HOLDING,
+    At,
+    Filter,
+    Json,
+    whole_number,
+    workspace,
+)
 from haiku_cli.cli.running import add_command, run
 
 if TYPE_CHECKING:
@@ -98,7 +106,7 @@ def _more_follow(truncated: bool, offset: int, limit: int) -> None:
 def get(
     ctx: typer.Context,
     document_id: DocumentId,
-    loc: Location = ONE_DATABASE,
+    loc: Location = ONE_DATABASE_HOLDING,
     lines: Annotated[
         str | None,
         typer.Option(
@@ -160,7 +168,7 @@ def _show_part(part: DocumentPart, json: bool) -> None:
 def delete(
     ctx: typer.Context,
     document_id: DocumentId,
-    loc: Location = ONE_DATABASE,
+    loc: Location = ONE_DATABASE_HOLDING,
     json: Json = False,
 ) -> None:
     """Delete a document and its chunks."""
