@@ -83,7 +83,8 @@ def list_(
     if not page.documents:
         # Say why it is empty when the options are the reason, not the database.
         why = " match the filter" if filter_ else ""
-        output.out.print(f"no documents{why}{f' after the first {offset}' if offset else ''}", style="dim")
+        # On stderr, as search's "no results": stdout stays empty for a script reading the list.
+        output.err.print(f"no documents{why}{f' after the first {offset}' if offset else ''}", style="dim")
         return
     shown = api.short_ids([d.id for d in page.documents])
     render.table(
