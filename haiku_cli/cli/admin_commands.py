@@ -172,7 +172,14 @@ def delete(
     loc: Location = ONE_DATABASE_HOLDING,
     json: Json = False,
 ) -> None:
-    """Delete a document and its chunks."""
+    """Delete a document and its chunks.
+
+    Examples:
+
+    \b
+      haiku delete 3f2b8c1e
+      haiku delete ~/notes/old.md -d notes --json
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)
@@ -188,7 +195,14 @@ def delete(
 
 
 def info(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) -> None:
-    """Counts, size on disk, embedder, schema version, index state and table versions."""
+    """Counts, size on disk, embedder, schema version, index state and table versions.
+
+    Examples:
+
+    \b
+      haiku info
+      haiku info -d papers --json
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)
@@ -201,7 +215,14 @@ def info(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) -
 
 def vacuum(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) -> None:
     """Compact the tables, remove old versions, upgrade an older layout in place (older chunks get their
-    place in their documents where it is found)."""
+    place in their documents where it is found).
+
+    Examples:
+
+    \b
+      haiku vacuum
+      haiku vacuum -d papers
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)
@@ -217,7 +238,14 @@ def vacuum(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False)
 
 
 def rebuild(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) -> None:
-    """Re-chunk and re-embed every document with the configured embedder (all-or-nothing)."""
+    """Re-chunk and re-embed every document with the configured embedder (all-or-nothing).
+
+    Examples:
+
+    \b
+      haiku rebuild
+      haiku rebuild -d papers --json
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)
@@ -232,7 +260,14 @@ def rebuild(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False
 
 
 def history(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) -> None:
-    """The commands that wrote the database, newest first (--json adds every table version)."""
+    """The commands that wrote the database, newest first (--json adds every table version).
+
+    Examples:
+
+    \b
+      haiku history
+      haiku history -d papers --json
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)

@@ -28,6 +28,15 @@ def _database_names(ctx: typer.Context, incomplete: str) -> list[str]:
     return [name for name in known if name.startswith(incomplete)]
 
 
+def completing(*values: str) -> Callable[[str], list[str]]:
+    """Shell completion for an option taking one of `values`."""
+
+    def complete(incomplete: str) -> list[str]:
+        return [v for v in values if v.startswith(incomplete.lower())]
+
+    return complete
+
+
 def _database_option(help_text: str) -> Any:
     return Annotated[
         list[str] | None,
@@ -273,6 +282,7 @@ Engine = Annotated[
     str,
     typer.Option(
         "--engine",
+        autocompletion=completing("local", "ray"),
         help="local, or ray: read, chunk and embed on a Ray cluster (pip install 'haiku-cli[ray]'), whose "
         "workers write new chunks as fragments this process commits.",
         case_sensitive=False,

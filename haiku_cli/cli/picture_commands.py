@@ -36,7 +36,14 @@ def pictures(
     loc: Location = ONE_DATABASE_HOLDING,
     json: Json = False,
 ) -> None:
-    """Write a document's pictures into a folder, one file per picture (REFERENCE.png or .jpg)."""
+    """Write a document's pictures into a folder, one file per picture (REFERENCE.png or .jpg).
+
+    Examples:
+
+    \b
+      haiku pictures 3f2b8c1e --out figures/
+      haiku pictures paper.pdf -o figures/ --json
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)
@@ -67,7 +74,14 @@ def visualize(
     loc: Location = ONE_DATABASE_HOLDING,
     json: Json = False,
 ) -> None:
-    """Draw the page(s) of a PDF chunk with its text highlighted, as PNG files, and say where they are."""
+    """Draw the page(s) of a PDF chunk with its text highlighted, as PNG files, and say where they are.
+
+    Examples:
+
+    \b
+      haiku visualize CHUNK_ID
+      haiku visualize CHUNK_ID --out pages/
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)

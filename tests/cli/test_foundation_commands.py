@@ -477,6 +477,22 @@ def test_database_names_complete_from_the_config(write_config, tmp_path) -> None
     assert sorted(result.stdout.split()) == ["news", "notes"]
 
 
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [("haiku search --type ", ["fts", "hybrid", "vector"]), ("haiku add-src --engine r", ["ray"])],
+)
+def test_option_values_complete(words: str, expected: list[str]) -> None:
+    from typer.testing import CliRunner
+
+    from haiku_cli.cli.app import app
+
+    env = {"_HAIKU_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()))}
+    if not words.endswith(" "):
+        env["COMP_CWORD"] = str(len(words.split()) - 1)
+    result = CliRunner().invoke(app, [], env=env, prog_name="haiku")
+    assert sorted(result.stdout.split()) == expected
+
+
 def test_a_database_folder_of_other_files_is_refused(cli, write_config, tmp_path: Path) -> None:
     folder = tmp_path / "papers"
     folder.mkdir()
