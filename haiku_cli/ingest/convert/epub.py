@@ -46,6 +46,7 @@ def _spine(book: zipfile.ZipFile) -> tuple[str | None, list[str]]:
     manifest = {
         item.get("id"): (item.get("href", ""), item.get("media-type", ""))
         for item in package.iter(f"{_OPF}item")
+        if "nav" not in (item.get("properties") or "").split()  # the table of contents, not a chapter
     }
     chapters = []
     for ref in package.iter(f"{_OPF}itemref"):

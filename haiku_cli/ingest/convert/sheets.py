@@ -54,7 +54,7 @@ def read_delimited(raw: RawDocument) -> ConvertedDocument:
     notes: list[str] = []
     text = decode_text(raw.data, raw.label, raw.charset, notes)
     try:
-        dialect: Any = csv.Sniffer().sniff(text[:8192], delimiters=",;\t|")
+        dialect: Any = csv.Sniffer().sniff(text[:2048], delimiters=",;\t|")
     except csv.Error:
         dialect = csv.excel_tab if raw.label.lower().endswith(".tsv") else csv.excel
     try:
