@@ -1,4 +1,4 @@
-"""PDF titles without archive stamps and footnote marks, joined when broken over lines, never a lone heading."""
+"""PDF titles without archive stamps and footnote marks, joined when broken over lines, not a lone heading."""
 
 from __future__ import annotations
 
@@ -17,11 +17,14 @@ from tests.ingest.helpers import make_pdf
         ("arXiv:math/9404236v1 [math.HO] 1 Apr 1994", [], None),
         ("[inria-00555588, v1] Beyond Lamport's Happened-Before", [], "Beyond Lamport's Happened-Before"),
         ("Consensus in the Cloud doi:10.1145/2699681 ", [], "Consensus in the Cloud"),
-        ("Commit Protocol ∗", [], "Commit Protocol"),
+        ("Commit Protocol \u2217", [], "Commit Protocol"),
         ("WARN Report*", [], "WARN Report"),
         (
-            "Kelips∗ :",
-            ["Building an Efficient and Stable P2P DHT Through Increased Memory", "Indranil Gupta1, Ken Birman2"],
+            "Kelips\u2217 :",
+            [
+                "Building an Efficient and Stable P2P DHT Through Increased Memory",
+                "Indranil Gupta1, Ken Birman2",
+            ],
             "Kelips: Building an Efficient and Stable P2P DHT Through Increased Memory",
         ),
         (
@@ -61,7 +64,9 @@ def _pdf(tmp_path: Path, lines: list[str]) -> Path:
 
 
 def test_a_pdf_title_broken_over_lines_is_joined(tmp_path: Path) -> None:
-    path = _pdf(tmp_path, ["Kelips* :", "Building a Stable DHT Through Increased Memory", "Indranil Gupta", "Body."])
+    path = _pdf(
+        tmp_path, ["Kelips* :", "Building a Stable DHT Through Increased Memory", "Indranil Gupta", "Body."]
+    )
     assert convert_file(path).title == "Kelips: Building a Stable DHT Through Increased Memory"
 
 

@@ -128,7 +128,7 @@ def test_http_errors(server: str) -> None:
     with pytest.raises(ConversionError, match="unsupported content type image/gif"):
         fetch_url(f"{server}/image.gif")
     # Images are read by OCR (the `ocr` extra, which the tests install): a damaged one is refused.
-    with pytest.raises(ConversionError, match="image.png: not an image haiku can read"):
+    with pytest.raises(ConversionError, match=r"image\.png: not an image haiku can read"):
         fetch_url(f"{server}/image.png")
 
 

@@ -1,4 +1,4 @@
-"""Pictures of words, drawn with Pillow, for OCR tests: PNG files and PDFs of scanned pages (no text layer)."""
+"""Pictures of words drawn with Pillow, for OCR tests: PNG files and PDFs of scanned pages (no text layer)."""
 
 from __future__ import annotations
 

@@ -8,15 +8,14 @@ from typing import TYPE_CHECKING
 
 from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert.images import BOMB_FACTOR, PictureCollector
-from haiku_cli.ingest.convert.ocr import read_picture, report_progress
+from haiku_cli.ingest.convert.ocr import EXTRA, ocr_available, read_picture, report_progress
+from haiku_cli.ingest.convert.registry import Converter, RawDocument
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
 from haiku_cli.store.markers import marker
 
 if TYPE_CHECKING:
     from PIL.Image import Image
 
-IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff"})
-IMAGE_MIMES = frozenset({"image/png", "image/jpeg", "image/webp", "image/tiff"})
 # What OCR reads: at most this many pixels on the longer side (RapidOCR detects on no more than that).
 _OCR_SIDE = 2000
 
@@ -75,3 +74,26 @@ def _for_ocr(frame: Image) -> Image:
     if max(image.size) > _OCR_SIDE:
         image.thumbnail((_OCR_SIDE, _OCR_SIDE))
     return image
+
+
+def read_image(raw: RawDocument) -> ConvertedDocument:
+    """An image file's pictures and the words OCR reads in them."""
+    return convert_image(
+        raw.data, label=raw.label, uri=raw.uri, fallback_title=raw.fallback_title, limits=raw.limits
+    )
+
+
+# Image files are read only with the `ocr` extra: without it their words could not be searched, and a
+# folder's pictures are counted as unsupported files, as before.
+CONVERTER = Converter(
+    name="image",
+    read=read_image,
+    suffixes=(".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff"),
+    media_types=("image/png", "image/jpeg", "image/webp", "image/tiff"),
+    sniff=lambda data: (
+        data.startswith((b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*"))
+        or (data[:4] == b"RIFF" and data[8:12] == b"WEBP")
+    ),
+    available=ocr_available,
+    hint=f"images are read by OCR: pip install '{EXTRA}'",
+)

@@ -63,7 +63,9 @@ class PictureCollector:
             return True
         return False
 
-    def decoration(self, width: int, height: int, data: bytes | None = None, *, repeats: bool = False) -> bool:
+    def decoration(
+        self, width: int, height: int, data: bytes | None = None, *, repeats: bool = False
+    ) -> bool:
         """Whether an image is too small to be a figure, or (`repeats`) the same as one met before in this
         document (a logo on every page of a PDF): counted for a note, never kept. Asked before
         `over_limit`, so that such images do not use up `max_pictures`. `data`: the image as stored."""
@@ -141,9 +143,7 @@ class PictureCollector:
     def finish(self) -> tuple[tuple[Picture, ...], tuple[str, ...]]:
         """The pictures kept, and the notes (one for all those over `max_pictures`)."""
         notes = list(self.notes)
-        small = [
-            f"{n} {what}" for n, what in ((self._small, "small"), (self._repeats, "repeated")) if n
-        ]
+        small = [f"{n} {what}" for n, what in ((self._small, "small"), (self._repeats, "repeated")) if n]
         if small:
             notes.append(
                 f"{self.label}: {' and '.join(small)} image(s) skipped: under {MIN_SIDE} pixels a side, or "

@@ -42,7 +42,7 @@ ocr_progress: ContextVar[Callable[[str], None] | None] = ContextVar("ocr_progres
 
 @dataclass(frozen=True)
 class OcrText:
-    """The lines read from one picture, top to bottom; `complete` is False when the time bound cut it short."""
+    """The lines read from one picture, top to bottom; `complete`: False when the time bound cut it short."""
 
     lines: list[str]
     complete: bool = True

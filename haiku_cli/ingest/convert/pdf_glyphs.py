@@ -18,7 +18,7 @@ UNMAPPED = re.compile(r"[\x00\x01\x03-\x08\x0b\x0c\x0e-\x1f]")
 _SUBSET = re.compile(r"^[A-Z]{6}\+")
 # TeX's math italic (OML: cmmi, the Greek letters) and math symbols (OMS: cmsy), codes 0-31.
 _OML = "ΓΔΘΛΞΠΣΥΦΨΩαβγδϵζηθικλμνξπρστυϕχ"
-_OMS = "−·×∗÷⋄±∓⊕⊖⊗⊘⊙○∘•≍≡⊆⊇≤≥⪯⪰∼≈⊂⊃≪≫≺≻"
+_OMS = "−·×∗÷⋄±∓⊕⊖⊗⊘⊙○∘•≍≡⊆⊇≤≥⪯⪰∼≈⊂⊃≪≫≺≻"  # noqa: RUF001
 _FAMILIES = (("CMMI", _OML), ("CMBMI", _OML), ("CMSY", _OMS), ("CMBSY", _OMS))
 
 

@@ -90,4 +90,3 @@ def _render(pdf: Any, index: int) -> Any:
         return page.render(scale=scale, grayscale=True).to_pil()
     finally:
         page.close()
-

@@ -7,17 +7,45 @@ import re
 
 # arXiv's sidebar stamp: `arXiv:math/9404236v1 [math.HO] 1 Apr 1994`, `arXiv:1706.03762v5 [cs.CL] 6 Dec 2017`.
 _ARXIV = re.compile(
-    r"arXiv:\s*[\w.\-/]+(?:v\d+)?(?:\s*\[[^\]]*\])?(?:\s+\d{1,2}\s+[A-Z][a-z]{2,8}\.?\s+\d{4})?", re.IGNORECASE
+    r"arXiv:\s*[\w.\-/]+(?:v\d+)?(?:\s*\[[^\]]*\])?(?:\s+\d{1,2}\s+[A-Z][a-z]{2,8}\.?\s+\d{4})?",
+    re.IGNORECASE,
 )
 # HAL's: `[inria-00555588, v1]`, `hal-01234567, version 2`.
 _HAL = re.compile(r"\[?\s*\b[a-z]+-\d{6,}\s*,\s*v(?:ersion)?\s*\d+\s*\]?", re.IGNORECASE)
 _DOI = re.compile(r"(?:\bdoi:\s*|https?://(?:dx\.)?doi\.org/)10\.\d{4,}/\S+", re.IGNORECASE)
-# Footnote marks set after a word: `Kelips∗`, `Commit Protocol ∗`, `WARN Report*`, `Title†‡`.
-_MARKS = re.compile(r"\s*[∗*†‡§¶⋆✱]+(?=\s|$|[:;,.])")
+# Footnote marks set after a word: `Kelips\u2217`, `Commit Protocol \u2217`, `WARN Report*`, `Title†‡`.
+_MARKS = re.compile("\\s*[\u2217*†‡§¶⋆✱]+(?=\\s|$|[:;,.])")
 # A title line ending in one of these goes on on the next line.
 _CONNECTORS = frozenset(
-    "a an the of for and or to in on with by from via at as into over under towards toward using its their "
-    "is are vs".split()
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "for",
+        "and",
+        "or",
+        "to",
+        "in",
+        "on",
+        "with",
+        "by",
+        "from",
+        "via",
+        "at",
+        "as",
+        "into",
+        "over",
+        "under",
+        "towards",
+        "toward",
+        "using",
+        "its",
+        "their",
+        "is",
+        "are",
+        "vs",
+    ]
 )
 # `Fault-Tolerant`, `Cache-Aware`: a modifier waiting for its noun.
 _HYPHEN_MODIFIER = re.compile(
@@ -30,9 +58,32 @@ _AUTHORS = re.compile(r"@|\b[A-Z]\.\s|,.*,|[a-z]\d+(?:,\d+)*(?=[\s,]|$)")
 _MAX_CHARS = 200
 # Headings a first page holds in large type that name no document.
 GENERIC = frozenset(
-    "abstract history introduction contents preface foreword summary overview background acknowledgements "
-    "acknowledgments references bibliography appendix index chapter section article paper draft problem "
-    "proceedings editorial preprint".split()
+    [
+        "abstract",
+        "history",
+        "introduction",
+        "contents",
+        "preface",
+        "foreword",
+        "summary",
+        "overview",
+        "background",
+        "acknowledgements",
+        "acknowledgments",
+        "references",
+        "bibliography",
+        "appendix",
+        "index",
+        "chapter",
+        "section",
+        "article",
+        "paper",
+        "draft",
+        "problem",
+        "proceedings",
+        "editorial",
+        "preprint",
+    ]
 )
 
 
