@@ -33,6 +33,7 @@ Operations (async; each is what one `haiku` command calls)
     `ask(ws, selection, question, *, model, document_filter) -> AskResult`,
     `analyze(ws, selection, question, *, model, document_filter) -> AnalyzeResult`,
     `parse_metadata(["k=v", ...]) -> dict`; `MAX_QUERY_CHARS` (the longest search query, in characters);
+    `human_size(bytes) -> "3.6 MB"` (sizes as every command shows them);
     `short_ids(ids) -> {id: short id}` (ids as text output shows them; `get`/`delete` take them back).
 
 Tags (a named state of a database's tables; `ws.read_at(TAG)` reads every database at it, writing none)
@@ -165,6 +166,7 @@ if TYPE_CHECKING:
         PictureMark,
         PictureRecord,
     )
+    from haiku_cli.store.sizes import human_size
     from haiku_cli.store.tags import TagInfo
 
 
