@@ -34,7 +34,12 @@ def eval_(
             metavar="QRELS",
         ),
     ],
-    k: Annotated[int, typer.Option("--k", "-k", help="The k of recall@k and hits@k (1 to 1000).", min=1, max=1000, metavar="K")] = 10,
+    k: Annotated[
+        int,
+        typer.Option(
+            "--k", "-k", help="The k of recall@k and hits@k (1 to 1000).", min=1, max=1000, metavar="K"
+        ),
+    ] = 10,
     search_type: Annotated[
         str, typer.Option("--type", "-t", help="fts, vector, hybrid or all.", metavar="TYPE")
     ] = "all",

@@ -11,7 +11,7 @@ from haiku_cli.agents.ask import ask
 from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.evaluation.documents import load_index, resolve_all
-from haiku_cli.evaluation.judgments import read_judgments
+from haiku_cli.evaluation.judgments import in_file_order, read_judgments
 from haiku_cli.evaluation.report import AnswerReport, AnswerResult
 from haiku_cli.evaluation.retrieval import Progress
 
@@ -48,7 +48,7 @@ async def evaluate_answers(
     return AnswerReport(
         databases=searched.names,
         questions=len(answers),
-        bad_lines=[str(b) for b in [*judgments.bad_lines, *unknown]],
+        bad_lines=in_file_order([*judgments.bad_lines, *unknown]),
         cited_expected=sum(a.cited_expected for a in answers) / n,
         ungrounded=sum(not a.grounded for a in answers) / n,
         answers=answers,

@@ -183,3 +183,13 @@ def _read_qrels(path: Path, questions: dict[str, Question], bad: list[BadLine]) 
             bad.append(BadLine(where, f"no query {qid!r} in {QUERIES}"))
         elif grade > 0:  # a judged non-relevant document adds nothing to these measures
             questions[qid].expected.append(Expected(ref, where, grade))
+
+
+def in_file_order(lines: list[BadLine]) -> list[str]:
+    """Bad lines as text, by file and line number: the order a user reads the file in."""
+
+    def place(line: BadLine) -> tuple[str, int]:
+        name, _, number = line.where.rpartition(":")
+        return name, int(number) if number.isdigit() else 0
+
+    return [str(b) for b in sorted(lines, key=place)]

@@ -11,7 +11,7 @@ from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError
 from haiku_cli.evaluation.documents import ChunkJudge, Relevance, load_index, resolve_all
-from haiku_cli.evaluation.judgments import Judgments, Question, read_judgments
+from haiku_cli.evaluation.judgments import Judgments, Question, in_file_order, read_judgments
 from haiku_cli.evaluation.measures import NDCG_DEPTH, QueryScores, score
 from haiku_cli.evaluation.report import SEARCH_TYPES, QueryResult, RetrievalReport, TypeSummary
 from haiku_cli.search.candidates import SearchType
@@ -54,7 +54,7 @@ async def evaluate(
         k=k,
         questions=len(results),
         unjudged=judgments.unjudged,
-        bad_lines=[str(b) for b in [*judgments.bad_lines, *unknown]],
+        bad_lines=in_file_order([*judgments.bad_lines, *unknown]),
         document={t: summarize(results, "document", t) for t in search_types},
         chunk={t: summarize(results, "chunk", t) for t in search_types},
         queries=results,
