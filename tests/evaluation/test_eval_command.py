@@ -199,3 +199,37 @@ def test_generate_writes_a_draft_that_eval_reads(cli, corpus: Path, tmp_path: Pa
     again = cli("eval", str(draft), "--generate", "2", *MODEL)
     assert again.exit_code == ExitCode.INPUT and "already exists" in again.stderr
     assert json.loads(cli("eval", str(draft), "--json").stdout)["questions"] == 2
+
+
+def test_judged_lines_pick_the_relevant_chunks(cli, tmp_path: Path) -> None:
+    words = ["apricot", "bramble", "chestnut", "damson", "elder", "fig", "gooseberry", "hawthorn"]
+    sections = "\n\n".join(
+        f"## {w.title()}\n\n" + " ".join([f"The {w} tree grows slowly."] * 40) for w in words
+    )
+    guide = tmp_path / "trees.md"
+    guide.write_text(f"# Trees\n\n{sections}\n", encoding="utf-8")
+    assert cli("add-src", str(guide)).exit_code == 0
+    chunks = json.loads(cli("get", str(guide), "--json").stdout)["chunks"]
+    assert len(chunks) > 2
+    # The lines of the "Damson" section, and, counted independently, the chunks that overlap them.
+    lines = guide.read_text(encoding="utf-8").splitlines()
+    first = lines.index("## Damson") + 1
+    span = (first, first + 2)
+    overlapping = [c for c in chunks if c["line_start"] <= span[1] and span[0] <= c["line_end"]]
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        json.dumps({"id": "d", "query": "damson", "expected": "trees.md", "lines": f"{span[0]}:{span[1]}"})
+        + "\n"
+        + json.dumps({"id": "all", "query": "damson", "expected": "trees.md"})
+        + "\n",
+        encoding="utf-8",
+    )
+    report = json.loads(cli("eval", str(questions), "-t", "fts", "--k", "100", "--json").stdout)
+    judged, whole = (q["chunk"]["fts"] for q in report["queries"])
+    found = json.loads(cli("search", "damson", "-t", "fts", "-n", "100", "--json").stdout)["hits"]
+    relevant = {c["id"] for c in overlapping}
+    assert judged["recall"] == pytest.approx(len(relevant & {h["chunk_id"] for h in found}) / len(relevant))
+    assert judged["rr"] == 1.0  # the damson chunk comes first
+    # Without lines every chunk of the document is relevant: recall counts all of them.
+    assert whole["recall"] == pytest.approx(len(found) / len(chunks))
+    assert judged["recall"] != whole["recall"] or len(relevant) == len(chunks)
