@@ -14,7 +14,7 @@ from haiku_cli.cli.running import add_command, exit_with, run, usage_error
 from haiku_cli.errors import ExitCode, InputError
 
 if TYPE_CHECKING:
-    from haiku_cli.api import RetrievalReport, SearchType, Selection
+    from haiku_cli.api import GeneratedQuestions, RetrievalReport, SearchType, Selection
 
 _TYPES = ("fts", "vector", "hybrid")
 
@@ -24,51 +24,54 @@ def register(app: typer.Typer) -> None:
     add_command(app, "eval", eval_)
 
 
+Qrels = Annotated[
+    Path,
+    typer.Argument(
+        help="A BEIR folder (queries.jsonl, qrels.tsv) or a questions file; with --generate, the file "
+        "to write.",
+        metavar="QRELS",
+    ),
+]
+K = Annotated[
+    int,
+    typer.Option("--k", "-k", help="The k of recall@k and hits@k (1 to 1000).", min=1, max=1000, metavar="K"),
+]
+TypeName = Annotated[str, typer.Option("--type", "-t", help="fts, vector, hybrid or all.", metavar="TYPE")]
+MinNdcg = Annotated[
+    float | None,
+    typer.Option(
+        "--min-ndcg",
+        help="Exit 1 when document-level nDCG@10 (hybrid, or --type) is below this.",
+        metavar="SCORE",
+    ),
+]
+Compare = Annotated[
+    str | None,
+    typer.Option(
+        "--compare",
+        help="Run under each value of a setting, tested against the first: vector_weight=0.3,0.5, "
+        "database=a,b (a+b: a set) or at=TAG,now.",
+        metavar="KEY=A,B",
+    ),
+]
+Generate = Annotated[
+    int | None,
+    typer.Option("--generate", help="Write N draft questions to QRELS with the model.", metavar="N", min=1),
+]
+Answers = Annotated[
+    bool, typer.Option("--answers", help="Ask each question with the model; score its citations.")
+]
+
+
 def eval_(
     ctx: typer.Context,
-    qrels: Annotated[
-        Path,
-        typer.Argument(
-            help="A BEIR folder (queries.jsonl, qrels.tsv) or a questions file; with --generate, the file "
-            "to write.",
-            metavar="QRELS",
-        ),
-    ],
-    k: Annotated[
-        int,
-        typer.Option(
-            "--k", "-k", help="The k of recall@k and hits@k (1 to 1000).", min=1, max=1000, metavar="K"
-        ),
-    ] = 10,
-    search_type: Annotated[
-        str, typer.Option("--type", "-t", help="fts, vector, hybrid or all.", metavar="TYPE")
-    ] = "all",
-    min_ndcg: Annotated[
-        float | None,
-        typer.Option(
-            "--min-ndcg",
-            help="Exit 1 when document-level nDCG@10 (hybrid, or --type) is below this.",
-            metavar="SCORE",
-        ),
-    ] = None,
-    compare: Annotated[
-        str | None,
-        typer.Option(
-            "--compare",
-            help="Run under each value of a setting, tested against the first: vector_weight=0.3,0.5, "
-            "database=a,b (a+b: a set) or at=TAG,now.",
-            metavar="KEY=A,B",
-        ),
-    ] = None,
-    generate: Annotated[
-        int | None,
-        typer.Option(
-            "--generate", help="Write N draft questions to QRELS with the model.", metavar="N", min=1
-        ),
-    ] = None,
-    answers: Annotated[
-        bool, typer.Option("--answers", help="Ask each question with the model; score its citations.")
-    ] = False,
+    qrels: Qrels,
+    k: K = 10,
+    search_type: TypeName = "all",
+    min_ndcg: MinNdcg = None,
+    compare: Compare = None,
+    generate: Generate = None,
+    answers: Answers = False,
     model: ModelName = None,
     selection: Selection = DATABASE_SET,
     json: Json = False,
@@ -92,49 +95,52 @@ def eval_(
     """
     from haiku_cli import api
 
-    chosen = [
+    modes = [
         c for c, given in (("--compare", compare), ("--generate", generate), ("--answers", answers)) if given
     ]
-    if len(chosen) > 1:
-        raise usage_error(f"give one of {', '.join(chosen)}", ctx)
+    if len(modes) > 1:
+        raise usage_error(f"give one of {', '.join(modes)}", ctx)
     kinds = _search_types(search_type)
     ws = workspace(ctx)
     ws.read_at(at)
-    with output.count_bar("evaluating") as bar:
-        if generate is not None:
+    if generate is not None:
+        with output.count_bar("writing questions") as bar:
             made = run(
                 lambda: api.generate_questions(ws, selection, qrels, generate, model=model, progress=bar)
             )
-        elif answers:
+        _generated(made, json)
+    elif answers:
+        with output.count_bar("asking") as bar:
             judged = run(lambda: api.evaluate_answers(ws, selection, qrels, model=model, progress=bar))
-        elif compare is not None:
+        _bad_lines(judged.bad_lines, judged.questions)
+        output.print_model(judged) if json else answers_text(judged)
+    elif compare is not None:
+        with output.count_bar("evaluating") as bar:
             compared = run(
                 lambda: api.compare_settings(
                     ws, selection, qrels, compare, k=k, search_types=kinds, progress=bar
                 )
             )
-        else:
-            report = run(lambda: api.evaluate(ws, selection, qrels, k=k, search_types=kinds, progress=bar))
-    if generate is not None:
-        if json:
-            output.print_model(made)
-        else:
-            output.out.print(
-                f"wrote {made.questions} draft questions to {made.path}: review them before trusting scores "
-                "on them (docs/eval.md)",
-                markup=False,
-                soft_wrap=True,
-            )
-    elif answers:
-        _bad_lines(judged.bad_lines, judged.questions)
-        output.print_model(judged) if json else answers_text(judged)
-    elif compare is not None:
         _bad_lines(compared.runs[0].bad_lines, compared.runs[0].questions)
         output.print_model(compared) if json else comparison_text(compared)
     else:
+        with output.count_bar("evaluating") as bar:
+            report = run(lambda: api.evaluate(ws, selection, qrels, k=k, search_types=kinds, progress=bar))
         _bad_lines(report.bad_lines, report.questions)
         output.print_model(report) if json else retrieval_text(report)
         _check_threshold(report, min_ndcg, kinds)
+
+
+def _generated(made: GeneratedQuestions, json: bool) -> None:
+    if json:
+        output.print_model(made)
+        return
+    output.out.print(
+        f"wrote {made.questions} draft questions to {made.path}: review them before trusting scores on them "
+        "(docs/eval.md)",
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 def _bad_lines(lines: list[str], evaluated: int) -> None:
