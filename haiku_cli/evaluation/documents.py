@@ -6,19 +6,23 @@ import os
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlparse
 
 from haiku_cli.databases import operations
+from haiku_cli.databases.reading import read_one
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.evaluation.judgments import BadLine, Expected, Judgments
+from haiku_cli.store import reads
 from haiku_cli.store.location import Location
 from haiku_cli.store.records import DocumentSummary
 
 DocKey = tuple[str, str]  # (database, document id)
 ChunkKey = tuple[str, str]  # (database, chunk id)
 _PAGE = 1000
+_BATCH = 500  # document ids in one read's filter
 
 
 @dataclass
@@ -129,10 +133,26 @@ class ChunkJudge:
                     graded[(key[0], chunk_id)] = grade
         return graded
 
+    async def preload(self, keys: Iterable[DocKey]) -> None:
+        """Read the chunks of many documents a batch of ids at a time (one read each, not one a document)."""
+        by_database: dict[str, list[str]] = defaultdict(list)
+        for database, doc_id in dict.fromkeys(keys):
+            if (database, doc_id) not in self._chunks:
+                by_database[database].append(doc_id)
+        for database, ids in by_database.items():
+            for start in range(0, len(ids), _BATCH):
+                batch = ids[start : start + _BATCH]
+                found = await read_one(
+                    self._ws.pool,
+                    self._locations[database],
+                    partial(reads.chunks_of_documents, document_ids=batch),
+                )
+                for doc_id, chunks in found.items():
+                    self._chunks[(database, doc_id)] = [(c.id, c.line_start, c.line_end) for c in chunks]
+
     async def _chunks_of(self, key: DocKey) -> list[tuple[str, int | None, int | None]]:
         if key not in self._chunks:
-            doc = await operations.get_document(self._ws, self._locations[key[0]], key[1])
-            self._chunks[key] = [(c.id, c.line_start, c.line_end) for c in doc.chunks]
+            await self.preload([key])
         return self._chunks[key]
 
 

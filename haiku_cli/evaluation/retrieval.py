@@ -42,6 +42,7 @@ async def evaluate(
     resolved, unknown = resolve_all(judgments, await load_index(ws, searched))
     questions = [q for q in judgments.questions if q.id in resolved]
     judge = ChunkJudge(ws, searched)
+    await judge.preload(key for q in questions for key in resolved[q.id].grades)
     results = []
     for done, question in enumerate(questions, 1):
         results.append(await _one(ws, searched, question, resolved[question.id], judge, k, search_types))
