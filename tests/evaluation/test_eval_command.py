@@ -233,3 +233,30 @@ def test_judged_lines_pick_the_relevant_chunks(cli, tmp_path: Path) -> None:
     # Without lines every chunk of the document is relevant: recall counts all of them.
     assert whole["recall"] == pytest.approx(len(found) / len(chunks))
     assert judged["recall"] != whole["recall"] or len(relevant) == len(chunks)
+
+
+def test_compare_databases_and_a_set(cli, tmp_path: Path, write_config) -> None:
+    write_config(f'[databases]\nfull = "{tmp_path}/full.lancedb"\nhalf = "{tmp_path}/half.lancedb"\n')
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, body in DOCS.items():
+        (folder / name).write_text(body, encoding="utf-8")
+    assert cli("add-src", str(folder), "-d", "full").exit_code == 0
+    assert cli("add-src", str(folder / "tides.md"), str(folder / "owls.md"), "-d", "half").exit_code == 0
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        '{"id": "tides", "query": "spring neap tides", "expected": "tides.md"}\n'
+        '{"id": "bread", "query": "sourdough starter", "expected": "bread.md"}\n',
+        encoding="utf-8",
+    )
+    result = cli("eval", str(questions), "-t", "fts", "--compare", "database=full,half,full+half", "--json")
+    assert result.exit_code == 0, result.stderr
+    compared = json.loads(result.stdout)
+    full, half, both = compared["runs"]
+    assert (full["databases"], half["databases"], both["databases"]) == (["full"], ["half"], ["full", "half"])
+    assert (full["questions"], half["questions"], both["questions"]) == (2, 1, 2)
+    assert half["bad_lines"] == [
+        "q.jsonl:2: no document 'bread.md' in the selected databases (by id, uri, path, file name or stem)"
+    ]
+    # Compared on the questions both evaluated: `half` only has tides.
+    assert [d["questions"] for d in compared["differences"] if d["level"] == "document"] == [1, 2]
