@@ -80,7 +80,8 @@ def eval_(
     """Measure search quality on judged questions over the selected databases (docs/eval.md).
 
     nDCG@10, MRR@10, recall@k and hits@k for fts, vector and hybrid, by document and by chunk. Exit 0
-    whatever the scores, unless --min-ndcg is given and not met (exit 1).
+    whatever the scores, unless --min-ndcg is given and not met (exit 1). --compare at=TAG,now compares
+    a tag against now; --answers asks each question with the model.
 
     Examples:
 
@@ -88,10 +89,8 @@ def eval_(
       haiku eval ~/cisi                           a BEIR folder
       haiku eval questions.jsonl -d notes --k 5   {"query", "expected", "lines"} a line
       haiku eval ~/cisi --compare vector_weight=0.3,0.5,0.7
-      haiku eval ~/cisi --compare at=before,now   a tag against now
       haiku eval ~/cisi --min-ndcg 0.3 --json     fail a script below 0.3
       haiku eval draft.jsonl --generate 20 -m openai:gpt-4o
-      haiku eval questions.jsonl --answers -m openai:gpt-4o
     """
     from haiku_cli import api
 
