@@ -260,3 +260,13 @@ def test_compare_databases_and_a_set(cli, tmp_path: Path, write_config) -> None:
     ]
     # Compared on the questions both evaluated: `half` only has tides.
     assert [d["questions"] for d in compared["differences"] if d["level"] == "document"] == [1, 2]
+
+
+def test_answers_and_generate_need_a_model(cli, corpus: Path, tmp_path: Path) -> None:
+    questions = _questions(tmp_path, corpus)
+    asked = cli("eval", str(questions), "--answers")
+    assert asked.exit_code == ExitCode.MODEL and asked.stdout == ""
+    assert asked.stderr.splitlines()[-1].startswith("haiku: no language model configured")
+    draft = tmp_path / "draft.jsonl"
+    made = cli("eval", str(draft), "--generate", "3")
+    assert made.exit_code == ExitCode.MODEL and not draft.exists()
