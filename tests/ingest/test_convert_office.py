@@ -83,6 +83,22 @@ def test_a_slide_picture_is_kept_with_its_slide_number(tmp_path: Path) -> None:
     assert doc.segments[1].text == "## Chart\n\n![Oil prices](picture:image-1)"
 
 
+def test_text_inside_grouped_shapes_is_read(tmp_path: Path) -> None:
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[6])
+    group = slide.shapes.add_group_shape()
+    box = group.shapes.add_textbox(Inches(1), Inches(1), Inches(3), Inches(1))
+    box.text_frame.text = "Grouped words"
+    out = io.BytesIO()
+    deck.save(out)
+    path = tmp_path / "grouped.pptx"
+    path.write_bytes(out.getvalue())
+    assert convert_file(path).segments[0].text == "Grouped words"
+
+
 def test_the_properties_title_wins(tmp_path: Path) -> None:
     path = tmp_path / "talk.pptx"
     path.write_bytes(_deck([("Intro", "x", "")], title="Quarterly Review"))

@@ -64,7 +64,20 @@ def test_a_suffix_or_media_type_is_read_by_one_converter_only() -> None:
 
 def test_every_built_in_format_is_registered() -> None:
     names = {registry.by_suffix(f"a{s}").name for s in registry.suffixes()}  # type: ignore[union-attr]
-    assert {"text", "markdown", "html", "pdf", "docx"} <= names
+    assert {
+        "text",
+        "markdown",
+        "html",
+        "pdf",
+        "docx",
+        "pptx",
+        "xlsx",
+        "csv",
+        "epub",
+        "eml",
+        "mbox",
+        "code",
+    } <= names
 
 
 @pytest.mark.usefixtures("scratch_registry")
