@@ -38,6 +38,7 @@ def test_a_scanned_pdf_is_read_page_by_page(tmp_path: Path) -> None:
     doc = convert_file(path)
     first, second = doc.segments
     assert (first.page, second.page) == (1, 2)
+    assert doc.title is not None and _words(doc.title) == {"quarterly", "harbour", "report"}
     assert {"quarterly", "harbour", "report"} <= _words(first.text)
     assert {"lantern", "maintenance", "schedule"} <= _words(second.text)
     assert "lantern" not in _words(first.text)

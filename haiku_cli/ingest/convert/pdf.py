@@ -66,8 +66,11 @@ def convert_pdf(
             recovered = [i + 1 for i, lines in enumerate(read) if lines is None and i in scans.lines]
             pages = [scans.lines.get(i) or lines or [] for i, lines in enumerate(read)]
             first = next((i for i, lines in enumerate(pages[:2]) if any(x.strip() for x in lines)), None)
-            # Type sizes come from the text layer: a page read by OCR has none to go by.
-            font_title = _largest_type(pdf, first) if first is not None and first not in scans.lines else None
+            # Type sizes come from the text layer: a page read by OCR offers its first line instead.
+            if first is not None and first in scans.lines:
+                font_title = scans.first_line(first)
+            else:
+                font_title = _largest_type(pdf, first) if first is not None else None
             first_text = "\n".join(pages[first]) if first is not None else ""
             title = pick_title(pdf.get_metadata_dict().get("Title"), first_text, font_title)
             # A garbled page is not a scan: its images are kept, but it is not rendered.

@@ -10,11 +10,13 @@ from typing import Any
 from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert.garbled import unreadable
 from haiku_cli.ingest.convert.ocr import MISSING, ocr_available, read_picture, report_progress
+from haiku_cli.ingest.convert.pdf_title import reads_as_words
 
 # Rendered for OCR at this many dots per inch, at most _MAX_SIDE pixels on the longer side (RapidOCR
 # scales larger pictures down to that before detection anyway).
 _OCR_DPI = 200
 _MAX_SIDE = 2000
+_TITLE_CHARS = 100
 
 
 @dataclass
@@ -24,6 +26,11 @@ class Scans:
     lines: dict[int, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     unread: list[int] = field(default_factory=list)  # 1-based: pages without text OCR could have read
+
+    def first_line(self, index: int) -> str | None:
+        """The first line OCR read on a page, when it is short enough to be a title."""
+        line = next((x.strip() for x in self.lines.get(index, []) if x.strip()), "")
+        return line if 0 < len(line) <= _TITLE_CHARS and reads_as_words(line) else None
 
 
 def read_scans(
