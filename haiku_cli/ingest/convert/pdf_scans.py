@@ -50,7 +50,9 @@ def read_scans(
     if not wanted:
         return scans
     if not ocr_available():
-        textless = [i + 1 for i in wanted if read[i] is not None]
+        textless = [
+            i + 1 for i in wanted if (lines := read[i]) is not None and not any(x.strip() for x in lines)
+        ]
         if textless:
             which = f"page{'' if len(textless) == 1 else 's'} {page_ranges(textless)}"
             scans.notes.append(f"{label}: {which} without a text layer kept as pictures only")
