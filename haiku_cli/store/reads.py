@@ -11,15 +11,9 @@ import pyarrow as pa
 
 from haiku_cli.errors import InputError
 from haiku_cli.store import schema
+from haiku_cli.store.failures import is_read_failure, plain_first_line, storage_failure
 from haiku_cli.store.filters import FILTER_FIELDS, sql_string, translate
-from haiku_cli.store.handle import (
-    Database,
-    is_read_failure,
-    parse_json_object,
-    plain_first_line,
-    read_errors,
-    storage_failure,
-)
+from haiku_cli.store.handle import Database, parse_json_object, read_errors
 from haiku_cli.store.records import ChunkRecord, DocumentRecord
 
 _DOC_COLUMNS = ["id", "uri", "title", "metadata", "content_hash", "created_at", "updated_at"]

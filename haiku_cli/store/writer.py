@@ -27,13 +27,12 @@ from typing import Any, TypeVar
 from haiku_cli.errors import DatabaseError
 from haiku_cli.store.abandoned import give_up_at_exit
 from haiku_cli.store.deadline import within_requests
+from haiku_cli.store.failures import storage_failure, unanswered_failure
 from haiku_cli.store.handle import (
     PENDING_WRITE,
     Database,
     catch_up,
     note_stall,
-    storage_failure,
-    unanswered_reason,
 )
 
 T = TypeVar("T")
@@ -299,9 +298,7 @@ def _read_within(db: Database, read: Callable[[], T]) -> T:
 
 
 def _unanswered(db: Database) -> DatabaseError:
-    return DatabaseError(
-        f"database '{db.name}' cannot be locked for writing: {unanswered_reason(db.location)}"
-    )
+    return unanswered_failure(db.location, "cannot be locked for writing")
 
 
 def _compare_and_set(
