@@ -169,7 +169,14 @@ def recv_frame(sock: socket.socket, *, fds: int = 0) -> tuple[dict[str, Any] | N
             _close_all(received)
             return None, []
         body += chunk
-    return json.loads(body), received
+    try:
+        message = json.loads(body)
+    except ValueError:  # not JSON, or not UTF-8: a peer that does not speak the protocol
+        message = None
+    if not isinstance(message, dict):
+        _close_all(received)
+        raise OSError(f"a malformed message of {size} bytes")
+    return message, received
 
 
 def _close_all(fds: list[int]) -> None:

@@ -9,6 +9,7 @@ sees the latest version of each table, exactly as a fresh `haiku` process would.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import gc
 import hashlib
@@ -26,6 +27,7 @@ from typing import Any, TextIO
 
 from haiku_cli.cli import daemon_client as wire
 from haiku_cli.cli import output
+from haiku_cli.config.loader import read_config_bytes
 from haiku_cli.config.paths import config_path
 from haiku_cli.errors import HaikuError
 
@@ -41,10 +43,10 @@ class ConfigFile:
     def read(cls, path: Path) -> ConfigFile:
         """The file at `path` now."""
         try:
-            digest: str | None = hashlib.sha256(path.read_bytes()).hexdigest()
+            digest: str | None = hashlib.sha256(read_config_bytes(path)).hexdigest()
         except FileNotFoundError:
             digest = None
-        except OSError:
+        except (OSError, HaikuError):  # a fresh process says what is wrong with it
             digest = "unreadable"
         return cls(str(path), digest)
 
@@ -185,7 +187,9 @@ class Daemon:
                 try:
                     self.handle(conn)
                 except OSError:
-                    pass  # the caller went away
+                    pass  # the caller went away, or sent what is not a message
+                except Exception as exc:  # one caller's request must never end the daemon for the next
+                    self._note(f"a request failed: {type(exc).__name__}")
                 finally:
                     conn.close()
                 gc.collect()
@@ -236,6 +240,7 @@ class Daemon:
             conn.settimeout(None)
             try:
                 self._check(request)
+                _check_shape(request)
                 with self._caller(request, fds):
                     self._check_config(request)
                     wire.send_frame(conn, {"run": True})
@@ -368,6 +373,45 @@ class Daemon:
     def _note(self, message: str) -> None:
         with contextlib.suppress(OSError):
             os.write(2, f"haiku: daemon: {message}\n".encode())
+
+
+_STREAM_FIELDS = {"encoding": str, "errors": str, "line_buffering": bool, "write_through": bool}
+
+
+def _check_shape(request: dict[str, Any]) -> None:
+    """Decline a request whose fields are not of the kinds a client sends (before any is used)."""
+    argv, env, streams = request.get("argv"), request.get("env"), request.get("streams")
+    fine = (
+        isinstance(argv, list)
+        and len(argv) >= 1
+        and all(isinstance(a, str) for a in argv)
+        and isinstance(request.get("prog"), str)
+        and isinstance(request.get("cwd"), str)
+        and isinstance(env, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+        and type(request.get("umask", 0)) is int
+        and 0 <= request.get("umask", 0) <= 0o777
+        and (streams is None or _streams_fine(streams))
+    )
+    if not fine:
+        raise Declined("a malformed request")
+
+
+def _streams_fine(streams: object) -> bool:
+    if not isinstance(streams, dict) or set(streams) != {"stdin", "stdout", "stderr"}:
+        return False
+    for spec in streams.values():
+        if not isinstance(spec, dict) or set(spec) != set(_STREAM_FIELDS):
+            return False
+        if not all(type(spec[k]) is kind for k, kind in _STREAM_FIELDS.items()):
+            return False
+    try:
+        for spec in streams.values():
+            codecs.lookup(spec["encoding"])
+            codecs.lookup_error(spec["errors"])
+    except LookupError:
+        return False
+    return True
 
 
 def _mark(path: str) -> tuple[int, int]:
