@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Literal
 
-
 _CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 

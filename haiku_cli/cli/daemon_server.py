@@ -18,6 +18,7 @@ import os
 import select
 import signal
 import socket
+import stat
 import sys
 import threading
 from collections.abc import Iterator
@@ -117,8 +118,19 @@ class Daemon:
     def listen(self) -> socket.socket:
         """Bind the socket privately (folder 0700, socket 0600) and put it in place once it listens."""
         folder = os.path.dirname(self.path)
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        st = os.lstat(folder)
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            st = os.lstat(folder)
+        except OSError as exc:  # a file, or a folder that cannot be made, where the runtime folder goes
+            raise HaikuError(
+                f"cannot serve: the runtime folder {folder} cannot be made ({exc.strerror or exc}); "
+                f"remove what is in its way, or name another folder with {wire.RUNTIME_ENV}"
+            ) from None
+        if not stat.S_ISDIR(st.st_mode):  # a symbolic link, say: whoever made it chooses where it leads
+            raise HaikuError(
+                f"cannot serve: the runtime folder {folder} is not a folder; remove it, or name another "
+                f"folder with {wire.RUNTIME_ENV}"
+            )
         if st.st_uid != os.geteuid():
             raise HaikuError(f"cannot serve: {folder} belongs to another user")
         if st.st_mode & 0o077:

@@ -332,6 +332,33 @@ def test_a_socket_path_too_long_is_one_clear_line(runtime, tmp_path) -> None:
     assert code == 1 and err.startswith(b"haiku: cannot listen on ") and err.count(b"\n") == 1
 
 
+def test_a_runtime_folder_squatted_by_a_file_or_a_link_is_one_clear_line(runtime, tmp_path) -> None:
+    runtime.parent.mkdir(parents=True, exist_ok=True)
+    runtime.write_text("")  # a file where the folder goes
+    for where, why in (
+        (runtime, "cannot be made (File exists)"),
+        (runtime / "x", "cannot be made (Not a directory)"),
+    ):
+        _, err, code, _ = haiku("daemon", tmp=tmp_path, env={wire.RUNTIME_ENV: str(where)})
+        assert (code, err.decode()) == (
+            1,
+            f"haiku: cannot serve: the runtime folder {where} {why}; remove what is in its way, or name "
+            f"another folder with {wire.RUNTIME_ENV}\n",
+        )
+    # A link leads where whoever made it chose: its target is never made private (chmod) or served from.
+    runtime.unlink()
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o755)
+    runtime.symlink_to(target)
+    _, err, code, _ = haiku("daemon", tmp=tmp_path, env={wire.RUNTIME_ENV: str(runtime)})
+    assert (code, err.decode()) == (
+        1,
+        f"haiku: cannot serve: the runtime folder {runtime} is not a folder; remove it, or name another "
+        f"folder with {wire.RUNTIME_ENV}\n",
+    )
+    assert target.stat().st_mode & 0o777 == 0o755 and not any(target.iterdir())
+
+
 def _send_raw(path: Path, frame: bytes, fds: bool = True) -> dict | None:
     """Connect as a client would, read the daemon's hello, send `frame` (with three descriptors) and
     return what the daemon answers before it closes the connection (None: it said nothing)."""
