@@ -44,6 +44,6 @@ async def database_holding(ws: Workspace, reference: str) -> Location:
             "choose one with --database NAME or --db PATH"
         )
     raise InputError(
-        f"no document or chunk with id, id prefix, uri or path '{echoed(reference.strip())}' in any configured "
-        f"database ({names})"
+        f"no document or chunk with id, id prefix, uri or path '{echoed(reference.strip())}' in any "
+        f"configured database ({names})"
     )
