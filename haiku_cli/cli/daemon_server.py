@@ -28,8 +28,7 @@ from typing import Any, TextIO
 
 from haiku_cli.cli import daemon_client as wire
 from haiku_cli.cli import output
-from haiku_cli.config.loader import read_config_bytes
-from haiku_cli.config.paths import config_path
+from haiku_cli.config.paths import config_path, read_config_bytes
 from haiku_cli.errors import HaikuError
 
 

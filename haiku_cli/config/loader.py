@@ -7,14 +7,13 @@ import json
 import math
 import os
 import re
-import stat
 import tomllib
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from haiku_cli.config.paths import config_path, missing_is_an_error
+from haiku_cli.config.paths import config_path, missing_is_an_error, read_config_bytes
 from haiku_cli.config.settings import MIN_TOKEN_CHARS, DatabaseSettings, Settings
 from haiku_cli.errors import InputError
 
@@ -23,26 +22,6 @@ _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
 def _empty_config_dir(named: str, path: Path) -> bool:
     return named == "HAIKU_CONFIG_DIR" and path.parent.is_dir()
-
-
-MAX_CONFIG_BYTES = 1 << 20  # a config names databases and settings: a few KB; more is not a config
-
-
-def read_config_bytes(path: Path) -> bytes:
-    """The config file's bytes; a file over MAX_CONFIG_BYTES, or anything but a regular file (a device
-    such as /dev/zero, a FIFO), is refused before it is read without bound or waited on."""
-    # Non-blocking: opening a FIFO without a writer would wait for one.
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise InputError(f"config file {path} is not a regular file; name a TOML file")
-        data = file.read(MAX_CONFIG_BYTES + 1)
-    if len(data) > MAX_CONFIG_BYTES:
-        raise InputError(
-            f"config file {path} is larger than {MAX_CONFIG_BYTES // (1 << 20)} MB; "
-            "a config holds settings only: name the right file"
-        )
-    return data
 
 
 def load_settings(explicit: Path | None = None) -> tuple[Settings, Path]:

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from haiku_cli.config import Settings, config_path, load_settings
-from haiku_cli.config.loader import MAX_CONFIG_BYTES
-from haiku_cli.config.paths import data_dir
+from haiku_cli.config.paths import MAX_CONFIG_BYTES, data_dir
 from haiku_cli.errors import ExitCode, InputError
 
 
