@@ -9,7 +9,6 @@ sees the latest version of each table, exactly as a fresh `haiku` process would.
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import gc
 import hashlib
@@ -251,7 +250,8 @@ class Daemon:
             conn.settimeout(None)
             try:
                 self._check(request)
-                _check_shape(request)
+                if not wire.well_formed(request):
+                    raise Declined("a malformed request")
                 with self._caller(request, fds):
                     self._check_config(request)
                     wire.send_frame(conn, {"run": True})
@@ -384,45 +384,6 @@ class Daemon:
     def _note(self, message: str) -> None:
         with contextlib.suppress(OSError):
             os.write(2, f"haiku: daemon: {message}\n".encode())
-
-
-_STREAM_FIELDS = {"encoding": str, "errors": str, "line_buffering": bool, "write_through": bool}
-
-
-def _check_shape(request: dict[str, Any]) -> None:
-    """Decline a request whose fields are not of the kinds a client sends (before any is used)."""
-    argv, env, streams = request.get("argv"), request.get("env"), request.get("streams")
-    fine = (
-        isinstance(argv, list)
-        and len(argv) >= 1
-        and all(isinstance(a, str) for a in argv)
-        and isinstance(request.get("prog"), str)
-        and isinstance(request.get("cwd"), str)
-        and isinstance(env, dict)
-        and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
-        and type(request.get("umask", 0)) is int
-        and 0 <= request.get("umask", 0) <= 0o777
-        and (streams is None or _streams_fine(streams))
-    )
-    if not fine:
-        raise Declined("a malformed request")
-
-
-def _streams_fine(streams: object) -> bool:
-    if not isinstance(streams, dict) or set(streams) != {"stdin", "stdout", "stderr"}:
-        return False
-    for spec in streams.values():
-        if not isinstance(spec, dict) or set(spec) != set(_STREAM_FIELDS):
-            return False
-        if not all(type(spec[k]) is kind for k, kind in _STREAM_FIELDS.items()):
-            return False
-    try:
-        for spec in streams.values():
-            codecs.lookup(spec["encoding"])
-            codecs.lookup_error(spec["errors"])
-    except LookupError:
-        return False
-    return True
 
 
 def _mark(path: str) -> tuple[int, int]:
