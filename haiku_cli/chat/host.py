@@ -185,13 +185,26 @@ class ChatHost:
         return answered.model_copy(update={"databases": searched.names, "not_created": not_created})
 
     def close(self) -> None:
-        """Leave the conversation: a session haiku named and nothing was asked in is not kept."""
-        if self.generated_name and not self.session.turns and self.store.exists(self.session.name):
-            self.store.delete(self.session.name)
+        """Leave the conversation: a session haiku named and nothing was asked in is not kept.
 
-    def clear(self) -> None:
-        """Start a new conversation in the same session and scope (saved at once)."""
-        self.session = self.store.save(self.session.cleared())
+        Only a file with no answered question is removed (see `SessionStore.discard_unanswered`).
+        """
+        if self.generated_name and not self.session.turns:
+            self.store.discard_unanswered(self.session.name)
+
+    def clear(self) -> Session | None:
+        """Start a new session over the same scope; the current one is kept whole and returned.
+
+        A session with nothing answered yet is already a new conversation: it is kept as it is and
+        None is returned. The new session is saved at once under a name haiku chooses.
+        """
+        if not self.session.turns:
+            return None
+        kept = self.session
+        fresh = Session.start(_unused_name(self.store), kept.sources, kept.document_filter)
+        self.session = self.store.save(fresh)
+        self.generated_name = True
+        return kept
 
 
 class SessionAnswer(AskResult):

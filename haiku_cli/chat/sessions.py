@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -93,15 +94,14 @@ class Session(BaseModel):
             }
         )
 
-    def cleared(self) -> Session:
-        """A copy of the session with no conversation yet, over the same scope."""
-        return self.model_copy(
-            update={"updated_at": datetime.now(UTC), "turns": [], "messages": [], "state": {}}
-        )
-
     def rescoped(self, sources: Sequence[Source], document_filter: str | None) -> Session:
         """A copy of the session scoped to other databases (or another filter) from now on."""
         return self.model_copy(update={"sources": list(sources), "document_filter": document_filter})
+
+    def resume_command(self) -> str:
+        """The command that continues this session (databases given by path must be given again)."""
+        paths = "".join(f" --db {shlex.quote(s.path)}" for s in self.sources if s.path is not None)
+        return f"haiku chat --session {self.name}{paths}"
 
     def same_scope(self, sources: Sequence[Source], document_filter: str | None) -> bool:
         """Whether the given sources and filter are the ones this session was started with."""
@@ -203,6 +203,20 @@ class SessionStore:
             self.path(name).unlink()
         except FileNotFoundError:
             raise InputError(f"no session named '{name}'; see haiku chat --list-sessions") from None
+
+    def discard_unanswered(self, name: str) -> bool:
+        """Remove session `name` only if its saved file holds no answered question; True if removed.
+
+        What is on disk decides, not a copy in memory: a session answered elsewhere since is kept.
+        """
+        try:
+            saved = Session.model_validate_json(self.path(name).read_bytes())
+        except (OSError, ValidationError, ValueError):
+            return False  # missing, or unreadable: never delete what cannot be checked
+        if saved.turns:
+            return False
+        self.path(name).unlink(missing_ok=True)
+        return True
 
     def summaries(self) -> SessionList:
         """Every readable saved session, most recently used first (unreadable files are skipped)."""

@@ -22,13 +22,13 @@ from haiku_cli.errors import ExitCode, HaikuError
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
-    from haiku_cli.api import AskResult, ChatHost, Selection, Workspace
+    from haiku_cli.api import AskResult, ChatHost, Selection, Session, Workspace
 
 HELP = """\
 /help       this list
 /sources    the databases this conversation covers
 /citations  everything cited so far, by question
-/clear      start a new conversation (same session and databases)
+/clear      start a new session over the same databases (this one is kept)
 /exit       leave (or Ctrl-D)
 exit, quit, clear and help typed alone are the commands too.
 Esc Enter inserts a new line; Ctrl-C cancels an answer in progress."""
@@ -76,12 +76,9 @@ async def converse(
     finally:
         host.close()
         if interactive and host.session.turns:
-            output.err.print(
+            _say(
                 f"session {host.session.name} is saved in {host.store.path(host.session.name)}; "
-                f"continue it with haiku chat --session {host.session.name}",
-                style="dim",
-                markup=False,
-                highlight=False,
+                f"continue it with {host.session.resume_command()}"
             )
 
 
@@ -233,14 +230,29 @@ def _command(host: ChatHost, line: str) -> bool:
             output.out.print()
     elif name == "/clear":
         try:
-            host.clear()
+            kept = host.clear()
         except HaikuError as exc:
             _error(exc)
         else:
-            output.err.print("new conversation", style="dim")
+            _say(_cleared(host, kept))
     else:
         output.error(f"unknown command {name}; /help lists the commands")
     return False
+
+
+def _cleared(host: ChatHost, kept: Session | None) -> str:
+    """What `/clear` did: which session goes on, and how to resume the one it left (kept whole)."""
+    if kept is None:
+        return f"new conversation (nothing was asked yet in session {host.session.name})"
+    asked = f"{len(kept.turns)} question{'s' if len(kept.turns) != 1 else ''}"
+    return (
+        f"new conversation in session {host.session.name}; session {kept.name} ({asked}) is kept: "
+        f"resume it with {kept.resume_command()}"
+    )
+
+
+def _say(line: str) -> None:
+    output.err.print(line, style="dim", markup=False, highlight=False)
 
 
 def _banner(host: ChatHost) -> None:

@@ -308,14 +308,54 @@ def test_a_database_not_written_yet_is_skipped_until_it_is(
     assert second.citations[0].database == "later"
 
 
-def test_clear_starts_a_new_conversation(kb: Workspace) -> None:
+def test_clear_starts_a_new_session_and_keeps_the_answered_one_whole(kb: Workspace) -> None:
     script = StreamScript(*grounded("capital of France", "Paris [1]."), *grounded("cells", "ATP [1]."))
     host = open_host(kb, script)
     ask(host, "Capital?")
-    host.clear()
-    assert SessionStore().load("talk").turns == []
+    before = SessionStore().path("talk").read_bytes()
+    kept = host.clear()
+    assert kept is not None and kept.name == "talk" and kept.resume_command() == "haiku chat --session talk"
+    assert SessionStore().path("talk").read_bytes() == before  # not touched
+    assert host.session.name != "talk" and host.session.name.startswith("chat-")
+    assert host.session.sources == kept.sources and host.session.turns == []
     ask(host, "ATP?")
     assert prompts(script.seen[-1]) == ["ATP?"]
+    host.close()
+    assert [t.question for t in SessionStore().load("talk").turns] == ["Capital?"]
+    assert [t.question for t in SessionStore().load(host.session.name).turns] == ["ATP?"]
+
+
+def test_a_haiku_named_session_cleared_and_left_keeps_its_answered_question(kb: Workspace) -> None:
+    script = StreamScript(*grounded("capital of France", "Paris [1]."), *grounded("cells", "ATP [1]."))
+    host = open_host(kb, script, session=None)
+    ask(host, "Capital?")
+    answered = host.session.name
+    kept = host.clear()
+    assert kept is not None and kept.name == answered
+    host.close()  # the new, empty session goes; the answered one stays
+    [listed] = SessionStore().summaries().sessions
+    assert (listed.name, listed.questions) == (answered, 1)
+    resumed = open_host(kb, script, session=answered)
+    assert [t.question for t in resumed.session.turns] == ["Capital?"]
+    ask(resumed, "ATP?")
+    assert prompts(script.seen[-1]) == ["Capital?", "ATP?"]
+
+
+def test_clear_before_any_question_keeps_the_same_session(kb: Workspace) -> None:
+    host = open_host(kb, StreamScript(), session=None)
+    name = host.session.name
+    assert host.clear() is None and host.session.name == name
+    host.close()
+    assert SessionStore().summaries().sessions == []
+
+
+def test_leaving_never_deletes_a_session_answered_elsewhere(kb: Workspace) -> None:
+    script = StreamScript(*grounded("capital of France", "Paris [1]."))
+    idle = open_host(kb, script, session=None)
+    # Another chat resumes the name haiku gave and answers in it before this one leaves.
+    ask(open_host(kb, script, session=idle.session.name), "Capital?")
+    idle.close()
+    assert [t.question for t in SessionStore().load(idle.session.name).turns] == ["Capital?"]
 
 
 def test_session_files_stay_in_the_data_dir(kb: Workspace, isolated: Path) -> None:

@@ -172,8 +172,29 @@ def test_exit_typed_without_a_slash_leaves_and_help_and_clear_are_commands(kb, c
     result = cli("chat", *MODEL, "--session", "bare", input=lines)
     assert result.exit_code == 0, result.stderr
     assert "/citations  everything cited so far" in result.stdout  # help
-    assert "new conversation" in result.stderr  # clear
+    [cleared] = [line for line in result.stderr.splitlines() if line.startswith("new conversation")]
+    fresh = cleared.split()[4].rstrip(";")
+    assert cleared == (
+        f"new conversation in session {fresh}; session bare (1 question) is kept: "
+        "resume it with haiku chat --session bare"
+    )
     assert "ATP" not in result.stdout  # exit: the question after it was never asked
     asked = [question(body) for body in stub.requests]
     assert "exit" not in asked and "help" not in asked and "What makes ATP?" not in asked
-    assert SessionStore().load("bare").turns == []  # cleared
+    # Cleared: the answered session is kept whole; the new one, never asked in, is not kept.
+    assert [t.question for t in SessionStore().load("bare").turns] == ["What is the capital of France?"]
+    assert not SessionStore().exists(fresh)
+
+
+def test_clear_then_exit_keeps_the_answered_session_listed_and_resumable(kb, cli, openai_env) -> None:
+    stub = openai_env(conversation)
+    result = cli("chat", *MODEL, input="What is the capital of France?\nclear\nexit\n")
+    assert result.exit_code == 0, result.stderr
+    listed = json.loads(cli("chat", "--list-sessions", "--json").stdout)["sessions"]
+    assert [(s["questions"], s["databases"]) for s in listed] == [(1, ["notes", "papers"])]
+    name = listed[0]["name"]
+    assert f"session {name} (1 question) is kept: resume it with haiku chat --session {name}" in result.stderr
+    resumed = cli("chat", *MODEL, "--session", name, input="And how much sun does basil need?\n")
+    assert resumed.exit_code == 0, resumed.stderr
+    users = [m["content"] for m in stub.requests[-1]["messages"] if m["role"] == "user"]
+    assert users == ["What is the capital of France?", "And how much sun does basil need?"]
