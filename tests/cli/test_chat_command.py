@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 from haiku_cli.chat.sessions import SessionStore
 from tests.capabilities.conftest import kb, kb_template
@@ -198,3 +202,62 @@ def test_clear_then_exit_keeps_the_answered_session_listed_and_resumable(kb, cli
     assert resumed.exit_code == 0, resumed.stderr
     users = [m["content"] for m in stub.requests[-1]["messages"] if m["role"] == "user"]
     assert users == ["What is the capital of France?", "And how much sun does basil need?"]
+
+
+def test_list_and_delete_are_subcommands_and_the_old_flags_still_work(kb, cli, openai_env) -> None:
+    openai_env(conversation)
+    for name in ("one", "two", "three"):
+        assert cli("ask", "capital?", *MODEL, "--session", name).exit_code == 0
+
+    def names(*spelling: str) -> list[str]:
+        listed = cli("chat", *spelling, "--json")
+        assert listed.exit_code == 0, listed.stderr
+        return sorted(s["name"] for s in json.loads(listed.stdout)["sessions"])
+
+    assert names("list") == names("--list-sessions") == ["one", "three", "two"]
+    table = cli("chat", "list")
+    assert table.exit_code == 0 and table.stdout == cli("chat", "--list-sessions").stdout
+    assert all(name in table.stdout for name in ("one", "two", "three"))
+    deleted = cli("chat", "delete", "one")
+    assert deleted.exit_code == 0 and deleted.stderr == "deleted session one\n"
+    old = cli("chat", "--delete-session", "two")
+    assert old.exit_code == 0 and old.stderr == "deleted session two\n"
+    assert names("list") == ["three"]
+    missing = cli("chat", "delete", "one")
+    assert missing.exit_code == 1 and missing.stderr.startswith("haiku: no session named 'one'")
+    assert cli("chat", "delete").exit_code == 2  # the name is required
+    # A conversation's option before the subcommand does nothing for it: refused by name.
+    before = cli("chat", "--session", "three", "delete", "three")
+    assert before.exit_code == 1 and "drop --session before 'delete'" in before.stderr
+    assert names("list") == ["three"]
+
+
+def test_chat_help_shows_examples_of_each_subcommand(cli, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    for args, wanted in (
+        (("chat",), ("haiku chat -d ", "haiku chat list", "haiku chat delete ")),
+        (("chat", "list"), ("haiku chat list", "haiku chat list --json")),
+        (("chat", "delete"), ("haiku chat delete ",)),
+    ):
+        shown = cli(*args, "--help").stdout
+        examples = [line.strip() for line in shown[shown.index("Examples:") :].splitlines()]
+        assert all(any(line.startswith(w) for line in examples) for w in wanted), shown
+        assert all(len(line) <= 80 for line in shown.splitlines()), shown
+
+
+def test_the_shell_completes_the_subcommands_and_saved_session_names(kb, cli, openai_env) -> None:
+    openai_env(conversation)
+    for name in ("thesis", "travel", "basil"):
+        assert cli("ask", "capital?", *MODEL, "--session", name).exit_code == 0
+
+    def complete(line: str) -> list[str]:
+        env = {**os.environ, "_HAIKU_COMPLETE": "complete_bash", "COMP_WORDS": line}
+        env["COMP_CWORD"] = str(len(line.split()) - (0 if line.endswith(" ") else 1))
+        # The installed command: shells complete `haiku`, the name the scripts in completions/ call.
+        exe = Path(sys.executable).with_name("haiku")
+        done = subprocess.run([str(exe)], env=env, capture_output=True, text=True, timeout=60)
+        return done.stdout.split()
+
+    assert complete("haiku chat ") == ["list", "delete"]
+    assert complete("haiku chat delete t") == ["thesis", "travel"]
+    assert complete("haiku chat --delete-session b") == ["basil"]
