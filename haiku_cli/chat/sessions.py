@@ -113,7 +113,7 @@ def _scope_key(sources: Sequence[Source]) -> list[tuple[str, str | None]]:
 
 
 class SessionSummary(BaseModel):
-    """What `--list-sessions` shows of a session."""
+    """What `haiku chat list` shows of a session."""
 
     name: str
     created_at: datetime
@@ -124,7 +124,7 @@ class SessionSummary(BaseModel):
 
 
 class SessionList(BaseModel):
-    """Every readable saved session, most recently used first (`haiku chat --list-sessions --json`)."""
+    """Every readable saved session, most recently used first (`haiku chat list --json`)."""
 
     sessions: list[SessionSummary] = Field(default_factory=list)
 
@@ -149,7 +149,7 @@ class SessionStore:
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
-            raise InputError(f"no session named '{name}'; see haiku chat --list-sessions") from None
+            raise InputError(f"no session named '{name}'; see haiku chat list") from None
         except OSError as exc:
             raise InputError(f"cannot read session '{name}' ({path}): {exc.strerror or exc}") from None
         try:
@@ -159,7 +159,7 @@ class SessionStore:
             first = str(exc).splitlines()[0]
             raise InputError(
                 f"session '{name}' ({path}) is unreadable ({first}); delete it with "
-                f"haiku chat --delete-session {name}"
+                f"haiku chat delete {name}"
             ) from None
         if session.format > FORMAT:
             raise InputError(f"session '{name}' was written by a newer haiku; upgrade haiku to resume it")
@@ -202,7 +202,7 @@ class SessionStore:
         try:
             self.path(name).unlink()
         except FileNotFoundError:
-            raise InputError(f"no session named '{name}'; see haiku chat --list-sessions") from None
+            raise InputError(f"no session named '{name}'; see haiku chat list") from None
 
     def discard_unanswered(self, name: str) -> bool:
         """Remove session `name` only if its saved file holds no answered question; True if removed.
