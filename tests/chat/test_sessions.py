@@ -96,9 +96,9 @@ def test_unreadable_session_names_the_file_and_the_way_out() -> None:
     store = SessionStore()
     store.root.mkdir(parents=True)
     store.path("bad").write_text('{"name": "bad"}', encoding="utf-8")
-    with pytest.raises(InputError, match=r"session 'bad' .*bad\.json.* is unreadable .*--delete-session bad"):
+    with pytest.raises(InputError, match=r"session 'bad' .*bad\.json.* is unreadable .*haiku chat delete bad"):
         store.load("bad")
-    with pytest.raises(InputError, match="no session named 'missing'"):
+    with pytest.raises(InputError, match="no session named .missing.; see haiku chat list"):
         store.load("missing")
 
 
