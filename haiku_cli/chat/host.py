@@ -134,7 +134,8 @@ class ChatHost:
         label = chosen.model_name if isinstance(model, Model) else model_name(ws.settings.model, model)
         name = check_name(session) if session is not None else _unused_name(store)
         if session is not None and store.exists(name):
-            saved = _rescoped(ws, store.load(name), selection, document_filter, rescope=rescope)
+            loaded = _scope_checked(store, store.load(name), selection, rescope=rescope)
+            saved = _rescoped(ws, loaded, selection, document_filter, rescope=rescope)
         else:
             scope = selection if selection is not None else ws.select_many()
             saved = Session.start(name, sources_of(ws, scope), document_filter)
@@ -265,6 +266,27 @@ def _checked(ws: Workspace, saved: Session, selection: Selection | None) -> Sele
         ) from None
 
 
+def _scope_checked(
+    store: SessionStore, saved: Session, selection: Selection | None, *, rescope: bool
+) -> Session:
+    """The session, if what it covers is what haiku saved it with (or the user rescopes it).
+
+    Resuming covers exactly the databases the session was started with: a file whose databases or
+    filter were edited (or which names none) would otherwise widen what the conversation searches.
+    """
+    if not store.scope_intact(saved) and not rescope:
+        raise InputError(
+            f"session '{saved.name}' was changed outside haiku: its file now covers "
+            f"{_describe(saved.sources, saved.document_filter)}, not what "
+            "haiku saved; resume it with --rescope to accept that, or --database NAME --rescope to choose"
+        )
+    if not saved.sources and selection is None:
+        raise InputError(
+            f"session '{saved.name}' names no database; resume it with --database NAME --rescope"
+        )
+    return saved
+
+
 def _unused_name(store: SessionStore) -> str:
     base = new_name()
     name, n = base, 1
@@ -298,7 +320,7 @@ def _rescoped(
 
 
 def _describe(sources: Sequence[Source], document_filter: str | None) -> str:
-    names = ", ".join(s.name for s in sources)
+    names = ", ".join(s.name for s in sources) or "no database"
     return f"{names} (filter {document_filter!r})" if document_filter else names
 
 

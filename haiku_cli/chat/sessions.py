@@ -2,13 +2,21 @@
 
 A session is written whole to a temporary file that is then renamed over the old one, so a reader (or a
 crash) sees either the previous session or the new one, never a mix.
+
+The scope a session covers (its databases and filter) is sealed with an HMAC under a key of this user's
+kept beside the sessions (`.scope-key`, readable by the user alone): a file whose scope was edited by hand
+no longer matches its seal, and resuming it is refused unless the user asks to rescope it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import hmac
 import json
 import os
 import re
+import secrets
 import shlex
 import tempfile
 from collections.abc import Sequence
@@ -25,6 +33,7 @@ from haiku_cli.config.paths import sessions_dir
 from haiku_cli.errors import InputError
 
 FORMAT = 1
+KEY_FILE = ".scope-key"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -66,6 +75,7 @@ class Session(BaseModel):
     turns: list[Turn] = Field(default_factory=list)
     messages: list[Any] = Field(default_factory=list)  # pydantic-ai's message JSON
     state: dict[str, Any] = Field(default_factory=dict)  # HaikuDeps.dump(): every capability's state
+    scope_seal: str | None = None  # HMAC of sources and filter; see `SessionStore.scope_intact`
 
     @classmethod
     def start(cls, name: str, sources: Sequence[Source], document_filter: str | None = None) -> Session:
@@ -110,6 +120,15 @@ class Session(BaseModel):
 
 def _scope_key(sources: Sequence[Source]) -> list[tuple[str, str | None]]:
     return sorted((s.name, s.path) for s in sources)
+
+
+def _seal(key: bytes, session: Session) -> str:
+    """The HMAC of what a session covers: its databases, in their order, and its filter."""
+    scope = {
+        "sources": [[s.name, s.path] for s in session.sources],
+        "document_filter": session.document_filter,
+    }
+    return hmac.new(key, json.dumps(scope, sort_keys=True).encode(), hashlib.sha256).hexdigest()
 
 
 class SessionSummary(BaseModel):
@@ -158,12 +177,22 @@ class SessionStore:
         except (ValidationError, ValueError) as exc:
             first = str(exc).splitlines()[0]
             raise InputError(
-                f"session '{name}' ({path}) is unreadable ({first}); delete it with "
-                f"haiku chat delete {name}"
+                f"session '{name}' ({path}) is unreadable ({first}); delete it with haiku chat delete {name}"
             ) from None
         if session.format > FORMAT:
             raise InputError(f"session '{name}' was written by a newer haiku; upgrade haiku to resume it")
         return session
+
+    def scope_intact(self, session: Session) -> bool:
+        """Whether the session's databases and filter are the ones haiku last saved it with.
+
+        False for a file whose scope was edited by hand, one with no seal (written by an older haiku, or
+        the seal removed) and, if the key file was removed, every session saved before.
+        """
+        key = self._read_key()
+        if key is None or session.scope_seal is None:
+            return False
+        return hmac.compare_digest(session.scope_seal, _seal(key, session))
 
     def save(self, session: Session) -> Session:
         """Write the session atomically and return it at its new revision.
@@ -182,9 +211,11 @@ class SessionStore:
                 f"session '{session.name}' was changed by another haiku process; "
                 f"resume it again with --session {session.name}"
             )
-        saved = session.model_copy(update={"revision": session.revision + 1})
-        data = saved.model_dump_json(indent=1).encode()
         self.root.mkdir(parents=True, exist_ok=True)
+        key = self._key()
+        saved = session.model_copy(update={"revision": session.revision + 1})
+        saved.scope_seal = _seal(key, saved)
+        data = saved.model_dump_json(indent=1).encode()
         fd, tmp = tempfile.mkstemp(prefix=f".{session.name}.", suffix=".tmp", dir=self.root)
         try:
             with os.fdopen(fd, "wb") as f:
@@ -241,6 +272,29 @@ class SessionStore:
                 )
             )
         return SessionList(sessions=sorted(found, key=lambda s: s.updated_at, reverse=True))
+
+    def _read_key(self) -> bytes | None:
+        try:
+            return (self.root / KEY_FILE).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def _key(self) -> bytes:
+        """This user's sealing key, made (readable by the user alone) on the first save."""
+        path = self.root / KEY_FILE
+        if (key := self._read_key()) is not None:
+            return key
+        fd, tmp = tempfile.mkstemp(prefix=".key.", suffix=".tmp", dir=self.root)  # mode 0600
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_hex(32).encode())
+                f.flush()
+                os.fsync(f.fileno())
+            with contextlib.suppress(FileExistsError):  # never replace a key made meanwhile
+                os.link(tmp, path)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+        return path.read_bytes()
 
     def _revision(self, path: Path) -> int:
         try:

@@ -360,7 +360,8 @@ def test_leaving_never_deletes_a_session_answered_elsewhere(kb: Workspace) -> No
 
 def test_session_files_stay_in_the_data_dir(kb: Workspace, isolated: Path) -> None:
     ask(open_host(kb, StreamScript(*grounded("capital", "Paris [1]."))), "Capital?")
-    assert [p.name for p in (isolated / "data" / "sessions").iterdir()] == ["talk.json"]
+    # Beside the sessions: the key sealing what each covers.
+    assert sorted(p.name for p in (isolated / "data" / "sessions").iterdir()) == [".scope-key", "talk.json"]
 
 
 def test_analysis_chat_lets_the_model_compute_or_search(kb: Workspace) -> None:
@@ -457,9 +458,61 @@ def test_a_tampered_session_file_cannot_reach_an_unconfigured_database(kb: Works
         session["sources"] = sources
         session["state"]["retrieval"]["sources"] = sources
         path.write_text(json.dumps(session))
-        with pytest.raises(InputError, match=refused):
+        with pytest.raises(InputError, match="was changed outside haiku"):
             open_host(kb, script)
+        # Even accepted as edited, the file reaches only what the user may reach.
+        with pytest.raises(InputError, match=refused):
+            open_host(kb, script, rescope=True)
     # The user who started a session with --db gives the path again: the command line is the authority.
     session["sources"] = [{"name": "planted", "path": str(planted)}]
     path.write_text(json.dumps(session))
-    assert open_host(kb, script, selection=kb.select_many(paths=[planted])).selection.names == ["planted"]
+    with pytest.raises(InputError, match="was changed outside haiku"):
+        open_host(kb, script, selection=kb.select_many(paths=[planted]))
+    opened = open_host(kb, script, selection=kb.select_many(paths=[planted]), rescope=True)
+    assert opened.selection.names == ["planted"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "covers"),
+    [
+        ({"sources": [{"name": "papers", "path": None}]}, "papers (filter \"title = 'France'\")"),
+        ({"sources": []}, "no database (filter \"title = 'France'\")"),
+        ({"document_filter": None}, "notes"),
+        ({"scope_seal": None}, "notes (filter \"title = 'France'\")"),
+    ],
+)
+def test_a_session_file_whose_scope_was_edited_is_refused_unless_rescoped(
+    kb: Workspace, edit: dict[str, Any], covers: str
+) -> None:
+    script = StreamScript(*grounded("capital of France", "Paris [1]."), *grounded("cells", "ATP [1]."))
+    started = open_host(kb, script, selection=kb.select_many(["notes"]), document_filter="title = 'France'")
+    ask(started, "Capital of France?")
+    path = SessionStore().path("talk")
+    assert open_host(kb, script).selection.names == ["notes"]  # untouched: resumed as started
+    session = {**json.loads(path.read_text()), **edit}
+    path.write_text(json.dumps(session))
+    with pytest.raises(InputError, match=r"^session 'talk' was changed outside haiku: its file now covers "):
+        open_host(kb, script)
+    with pytest.raises(InputError) as refused:
+        open_host(kb, script)
+    assert f"covers {covers}, not what haiku saved; resume it with --rescope" in str(refused.value)
+    assert SessionStore().path("talk").read_text() == json.dumps(session)  # nothing written
+    if session["sources"]:
+        # Accepted: the next answer seals the file's scope again, and it resumes without --rescope.
+        ask(open_host(kb, script, rescope=True), "What makes ATP?")
+        assert open_host(kb, script).session.revision == 2
+    else:
+        with pytest.raises(InputError, match="names no database; resume it with --database NAME --rescope"):
+            open_host(kb, script, rescope=True)
+        moved = open_host(kb, script, selection=kb.select_many(["papers"]), rescope=True)
+        ask(moved, "What makes ATP?")
+        assert open_host(kb, script).selection.names == ["papers"]
+
+
+def test_a_removed_key_makes_every_session_ask_for_rescope(kb: Workspace) -> None:
+    script = StreamScript(*grounded("capital of France", "Paris [1]."))
+    ask(open_host(kb, script), "Capital of France?")
+    (SessionStore().root / ".scope-key").unlink()
+    with pytest.raises(InputError, match="was changed outside haiku"):
+        open_host(kb, script)
+    assert open_host(kb, script, rescope=True).selection.names == ["notes", "papers"]

@@ -261,3 +261,21 @@ def test_the_shell_completes_the_subcommands_and_saved_session_names(kb, cli, op
     assert complete("haiku chat ") == ["list", "delete"]
     assert complete("haiku chat delete t") == ["thesis", "travel"]
     assert complete("haiku chat --delete-session b") == ["basil"]
+
+
+def test_a_session_file_edited_to_another_database_is_refused_unless_rescoped(kb, cli, openai_env) -> None:
+    openai_env(conversation)
+    assert cli("ask", "capital?", *MODEL, "--session", "w", "-d", "notes").exit_code == 0
+    path = SessionStore().path("w")
+    edited = json.loads(path.read_text()) | {"sources": [{"name": "papers", "path": None}]}
+    path.write_text(json.dumps(edited))
+    for args in (("chat",), ("ask", "atp?")):
+        refused = cli(*args, *MODEL, "--session", "w", input="What makes ATP?\n")
+        assert refused.exit_code == 1 and refused.stdout == ""
+        assert refused.stderr == (
+            "haiku: session 'w' was changed outside haiku: its file now covers papers, not what haiku saved; "
+            "resume it with --rescope to accept that, or --database NAME --rescope to choose\n"
+        )
+    assert json.loads(path.read_text()) == edited
+    accepted = cli("ask", "What makes ATP?", *MODEL, "--session", "w", "--rescope", "--json")
+    assert accepted.exit_code == 0 and json.loads(accepted.stdout)["databases"] == ["papers"]
