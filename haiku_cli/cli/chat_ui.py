@@ -75,11 +75,23 @@ async def converse(
         return await _lines(host)
     finally:
         host.close()
-        if interactive and host.session.turns:
-            _say(
-                f"session {host.session.name} is saved in {host.store.path(host.session.name)}; "
-                f"continue it with {host.session.resume_command()}"
-            )
+        _say(_where_saved(host))
+
+
+def _where_saved(host: ChatHost) -> str:
+    """The last line: where the session is saved, read back from its file (never claimed otherwise)."""
+    name = host.session.name
+    try:
+        saved = host.store.load(name) if host.store.exists(name) else None
+    except HaikuError:
+        saved = None
+    if saved is None or not saved.turns:
+        return "no question was answered; no session was saved"
+    asked = f"{len(saved.turns)} question{'s' if len(saved.turns) != 1 else ''}"
+    return (
+        f"session {name} is saved in {host.store.path(name)} ({asked}); "
+        f"continue it with {saved.resume_command()}"
+    )
 
 
 async def _terminal(host: ChatHost) -> None:
@@ -131,6 +143,8 @@ async def _lines(host: ChatHost) -> int:
             if _command(host, command):
                 return code
             continue
+        # Echoed, so a transcript of `haiku chat < questions.txt` shows what each answer answers.
+        output.out.print(f"{PROMPT}{question}", markup=False, highlight=False, soft_wrap=True)
         try:
             result = await _cancellable(host, question, None)
         except HaikuError as exc:

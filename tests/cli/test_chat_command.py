@@ -37,7 +37,14 @@ def test_questions_from_stdin_are_answered_in_turn(kb, cli, openai_env) -> None:
     cited = out[out.index("Q1: ") :]  # /citations: each question with its numbered, labelled citations
     assert cited.startswith("Q1: What is the capital of France?\n[1] France  [notes]")
     assert cited.index("Q2: And how much sun does basil need?\n[1] Gardening  [notes]") > 0
-    assert "\x1b[" not in out and result.stderr == ""
+    # Each question is printed before its answer; the last line says where the session was saved.
+    assert out.startswith("> What is the capital of France?\nThe capital of France is **Paris** [1].\n")
+    assert "\n> And how much sun does basil need?\nBasil needs" in out
+    assert "> /help" not in out and "> /citations" not in out  # commands are not questions
+    assert "\x1b[" not in out and result.stderr == (
+        f"session piped is saved in {SessionStore().path('piped')} (2 questions); "
+        "continue it with haiku chat --session piped\n"
+    )
     # The second question was asked with the first one's conversation.
     last = stub.requests[-1]
     assert [m["content"] for m in last["messages"] if m["role"] == "user"] == [
@@ -59,7 +66,11 @@ def test_a_failed_question_is_one_line_and_the_next_is_answered(kb, cli, openai_
     openai_env(flaky)
     result = cli("chat", *MODEL, "--session", "s", input="Which volcano?\nWhat makes ATP?\n")
     assert "The mitochondrion produces ATP [1]." in result.stdout
-    assert result.stderr.count("\n") == 1 and "HTTP 500" in result.stderr and "Traceback" not in result.stderr
+    failed, saved = result.stderr.splitlines()
+    assert "HTTP 500" in failed and "Traceback" not in result.stderr
+    assert saved.startswith("session s is saved in ") and saved.endswith(
+        "(1 question); continue it with haiku chat --session s"
+    )
     assert result.exit_code == 4  # the worst error of the run, after every line was answered
     assert [t.question for t in SessionStore().load("s").turns] == ["What makes ATP?"]
 
@@ -128,7 +139,7 @@ def test_list_and_delete_sessions(kb, cli, openai_env) -> None:
 def test_slow_answer_is_not_streamed_when_piped(kb, cli, openai_env) -> None:
     stub = openai_env(lambda body: answer("Plain."))
     result = cli("chat", *MODEL, "--session", "p", input="hello\n")
-    assert result.stdout.splitlines()[0] == "Plain."
+    assert result.stdout.splitlines()[:2] == ["> hello", "Plain."]
     assert stub.requests[0].get("stream") is not True
 
 
@@ -279,3 +290,14 @@ def test_a_session_file_edited_to_another_database_is_refused_unless_rescoped(kb
     assert json.loads(path.read_text()) == edited
     accepted = cli("ask", "What makes ATP?", *MODEL, "--session", "w", "--rescope", "--json")
     assert accepted.exit_code == 0 and json.loads(accepted.stdout)["databases"] == ["papers"]
+
+
+def test_piped_chat_never_says_saved_when_nothing_was_answered(kb, cli, openai_env) -> None:
+    openai_env(lambda body: (500, {"error": {"message": "down", "type": "server_error"}}))
+    for args in ((), ("--session", "named")):
+        result = cli("chat", *MODEL, *args, input="What is the capital of France?\n")
+        assert result.exit_code == 4
+        assert result.stdout == "> What is the capital of France?\n"
+        assert result.stderr.splitlines()[-1] == "no question was answered; no session was saved"
+        assert "is saved" not in result.stderr
+    assert SessionStore().summaries().sessions == []
