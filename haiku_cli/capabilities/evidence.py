@@ -26,7 +26,7 @@ from pydantic_ai.tools import DeferredToolRequests
 
 from haiku_cli.capabilities.citations import Citation
 from haiku_cli.capabilities.pictures import reads_images
-from haiku_cli.capabilities.state import EvidenceState, HaikuDeps, Source
+from haiku_cli.capabilities.state import EvidenceState, HaikuDeps, Question, Source
 from haiku_cli.databases.pictures import PictureKey
 from haiku_cli.databases.resolve import ResolvedChunk
 from haiku_cli.errors import InputError
@@ -96,10 +96,34 @@ def track_questions(ctx: RunContext[HaikuDeps]) -> None:
     if ctx.prompt is None and owed is not None and all(s.in_progress is None for s in states):
         raise _dropped(caps, owed, "a question still in progress")
     for state in states:
-        if state.in_progress is not None:
+        if resumes(ctx, state.in_progress):
             state.resume_question(ctx.run_id)
         else:
-            state.begin_question(ctx.run_id, question_text(ctx))
+            state.begin_question(ctx.run_id, question_text(ctx), abandon=state.in_progress is not None)
+
+
+def resumes(ctx: RunContext[Any], in_progress: Question | None) -> bool:
+    """Whether this run continues the question in progress rather than beginning a new one.
+
+    A host resumes an interrupted question explicitly, by running again with no new prompt and the
+    history it captured (ending in the question's own requests). A new prompt, given to the run or
+    appended to the history by a UI adapter, begins a new question, even after an interrupted run.
+    """
+    if in_progress is None:
+        return False
+    if ctx.run_id and ctx.run_id in in_progress.runs:
+        return True  # this run already began or resumed it (the hook is called more than once)
+    return ctx.prompt is None and not _asks_anew(ctx.messages, set(in_progress.runs))
+
+
+def _asks_anew(messages: Sequence[ModelMessage], runs: set[str]) -> bool:
+    """Whether the history ends in a user's prompt that no run of the question in progress sent."""
+    last = messages[-1] if messages else None
+    return (
+        isinstance(last, ModelRequest)
+        and last.run_id not in runs
+        and any(isinstance(p, UserPromptPart) for p in last.parts)
+    )
 
 
 def finish_questions(ctx: RunContext[HaikuDeps], result: AgentRunResult[Any]) -> None:

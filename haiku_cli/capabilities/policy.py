@@ -44,7 +44,13 @@ from pydantic_ai.run import AgentRunResult
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import DeferredToolRequests
 
-from haiku_cli.capabilities.evidence import evidence_states, finish_questions, track_questions
+from haiku_cli.capabilities.evidence import (
+    CarriedStateError,
+    evidence_states,
+    finish_questions,
+    resumes,
+    track_questions,
+)
 from haiku_cli.capabilities.quotes import QuoteCheck, check_answer
 from haiku_cli.capabilities.state import EvidenceState, HaikuDeps, Question, state_of
 
@@ -197,12 +203,32 @@ class CitationPolicy(AbstractCapability[HaikuDeps]):
         The policy is always on, so it also begins the question in every evidence capability's state:
         one deferred until the model loads it runs no hook of its own at run start.
         """
+        self._check_carried(ctx)
         track_questions(ctx)
         policy = self.state(ctx.deps)
-        if policy.in_progress is None:
+        if not resumes(ctx, policy.in_progress):
             policy.begin_question(ctx.run_id)
-        elif ctx.run_id and ctx.run_id not in policy.in_progress.runs:
+        elif ctx.run_id and policy.in_progress is not None and ctx.run_id not in policy.in_progress.runs:
             policy.in_progress.runs.append(ctx.run_id)
+
+    def _check_carried(self, ctx: RunContext[HaikuDeps]) -> None:
+        """Refuse a history carried without the policy's record, as evidence states refuse theirs.
+
+        Earlier questions in the evidence states' records (not one this run began) with no policy record
+        beside them mean the host dropped this key: its outcomes and redirects would be lost silently.
+        """
+        if self.state_key in ctx.deps.state or not ctx.messages:
+            return
+        for state in evidence_states(ctx):
+            current = state.in_progress
+            begun_here = current is not None and bool(ctx.run_id) and ctx.run_id in current.runs
+            earlier = [n for n in state.asked if not (begun_here and current and n == current.number)]
+            if earlier:
+                raise CarriedStateError(
+                    f"the message history holds earlier questions, but deps.state['{self.state_key}'] "
+                    "has no record of them: carry deps.state (HaikuDeps.dump() and HaikuDeps.restore()) "
+                    "together with the messages"
+                )
 
     def _decide(self, ctx: RunContext[HaikuDeps]) -> Decision:
         policy = self.state(ctx.deps)
