@@ -53,6 +53,10 @@ class EvidenceCapability(AbstractCapability[HaikuDeps]):
     def check_scope(self, deps: HaikuDeps) -> None:
         """Refuse (`ScopeError`) carried state asking for more than the host allows; by default no scope."""
 
+    def covers(self, deps: HaikuDeps) -> list[str] | None:
+        """The databases the question in `deps` covers, by name; None: not limited to any."""
+        return None
+
     def sends_images(self, ctx: RunContext[HaikuDeps]) -> bool:
         """Whether pictures go to this run's model as images (else as labels alone): its profile says so."""
         return reads_images(ctx)
@@ -204,6 +208,12 @@ def _unknown_returns(messages: Sequence[ModelMessage], tools: frozenset[str], kn
 def evidence_capabilities(ctx: RunContext[HaikuDeps]) -> list[EvidenceCapability]:
     """The evidence capabilities registered for this run, in registration order."""
     return [cap for cap in ctx.capabilities.values() if isinstance(cap, EvidenceCapability)]
+
+
+def question_databases(ctx: RunContext[HaikuDeps]) -> set[str] | None:
+    """The databases the run's question covers, by name (None: no capability limits them)."""
+    covered = [c for c in (cap.covers(ctx.deps) for cap in evidence_capabilities(ctx)) if c is not None]
+    return set().union(*covered) if covered else None
 
 
 def evidence_states(ctx: RunContext[HaikuDeps]) -> list[EvidenceState]:
