@@ -19,7 +19,7 @@ stands and flagged in the policy's record (`PolicyState.quotes`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Literal
@@ -60,6 +60,12 @@ REDIRECT_MESSAGE = (
     f"{REDIRECT_TAG} You gathered evidence but neither cited it nor declared the answer ungrounded. "
     "Call `cite` with the ids of the chunks your answer relies on, or `cite` with an empty list if the "
     "documents do not support an answer; then give your answer again."
+)
+
+# The grounding rule while the model cannot call `cite`: it names no tool.
+WITHOUT_CITE = (
+    "Ground every answer in the documents. If the documents do not answer the question, say plainly "
+    "that the documents do not say."
 )
 
 # Told once per question when a quoted passage is not in the chunks the answer cites.
@@ -188,14 +194,22 @@ class CitationPolicy(AbstractCapability[HaikuDeps]):
         """The live policy state in `deps.state`."""
         return state_of(deps, self.state_key, PolicyState)
 
-    def get_instructions(self) -> str:
-        """The grounding rule, as the model should hear it."""
-        return (
-            "Ground every answer in the documents. Before answering, call `cite` with the ids of the chunks "
-            "that support it, and mark each supported statement with the number `cite` returns, like [1]. "
-            "If the documents do not answer the question, say plainly that the documents do not say, and "
-            "call `cite` with an empty list to declare the answer ungrounded."
-        )
+    def get_instructions(self) -> Callable[[RunContext[HaikuDeps]], str]:
+        """The grounding rule, as the model should hear it: naming `cite` only while it can call it (a
+        host may withhold it; a deferred capability offers it only once loaded)."""
+
+        def instructions(ctx: RunContext[HaikuDeps]) -> str:
+            if not cite_available(ctx):
+                return WITHOUT_CITE
+            return (
+                "Ground every answer in the documents. Before answering, call `cite` with the ids of the "
+                "chunks that support it, and mark each supported statement with the number `cite` "
+                "returns, like [1]. If the documents do not answer the question, say plainly that the "
+                "documents do not say, and call `cite` with an empty list to declare the answer "
+                "ungrounded."
+            )
+
+        return instructions
 
     async def before_run(self, ctx: RunContext[HaikuDeps]) -> None:
         """Begin a question, or resume the one in progress (its redirect stays sent).

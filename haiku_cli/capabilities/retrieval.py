@@ -127,12 +127,18 @@ class RetrievalCapability(EvidenceCapability):
             names = self.selection(ctx.deps).names
             several = len(names) > 1
             labelled = " and names the database it came from" if several else ""
+            # A tool a host withholds is never named (the policy's rule is worded likewise).
+            cite = (
+                "Call `cite` with the ids of the chunks your answer relies on; it tells you the numbers "
+                "to write as markers like [1] after the statements they support. "
+                if ctx.is_tool_available("cite")
+                else ""
+            )
             return (
                 "Answer from the user's documents, which you reach only through the `search` tool. "
                 f"This question covers the database{'s' if several else ''} {', '.join(names)}. "
                 f"Each search result begins with its chunk id in square brackets{labelled}. "
-                "Call `cite` with the ids of the chunks your answer relies on; it tells you the numbers "
-                "to write as markers like [1] after the statements they support. "
+                f"{cite}"
                 f"You have {self.budget} search units for this answer: searches you request together in "
                 f"one response share one unit (at most {self.per_response} of them), and each later "
                 "response that searches costs another."
