@@ -28,7 +28,7 @@ from haiku_cli.capabilities.evidence import EvidenceCapability, set_scope
 from haiku_cli.capabilities.retrieval import RetrievalCapability
 from haiku_cli.capabilities.scope import ScopeError, host_selection, question_selection, sources_of
 from haiku_cli.capabilities.state import HaikuDeps, Source
-from haiku_cli.chat.sessions import Session, SessionStore, Turn, check_name, new_name
+from haiku_cli.chat.sessions import Seal, Session, SessionStore, Turn, check_name, new_name
 from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError
@@ -274,11 +274,19 @@ def _scope_checked(
     Resuming covers exactly the databases the session was started with: a file whose databases or
     filter were edited (or which names none) would otherwise widen what the conversation searches.
     """
-    if not store.scope_intact(saved) and not rescope:
+    seal = store.seal_check(saved)
+    if seal is not Seal.INTACT and not rescope:
+        covers = _describe(saved.sources, saved.document_filter)
+        why = {
+            Seal.EDITED: f"was changed outside haiku: its file now covers {covers}, not what haiku saved",
+            Seal.UNSEALED: f"has no seal of what it covers (written by an older haiku, or the seal "
+            f"removed): its file names {covers}",
+            Seal.NO_KEY: f"cannot be checked, as the key sealing sessions ({store.key_path}) is gone: "
+            f"its file names {covers}",
+        }[seal]
         raise InputError(
-            f"session '{saved.name}' was changed outside haiku: its file now covers "
-            f"{_describe(saved.sources, saved.document_filter)}, not what "
-            "haiku saved; resume it with --rescope to accept that, or --database NAME --rescope to choose"
+            f"session '{saved.name}' {why}; resume it with --rescope to accept that, "
+            "or --database NAME --rescope to choose"
         )
     if not saved.sources and selection is None:
         raise InputError(

@@ -21,6 +21,7 @@ import shlex
 import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,15 @@ def check_name(name: str) -> str:
 def new_name(now: datetime | None = None) -> str:
     """A name for a session the user did not name: `chat-YYYYMMDD-HHMMSS` (UTC)."""
     return (now or datetime.now(UTC)).strftime("chat-%Y%m%d-%H%M%S")
+
+
+class Seal(StrEnum):
+    """What a session file's seal says of the scope it records."""
+
+    INTACT = "intact"  # the databases and filter haiku saved it with
+    EDITED = "edited"  # changed since haiku saved it
+    UNSEALED = "unsealed"  # no seal: written by an older haiku, or the seal removed
+    NO_KEY = "no_key"  # the key that sealed it is gone, so it cannot be checked
 
 
 class Turn(BaseModel):
@@ -184,15 +194,17 @@ class SessionStore:
         return session
 
     def scope_intact(self, session: Session) -> bool:
-        """Whether the session's databases and filter are the ones haiku last saved it with.
+        """Whether the session's databases and filter are the ones haiku last saved it with."""
+        return self.seal_check(session) is Seal.INTACT
 
-        False for a file whose scope was edited by hand, one with no seal (written by an older haiku, or
-        the seal removed) and, if the key file was removed, every session saved before.
-        """
+    def seal_check(self, session: Session) -> Seal:
+        """How the session's scope compares with its seal (see `Seal`)."""
         key = self._read_key()
-        if key is None or session.scope_seal is None:
-            return False
-        return hmac.compare_digest(session.scope_seal, _seal(key, session))
+        if key is None:
+            return Seal.NO_KEY
+        if session.scope_seal is None:
+            return Seal.UNSEALED
+        return Seal.INTACT if hmac.compare_digest(session.scope_seal, _seal(key, session)) else Seal.EDITED
 
     def save(self, session: Session) -> Session:
         """Write the session atomically and return it at its new revision.
@@ -273,15 +285,20 @@ class SessionStore:
             )
         return SessionList(sessions=sorted(found, key=lambda s: s.updated_at, reverse=True))
 
+    @property
+    def key_path(self) -> Path:
+        """The file holding this user's key that seals what each session covers."""
+        return self.root / KEY_FILE
+
     def _read_key(self) -> bytes | None:
         try:
-            return (self.root / KEY_FILE).read_bytes()
+            return self.key_path.read_bytes()
         except FileNotFoundError:
             return None
 
     def _key(self) -> bytes:
         """This user's sealing key, made (readable by the user alone) on the first save."""
-        path = self.root / KEY_FILE
+        path = self.key_path
         if (key := self._read_key()) is not None:
             return key
         fd, tmp = tempfile.mkstemp(prefix=".key.", suffix=".tmp", dir=self.root)  # mode 0600
