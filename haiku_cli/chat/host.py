@@ -94,6 +94,7 @@ class ChatHost:
         self.model = model
         self.label = label
         self.generated_name = False
+        self.kept: list[Session] = []  # the answered sessions `clear` left, oldest first
         # The session's scope was checked against the configuration (and command line) when it was opened.
         self.evidence = chat_evidence(
             ws, analysis=analysis, scope=session.sources, document_filter=session.document_filter
@@ -205,6 +206,7 @@ class ChatHost:
         fresh = Session.start(_unused_name(self.store), kept.sources, kept.document_filter)
         self.session = self.store.save(fresh)
         self.generated_name = True
+        self.kept.append(kept)
         return kept
 
 

@@ -79,19 +79,23 @@ async def converse(
 
 
 def _where_saved(host: ChatHost) -> str:
-    """The last line: where the session is saved, read back from its file (never claimed otherwise)."""
-    name = host.session.name
-    try:
-        saved = host.store.load(name) if host.store.exists(name) else None
-    except HaikuError:
-        saved = None
-    if saved is None or not saved.turns:
-        return "no question was answered; no session was saved"
-    asked = f"{len(saved.turns)} question{'s' if len(saved.turns) != 1 else ''}"
-    return (
-        f"session {name} is saved in {host.store.path(name)} ({asked}); "
-        f"continue it with {saved.resume_command()}"
-    )
+    """The last line: where the conversation is saved, read back from its file (never claimed otherwise).
+
+    After `/clear`, the session left without a question is not kept: the line names the last answered
+    one `/clear` kept instead.
+    """
+    for session in (host.session, *reversed(host.kept)):
+        try:
+            saved = host.store.load(session.name) if host.store.exists(session.name) else None
+        except HaikuError:
+            saved = None
+        if saved is not None and saved.turns:
+            asked = f"{len(saved.turns)} question{'s' if len(saved.turns) != 1 else ''}"
+            return (
+                f"session {saved.name} is saved in {host.store.path(saved.name)} ({asked}); "
+                f"continue it with {saved.resume_command()}"
+            )
+    return "no question was answered; no session was saved"
 
 
 async def _terminal(host: ChatHost) -> None:

@@ -209,6 +209,11 @@ def test_clear_then_exit_keeps_the_answered_session_listed_and_resumable(kb, cli
     assert [(s["questions"], s["databases"]) for s in listed] == [(1, ["notes", "papers"])]
     name = listed[0]["name"]
     assert f"session {name} (1 question) is kept: resume it with haiku chat --session {name}" in result.stderr
+    # The last line names the session that is saved (the new one, never asked in, is not kept).
+    assert result.stderr.splitlines()[-1] == (
+        f"session {name} is saved in {SessionStore().path(name)} (1 question); "
+        f"continue it with haiku chat --session {name}"
+    )
     resumed = cli("chat", *MODEL, "--session", name, input="And how much sun does basil need?\n")
     assert resumed.exit_code == 0, resumed.stderr
     users = [m["content"] for m in stub.requests[-1]["messages"] if m["role"] == "user"]
