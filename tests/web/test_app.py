@@ -288,3 +288,51 @@ def test_an_answer_quoting_what_its_citation_does_not_hold_streams_and_is_flagge
     assert [(q["verified"], q["chunk"]) for q in custom["value"]["quotes"]] == [
         (True, chunk_ids(script.seen[-1])[0])
     ]
+
+
+def test_a_follow_up_narrowed_in_the_picker_is_offered_only_its_databases_chunks(kb: Workspace) -> None:
+    first = StreamScript(search("mitochondria ATP cells"), cite_first(), text("ATP [1]."))
+    app = open_app(kb, first, ["notes", "papers"])
+    found = events(request(app, "POST", "/api/agui", json=run_input([question("What makes ATP?")])))
+    [custom] = of_type(found, "CUSTOM")
+    [cells] = custom["value"]["citations"]
+    assert cells["database"] == "papers"
+    [messages] = of_type(found, "MESSAGES_SNAPSHOT")
+    [state] = of_type(found, "STATE_SNAPSHOT")
+    narrowed = state["snapshot"]
+    narrowed["retrieval"]["sources"] = [{"name": "notes", "path": None}]  # one tick off in the picker
+    history = [*messages["messages"], question("And the capital of France?", 2)]
+    again = StreamScript(
+        call(("cite", {"chunk_ids": [cells["chunk_id"]]})),
+        search("capital of France"),
+        cite_first(),
+        text("Paris [1]."),
+    )
+    found = events(
+        request(
+            open_app(kb, again, ["notes", "papers"]), "POST", "/api/agui", json=run_input(history, narrowed)
+        )
+    )
+    assert not of_type(found, "RUN_ERROR")
+    [capsule] = [r for r in returns(again.seen[0], "search") if CAPSULE_HEADING in r]
+    assert cells["chunk_id"] not in capsule and cells["content"] not in capsule
+    assert "[Cited from the database papers, which this question does not cover: Cells" in capsule
+    assert (
+        "is a chunk of the database papers, which this question does not cover"
+        in returns(again.seen[1], "cite")[-1]
+    )
+    [custom] = of_type(found, "CUSTOM")
+    assert custom["value"]["grounded"] and {c["database"] for c in custom["value"]["citations"]} == {"notes"}
+
+    # A client that keeps the evidence states but drops the policy's is refused, as for the others.
+    dropped = {k: v for k, v in state["snapshot"].items() if k != "citation_policy"}
+    refused = events(
+        request(
+            open_app(kb, StreamScript(text("Paris.")), ["notes", "papers"]),
+            "POST",
+            "/api/agui",
+            json=run_input(history, dropped),
+        )
+    )
+    [error] = of_type(refused, "RUN_ERROR")
+    assert "deps.state['citation_policy'] has no record" in error["message"]
