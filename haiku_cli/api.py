@@ -58,6 +58,11 @@ Conversations (saved sessions; what `haiku chat` and `ask --session` run)
     `ask_in_session(ws, selection, question, *, session, model, document_filter, rescope) -> SessionAnswer`,
     `SessionStore` (`summaries() -> SessionList`, `load`, `delete`), `Session`, `SessionSummary`.
 
+What stands after Ctrl-C (a write of documents notes how it ended: committed whole, or interrupted
+keeping the documents committed whole before its last keep point)
+    `write_mark() -> int`, then `writes_since(mark) -> list[WriteOutcome]` (`database`, `stored`,
+    `documents`, `chunks`).
+
 Result types (pydantic; `model_dump(mode="json")` is the CLI's `--json`, see docs/json.md)
     `SearchResults`, `SearchHit`, `DocumentList`, `DocumentSummary`, `DocumentRecord`, `ChunkRecord`,
     `DocumentWithChunks`, `DeletedDocument`, `IngestReport`, `SourceOutcome`, `LeftOut`, `DatabaseInfo`,
@@ -154,6 +159,9 @@ if TYPE_CHECKING:
     from haiku_cli.store.doctor import Check
     from haiku_cli.store.location import Location
     from haiku_cli.store.maintenance import DatabaseInfo, TableVersion
+    from haiku_cli.store.outcomes import WriteOutcome
+    from haiku_cli.store.outcomes import mark as write_mark
+    from haiku_cli.store.outcomes import since as writes_since
     from haiku_cli.store.records import (
         ChunkRecord,
         DocumentRecord,

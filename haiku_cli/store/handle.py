@@ -45,6 +45,10 @@ class Database:
         self.in_write = False  # inside atomic_write: nested writes join the outer one
         # Table versions at the last point of the write where every document was whole (see keep_point)
         self.keep_versions: dict[str, int] | None = None
+        # The write's documents and chunks committed so far, and as of its last keep point (None: it has
+        # written no documents): what an interrupted write says it kept (store/outcomes.py).
+        self.written: tuple[int, int] | None = None
+        self.kept_counts: tuple[int, int] = (0, 0)
         self.writer_lock: Any = None  # the held writer lock (store.writer), re-entrant
         self.write_policy: Any = None  # how long to wait for another writer (store.writer.WaitPolicy)
         # A request of the write under way waited out its limit: the store stopped answering, so the
