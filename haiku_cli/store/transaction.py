@@ -55,7 +55,7 @@ def atomic_write(db: Database, *, fragments: bool = False) -> Iterator[None]:
         checkpoint("journal-written")
         db.in_write = True
         db.keep_versions = None
-        db.written, db.kept_counts = None, (0, 0)
+        db.written, db.kept_counts, db.at_commit = None, (0, 0), {}
         try:
             yield
             ensure_held(db)
@@ -77,11 +77,14 @@ def atomic_write(db: Database, *, fragments: bool = False) -> Iterator[None]:
         finally:
             db.in_write = False
             db.keep_versions = None
-        written, db.written = db.written, None
+        (written, db.written), (at_commit, db.at_commit) = (db.written, None), (db.at_commit, {})
         checkpoint("before-commit")
         try:
             with storage_errors(db, "cannot be written"):
-                db.delete_meta(PENDING_WRITE)
+                if at_commit:
+                    db.set_meta_dropping(at_commit, PENDING_WRITE)  # what it sets, with the commit
+                else:
+                    db.delete_meta(PENDING_WRITE)
         except DatabaseError as exc:
             if is_refusal(exc.__cause__):
                 raise  # the store answered no: the journal is still there, the write is not stored
