@@ -213,3 +213,17 @@ def test_a_watch_stopped_by_ctrl_c_says_what_of_the_sync_under_way_it_kept(
         "haiku sync or watch picks up the rest"
     )
     assert _stored(db) == (["Egret 0", "Egret 1"], 2)
+
+
+def test_a_move_kept_by_an_interrupted_sync_is_not_deleted_by_the_next(write_config, tmp_path: Path) -> None:
+    write_config("[ingest]\ncommit_chunks = 1\n")
+    folder = _notes(tmp_path / "docs", 2, "plover")
+    db = tmp_path / "m.lancedb"
+    assert _haiku("add-src", str(folder), "--db", str(db)).returncode == 0
+    (folder / "plover0.md").rename(folder / "renamed.md")  # the same document under another name
+    code, err = _interrupted(["sync", "--db", str(db)], "data-written", tmp_path / "gate")
+    assert code == ExitCode.INTERRUPTED, err
+    assert "kept 1 document (1 chunk) of the source being synced" in err
+    done = _haiku("sync", "--db", str(db), "--json")
+    assert done.returncode == 0, done.stderr
+    assert _stored(db) == (["Plover 0", "Plover 1"], 2)
