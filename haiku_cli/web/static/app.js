@@ -302,6 +302,28 @@ function pickerChanged() {
   renderPicker();
 }
 
+// A document as its chunks, each rendered as Markdown under the headings it sits in (a chunk's text
+// leaves them out: they are in its heading path), the cited one highlighted.
+function documentView(doc, citedId) {
+  const title = doc.document.title || "";
+  let path = [];
+  let html = "";
+  for (const chunk of doc.chunks) {
+    const headings = chunk.heading_path || [];
+    let same = 0;
+    while (same < headings.length && same < path.length && headings[same] === path[same]) same += 1;
+    for (let depth = same; depth < headings.length; depth++) {
+      if (depth === 0 && headings[0] === title) continue; // the pane's own heading already says it
+      const level = Math.min(depth + 3, 6);
+      html += '<h' + level + ' class="heading">' + inline(headings[depth]) + "</h" + level + ">";
+    }
+    path = headings;
+    html += '<div class="chunk' + (chunk.id === citedId ? " cited" : "") + '" data-chunk="' +
+      esc(chunk.id) + '">' + markdown(chunk.text) + "</div>";
+  }
+  return html;
+}
+
 // A citation opens its document at the cited passage, with the pictures that passage covers.
 async function openCitation(c) {
   const reader = $("reader");
@@ -326,10 +348,7 @@ async function openCitation(c) {
       html += '<figure class="page"><img class="page" data-page="' + Number(page) + '" alt="page ' +
         Number(page) + '"><figcaption>Page ' + Number(page) + ", the passage highlighted</figcaption></figure>";
     }
-    for (const chunk of doc.chunks) {
-      html += '<div class="chunk' + (chunk.id === c.chunk_id ? " cited" : "") + '" data-chunk="' +
-        esc(chunk.id) + '">' + markdown(chunk.text) + "</div>";
-    }
+    html += documentView(doc, c.chunk_id);
     body.innerHTML = html;
     body.querySelectorAll("img.pic").forEach(async (img) => {
       try {

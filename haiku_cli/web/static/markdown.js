@@ -19,7 +19,7 @@ function inline(text, opts) {
       (_, alt, ref) => '<img class="pic" data-ref="' + ref + '" alt="' + alt + '">');
     // Other images are not fetched (nothing leaves this machine): their description stands in.
     s = s.replace(/!\[([^\]]*)\]\([^)\s]*\)/g, (_, alt) => '<span class="image-alt">' + (alt || "image") + "</span>");
-    s = s.replace(/\[([^\]]+)\]\(([^)\s]+)(?:\s+&quot;[^)]*&quot;)?\)/g, (whole, label, url) =>
+    s = s.replace(/\[([^\]]+)\]\(((?:[^()\s]|\([^()\s]*\))+)(?:\s+&quot;[^)]*&quot;)?\)/g, (whole, label, url) =>
       SAFE_URL.test(url) ? '<a href="' + url + '" target="_blank" rel="noopener noreferrer">' + label + "</a>"
         : label);
     s = s.replace(/&lt;((?:https?:\/\/|mailto:)[^\s&]+)&gt;/g,
@@ -121,5 +121,5 @@ function markdown(src, opts) {
     }
   }
   flush(); closeTo(0);
-  return out.join("\n");
+  return out.join("");
 }
