@@ -36,11 +36,9 @@ async def welcome(scope: ServerScope) -> dict[str, Any]:
 
 
 def examples(titles: list[str]) -> list[str]:
-    """Questions about the first titles, with one about the whole collection; generic ones without any."""
-    if not titles:
-        return list(GENERIC)
+    """Questions about the first titles, then about the whole collection (all of them without titles)."""
     chosen = [template.format(title) for template, title in zip(ABOUT, titles[: EXAMPLES - 1], strict=False)]
-    return [*chosen, GENERIC[0]]
+    return [*chosen, *GENERIC][:EXAMPLES]
 
 
 async def _titles(scope: ServerScope, names: list[str]) -> list[str]:

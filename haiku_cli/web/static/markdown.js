@@ -71,6 +71,10 @@ function markdown(src, opts) {
       flush(); closeTo(0);
       const level = Math.min(m[1].length + 2, 6);
       out.push("<h" + level + ">" + inline(m[2], opts) + "</h" + level + ">");
+    } else if (para.length === 1 && /^\s{0,3}(=+|-+)\s*$/.test(line)) {
+      const level = line.trim()[0] === "=" ? 3 : 4; // a setext heading: its text underlined
+      out.push("<h" + level + ">" + inline(para[0].trim(), opts) + "</h" + level + ">");
+      para = [];
     } else if (RULE.test(line) && !para.length) {
       closeTo(0);
       out.push("<hr>");
