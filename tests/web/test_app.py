@@ -16,8 +16,10 @@ from pydantic_ai.models.function import AgentInfo, DeltaToolCalls
 from haiku_cli.capabilities.compaction import CAPSULE_HEADING
 from haiku_cli.capabilities.policy import QUOTE_TAG
 from haiku_cli.databases.workspace import Workspace
+from haiku_cli.errors import ModelError
 from haiku_cli.web.app import WebApp
 from haiku_cli.web.runs import MAX_STATE_BYTES
+from haiku_cli.web.welcome import GENERIC, examples
 from tests.capabilities.conftest import kb, kb_template
 from tests.capabilities.script import Step, call, chunk_ids, cite_first, returns, search, text
 from tests.chat.streaming import StreamScript
@@ -336,3 +338,43 @@ def test_a_follow_up_narrowed_in_the_picker_is_offered_only_its_databases_chunks
     )
     [error] = of_type(refused, "RUN_ERROR")
     assert "deps.state['citation_policy'] has no record" in error["message"]
+
+
+def test_info_says_what_is_in_scope_with_example_questions_from_the_titles(kb: Workspace) -> None:
+    app = open_app(kb, StreamScript(), ["notes", "papers"])
+    welcome = request(app, "GET", "/api/info").json()["welcome"]
+    assert welcome["databases"] == [
+        {"name": "notes", "documents": 2, "chunks": 2, "error": None},
+        {"name": "papers", "documents": 2, "chunks": 2, "error": None},
+    ]
+    assert welcome["examples"] == [
+        "What is \u201cFrance\u201d about?",
+        "What are the key points of \u201cPlants\u201d?",
+        "What topics do these documents cover?",
+    ]
+    # Fewer titles to go by: questions that fit any collection make up the rest.
+    assert examples(["Plants"]) == ["What is \u201cPlants\u201d about?", *GENERIC[:2]]
+    assert examples([]) == list(GENERIC)
+
+
+def test_a_model_without_its_key_is_refused_on_each_question_not_at_start(
+    kb: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    app = anyio.run(lambda: WebApp.open(kb, kb.select_many(["notes"]), "openai-chat:gpt-4o"))
+    for _ in range(2):
+        response = request(app, "POST", "/api/agui", json=run_input([question("Capital?")]))
+        assert response.status_code == 503
+        [error] = of_type(events(response), "RUN_ERROR")
+        assert error["message"] == (
+            "cannot use model 'openai-chat:gpt-4o': set the OPENAI_API_KEY environment variable (or, for an "
+            "OpenAI-compatible server that needs no key, OPENAI_BASE_URL or [model] base_url); "
+            "then restart haiku serve"
+        )
+    assert request(app, "GET", "/api/info").status_code == 200
+
+
+def test_an_unknown_model_provider_is_refused_at_start(kb: Workspace) -> None:
+    with pytest.raises(ModelError, match="unknown model provider 'nonsense'"):
+        anyio.run(lambda: WebApp.open(kb, kb.select_many(["notes"]), "nonsense:gpt-4o"))
