@@ -13,6 +13,7 @@ from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert.garbled import unreadable
 from haiku_cli.ingest.convert.pdf_glyphs import map_unmapped
 from haiku_cli.ingest.convert.pdf_scans import read_scans
+from haiku_cli.ingest.convert.pdf_streams import check_pdf_streams
 from haiku_cli.ingest.convert.pdf_title import largest_type, pick_title
 from haiku_cli.ingest.convert.registry import Converter, RawDocument
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
@@ -51,6 +52,7 @@ def convert_pdf(
 
     collector = PictureCollector(label, limits)
     limits = collector.limits
+    check_pdf_streams(data, label, limits)
 
     with _PDFIUM_LOCK:
         try:
