@@ -40,7 +40,10 @@ def test_a_scanned_pages_words_are_found_cited_with_their_page_and_shown(cli, sc
     assert "Lantern maintenance" in shown.stdout
     drawn = cli("visualize", hit["chunk_id"], "--out", str(tmp_path / "drawn"), "--json")
     assert drawn.exit_code == 0, drawn.stderr
-    assert [p["page"] for p in json.loads(drawn.stdout)["pages"]] == [1, 2]
+    pages = json.loads(drawn.stdout)["pages"]
+    assert [p["page"] for p in pages] == [1, 2]
+    # No text layer to find the chunk's lines in: OCR finds them on the drawn page, highlighted.
+    assert [p["lines_found"] for p in pages] == [1, 1]
 
 
 def test_an_image_file_is_added_searched_and_keeps_its_picture(cli, tmp_path: Path) -> None:

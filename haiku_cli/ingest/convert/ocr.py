@@ -72,8 +72,23 @@ def progress_to(show: Callable[[str], None]) -> Iterator[None]:
 
 
 def read_picture(image: Image, seconds: float) -> OcrText:
-    """The text of a picture, line by line. Detection runs once (bounded by the picture's size, which
-    RapidOCR scales to at most 2,000 pixels a side); recognition stops after `seconds`."""
+    """The text of a picture, line by line. Detection runs once (bounded by the picture's size, at most
+    2,000 pixels a side); recognition stops after `seconds`."""
+    words, complete = _read_words(image, seconds)
+    return OcrText([text for text, _ in _lines(words)], complete)
+
+
+def read_lines(image: Image, seconds: float) -> list[tuple[str, tuple[float, float, float, float]]]:
+    """Each line read in a picture with its box (left, top, right, bottom) in the picture's pixels;
+    blank lines between paragraphs left out."""
+    words, _ = _read_words(image, seconds)
+    return [(text, box) for text, box in _lines(words) if text]
+
+
+_Word = tuple[float, float, float, float, str]
+
+
+def _read_words(image: Image, seconds: float) -> tuple[list[_Word], bool]:
     import numpy as np
 
     pixels = np.asarray(image.convert("RGB"))
@@ -82,12 +97,10 @@ def read_picture(image: Image, seconds: float) -> OcrText:
         start = time.monotonic()
         found = engine(pixels, use_det=True, use_cls=False, use_rec=False)
         boxes = [] if found.boxes is None else list(found.boxes)
-        words: list[tuple[float, float, float, float, str]] = []
-        complete = True
+        words: list[_Word] = []
         for box in sorted(boxes, key=lambda b: (float(b[:, 1].min()), float(b[:, 0].min()))):
             if time.monotonic() - start > seconds:
-                complete = False
-                break
+                return words, False
             x0, y0 = (int(v) for v in box.min(axis=0))
             x1, y1 = (int(v) + 1 for v in box.max(axis=0))
             crop = pixels[max(0, y0) : y1, max(0, x0) : x1]
@@ -97,7 +110,7 @@ def read_picture(image: Image, seconds: float) -> OcrText:
             text, score = _best(read)
             if text and score >= _MIN_SCORE:
                 words.append((x0, y0, x1, y1, text))
-    return OcrText(_lines(words), complete)
+    return words, True
 
 
 def _best(read: Any) -> tuple[str, float]:
@@ -108,25 +121,25 @@ def _best(read: Any) -> tuple[str, float]:
     return " ".join(str(texts[0]).split()), float(scores[0]) if scores else 1.0
 
 
-def _lines(words: list[tuple[float, float, float, float, str]]) -> list[str]:
-    """Boxes grouped into lines (a box joins a line its middle lies within), left to right; a blank line
-    where the gap to the line above is taller than a line (a paragraph's end)."""
-    rows: list[list[tuple[float, float, float, float, str]]] = []
+def _lines(words: list[_Word]) -> list[tuple[str, tuple[float, float, float, float]]]:
+    """Boxes grouped into lines (a box joins a line its middle lies within), left to right, with the box
+    around each line; an empty line where the gap to the line above is taller than a line (a paragraph's
+    end)."""
+    rows: list[list[_Word]] = []
     for word in sorted(words, key=lambda w: (w[1] + w[3]) / 2):
         middle = (word[1] + word[3]) / 2
         if rows and rows[-1][0][1] <= middle <= rows[-1][0][3]:
             rows[-1].append(word)
         else:
             rows.append([word])
-    lines: list[str] = []
+    lines: list[tuple[str, tuple[float, float, float, float]]] = []
     last_bottom: float | None = None
     for row in rows:
-        top = min(w[1] for w in row)
-        height = max(w[3] - w[1] for w in row)
-        if last_bottom is not None and top - last_bottom > _PARAGRAPH_GAP * height:
-            lines.append("")
-        lines.append(" ".join(w[4] for w in sorted(row, key=lambda w: w[0])))
-        last_bottom = max(w[3] for w in row)
+        box = (min(w[0] for w in row), min(w[1] for w in row), max(w[2] for w in row), max(w[3] for w in row))
+        if last_bottom is not None and box[1] - last_bottom > _PARAGRAPH_GAP * max(w[3] - w[1] for w in row):
+            lines.append(("", box))
+        lines.append((" ".join(w[4] for w in sorted(row, key=lambda w: w[0])), box))
+        last_bottom = box[3]
     return lines
 
 
