@@ -201,4 +201,3 @@ def test_add_src_reads_the_endpoint_and_region_from_the_environment_as_databases
     assert _outcomes(added.stdout) == {f"s3://lab/{top}/herons.md": "added"}
     (report,) = json.loads(cli("sync", "-d", "notes", "--json").stdout)["databases"]
     assert report["sources"][0]["unchanged"] == 1
-
