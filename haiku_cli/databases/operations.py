@@ -138,20 +138,10 @@ async def add_sources(
 
 
 def _ray_engine(ws: Workspace, address: str | None, on_note: Callable[[str], None]) -> RayEngine:
-    """The Ray engine of an add; without Ray installed, or with an embedder its workers cannot make (one
-    given to this workspace rather than configured), the add stops before any database is opened."""
-    from haiku_cli.embed import DEFAULT_EMBEDDER_NAME
-    from haiku_cli.ingest.cluster import RayEngine, require_ray
+    """The Ray engine of an add, checked before any database is opened (ingest/cluster.py)."""
+    from haiku_cli.ingest.cluster import ray_engine
 
-    require_ray()
-    configured = ws.settings.embedder.model or DEFAULT_EMBEDDER_NAME
-    if ws.embedder.name != configured:
-        raise InputError(
-            f"--engine ray embeds with the configured embedder ({configured}), not {ws.embedder.name}"
-        )
-    engine = RayEngine(ws.settings.ray, ws.settings.embedder, address=address, note=on_note)
-    engine.check_address()
-    return engine
+    return ray_engine(ws.settings, ws.embedder.name, address=address, note=on_note)
 
 
 async def _adding(

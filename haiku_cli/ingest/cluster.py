@@ -32,7 +32,7 @@ from haiku_cli.ingest.items import Item, Prepared
 from haiku_cli.ingest.kinds import item_kind
 
 if TYPE_CHECKING:
-    from haiku_cli.config.settings import EmbedderSettings, IngestSettings, RaySettings
+    from haiku_cli.config.settings import EmbedderSettings, IngestSettings, RaySettings, Settings
     from haiku_cli.ingest.ingestor import Ingestor
     from haiku_cli.ingest.kinds.base import Contents, Kind, ListRequest, Reading
     from haiku_cli.ingest.objects import ObjectStores
@@ -64,6 +64,25 @@ def require_ray() -> None:
         found = False
     if not found:
         raise InputError(f"--engine ray needs Ray, which is not installed: {RAY_EXTRA}")
+
+
+def ray_engine(
+    settings: Settings, embedder_name: str, *, address: str | None, note: Callable[[str], None]
+) -> RayEngine:
+    """The Ray engine of an add; without Ray installed, or with an embedder its workers cannot make (one
+    given to the workspace, `embedder_name`, rather than configured), or an address that does not
+    answer, the add stops before any database is opened."""
+    from haiku_cli.embed import DEFAULT_EMBEDDER_NAME
+
+    require_ray()
+    configured = settings.embedder.model or DEFAULT_EMBEDDER_NAME
+    if embedder_name != configured:
+        raise InputError(
+            f"--engine ray embeds with the configured embedder ({configured}), not {embedder_name}"
+        )
+    engine = RayEngine(settings.ray, settings.embedder, address=address, note=note)
+    engine.check_address()
+    return engine
 
 
 @dataclass
