@@ -233,6 +233,7 @@ class RayEngine:
         known = await stored_hashes(db)
         target = await anyio.to_thread.run_sync(fragment_target, db) if self.settings.fragments else None
         ingestor.keep_points = target is None  # documents written are whole only once the fragments are in
+        ingestor.held.bound(reading.limits.commit_chunks, reading.limits.commit_seconds)
         ingestor.progress.add_files(len(items))
         running = self.running(
             items,
@@ -286,6 +287,15 @@ class RayEngine:
         except (ConnectionError, RuntimeError, ValueError) as exc:
             where = f"at {self.address}" if self.address else "(RAY_ADDRESS, or one running here)"
             raise InputError(f"the Ray cluster {where} cannot be reached: {first_line(exc)}") from None
+        except Exception as exc:  # Ray's own `Exception` or `TimeoutError`: a cluster that did not start
+            if self.address:
+                raise InputError(
+                    f"the Ray cluster at {self.address} cannot be reached: {first_line(exc)}"
+                ) from None
+            raise ModelError(
+                f"a local Ray cluster did not start: {first_line(exc)}; start one yourself (ray start "
+                "--head) and name it with --ray-address, or add without --engine ray"
+            ) from None
         finally:
             ray_logs.setLevel(level)
         return True

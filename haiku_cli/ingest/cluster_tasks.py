@@ -199,7 +199,7 @@ def _fragment_step(step: Callable[[], _T], target: FragmentTarget) -> _T:
     except HaikuError:
         raise
     except Exception as exc:
-        from haiku_cli.store.handle import storage_failure
+        from haiku_cli.store.failures import storage_failure
 
         raise storage_failure(target.location, "cannot be written", exc) from exc
 

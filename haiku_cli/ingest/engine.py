@@ -76,6 +76,7 @@ class InProcess:
         fetched: dict[Any, Any] | None = None,
     ) -> dict[int, Seen]:
         seen: dict[int, Seen] = {}
+        ingestor.held.bound(reading.limits.commit_chunks, reading.limits.commit_seconds)
         ingestor.progress.add_files(len(items))  # all found before any is read: the total does not grow
         async with ingestor.pipelined():
             await _convert_all(ingestor, items, title, metadata, reading, seen, fetched or {})

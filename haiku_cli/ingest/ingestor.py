@@ -24,7 +24,6 @@ from haiku_cli.store.database import Database
 from haiku_cli.store.heap import return_large_buffers
 from haiku_cli.store.reads import count_documents, find_by_hash, find_by_uri
 from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk, PictureRecord
-from haiku_cli.store.transaction import keep_point
 from haiku_cli.store.writes import HeldWrites, new_id
 
 if TYPE_CHECKING:
@@ -71,7 +70,7 @@ class Ingestor:
         self.embedder = embedder
         self.progress = progress or NoProgress()
         self.report = IngestReport(database=db.name)
-        self._held = HeldWrites(db)  # batches are committed a few thousand chunks at a time
+        self.held = HeldWrites(db)  # batches are committed a few thousand chunks at a time
         self._batch: list[_Part] = []
         self._batch_chunks = 0
         # Queued documents are reported about every BATCH_CHUNKS chunks, as they always were.
@@ -376,11 +375,11 @@ class Ingestor:
         writes, more, whole = embedded
 
         def write() -> None:
-            self._held.write(writes, more)
+            # A commit ending where every document held is whole is a keep point (HeldWrites).
+            self.held.keeps = self.keep_points
+            self.held.write(writes, more, boundary=whole)
             if not writes and not more:
-                self._held.commit()  # the empty batch `flush` sends last
-            if whole and not self._held.held and self.keep_points:
-                keep_point(self.db)  # Ctrl-C from here on keeps this batch and those before it
+                self.held.commit()  # the empty batch `flush` sends last
 
         await anyio.to_thread.run_sync(write)
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from haiku_cli.errors import DatabaseError, Hint, InputError
 from haiku_cli.store import schema
 from haiku_cli.store.deadline import within_requests
+from haiku_cli.store.failures import storage_failure, unanswered_failure
 from haiku_cli.store.handle import (
     CHUNKS_TABLE,
     PENDING_WRITE,
@@ -19,9 +20,7 @@ from haiku_cli.store.handle import (
     catch_up,
     parse_json_object,
     read_meta,
-    storage_failure,
     table_names,
-    unanswered_reason,
 )
 from haiku_cli.store.lance_import import import_lancedb
 from haiku_cli.store.location import Location
@@ -209,13 +208,16 @@ def _refuse_foreign_folder(location: Location, path: Path) -> None:
     # A typo'd --db or config path must not scatter tables among the user's own files. A folder holding
     # only haiku's tables and lock is a database whose first write died half-way: finishing it is fine.
     from haiku_cli.store.writer import LOCK_FILE
+    from haiku_cli.store.writer_line import is_marker
 
     ours = (
         {LOCK_FILE}
         | _DESKTOP_FILES
         | {f"{t}.lance" for t in (schema.DOCUMENTS, schema.CHUNKS, schema.META, *schema.SIDE_TABLES)}
     )
-    if path.is_dir() and any(entry.name not in ours for entry in path.iterdir()):
+    if path.is_dir() and any(
+        entry.name not in ours and not is_marker(entry.name) for entry in path.iterdir()
+    ):
         # Read or written, the same fix: a database's own folder, or a new or empty one to create it in.
         if location.chosen_by.startswith("--database"):
             where = f"[databases] {location.name} in the config file"
@@ -292,4 +294,4 @@ _CONNECT_REQUESTS = 3  # a connect's requests (two lists) and one's worth of sla
 
 
 def _unanswered(location: Location) -> DatabaseError:
-    return DatabaseError(f"database '{location.name}' cannot be reached: {unanswered_reason(location)}")
+    return unanswered_failure(location, "cannot be reached")

@@ -24,17 +24,17 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from haiku_cli.errors import DatabaseError
+from haiku_cli.errors import DatabaseError, HaikuError
 from haiku_cli.store.abandoned import give_up_at_exit
 from haiku_cli.store.deadline import within_requests
+from haiku_cli.store.failures import storage_failure, unanswered_failure
 from haiku_cli.store.handle import (
     PENDING_WRITE,
     Database,
     catch_up,
     note_stall,
-    storage_failure,
-    unanswered_reason,
 )
+from haiku_cli.store.writer_line import Place, someone_before
 
 T = TypeVar("T")
 
@@ -299,9 +299,7 @@ def _read_within(db: Database, read: Callable[[], T]) -> T:
 
 
 def _unanswered(db: Database) -> DatabaseError:
-    return DatabaseError(
-        f"database '{db.name}' cannot be locked for writing: {unanswered_reason(db.location)}"
-    )
+    return unanswered_failure(db.location, "cannot be locked for writing")
 
 
 def _compare_and_set(
@@ -371,12 +369,22 @@ def acquire(target: Database | Path, name: str, policy: WaitPolicy) -> _Lock:
     owner = Owner.me(policy.lease_seconds)
     start = time.monotonic()
     noted = False
+    folder = target if isinstance(target, Path) else target.location.local_path
+    mine: Place | None = None  # this writer's place in the line of those waiting (local databases)
     try:
         while True:
-            got = try_lock(target, owner, name)
-            if isinstance(got, _Lock):
-                return got
-            holder = got.describe() if got is not None else "another haiku process"
+            if folder is not None and someone_before(folder, mine):
+                holder = "another writer waiting before this one"
+            else:
+                got = try_lock(target, owner, name)
+                if isinstance(got, _Lock):
+                    return got
+                holder = got.describe() if got is not None else "another haiku process"
+            if folder is not None and policy.seconds != 0:
+                if mine is None:
+                    mine = Place(folder, owner.token).join()
+                else:
+                    mine.renew()
             if policy.seconds is not None and time.monotonic() - start >= policy.seconds:
                 hint = (
                     "wait for it to finish, or let writers wait longer "
@@ -389,6 +397,8 @@ def acquire(target: Database | Path, name: str, policy: WaitPolicy) -> _Lock:
                 noted = True
             time.sleep(_POLL_SECONDS)
     finally:
+        if mine is not None:
+            mine.leave()
         if noted and policy.waited is not None:
             policy.waited()
 
@@ -412,9 +422,7 @@ def exclusive(db: Database, policy: WaitPolicy | None = None) -> Iterator[None]:
     try:
         catch_up(db)
         if PENDING_WRITE in db.meta:
-            from haiku_cli.store.journal import recover
-
-            recover(db)
+            _recover(db)
         yield
     except BaseException as exc:
         note_stall(db, exc)  # a store that stopped answering is not asked to take the lease back
@@ -422,6 +430,19 @@ def exclusive(db: Database, policy: WaitPolicy | None = None) -> Iterator[None]:
     finally:
         db.writer_lock = None
         lock.release()
+
+
+def _recover(db: Database) -> None:
+    """Undo the write a journal left behind, its failure one line as the write's own would be (a full
+    disk that cut that write short fails its undo too: the journal stays for the next writer)."""
+    from haiku_cli.store.journal import recover
+
+    try:
+        recover(db)
+    except HaikuError:
+        raise
+    except Exception as exc:
+        raise storage_failure(db.location, "cannot be written", exc) from exc
 
 
 def ensure_held(db: Database) -> None:

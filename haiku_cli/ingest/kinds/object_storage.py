@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from haiku_cli.ingest.document import ConversionError
+from haiku_cli.ingest.document import ConversionError, SourceMissing
 from haiku_cli.ingest.kinds.base import Contents, Freshness, ListRequest, Reading, Seen, SyncPlan
 from haiku_cli.ingest.objects import ObjectFile, ObjectStores, is_object_uri
 from haiku_cli.ingest.reports import LeftOut
@@ -114,7 +114,7 @@ class ObjectStorage:
                 source.source, FileChoice(source.include, source.exclude)
             )
         except ConversionError as exc:
-            status: SyncStatus = "missing" if str(exc).endswith("no such object or prefix") else "unreadable"
+            status: SyncStatus = "missing" if isinstance(exc, SourceMissing) else "unreadable"
             plan.problem = (status, f"{exc}; {kept} (haiku forget-src)")
             return plan
         _plan_listed(plan, listing.found, states, objects)
