@@ -12,6 +12,7 @@ import numpy as np
 
 from haiku_cli.config.settings import MAX_SEARCH_LIMIT
 from haiku_cli.databases.concurrency import both
+from haiku_cli.databases.freshness import UNCHECKED, SourceCheck, check_shown
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import Hint, InputError
@@ -89,8 +90,10 @@ async def search_set(
     limit: int = 10,
     document_filter: str | None = None,
     vector_weight: float = DEFAULT_VECTOR_WEIGHT,
+    check_sources: bool = True,
 ) -> list[SearchHit]:
-    """Search every database of the selection and return one ranking, each hit labelled."""
+    """Search every database of the selection and return one ranking, each hit labelled (and, with
+    `check_sources`, with whether its source changed since it was read)."""
     search = partial(
         _search_once,
         pool,
@@ -102,6 +105,7 @@ async def search_set(
         limit=limit,
         document_filter=document_filter,
         vector_weight=vector_weight,
+        check_sources=check_sources,
     )
     return await pool.reading_latest(selection, search)
 
@@ -117,6 +121,7 @@ async def _search_once(
     limit: int,
     document_filter: str | None,
     vector_weight: float,
+    check_sources: bool,
 ) -> list[SearchHit]:
     if not query.strip():
         raise InputError("the search query is empty")
@@ -168,7 +173,8 @@ async def _search_once(
     if asked.lean:
         shown = {c.key: c for c in await show(reads, dbs, [c for c, _ in ranked])}
         ranked = [(shown[c.key], score) for c, score in ranked if c.key in shown]
-    return await _hydrate(dbs, ranked)
+    checks = await check_shown(dbs, [(c.database, c.document_id) for c, _ in ranked]) if check_sources else {}
+    return await _hydrate(dbs, ranked, checks)
 
 
 async def _find(
@@ -189,7 +195,11 @@ async def _find(
     return per_db
 
 
-async def _hydrate(dbs: list[Database], ranked: list[tuple[Candidate, float]]) -> list[SearchHit]:
+async def _hydrate(
+    dbs: list[Database],
+    ranked: list[tuple[Candidate, float]],
+    checks: dict[tuple[str, str], SourceCheck],
+) -> list[SearchHit]:
     """The ranked candidates as hits, with their documents' uri, title and metadata.
 
     Chunks carry those fields (schema version 2); only candidates of an old-layout database are looked up.
@@ -211,6 +221,7 @@ async def _hydrate(dbs: list[Database], ranked: list[tuple[Candidate, float]]) -
         else:
             doc = docs[cand.database].get(cand.document_id)
             uri, title, metadata = (doc.uri, doc.title, doc.metadata) if doc else (None, None, {})
+        check = checks.get((cand.database, cand.document_id), UNCHECKED)
         hits.append(
             SearchHit(
                 database=cand.database,
@@ -224,6 +235,8 @@ async def _hydrate(dbs: list[Database], ranked: list[tuple[Candidate, float]]) -
                 document_uri=uri,
                 document_title=title,
                 metadata=metadata,
+                source_state=check.state.value,
+                source_note=check.note,
                 **cand.span,
             )
         )

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, computed_field
 
 from haiku_cli.store.markers import picture_marks
 from haiku_cli.store.records import ChunkSpan, PictureMark
+
+# Whether a hit's source is as it was when it was read (haiku_cli.ingest.kinds.Freshness): `changed` and
+# `missing` hits show text the source no longer has; `unknown`: not checked (a URL or an object, a
+# document no remembered source gave) or it could not be looked at.
+SourceState = Literal["fresh", "changed", "missing", "unknown"]
 
 
 class SearchHit(ChunkSpan):
@@ -24,6 +29,13 @@ class SearchHit(ChunkSpan):
     heading_path: list[str] = Field(default_factory=list)
     pages: list[int] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    source_state: SourceState = "unknown"
+    source_note: str | None = None  # why `missing` or `unknown`, when known
+
+    @property
+    def stale(self) -> bool:
+        """Whether the source changed or vanished since the hit's text was stored."""
+        return self.source_state in ("changed", "missing")
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -168,6 +168,16 @@ def file_states(db: Database, source: str | None = None, *, under: Sequence[str]
     return list(states)
 
 
+async def states_of_documents(db: Database, document_ids: Sequence[str]) -> list[FileState]:
+    """The file states of these documents, every source's, in one read (the documents a search shows)."""
+    table = db.side_table(schema.SOURCE_FILES)
+    if table is None or not document_ids:
+        return []
+    columns = ["source", "uri", "document_id", "size", "mtime_ns", "etag", "last_modified"]
+    found = await rows_where(db, table, in_list("document_id", document_ids), columns)
+    return list(map(FileState._make, zip(*(found.column(c).to_pylist() for c in columns), strict=True)))
+
+
 def _below(uri: str, top: str) -> bool:
     return uri == top or uri.startswith(top.rstrip("/") + "/")
 

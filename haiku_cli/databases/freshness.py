@@ -1,0 +1,114 @@
+"""Whether the sources of the documents a command shows changed since they were read.
+
+One read of the remembered file states per database for the documents shown, then a `stat` per
+document (`haiku_cli.ingest.kinds.freshness`); the stored content hash is read, and the file converted,
+only for the documents whose size or time moved. Nothing is kept between calls: a daemon, `mcp`,
+`serve` or `watch` asks again at each request, so no answer outlives the file's own change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat as stat_mode
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import anyio
+
+from haiku_cli.ingest.kinds import Freshness, freshness
+from haiku_cli.ingest.kinds.local import path_of
+from haiku_cli.store.database import Database
+from haiku_cli.store.reads import in_list, rows_where
+from haiku_cli.store.sources import FileState, states_of_documents
+
+NOT_REMEMBERED = "not added by add-src: no remembered state to compare"
+REMOTE = "a URL or object: not checked"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceCheck:
+    """One document's source state, and why when it is `missing` or `unknown`."""
+
+    state: Freshness
+    note: str | None = None
+
+    @property
+    def stale(self) -> bool:
+        return self.state in (Freshness.CHANGED, Freshness.MISSING)
+
+
+UNCHECKED = SourceCheck(Freshness.UNKNOWN, None)
+
+
+async def check_documents(db: Database, document_ids: Iterable[str]) -> dict[str, SourceCheck]:
+    """The source state of each of these documents of one database (each looked at once)."""
+    ids = list(dict.fromkeys(document_ids))
+    if not ids:
+        return {}
+    try:
+        states = await states_of_documents(db, ids)
+    except Exception as exc:  # a damaged side table never fails the command that shows hits
+        return dict.fromkeys(ids, SourceCheck(Freshness.UNKNOWN, f"remembered states unreadable: {exc}"))
+    first: dict[str, FileState] = {}
+    for remembered in states:
+        first.setdefault(remembered.document_id, remembered)
+    checks: dict[str, SourceCheck] = {}
+    moved: list[str] = []
+    for doc_id in ids:
+        state = first.get(doc_id)
+        if state is None:
+            checks[doc_id] = SourceCheck(Freshness.UNKNOWN, NOT_REMEMBERED)
+            continue
+        found = freshness(state)
+        if found is Freshness.CHANGED and state.size is not None:
+            moved.append(doc_id)  # size or time moved: the content decides
+        checks[doc_id] = SourceCheck(found, _note(state.uri, found))
+    if moved:
+        await _by_content(db, {d: first[d] for d in moved}, checks)
+    return checks
+
+
+async def check_shown(
+    dbs: Sequence[Database], shown: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], SourceCheck]:
+    """The source state of each shown (database name, document id), one read per database, at once."""
+    wanted: dict[str, list[str]] = {}
+    for database, doc_id in shown:
+        wanted.setdefault(database, []).append(doc_id)
+    holding = [db for db in dbs if db.name in wanted]
+    found = await asyncio.gather(*(check_documents(db, wanted[db.name]) for db in holding))
+    return {(db.name, d): c for db, checks in zip(holding, found, strict=True) for d, c in checks.items()}
+
+
+async def _by_content(db: Database, moved: dict[str, FileState], checks: dict[str, SourceCheck]) -> None:
+    """Documents whose file's stat moved: `changed` only if what would be stored differs (a `touch` is not
+    a change)."""
+    try:
+        rows = await rows_where(db, db.documents, in_list("id", list(moved)), ["id", "content_hash"])
+    except Exception:
+        return  # the stat already said `changed`
+    hashes = dict(zip(rows.column("id").to_pylist(), rows.column("content_hash").to_pylist(), strict=True))
+    for doc_id, state in moved.items():
+        stored = hashes.get(doc_id)
+        if stored:
+            found = await anyio.to_thread.run_sync(freshness, state, stored)
+            checks[doc_id] = SourceCheck(found, _note(state.uri, found))
+
+
+def _note(uri: str, found: Freshness) -> str | None:
+    """Why a source is `missing` or `unknown`, in a few words."""
+    if found in (Freshness.FRESH, Freshness.CHANGED):
+        return None
+    if not uri.startswith("file://"):
+        return REMOTE
+    path = path_of(uri)
+    try:
+        seen = os.stat(path)
+    except FileNotFoundError:
+        return "the file is gone"
+    except OSError as exc:
+        return f"cannot be looked at: {exc.strerror or exc}"
+    if stat_mode.S_ISDIR(seen.st_mode):
+        return "now a directory"
+    return None if stat_mode.S_ISREG(seen.st_mode) else "no longer a regular file"
