@@ -7,9 +7,11 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import Field, computed_field
 
+from haiku_cli.databases.freshness import UNCHECKED, check_shown
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.resolve import Resolution, ResolvedChunk, resolve_chunks
 from haiku_cli.databases.selection import Selection
+from haiku_cli.search.hits import SourceState, stale_note
 from haiku_cli.store.markers import picture_marks
 from haiku_cli.store.records import ChunkSpan, PictureMark
 
@@ -26,6 +28,13 @@ class Citation(ChunkSpan):
     chunk_id: str
     content: str
     pages: list[int] = Field(default_factory=list)
+    source_state: SourceState = "unknown"  # as a search hit's: `changed`/`missing` cite stale text
+    source_note: str | None = None
+
+    @property
+    def stale_note(self) -> str | None:
+        """What a reader of a stale citation should know, and what to run; None when it is not stale."""
+        return stale_note(self.source_state, self.database)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -46,6 +55,8 @@ class Citation(ChunkSpan):
             chunk_id=found.chunk.id,
             content=found.chunk.text,
             pages=list(found.chunk.pages),
+            source_state=found.source.shown,
+            source_note=found.source.note,
             **found.chunk.model_dump(include=set(ChunkSpan.model_fields)),
         )
 
@@ -59,8 +70,16 @@ def clean_ids(ids: Iterable[str]) -> list[str]:
 async def resolve_citations(
     pool: DatabasePool, selection: Selection, ids: Sequence[str]
 ) -> Resolution[ResolvedChunk]:
-    """Resolve chunk ids within the selection only (through `clients_covering`); collisions stay ambiguous."""
-    return await resolve_chunks(pool, selection, ids)
+    """Resolve chunk ids within the selection only (through `clients_covering`); collisions stay ambiguous.
+    Each found chunk carries its source's state, looked at now."""
+    resolution = await resolve_chunks(pool, selection, ids)
+    found = list(resolution.found.values())
+    if found:
+        dbs = await pool.clients_covering(selection)
+        checks = await check_shown(dbs, [(f.database, f.chunk.document_id) for f in found])
+        for f in found:
+            f.source = checks.get((f.database, f.chunk.document_id), UNCHECKED)
+    return resolution
 
 
 def number_markers(answer: str, citations: Sequence[Citation]) -> str:

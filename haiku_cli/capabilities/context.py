@@ -144,6 +144,10 @@ def _head(hit: SearchHit, *, show_database: bool) -> str:
         head += f" p. {', '.join(str(p) for p in hit.pages)}"
     if hit.heading_path:
         head += f" § {' > '.join(hit.heading_path)}"
+    if hit.stale:
+        # The model may then say that what it quotes may no longer be what the source says.
+        what = "changed" if hit.source_state == "changed" else "was deleted or moved"
+        head += f" [stale: the source {what} since this text was indexed; it may be out of date]"
     return head
 
 

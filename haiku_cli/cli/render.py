@@ -116,6 +116,8 @@ def _hit_block(hit: SearchHit, short_id: str, terms: list[str], show_database: b
     where.append(uri, style=link_style(hit.document_uri, hit.pages))
     where.append(section, style="dim")
     output.out.print(where)
+    if hit.stale:
+        output.out.print(printable(f"    {hit.stale_note}"), style="bold red", markup=False, soft_wrap=True)
     body = Text("    " + excerpt(hit.content, terms, indent="    "))
     body.highlight_words(terms, style="bold yellow", case_sensitive=False)
     output.out.print(body)
@@ -153,6 +155,8 @@ def _hit_line(hit: SearchHit, short_id: str, terms: list[str], show_database: bo
     line.append("  " if uri else "", style="dim")
     line.append(uri, style=link_style(hit.document_uri, hit.pages))
     line.append(section, style="dim")
+    if hit.stale:
+        line.append(f"  [{hit.source_state}]", style="bold red")
     if gist_cells is not None:
         body = Text(f"  — {excerpt(hit.content, terms, width=gist_cells)}")
         body.highlight_words(terms, style="bold yellow", case_sensitive=False)
@@ -386,6 +390,8 @@ def citations(cited: Sequence[Citation], question: str, *, heading: bool = True)
         head.append(label, style="magenta")
         head.append(pages, style="dim")
         output.out.print(head, soft_wrap=True)
+        if c.stale_note:
+            output.out.print(printable(f"    {c.stale_note}"), style="bold red", markup=False, soft_wrap=True)
         _excerpt(c.content, terms)
         _pictures(c.pictures)
 

@@ -235,7 +235,7 @@ async def _hydrate(
                 document_uri=uri,
                 document_title=title,
                 metadata=metadata,
-                source_state=check.state.value,
+                source_state=check.shown,
                 source_note=check.note,
                 **cand.span,
             )

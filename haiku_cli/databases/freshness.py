@@ -18,6 +18,7 @@ import anyio
 
 from haiku_cli.ingest.kinds import Freshness, freshness
 from haiku_cli.ingest.kinds.local import path_of
+from haiku_cli.search.hits import SourceState
 from haiku_cli.store.database import Database
 from haiku_cli.store.reads import in_list, rows_where
 from haiku_cli.store.sources import FileState, states_of_documents
@@ -36,6 +37,15 @@ class SourceCheck:
     @property
     def stale(self) -> bool:
         return self.state in (Freshness.CHANGED, Freshness.MISSING)
+
+    @property
+    def shown(self) -> SourceState:
+        """The state as results carry it."""
+        return self.state.value
+
+    def fields(self) -> dict[str, str | None]:
+        """As a result model's `source_state` and `source_note`."""
+        return {"source_state": self.state.value, "source_note": self.note}
 
 
 UNCHECKED = SourceCheck(Freshness.UNKNOWN, None)

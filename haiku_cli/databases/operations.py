@@ -13,6 +13,7 @@ import anyio.to_thread
 from haiku_cli.config.resolved import ResolvedConfig, resolved_config
 from haiku_cli.databases import fanout, references
 from haiku_cli.databases.concurrency import concurrently
+from haiku_cli.databases.freshness import check_documents
 from haiku_cli.databases.reading import in_thread, read_one
 from haiku_cli.databases.results import (
     DatabaseHistory,
@@ -251,8 +252,11 @@ async def get_document(ws: Workspace, location: Location, document_id: str) -> D
 
     async def read(db: Database) -> DocumentWithChunks:
         doc = await references.document(db, location, document_id)
-        chunks, pictures = await asyncio.gather(reads.chunks_of(db, doc.id), pictures_of(db, [doc.id]))
-        return DocumentWithChunks(database=db.name, document=doc, chunks=chunks, pictures=pictures[doc.id])
+        chunks, pictures, checks = await asyncio.gather(
+            reads.chunks_of(db, doc.id), pictures_of(db, [doc.id]), check_documents(db, [doc.id])
+        )
+        shown = DocumentWithChunks(database=db.name, document=doc, chunks=chunks, pictures=pictures[doc.id])
+        return shown.model_copy(update=checks[doc.id].fields())
 
     return await read_one(ws.pool, location, read)
 

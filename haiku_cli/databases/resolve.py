@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from haiku_cli.databases.freshness import UNCHECKED, SourceCheck
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.reading import read_each
 from haiku_cli.databases.selection import Selection
@@ -22,6 +23,7 @@ class ResolvedChunk:
     database: str
     chunk: ChunkRecord
     document: DocumentRecord | None
+    source: SourceCheck = UNCHECKED  # whether the document's source changed since it was read
 
 
 T = TypeVar("T")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from haiku_cli.ingest.reports import SyncReport
-from haiku_cli.search.hits import SearchHit
+from haiku_cli.search.hits import SearchHit, SourceState
 from haiku_cli.store.maintenance import TableVersion
 from haiku_cli.store.records import ChunkRecord, DocumentRecord, DocumentSummary, PictureInfo
 from haiku_cli.store.sources import RememberedSource
@@ -43,6 +43,8 @@ class DocumentWithChunks(BaseModel):
     document: DocumentRecord
     chunks: list[ChunkRecord]
     pictures: list[PictureInfo] = Field(default_factory=list)
+    source_state: SourceState = "unknown"  # as a search hit's (docs/json.md)
+    source_note: str | None = None
 
 
 class DeletedDocument(BaseModel):

@@ -37,11 +37,25 @@ class SearchHit(ChunkSpan):
         """Whether the source changed or vanished since the hit's text was stored."""
         return self.source_state in ("changed", "missing")
 
+    @property
+    def stale_note(self) -> str | None:
+        """What a reader of a stale hit should know, and what to run; None when it is not stale."""
+        return stale_note(self.source_state, self.database)
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def pictures(self) -> list[PictureMark]:
         """The pictures the chunk covers, by their markers in its text."""
         return [PictureMark(reference=r, caption=c) for r, c in picture_marks(self.content)]
+
+
+def stale_note(state: SourceState, database: str) -> str | None:
+    """What a reader of text whose source is `state` should know, and what to run; None when it is not
+    stale."""
+    if state not in ("changed", "missing"):
+        return None
+    what = "changed" if state == "changed" else "was deleted or moved"
+    return f"source {what} since it was indexed (stored text shown): run `haiku sync -d {database}`"
 
 
 def best_per_document(hits: list[SearchHit]) -> list[SearchHit]:

@@ -258,7 +258,7 @@ function turnView(turn, n) {
     for (const c of turn.citations) {
       html += '<li><button type="button" data-index="' + c.index + '">[' + c.index + "] " +
         esc(c.document_title || c.document_uri || c.document_id) + '</button><span class="db">' +
-        esc(c.database) + "</span></li>";
+        esc(c.database) + "</span>" + staleMark(c) + "</li>";
     }
     html += "</ol>";
   } else if (turn.grounded === false) {
@@ -322,6 +322,14 @@ function documentView(doc, citedId) {
       esc(chunk.id) + '">' + markdown(chunk.text) + "</div>";
   }
   return html;
+}
+
+// A cited passage whose source changed or vanished since it was indexed says so, and what to run.
+function staleMark(c) {
+  if (c.source_state !== "changed" && c.source_state !== "missing") return "";
+  const what = c.source_state === "changed" ? "changed" : "was deleted or moved";
+  return '<span class="stale">source ' + what + " since it was indexed: run <code>haiku sync -d " +
+    esc(c.database) + "</code></span>";
 }
 
 // A citation opens its document at the cited passage, with the pictures that passage covers.
