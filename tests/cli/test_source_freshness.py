@@ -1,0 +1,89 @@
+"""Hits, documents and citations say whether their source changed since it was indexed."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import anyio
+
+from haiku_cli.capabilities.citations import Citation, resolve_citations
+from haiku_cli.capabilities.context import format_results
+from haiku_cli.databases import operations
+from haiku_cli.databases.selection import Selection
+from haiku_cli.databases.workspace import Location
+
+
+def _corpus(folder: Path) -> dict[str, Path]:
+    folder.mkdir()
+    files = {name: folder / f"{name}.txt" for name in ("edited", "deleted", "touched", "replaced", "kept")}
+    for name, path in files.items():
+        path.write_text(f"The {name} note speaks of herons wading at dawn.\n", encoding="utf-8")
+    return files
+
+
+def _states(cli, *args: str) -> dict[str, tuple[str, str | None]]:
+    found = json.loads(cli("search", "herons wading", "-n", "10", "--json", *args).stdout)["hits"]
+    return {Path(h["document_uri"]).stem: (h["source_state"], h["source_note"]) for h in found}
+
+
+def test_each_hit_says_whether_its_file_changed_vanished_or_is_as_stored(cli, tmp_path: Path) -> None:
+    files = _corpus(tmp_path / "notes")
+    assert cli("add-src", str(tmp_path / "notes")).exit_code == 0
+    assert {s for s, _ in _states(cli).values()} == {"fresh"}
+    files["edited"].write_text("The edited note now speaks of owls.\n", encoding="utf-8")
+    files["deleted"].unlink()
+    stat = files["touched"].stat()
+    os.utime(files["touched"], ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))  # same bytes
+    files["replaced"].unlink()
+    files["replaced"].mkdir()
+    states = _states(cli)
+    assert states["edited"] == ("changed", None)
+    assert states["deleted"] == ("missing", "the file is gone")
+    assert states["touched"] == ("fresh", None)  # its time moved, its content did not
+    assert states["replaced"] == ("missing", "now a directory")
+    assert states["kept"] == ("fresh", None)
+    text = cli("search", "herons wading", "-n", "10").stdout
+    assert text.count("run `haiku sync -d default`") == 3
+    assert "source changed since it was indexed" in text and "was deleted or moved" in text
+    files_view = cli("search", "herons wading", "-n", "10", "--files").stdout
+    assert "[changed]" in files_view and files_view.count("[missing]") == 2
+    assert cli("sync").exit_code == 0
+    assert {s for s, _ in _states(cli).values()} == {"fresh"}  # what sync left is fresh again
+
+
+def test_text_added_without_a_source_is_unknown_with_the_reason(cli) -> None:
+    assert cli("add", "Herons wading at dawn.").exit_code == 0
+    (hit,) = json.loads(cli("search", "herons wading", "--json").stdout)["hits"]
+    assert hit["source_state"] == "unknown" and "add-src" in hit["source_note"]
+    assert "haiku sync" not in cli("search", "herons wading").stdout
+
+
+def test_get_json_says_the_state_of_its_source(cli, tmp_path: Path) -> None:
+    path = tmp_path / "heron.txt"
+    path.write_text("Herons wade at dawn.\n", encoding="utf-8")
+    assert cli("add-src", str(path)).exit_code == 0
+    assert json.loads(cli("get", str(path), "--json").stdout)["source_state"] == "fresh"
+    path.write_text("Herons wade at dusk now.\n", encoding="utf-8")
+    assert json.loads(cli("get", str(path), "--json").stdout)["source_state"] == "changed"
+
+
+def test_citations_and_the_models_results_carry_a_changed_source(workspace, tmp_path: Path) -> None:
+    path = tmp_path / "heron.txt"
+    path.write_text("Herons wade at dawn in the shallows.\n", encoding="utf-8")
+    ws = workspace()
+    location = Location("notes", str(tmp_path / "notes.lancedb"))
+    selection = Selection((location,))
+
+    async def go() -> tuple[list[Citation], str]:
+        await operations.add_sources(ws, location, [str(path)], title=None, metadata={})
+        path.write_text("Herons left the shallows.\n", encoding="utf-8")
+        hits = await operations.search(ws, selection, "herons", search_type="fts")
+        shown = format_results("herons", hits, {}, show_database=False, units_left=3, context_chars=0)
+        found = await resolve_citations(ws.pool, selection, [h.chunk_id for h in hits])
+        return [Citation.from_resolved(1, f) for f in found.found.values()], shown
+
+    (cited,), shown = anyio.run(go)
+    assert "[stale: the source changed since this text was indexed" in shown
+    assert cited.source_state == "changed" and "haiku sync -d notes" in (cited.stale_note or "")
