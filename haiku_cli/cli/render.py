@@ -227,8 +227,23 @@ def document_part(part: DocumentPart) -> None:
         head.append(f"  {printable(part.document_uri)}", style="dim")
     head.append(f"  {at}" if at else "", style="dim")
     output.err.print(head, soft_wrap=True)
+    output.err.print(printable(_part_source(part)), style="dim" if not part.differs else "bold red")
     text = printable(part.text.replace("\f", "\n\n"))
     output.out.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def _part_source(part: DocumentPart) -> str:
+    """Which text `get --lines`/`--chunk` prints, and whether the source still says it."""
+    sync = f"run `haiku sync -d {part.database}`"
+    if part.source_state == "missing":
+        return f"the stored text (as indexed); the source is gone: {sync}"
+    if part.source_state != "changed":
+        return "the stored text (as indexed)"
+    if part.differs:
+        return f"the stored text (as indexed); the file changed since and its lines here now differ: {sync}"
+    if part.differs is False:
+        return f"the stored text (as indexed); the file changed since, these lines still match: {sync}"
+    return f"the stored text (as indexed); the source changed since: {sync}"
 
 
 def _meta_value(value: object) -> str:

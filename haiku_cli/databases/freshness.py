@@ -25,6 +25,7 @@ from haiku_cli.store.sources import FileState, states_of_documents
 
 NOT_REMEMBERED = "not added by add-src: no remembered state to compare"
 REMOTE = "a URL or object: not checked"
+ON_OBJECT_STORAGE = "a database on object storage: its sources are not checked"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +57,9 @@ async def check_documents(db: Database, document_ids: Iterable[str]) -> dict[str
     ids = list(dict.fromkeys(document_ids))
     if not ids:
         return {}
+    if db.location.local_path is None:
+        # A shared database's files are mostly another machine's, and its side table a round trip away.
+        return dict.fromkeys(ids, SourceCheck(Freshness.UNKNOWN, ON_OBJECT_STORAGE))
     try:
         states = await states_of_documents(db, ids)
     except Exception as exc:  # a damaged side table never fails the command that shows hits

@@ -9,10 +9,14 @@ from typing import Literal
 from pydantic import BaseModel
 
 from haiku_cli.databases import references
+from haiku_cli.databases.freshness import check_documents
 from haiku_cli.databases.reading import read_one
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError
+from haiku_cli.ingest.kinds import Freshness
+from haiku_cli.ingest.kinds.local import path_of
 from haiku_cli.ingest.stored import lines_before
+from haiku_cli.search.hits import SourceState
 from haiku_cli.store import reads
 from haiku_cli.store.database import Database
 from haiku_cli.store.location import Location
@@ -36,6 +40,12 @@ class DocumentPart(BaseModel):
     char_start: int | None = None
     char_end: int | None = None
     text: str
+    text_of: Literal["stored"] = "stored"  # always the stored text, as search and ask cited it
+    source_state: SourceState = "unknown"  # as a search hit's
+    source_note: str | None = None
+    # With `lines_of` `source` and a `changed` file: whether its current lines at `line_start`-`line_end`
+    # differ from `text` (null when not compared)
+    differs: bool | None = None
 
 
 def parse_lines(value: str) -> tuple[int, int | None]:
@@ -60,8 +70,14 @@ async def get_part(
 
     async def read(db: Database) -> DocumentPart:
         if lines is None:
-            return await _chunk_part(db, location, reference)
-        return await _lines_part(db, await references.document(db, location, reference), *lines)
+            part = await _chunk_part(db, location, reference)
+        else:
+            part = await _lines_part(db, await references.document(db, location, reference), *lines)
+        check = (await check_documents(db, [part.document_id]))[part.document_id]
+        differs = None
+        if check.state is Freshness.CHANGED and part.lines_of == "source" and part.line_start is not None:
+            differs = _current_lines(part) != part.text.split("\n")
+        return part.model_copy(update={**check.fields(), "differs": differs})
 
     return await read_one(ws.pool, location, read)
 
@@ -98,6 +114,18 @@ async def _lines_part(db: Database, doc: DocumentRecord, first: int, last: int |
     text = "\n".join(picked)
     part = _part(db, doc, first, end, text, lines_of)
     return part.model_copy(update={"char_start": start, "char_end": start + len(text)})
+
+
+def _current_lines(part: DocumentPart) -> list[str] | None:
+    """The source file's lines `line_start`-`line_end` as they are now (None when it cannot be read)."""
+    if not (part.document_uri or "").startswith("file://") or part.line_start is None:
+        return None
+    try:
+        with open(path_of(part.document_uri or ""), encoding="utf-8", errors="replace") as file:
+            lines = file.read().split("\n")
+    except OSError:
+        return None
+    return lines[part.line_start - 1 : part.line_end or part.line_start]
 
 
 def _part(

@@ -106,6 +106,19 @@ class Database:
             self._side[name] = _open_committed(self.conn, name) if name in table_names(self.conn) else None
         return self._side[name]
 
+    def may_have_side_table(self, name: str) -> bool:
+        """Whether a side table may be there, without listing the tables: a local database's folder is
+        looked at (one stat); object storage only says when `side_table` lists it."""
+        if name in self._side:
+            return self._side[name] is not None
+        path = self.location.local_path
+        if path is None:
+            return True
+        try:
+            return (path / f"{name}.lance").is_dir()
+        except OSError:
+            return True  # `side_table` says what is wrong
+
     def side_tables(self) -> dict[str, Table]:
         """Every side table this database has, by name."""
         return {n: t for n in schema.SIDE_TABLES if (t := self.side_table(n)) is not None}

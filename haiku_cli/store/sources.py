@@ -170,6 +170,8 @@ def file_states(db: Database, source: str | None = None, *, under: Sequence[str]
 
 async def states_of_documents(db: Database, document_ids: Sequence[str]) -> list[FileState]:
     """The file states of these documents, every source's, in one read (the documents a search shows)."""
+    if not db.may_have_side_table(schema.SOURCE_FILES):
+        return []  # no source was ever remembered: a search lists no tables to learn it
     table = db.side_table(schema.SOURCE_FILES)
     if table is None or not document_ids:
         return []

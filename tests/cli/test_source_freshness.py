@@ -87,3 +87,20 @@ def test_citations_and_the_models_results_carry_a_changed_source(workspace, tmp_
     (cited,), shown = anyio.run(go)
     assert "[stale: the source changed since this text was indexed" in shown
     assert cited.source_state == "changed" and "haiku sync -d notes" in (cited.stale_note or "")
+
+
+def test_get_lines_says_it_prints_the_stored_text_and_warns_when_the_file_differs(
+    cli, tmp_path: Path
+) -> None:
+    path = tmp_path / "birds.txt"
+    path.write_text("Herons wade.\nOwls hunt.\nSwifts sleep aloft.\n", encoding="utf-8")
+    assert cli("add-src", str(path)).exit_code == 0
+    same = cli("get", str(path), "--lines", "2:2")
+    assert same.stdout.strip() == "Owls hunt." and "the stored text (as indexed)" in same.stderr
+    assert "haiku sync" not in same.stderr
+    path.write_text("Herons wade.\nOwls sleep by day.\nSwifts sleep aloft.\n", encoding="utf-8")
+    moved = cli("get", str(path), "--lines", "2:2")
+    assert moved.stdout.strip() == "Owls hunt."  # what search and ask cited
+    assert "lines here now differ: run `haiku sync -d default`" in moved.stderr
+    part = json.loads(cli("get", str(path), "--lines", "1:1", "--json").stdout)
+    assert part["text_of"] == "stored" and part["source_state"] == "changed" and part["differs"] is False
