@@ -64,9 +64,7 @@ async def check_documents(db: Database, document_ids: Iterable[str]) -> dict[str
         states = await states_of_documents(db, ids)
     except Exception as exc:  # a damaged side table never fails the command that shows hits
         return dict.fromkeys(ids, SourceCheck(Freshness.UNKNOWN, f"remembered states unreadable: {exc}"))
-    first: dict[str, FileState] = {}
-    for remembered in states:
-        first.setdefault(remembered.document_id, remembered)
+    first = states
     checks: dict[str, SourceCheck] = {}
     moved: list[str] = []
     for doc_id in ids:
@@ -91,7 +89,10 @@ async def check_shown(
     for database, doc_id in shown:
         wanted.setdefault(database, []).append(doc_id)
     holding = [db for db in dbs if db.name in wanted]
-    found = await asyncio.gather(*(check_documents(db, wanted[db.name]) for db in holding))
+    if len(holding) == 1:  # the usual case: no tasks to gather (a task costs as much as the stats)
+        found = [await check_documents(holding[0], wanted[holding[0].name])]
+    else:
+        found = await asyncio.gather(*(check_documents(db, wanted[db.name]) for db in holding))
     return {(db.name, d): c for db, checks in zip(holding, found, strict=True) for d, c in checks.items()}
 
 

@@ -78,6 +78,9 @@ class Database:
         # Tables a feature creates on first use (schema.SIDE_TABLES), so older databases open unchanged:
         # name -> the open table, or None while the database has none.
         self._side: dict[str, Table | None] = {}
+        # What was read of the tables as this handle sees them (the remembered file states, by document),
+        # kept until the handle catches up or writes: never past a change of what is stored.
+        self.read_memo: dict[str, Any] = {}
 
     @property
     def pictures(self) -> Table | None:
@@ -282,6 +285,7 @@ def parse_json_object(text: str | None) -> dict[str, Any]:
 
 def catch_up(db: Database) -> None:
     """Move an open handle to the latest committed state (another process may have written since)."""
+    db.read_memo.clear()
     try:
         db.meta_table.checkout_latest()
         db.meta = read_meta(db.meta_table)

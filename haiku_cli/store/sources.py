@@ -28,6 +28,7 @@ SourceKind = Literal["folder", "file", "url"]
 _TS = pa.timestamp("us", tz="UTC")
 # Deletes name their rows in batches of this many ids (one SQL filter each).
 DELETE_BATCH = 2000
+_MEMO = "source_states_by_document"
 
 
 def sources_schema() -> pa.Schema:
@@ -142,6 +143,7 @@ def remember(db: Database, sources: Sequence[RememberedSource]) -> None:
 
 def forget(db: Database, source: str) -> None:
     """Remove a remembered source and its file states (its documents are the caller's to delete or keep)."""
+    db.read_memo.pop(_MEMO, None)
     for name in (schema.SOURCES, schema.SOURCE_FILES):
         table = db.side_table(name)
         if table is not None:
@@ -168,16 +170,27 @@ def file_states(db: Database, source: str | None = None, *, under: Sequence[str]
     return list(states)
 
 
-async def states_of_documents(db: Database, document_ids: Sequence[str]) -> list[FileState]:
-    """The file states of these documents, every source's, in one read (the documents a search shows)."""
+async def states_of_documents(db: Database, document_ids: Sequence[str]) -> dict[str, FileState]:
+    """A file state of each of these documents that a source gave (any source's: they agree on the file).
+
+    The first call on a handle reads every state once; later ones (a daemon's, `mcp`'s, `serve`'s
+    searches) take them from memory until the handle catches up with a write, so a warm search makes
+    no read for them at all (benchmarks/source_freshness.py).
+    """
     if not db.may_have_side_table(schema.SOURCE_FILES):
-        return []  # no source was ever remembered: a search lists no tables to learn it
-    table = db.side_table(schema.SOURCE_FILES)
-    if table is None or not document_ids:
-        return []
-    columns = ["source", "uri", "document_id", "size", "mtime_ns", "etag", "last_modified"]
-    found = await rows_where(db, table, in_list("document_id", document_ids), columns)
-    return list(map(FileState._make, zip(*(found.column(c).to_pylist() for c in columns), strict=True)))
+        return {}  # no source was ever remembered: a search lists no tables to learn it
+    known = db.read_memo.get(_MEMO)
+    if known is None:
+        table = db.side_table(schema.SOURCE_FILES)
+        if table is None:
+            return {}
+        columns = ["source", "uri", "document_id", "size", "mtime_ns", "etag", "last_modified"]
+        found = await rows_where(db, table, None, columns)
+        known = {}
+        for state in map(FileState._make, zip(*(found.column(c).to_pylist() for c in columns), strict=True)):
+            known.setdefault(state.document_id, state)
+        db.read_memo[_MEMO] = known
+    return {d: known[d] for d in document_ids if d in known}
 
 
 def _below(uri: str, top: str) -> bool:
@@ -186,6 +199,7 @@ def _below(uri: str, top: str) -> bool:
 
 def put_file_states(db: Database, states: Iterable[FileState]) -> None:
     """Store file states, replacing those of the same source and uri."""
+    db.read_memo.pop(_MEMO, None)
     rows = [{"id": s.key, **s._asdict()} for s in states]
     if not rows:
         return
@@ -196,6 +210,7 @@ def put_file_states(db: Database, states: Iterable[FileState]) -> None:
 
 def drop_file_states(db: Database, states: Iterable[FileState]) -> None:
     """Remove file states (their documents left the source)."""
+    db.read_memo.pop(_MEMO, None)
     keys = [s.key for s in states]
     table = db.side_table(schema.SOURCE_FILES)
     if table is None:
@@ -206,6 +221,7 @@ def drop_file_states(db: Database, states: Iterable[FileState]) -> None:
 
 def drop_states_of_documents(db: Database, document_ids: Sequence[str]) -> None:
     """Remove every source's file states of deleted documents (so no source still claims them)."""
+    db.read_memo.pop(_MEMO, None)
     table = db.side_table(schema.SOURCE_FILES)
     if table is None or not document_ids:
         return

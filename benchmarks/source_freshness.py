@@ -1,0 +1,143 @@
+"""What checking each hit's source costs a warm 10-hit search over local files (goal: <= 5%).
+
+A folder of small text files is added with `add-src`; then the same warm search (one pool, the query's
+vector computed once) runs with and without the per-hit source check (`check_sources`), interleaved and
+the order alternating, so both see the same load. Wall and CPU (`process_time`, all threads) per search,
+median and p95, for full-text and hybrid search; the overhead is the difference of the medians over the
+unchecked median.
+
+    python benchmarks/source_freshness.py [--files 300] [--rounds 200] [--out results.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+WORDS = [
+    "heron",
+    "owl",
+    "swift",
+    "tide",
+    "moon",
+    "reed",
+    "marsh",
+    "dawn",
+    "dusk",
+    "wind",
+    "salt",
+    "stone",
+    "river",
+    "delta",
+    "fog",
+    "gull",
+]
+QUERIES = ["heron at dawn", "owl over the marsh", "tide and moon", "salt wind on the delta"]
+
+
+def _corpus(folder: Path, files: int) -> None:
+    folder.mkdir(parents=True)
+    for n in range(files):
+        words = [WORDS[(n * 7 + i * 3) % len(WORDS)] for i in range(60)]
+        (folder / f"note{n:04d}.txt").write_text(" ".join(words) + f" note {n}.\n", encoding="utf-8")
+
+
+def _stats(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "p50_ms": round(statistics.median(ordered) * 1000, 3),
+        "p95_ms": round(ordered[int(0.95 * (len(ordered) - 1))] * 1000, 3),
+    }
+
+
+async def _measure(work: Path, files: int, rounds: int) -> dict[str, object]:
+    os.environ["HAIKU_CONFIG_DIR"] = str(work / "config")
+    os.environ["HAIKU_DATA_DIR"] = str(work / "data")
+    (work / "config").mkdir()
+    (work / "config" / "config.toml").write_text("", encoding="utf-8")
+    from haiku_cli.databases import fanout, operations
+    from haiku_cli.databases.selection import Selection
+    from haiku_cli.databases.workspace import Workspace
+
+    _corpus(work / "notes", files)
+    ws = Workspace.load()
+    location = ws.locations["default"]
+    await operations.add_sources(ws, location, [str(work / "notes")], title=None, metadata={})
+    selection = Selection((location,))
+    vectors = {q: await ws.embed_query(q) for q in QUERIES}
+    out: dict[str, object] = {"files": files, "rounds": rounds}
+    for kind in ("fts", "hybrid"):
+        samples: dict[bool, dict[str, list[float]]] = {c: {"wall": [], "cpu": []} for c in (False, True)}
+        for i in range(rounds + 10):  # the first 10 warm the pool, the caches and the stat cache
+            query = QUERIES[i % len(QUERIES)]
+
+            async def embed(q: str) -> object:
+                return vectors[q]
+
+            for check in (i % 2 == 0, i % 2 != 0):
+                w, c = time.perf_counter(), time.process_time()
+                hits = await fanout.search_set(
+                    ws.pool,
+                    selection,
+                    query,
+                    embed_query=embed,
+                    search_type=kind,
+                    limit=10,
+                    check_sources=check,
+                )
+                wall, cpu = time.perf_counter() - w, time.process_time() - c
+                assert len(hits) == 10 and (hits[0].source_state == "fresh") == check
+                if i >= 10:
+                    samples[check]["wall"].append(wall)
+                    samples[check]["cpu"].append(cpu)
+        result: dict[str, object] = {}
+        for measure in ("wall", "cpu"):
+            off, on = _stats(samples[False][measure]), _stats(samples[True][measure])
+            overhead = (on["p50_ms"] - off["p50_ms"]) / off["p50_ms"] * 100
+            result[measure] = {"unchecked": off, "checked": on, "overhead_pct": round(overhead, 2)}
+        out[kind] = result
+    # The check alone, for the documents of one 10-hit search, repeated: what the difference above is
+    # made of, without the noise of a whole search on a shared machine.
+    from haiku_cli.databases.freshness import check_documents
+
+    db = (await ws.pool.clients_covering(selection))[0]
+    shown = [h.document_id for h in await operations.search(ws, selection, QUERIES[0], search_type="fts")]
+    w, c = time.perf_counter(), time.process_time()
+    for _ in range(rounds * 10):
+        await check_documents(db, shown)
+    runs = rounds * 10
+    out["check_only"] = {
+        "documents": len(shown),
+        "wall_ms": round((time.perf_counter() - w) / runs * 1000, 4),
+        "cpu_ms": round((time.process_time() - c) / runs * 1000, 4),
+    }
+    out["load_average"] = os.getloadavg()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--out", type=Path, default=None, help="write the JSON here too")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        found = asyncio.run(_measure(Path(tmp), args.files, args.rounds))
+    text = json.dumps(found, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
