@@ -104,3 +104,31 @@ def test_get_lines_says_it_prints_the_stored_text_and_warns_when_the_file_differ
     assert "lines here now differ: run `haiku sync -d default`" in moved.stderr
     part = json.loads(cli("get", str(path), "--lines", "1:1", "--json").stdout)
     assert part["text_of"] == "stored" and part["source_state"] == "changed" and part["differs"] is False
+
+
+def test_a_long_lived_workspace_never_keeps_an_answer_past_the_files_change(
+    workspace, tmp_path: Path
+) -> None:
+    # As `haiku daemon`, `mcp` and `serve` hold one: each search looks at the file again.
+    path = tmp_path / "heron.txt"
+    path.write_text("Herons wade at dawn.\n", encoding="utf-8")
+    ws = workspace()
+    location = Location("notes", str(tmp_path / "notes.lancedb"))
+    selection = Selection((location,))
+
+    async def state() -> str:
+        (hit,) = await operations.search(ws, selection, "herons", search_type="fts")
+        return hit.source_state
+
+    async def go() -> list[str]:
+        await operations.add_sources(ws, location, [str(path)], title=None, metadata={})
+        seen = [await state()]
+        path.write_text("Herons wade at dusk.\n", encoding="utf-8")
+        seen.append(await state())
+        await operations.sync(ws, [location])
+        seen.append(await state())
+        path.unlink()
+        seen.append(await state())
+        return seen
+
+    assert anyio.run(go) == ["fresh", "changed", "fresh", "missing"]
