@@ -549,8 +549,12 @@ def remembered_sources(listed: SourceList) -> None:
         options += [f"--title {s.title}"] if s.title else []
         options += ["--follow-symlinks"] if s.follow_symlinks else []
         options += [f"--include {g}" for g in s.include] + [f"--exclude {g}" for g in s.exclude]
-        rows.append((printable(s.source), s.kind, s.documents, " ".join(options)))
-    table(["source", "kind", "documents", "options"], rows)
+        rows.append((printable(s.source), s.kind, s.documents, s.changed, s.missing, " ".join(options)))
+    table(["source", "kind", "documents", "changed", "missing", "options"], rows)
+    if any(s.changed or s.missing for s in listed.sources):
+        output.err.print(
+            f"some sources changed since they were read: haiku sync -d {listed.database}", style="dim"
+        )
 
 
 def forgotten_source(done: ForgottenSource) -> None:

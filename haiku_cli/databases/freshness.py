@@ -11,17 +11,22 @@ from __future__ import annotations
 import asyncio
 import os
 import stat as stat_mode
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import anyio
 
+from haiku_cli.databases.results import SourceSummary
 from haiku_cli.ingest.kinds import Freshness, freshness
 from haiku_cli.ingest.kinds.local import path_of
 from haiku_cli.search.hits import SourceState
+from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
+from haiku_cli.store.doctor import Check
 from haiku_cli.store.reads import in_list, rows_where
-from haiku_cli.store.sources import FileState, states_of_documents
+from haiku_cli.store.sources import DELETE_BATCH, FileState, file_states, read_sources, states_of_documents
 
 NOT_REMEMBERED = "not added by add-src: no remembered state to compare"
 REMOTE = "a URL or object: not checked"
@@ -127,3 +132,71 @@ def _note(uri: str, found: Freshness) -> str | None:
     if stat_mode.S_ISDIR(seen.st_mode):
         return "now a directory"
     return None if stat_mode.S_ISREG(seen.st_mode) else "no longer a regular file"
+
+
+class StaleCount(NamedTuple):
+    """How many of a source's documents changed, and how many vanished, since they were read."""
+
+    changed: int = 0
+    missing: int = 0
+
+
+def stale_by_source(db: Database, states: Sequence[FileState]) -> dict[str, StaleCount]:
+    """How many of each source's documents changed or vanished since they were read (`haiku sources`,
+    `doctor`): a stat per file, and the content hash compared for those whose stat moved."""
+    hashes = _stored_hashes(db, [s.document_id for s in states if freshness(s) is Freshness.CHANGED])
+    counts: dict[str, StaleCount] = {}
+    for state in states:
+        found = freshness(state, hashes.get(state.document_id))
+        was = counts.get(state.source, StaleCount())
+        if found is Freshness.CHANGED:
+            counts[state.source] = was._replace(changed=was.changed + 1)
+        elif found is Freshness.MISSING:
+            counts[state.source] = was._replace(missing=was.missing + 1)
+    return counts
+
+
+def stale_check(db: Database, option: str) -> Check:
+    """`doctor`'s count of documents whose local source changed or vanished since they were indexed."""
+    states = [s for s in file_states(db) if s.uri.startswith("file://")]
+    stale: dict[str, Freshness] = {}  # by document: one two sources gave counts once
+    hashes = _stored_hashes(db, [s.document_id for s in states if freshness(s) is Freshness.CHANGED])
+    for state in states:
+        found = freshness(state, hashes.get(state.document_id))
+        if found in (Freshness.CHANGED, Freshness.MISSING):
+            stale[state.document_id] = found
+    changed = sum(1 for f in stale.values() if f is Freshness.CHANGED)
+    missing = len(stale) - changed
+    if not stale:
+        return Check(check="stale_sources", status="ok", detail="every document's local source is as indexed")
+    return Check(
+        check="stale_sources",
+        status="warn",
+        detail=f"{changed} document(s) whose source changed, {missing} whose source is gone since indexed",
+        fix=f"haiku sync{option}",
+    )
+
+
+def _stored_hashes(db: Database, document_ids: Sequence[str]) -> dict[str, str]:
+    ids = list(dict.fromkeys(document_ids))
+    found: dict[str, str] = {}
+    for start in range(0, len(ids), DELETE_BATCH):
+        rows = wait(
+            rows_where(
+                db, db.documents, in_list("id", ids[start : start + DELETE_BATCH]), ["id", "content_hash"]
+            )
+        )
+        found.update(zip(rows.column("id").to_pylist(), rows.column("content_hash").to_pylist(), strict=True))
+    return found
+
+
+def summarised_sources(db: Database) -> list[SourceSummary]:
+    """`haiku sources`: each remembered source with its documents, and how many changed or vanished."""
+    states = file_states(db)
+    counts, stale = Counter(state.source for state in states), stale_by_source(db, states)
+    return [
+        SourceSummary(
+            **s.model_dump(), documents=counts[s.source], **stale.get(s.source, StaleCount())._asdict()
+        )
+        for s in read_sources(db)
+    ]

@@ -8,6 +8,7 @@ from pathlib import Path
 import anyio.to_thread
 from pydantic import BaseModel
 
+from haiku_cli.databases.freshness import stale_check
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import HaikuError
@@ -93,7 +94,9 @@ async def _checks(ws: Workspace, loc: Location, embedder: str | None) -> list[Ch
     db = await ws.pool.open_one(loc)
     reach = "object store answered" if loc.local_path is None else "local folder"
     found = await anyio.to_thread.run_sync(lambda: doctor.check_database(db, embedder, _local_path))
-    return [Check(check="reachable", status="ok", detail=reach), *found]
+    option = f" {loc.chosen_by}" if loc.chosen_by else ""
+    stale = await anyio.to_thread.run_sync(stale_check, db, option)
+    return [Check(check="reachable", status="ok", detail=reach), *found, stale]
 
 
 def _local_path(source: str) -> Path | None:

@@ -13,7 +13,7 @@ import anyio.to_thread
 from haiku_cli.config.resolved import ResolvedConfig, resolved_config
 from haiku_cli.databases import fanout, references
 from haiku_cli.databases.concurrency import concurrently
-from haiku_cli.databases.freshness import check_documents
+from haiku_cli.databases.freshness import check_documents, summarised_sources
 from haiku_cli.databases.reading import in_thread, read_one
 from haiku_cli.databases.results import (
     DatabaseHistory,
@@ -25,7 +25,6 @@ from haiku_cli.databases.results import (
     RebuildReport,
     SearchResults,
     SourceList,
-    SourceSummary,
     SyncRun,
     VacuumReport,
 )
@@ -357,17 +356,9 @@ async def overview(ws: Workspace, selection: Selection | None = None) -> list[Da
 
 async def list_sources(ws: Workspace, location: Location) -> SourceList:
     """`haiku sources`: the sources a database remembers, with the options each was added with."""
-    from haiku_cli.store import sources
 
     def read(db: Database) -> SourceList:
-        counts: dict[str, int] = {}
-        for state in sources.file_states(db):
-            counts[state.source] = counts.get(state.source, 0) + 1
-        summaries = [
-            SourceSummary(**s.model_dump(), documents=counts.get(s.source, 0))
-            for s in sources.read_sources(db)
-        ]
-        return SourceList(database=db.name, sources=summaries)
+        return SourceList(database=db.name, sources=summarised_sources(db))
 
     return await read_one(ws.pool, location, in_thread(read))
 

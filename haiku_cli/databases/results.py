@@ -99,9 +99,12 @@ class DatabaseOverview(BaseModel):
 
 
 class SourceSummary(RememberedSource):
-    """A remembered source and how many documents it holds now."""
+    """A remembered source and how many documents it holds now, and how many of those changed or
+    vanished since they were read (`haiku sync` brings them up to date)."""
 
     documents: int = 0
+    changed: int = 0
+    missing: int = 0
 
 
 class SourceList(BaseModel):

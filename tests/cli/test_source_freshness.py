@@ -132,3 +132,22 @@ def test_a_long_lived_workspace_never_keeps_an_answer_past_the_files_change(
         return seen
 
     assert anyio.run(go) == ["fresh", "changed", "fresh", "missing"]
+
+
+def test_doctor_and_sources_count_what_changed_or_vanished(cli, tmp_path: Path) -> None:
+    files = _corpus(tmp_path / "notes")
+    assert cli("add-src", str(tmp_path / "notes")).exit_code == 0
+    files["edited"].write_text("The edited note now speaks of owls.\n", encoding="utf-8")
+    files["deleted"].unlink()
+    stat = files["touched"].stat()
+    os.utime(files["touched"], ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
+    (listed,) = json.loads(cli("sources", "--json").stdout)["sources"]
+    assert (listed["documents"], listed["changed"], listed["missing"]) == (5, 1, 1)
+    assert "haiku sync -d default" in cli("sources").stderr
+    checks = json.loads(cli("doctor", "--json").stdout)
+    (stale,) = [c for db in checks["databases"] for c in db["checks"] if c["check"] == "stale_sources"]
+    assert stale["status"] == "warn" and stale["fix"].startswith("haiku sync")
+    assert stale["detail"].startswith("1 document(s) whose source changed, 1 whose source is gone")
+    assert cli("sync").exit_code == 0
+    (listed,) = json.loads(cli("sources", "--json").stdout)["sources"]
+    assert (listed["changed"], listed["missing"]) == (0, 0)
