@@ -93,3 +93,8 @@ def visualize(
     for page in drawn.pages:
         found = f"{page.lines_found} of the chunk's {page.lines} lines highlighted"
         output.out.print(f"{page.path}  page {page.page} of {title}: {found}", markup=False)
+    if drawn.source_state in ("changed", "missing"):
+        output.note(
+            f"drawn from the file as it is now, highlighting the stored text: the file changed since it "
+            f"was indexed, so the highlight may miss; haiku sync -d {drawn.database}"
+        )

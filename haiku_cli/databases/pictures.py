@@ -12,11 +12,13 @@ import anyio.to_thread
 from pydantic import BaseModel
 
 from haiku_cli.databases import references
+from haiku_cli.databases.freshness import SourceCheck, check_documents
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.reading import read_each, read_one
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError
+from haiku_cli.search.hits import SourceState
 from haiku_cli.store import reads
 from haiku_cli.store.database import Database
 from haiku_cli.store.location import Location
@@ -139,6 +141,10 @@ class Visualized(BaseModel):
     document_title: str | None
     document_uri: str | None
     pages: list[HighlightedPage]
+    # The pages are drawn from the file as it is now, the highlight from the stored text: a `changed`
+    # source may not hold it where it was (as a search hit's; docs/json.md)
+    source_state: SourceState = "unknown"
+    source_note: str | None = None
 
 
 async def visualize_chunk(
@@ -148,12 +154,13 @@ async def visualize_chunk(
     text highlighted, as `{chunk id start}-p{page}.png` in `folder` (default: the current directory)."""
     from haiku_cli.ingest.convert.pdf_highlight import highlight_lines, highlight_page
 
-    async def read(db: Database) -> tuple[ChunkRecord, DocumentSummary | None]:
+    async def read(db: Database) -> tuple[ChunkRecord, DocumentSummary | None, SourceCheck]:
         chunk = await references.chunk(db, location, chunk_id)
         doc = await reads.get_document(db, chunk.document_id)
-        return chunk, doc.summary() if doc is not None else None
+        checks = await check_documents(db, [chunk.document_id])
+        return chunk, doc.summary() if doc is not None else None, checks[chunk.document_id]
 
-    chunk, doc = await read_one(ws.pool, location, read)
+    chunk, doc, check = await read_one(ws.pool, location, read)
     if doc is None:
         raise InputError(f"chunk {chunk_id!r}: its document was deleted")
     path = _local_pdf(doc, chunk_id)
@@ -188,6 +195,8 @@ async def visualize_chunk(
         document_title=doc.title,
         document_uri=doc.uri,
         pages=pages,
+        source_state=check.shown,
+        source_note=check.note,
     )
 
 
