@@ -14,6 +14,7 @@ from haiku_cli.store.maintenance import TableVersion
 from haiku_cli.store.records import ChunkRecord, DocumentRecord, DocumentSummary, PictureInfo
 from haiku_cli.store.sources import RememberedSource
 from haiku_cli.store.write_log import WriteRecord
+from haiku_cli.store.published import PublishInfo
 
 
 class SearchResults(BaseModel):
@@ -93,6 +94,7 @@ class DatabaseOverview(BaseModel):
     documents: int | None = None
     chunks: int | None = None
     embedder: str | None = None
+    published: PublishInfo | None = None  # which publish a published copy holds (haiku publish)
     error: str | None = None
 
 

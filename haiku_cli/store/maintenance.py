@@ -37,6 +37,7 @@ from haiku_cli.store.records import UtcDatetime
 from haiku_cli.store.tag_records import drop_stray_chunk_tables
 from haiku_cli.store.transaction import storage_errors
 from haiku_cli.store.writer import checkpoint, ensure_held, exclusive
+from haiku_cli.store.published import PublishInfo, published_info
 
 if TYPE_CHECKING:
     from lancedb.table import Table
@@ -77,6 +78,7 @@ class DatabaseInfo(BaseModel):
     upgrade: str | None = None  # how to bring an older layout up to this haiku's (None: current)
     versions: dict[str, int]
     indexes: list[dict[str, Any]]
+    published: PublishInfo | None = None  # which publish a published copy holds (haiku publish)
 
 
 async def database_info(db: Database) -> DatabaseInfo:
@@ -105,6 +107,7 @@ async def database_info(db: Database) -> DatabaseInfo:
         upgrade=_upgrade(db),
         versions=dict(zip(tables, versions, strict=True)),
         indexes=[s.__dict__ for s in indexes],
+        published=published_info(db.meta),
     )
 
 
