@@ -132,7 +132,6 @@ if TYPE_CHECKING:
     from haiku_cli.databases.operations import search as search_hits
     from haiku_cli.databases.operations import search_results as search
     from haiku_cli.databases.parts import DocumentPart, get_part, parse_lines
-    from haiku_cli.databases.publishing import publish
     from haiku_cli.databases.pictures import (
         DocumentPictures,
         Visualized,
@@ -141,6 +140,7 @@ if TYPE_CHECKING:
         visualize_chunk,
         write_pictures,
     )
+    from haiku_cli.databases.publishing import publish
     from haiku_cli.databases.results import (
         DatabaseHistory,
         DatabaseOverview,
@@ -194,11 +194,11 @@ if TYPE_CHECKING:
     from haiku_cli.store.location import Location
     from haiku_cli.store.maintenance import DatabaseInfo, TableVersion
     from haiku_cli.store.outcomes import WriteOutcome
+    from haiku_cli.store.outcomes import mark as write_mark
+    from haiku_cli.store.outcomes import since as writes_since
     from haiku_cli.store.published import PublishInfo, newer_than_reader
     from haiku_cli.store.published import describe as describe_publish
     from haiku_cli.store.publishing import PublishReport
-    from haiku_cli.store.outcomes import mark as write_mark
-    from haiku_cli.store.outcomes import since as writes_since
     from haiku_cli.store.records import (
         ChunkRecord,
         DocumentRecord,

@@ -57,7 +57,9 @@ def publish(
         output.print_model(done)
         return
     if done.unchanged:
-        output.out.print(f"{done.to} already holds this state of {done.database}; nothing written", markup=False)
+        output.out.print(
+            f"{done.to} already holds this state of {done.database}; nothing written", markup=False
+        )
         return
     what = f"{done.files} file{'' if done.files == 1 else 's'}, {render.size(done.bytes)}"
     state = f"tag {done.published.tag}" if done.published.tag else "its latest state"

@@ -11,6 +11,7 @@ import anyio
 
 from haiku_cli.errors import HaikuError, InputError
 from haiku_cli.store.database import Database, connect, exists, open_database
+from haiku_cli.store.failures import storage_failure
 from haiku_cli.store.location import Location
 from haiku_cli.store.published import published_info
 from haiku_cli.store.publishing import (
@@ -23,7 +24,6 @@ from haiku_cli.store.publishing import (
     target_meta,
 )
 from haiku_cli.store.tags import read_at
-from haiku_cli.store.failures import storage_failure
 from haiku_cli.store.writer import WaitPolicy, acquire, exclusive
 
 if TYPE_CHECKING:
@@ -54,20 +54,27 @@ async def publish(ws: Workspace, location: Location, to: str, *, tag: str | None
     target = publish_target(ws, to)
     if target.uri.rstrip("/") == location.uri.rstrip("/"):
         raise InputError(f"--to {to} is database '{location.name}' itself; publish it to another place")
-    return await anyio.to_thread.run_sync(partial(_publish, location, target, tag))
+    if ws.pool.timeout_seconds is not None:
+        target = target.with_timeout(ws.pool.timeout_seconds)
+    locked = tag is None and not location.read_only
+    db = await ws.pool.open_one(location, writable=locked)
+    policy = ws.pool.write_policy or WaitPolicy()
+    try:
+        return await anyio.to_thread.run_sync(partial(_publish, db, target, tag, policy))
+    finally:
+        ws.pool.forget(location)  # its handle was moved to a tag, or held the lock
 
 
-def _publish(location: Location, target: Location, tag: str | None) -> PublishReport:
-    db = open_database(location)
+def _publish(db: Database, target: Location, tag: str | None, policy: WaitPolicy) -> PublishReport:
     if tag is not None:
         read_at(db, tag)  # a tag's versions are kept until it is deleted: no lock needed
     # Without a tag, the writer lock holds the state still (and its files from cleanup) while it is copied.
-    hold = exclusive(db) if tag is None and not location.read_only else nullcontext()
+    hold = exclusive(db) if tag is None and not db.location.read_only else nullcontext()
     with hold:
-        return _publish_state(db, target, tag)
+        return _publish_state(db, target, tag, policy)
 
 
-def _publish_state(db: Database, target: Location, tag: str | None) -> PublishReport:
+def _publish_state(db: Database, target: Location, tag: str | None, policy: WaitPolicy) -> PublishReport:
     state = state_of(db)
     with _target_errors(target):
         if target.local_path is not None:
@@ -84,14 +91,16 @@ def _publish_state(db: Database, target: Location, tag: str | None) -> PublishRe
         target_db = open_database(target) if meta is not None else None
         path = target.local_path
         lock_on = path if path is not None else target_db
-        lock = acquire(lock_on, target.name, WaitPolicy()) if lock_on is not None else None
+        lock = acquire(lock_on, target.name, policy) if lock_on is not None else None
         try:
             files, size = copy_state(db.location, target, state)
             info = commit_publish(conn, target_db, state, db.name, tag)
         finally:
             if lock is not None:
                 lock.release()
-    return PublishReport(database=db.name, to=target.uri, unchanged=False, files=files, bytes=size, published=info)
+    return PublishReport(
+        database=db.name, to=target.uri, unchanged=False, files=files, bytes=size, published=info
+    )
 
 
 @contextmanager

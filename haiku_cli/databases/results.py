@@ -11,10 +11,10 @@ from pydantic import BaseModel, Field
 from haiku_cli.ingest.reports import SyncReport
 from haiku_cli.search.hits import SearchHit
 from haiku_cli.store.maintenance import TableVersion
+from haiku_cli.store.published import PublishInfo
 from haiku_cli.store.records import ChunkRecord, DocumentRecord, DocumentSummary, PictureInfo
 from haiku_cli.store.sources import RememberedSource
 from haiku_cli.store.write_log import WriteRecord
-from haiku_cli.store.published import PublishInfo
 
 
 class SearchResults(BaseModel):

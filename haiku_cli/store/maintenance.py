@@ -32,12 +32,12 @@ from haiku_cli.store.indexes import (
     refresh_keys,
 )
 from haiku_cli.store.pictures import drop_orphans
+from haiku_cli.store.published import PublishInfo, published_info
 from haiku_cli.store.reads import async_table, count_rows, rows_where
 from haiku_cli.store.records import UtcDatetime
 from haiku_cli.store.tag_records import drop_stray_chunk_tables
 from haiku_cli.store.transaction import storage_errors
 from haiku_cli.store.writer import checkpoint, ensure_held, exclusive
-from haiku_cli.store.published import PublishInfo, published_info
 
 if TYPE_CHECKING:
     from lancedb.table import Table

@@ -54,7 +54,9 @@ class Folder:
         landing = f"{target}.part" if self.local else target
         if self.local:
             self.fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
-        copy_files(source.path(relative), landing, source_filesystem=source.fs, destination_filesystem=self.fs)
+        copy_files(
+            source.path(relative), landing, source_filesystem=source.fs, destination_filesystem=self.fs
+        )
         if self.local:
             self.fs.move(landing, target)
         return int(self.fs.get_file_info(target).size or 0)

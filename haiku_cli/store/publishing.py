@@ -63,9 +63,7 @@ def state_of(db: Database) -> State:
         schema.CHUNKS: db.chunks,
         **db.side_tables(),
     }
-    meta = {
-        k: v for k, v in db.meta.items() if k not in _NOT_PUBLISHED and not k.startswith(TAG_PREFIX)
-    }
+    meta = {k: v for k, v in db.meta.items() if k not in _NOT_PUBLISHED and not k.startswith(TAG_PREFIX)}
     meta[CHUNKS_TABLE] = db.chunks.name
     return State({k: (t.name, t.version) for k, t in tables.items()}, meta)
 
