@@ -54,12 +54,13 @@ class Folder:
         landing = f"{target}.part" if self.local else target
         if self.local:
             self.fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
+        size = int(source.fs.get_file_info(source.path(relative)).size or 0)
         copy_files(
             source.path(relative), landing, source_filesystem=source.fs, destination_filesystem=self.fs
         )
         if self.local:
             self.fs.move(landing, target)
-        return int(self.fs.get_file_info(target).size or 0)
+        return size
 
 
 def folder_of(location: Location) -> Folder:
@@ -90,5 +91,7 @@ def folder_of(location: Location) -> Folder:
         region=option(_REGION_KEYS),
         endpoint_override=endpoint.split("://", 1)[-1] if endpoint else None,
         scheme=scheme or ("http" if allow_http else "https"),
+        # A file smaller than a multipart upload's part is then put in one request, not three.
+        allow_delayed_open=True,
     )
     return Folder(fs, f"{parts.netloc}{parts.path}".rstrip("/"), local=False)
