@@ -90,7 +90,9 @@ def test_publish_to_s3_is_searched_read_only_beside_local_and_republished_writin
     assert listed["team"]["published"]["at"] == first["published"]["at"]
     assert listed["src"]["published"] is None
     assert "published" in cli("info", "-d", "team").stdout
+    untouched = _objects(s3_server, uri.removeprefix("s3://lab/"))
     assert cli("doctor", "-d", "team").exit_code == 0
+    assert _objects(s3_server, uri.removeprefix("s3://lab/")) == untouched  # checked without writing
 
     # A reader refuses to write it: configured read-only, and a published copy besides.
     refused = cli("add", SECOND, "-d", "team")
@@ -211,3 +213,31 @@ def test_a_reader_older_than_the_publish_says_so_in_one_line(
     newer = cli("search", "kestrels", "-d", "team")
     assert newer.exit_code == ExitCode.DATABASE and "upgrade haiku" in newer.stderr
     assert len(newer.stderr.strip().splitlines()) == 1
+
+
+def test_a_long_lived_reader_moves_to_the_next_publish(
+    cli, write_config, tmp_path: Path, make_db, workspace
+) -> None:
+    import anyio
+
+    from haiku_cli import api
+
+    make_db("src", [FIRST])
+    target = tmp_path / "published"
+    write_config(
+        f'[databases]\nsrc = "{tmp_path}/src.lancedb"\nteam = {{ uri = "{target}", read_only = true }}\n'
+    )
+    _publish(cli, str(target))
+    ws = workspace()
+    team = ws.lookup("team")
+
+    def titles() -> list[str]:
+        listed = anyio.run(lambda: api.list_documents(ws, team, document_filter=None, limit=10, offset=0))
+        return sorted(d.title for d in listed.documents)
+
+    assert titles() == [FIRST]
+    assert cli("add", SECOND, "-d", "src").exit_code == 0
+    _publish(cli, str(target))
+    for db in ws.pool._open.values():
+        db.read_at = float("-inf")  # as a second later: the next query looks at the store again
+    assert titles() == sorted([FIRST, SECOND])
