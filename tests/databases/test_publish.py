@@ -91,7 +91,10 @@ def test_publish_to_s3_is_searched_read_only_beside_local_and_republished_writin
     assert listed["src"]["published"] is None
     assert "published" in cli("info", "-d", "team").stdout
     untouched = _objects(s3_server, uri.removeprefix("s3://lab/"))
-    assert cli("doctor", "-d", "team").exit_code == 0
+    doctor = cli("doctor", "-d", "team", "--json")
+    assert doctor.exit_code == 0, doctor.stdout
+    checks = {c["check"]: c["status"] for c in json.loads(doctor.stdout)["databases"][0]["checks"]}
+    assert checks["published"] == "ok" and "sources" not in checks
     assert _objects(s3_server, uri.removeprefix("s3://lab/")) == untouched  # checked without writing
 
     # A reader refuses to write it: configured read-only, and a published copy besides.
