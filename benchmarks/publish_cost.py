@@ -49,7 +49,8 @@ def measure(documents: int, added: int) -> dict:
             config = Path(tmp) / "config.toml"
             config.write_text(
                 f'[databases]\nsrc = "{tmp}/src.lancedb"\n[databases.team]\nuri = "s3://bench/team"\n'
-                f'storage_options = {{ endpoint = "{proxy.endpoint}", allow_http = true, region = "us-east-1" }}\n'
+                f'storage_options = {{ endpoint = "{proxy.endpoint}", allow_http = true, '
+                'region = "us-east-1" }\n'
             )
             os.environ["HAIKU_CONFIG"] = str(config)
             os.environ["HAIKU_DATA_DIR"] = str(Path(tmp) / "data")
@@ -63,7 +64,7 @@ async def _steps(proxy: StallingProxy, documents: int, added: int) -> dict[str, 
     from haiku_cli import api
 
     ws = api.Workspace.load()
-    src, team = ws.lookup("src"), ws.lookup("team")
+    src = ws.lookup("src")
 
     async def add(first: int, count: int) -> None:
         folder = Path(os.environ["HAIKU_DATA_DIR"]) / f"docs-{first}"
@@ -96,7 +97,9 @@ async def _steps(proxy: StallingProxy, documents: int, added: int) -> dict[str, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--documents", type=int, default=200)
     parser.add_argument("--added", type=int, default=10)
     parser.add_argument("--json", action="store_true")
