@@ -81,7 +81,7 @@ def _publish_state(db: Database, target: Location, tag: str | None, policy: Wait
             exists(target)  # refuses a folder of other files
         conn = connect(target)
         meta = target_meta(conn)
-        refuse_foreign(db.name, target, meta, state)
+        refuse_foreign(db.name, target, meta)
         if same_state(state, meta, tag):
             info = published_info(meta or {})
             assert info is not None

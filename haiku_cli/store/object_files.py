@@ -36,13 +36,18 @@ class Folder:
         """The full path of a file under this folder."""
         return f"{self.root}/{relative}"
 
-    def listing(self, relative: str) -> set[str]:
-        """The files under `relative` (recursively), relative to it; empty when it is not there."""
+    def listing(self, relative: str) -> dict[str, int]:
+        """The files under `relative` (recursively), relative to it, with their sizes; empty when it is
+        not there."""
         from pyarrow.fs import FileSelector, FileType
 
         base = self.path(relative)
         found = self.fs.get_file_info(FileSelector(base, recursive=True, allow_not_found=True))
-        return {f.path[len(base) + 1 :] for f in found if f.type == FileType.File}
+        return {f.path[len(base) + 1 :]: int(f.size or 0) for f in found if f.type == FileType.File}
+
+    def size(self, relative: str) -> int:
+        """One file's size in bytes."""
+        return int(self.fs.get_file_info(self.path(relative)).size or 0)
 
     def copy_in(self, source: Folder, relative: str) -> int:
         """Copy one file from `source` to the same place here, whole or not at all; its size in bytes."""
@@ -54,7 +59,7 @@ class Folder:
         landing = f"{target}.part" if self.local else target
         if self.local:
             self.fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
-        size = int(source.fs.get_file_info(source.path(relative)).size or 0)
+        size = source.size(relative)
         copy_files(
             source.path(relative), landing, source_filesystem=source.fs, destination_filesystem=self.fs
         )

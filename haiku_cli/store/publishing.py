@@ -84,7 +84,7 @@ def same_state(state: State, meta: dict[str, str] | None, tag: str | None) -> bo
     return info.versions == {k: v for k, (_, v) in state.tables.items()} and published == state.meta
 
 
-def refuse_foreign(source: str, target: Location, meta: dict[str, str] | None, state: State) -> None:
+def refuse_foreign(source: str, target: Location, meta: dict[str, str] | None) -> None:
     """Refuse a target holding something other than earlier publishes of this database."""
     if meta is None:
         return
@@ -96,12 +96,6 @@ def refuse_foreign(source: str, target: Location, meta: dict[str, str] | None, s
     if info.source != source:
         raise DatabaseError(
             f"{target.uri} holds a publish of database '{info.source}'; publish '{source}' to another place"
-        )
-    older = [k for k, (_, v) in state.tables.items() if v < info.versions.get(k, 0)]
-    if older and info.chunks_table == state.tables[schema.CHUNKS][0]:
-        raise DatabaseError(
-            f"database '{source}' is older than its publish at {target.uri} (table {older[0]}: was it made "
-            "again?); publish it to another place"
         )
 
 
@@ -124,6 +118,13 @@ def copy_state(source: Location, target: Location, state: State) -> tuple[int, i
         present = dst.listing(table)
         for path, kind in wanted:
             if path in present:
+                if kind == _MANIFEST and present[path] != src.size(f"{table}/{path}"):
+                    # Versions are numbered per table: another database's version of the same number
+                    # (one deleted and made again under the same name) must not be taken for this one's.
+                    raise DatabaseError(
+                        f"{target.uri} holds another version {version} of table {name} than database "
+                        f"'{source.name}' has; publish it to another place"
+                    )
                 continue
             if kind == _MANIFEST:
                 manifests.append(f"{table}/{path}")

@@ -172,7 +172,9 @@ def test_a_first_publish_killed_before_its_commit_is_not_a_database_until_the_ne
     assert _titles(cli, "team") == [FIRST]
 
 
-def test_publish_from_a_tag_to_a_folder_names_the_tag(cli, write_config, tmp_path: Path, make_db) -> None:
+def test_publish_from_a_tag_to_a_folder_names_the_tag_and_goes_back_to_it(
+    cli, write_config, tmp_path: Path, make_db
+) -> None:
     make_db("src", [FIRST])
     target = tmp_path / "published"
     write_config(
@@ -180,7 +182,10 @@ def test_publish_from_a_tag_to_a_folder_names_the_tag(cli, write_config, tmp_pat
     )
     assert cli("tag", "create", "v1", "-d", "src").exit_code == 0
     assert cli("add", SECOND, "-d", "src").exit_code == 0
-    done = _publish(cli, "team", "--tag", "v1")  # --to a configured database's name
+    assert _publish(cli, "team")["published"]["tag"] is None  # --to a configured database's name
+    assert _titles(cli, "team") == sorted([FIRST, SECOND])
+    # Back to an older state: its versions are older than the target's latest, and are what readers read.
+    done = _publish(cli, "team", "--tag", "v1")
     assert done["published"]["tag"] == "v1"
     assert _titles(cli, "team") == [FIRST]
     assert "tag v1" in cli("info", "-d", "team").stdout
@@ -244,3 +249,22 @@ def test_a_long_lived_reader_moves_to_the_next_publish(
     for db in ws.pool._open.values():
         db.read_at = float("-inf")  # as a second later: the next query looks at the store again
     assert titles() == sorted([FIRST, SECOND])
+
+
+def test_a_database_in_the_bucket_is_published_to_a_folder(
+    cli, write_config, s3_server: str, tmp_path: Path
+) -> None:
+    target = tmp_path / "published"
+    write_config(
+        f"""
+[databases]
+team = {{ uri = "{target}", read_only = true }}
+[databases.src]
+uri = "s3://lab/src-{tmp_path.name}"
+storage_options = {{ endpoint = "{s3_server}", allow_http = true, region = "us-east-1" }}
+"""
+    )
+    assert cli("add", FIRST, "-d", "src").exit_code == 0
+    assert not _publish(cli, str(target))["unchanged"]
+    assert _titles(cli, "team") == [FIRST]
+    assert _publish(cli, str(target))["unchanged"]
