@@ -52,7 +52,7 @@ def test_add_src_reads_a_prefix_with_the_local_rules_and_sync_follows_it(
     _put(bucket, f"{top}/deep/draft.md", "# Draft\n\nNot for the index.\n")
     _put(bucket, f"{top}/.hidden/secret.md", "hidden")
     _put(bucket, f"{top}/node_modules/lib.md", "a dependency")
-    _put(bucket, f"{top}/photo.png", b"\x89PNG\r\n\x1a\n")
+    _put(bucket, f"{top}/photo.gif", b"GIF89a")
     _put(bucket, f"{top}/huge.txt", "owls " * 400)  # 2000 bytes, over max_text_mb
     prefix = f"s3://lab/{top}/"
     added = cli("add-src", prefix, "-d", "notes", "--exclude", "draft.md", "--json")
@@ -63,7 +63,7 @@ def test_add_src_reads_a_prefix_with_the_local_rules_and_sync_follows_it(
         f"{prefix}huge.txt": "failed",
     }
     left_out = {(e["source"], e["why"]) for e in json.loads(added.stdout)["left_out"]}
-    assert left_out == {(f"{prefix}deep/draft.md", "excluded"), (f"{prefix}photo.png", "unsupported")}
+    assert left_out == {(f"{prefix}deep/draft.md", "excluded"), (f"{prefix}photo.gif", "unsupported")}
     hit = json.loads(cli("search", "hovering kestrels", "-d", "notes", "--json", "--limit", "1").stdout)
     assert hit["hits"][0]["document_uri"] == f"{prefix}kestrels.md"
     (source,) = json.loads(cli("sources", "-d", "notes", "--json").stdout)["sources"]
@@ -185,3 +185,19 @@ def test_re_adding_a_prefix_names_the_objects_that_left_it(
     report = json.loads(again.stdout)
     assert _outcomes(again.stdout) == {f"s3://lab/{top}/wrens.md": "unchanged"}
     assert report["gone"] == [f"s3://lab/{top}/robins.md"]  # kept until a sync
+
+
+def test_add_src_reads_the_endpoint_and_region_from_the_environment_as_databases_do(
+    cli, write_config, bucket, s3_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No [sources] entry and a local database: only AWS_ENDPOINT_URL says where the bucket is.
+    write_config(f'[databases]\nnotes = "{tmp_path}/notes.lancedb"\n')
+    top = f"env-{tmp_path.name}"
+    _put(bucket, f"{top}/herons.md", "# Herons\n\nGrey herons stand still in shallow water.\n")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    added = cli("add-src", f"s3://lab/{top}/", "-d", "notes", "--json")
+    assert added.exit_code == 0, added.stderr
+    assert _outcomes(added.stdout) == {f"s3://lab/{top}/herons.md": "added"}
+    (report,) = json.loads(cli("sync", "-d", "notes", "--json").stdout)["databases"]
+    assert report["sources"][0]["unchanged"] == 1
