@@ -31,7 +31,11 @@ def publish(
     ],
     tag: Annotated[
         str | None,
-        typer.Option("--tag", help="Publish this tag's state (default: the latest, under the writer lock)."),
+        typer.Option(
+            "--tag",
+            help="Publish this tag's state (default: the latest, under the writer lock).",
+            metavar="NAME",
+        ),
     ] = None,
     loc: Location = ONE_DATABASE,
     json: Json = False,

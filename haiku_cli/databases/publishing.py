@@ -13,6 +13,7 @@ from haiku_cli.errors import HaikuError, InputError
 from haiku_cli.store.database import Database, connect, exists, open_database
 from haiku_cli.store.failures import storage_failure
 from haiku_cli.store.location import Location
+from haiku_cli.store.object_files import folder_of
 from haiku_cli.store.published import published_info
 from haiku_cli.store.publishing import (
     PublishReport,
@@ -54,6 +55,7 @@ async def publish(ws: Workspace, location: Location, to: str, *, tag: str | None
     target = publish_target(ws, to)
     if target.uri.rstrip("/") == location.uri.rstrip("/"):
         raise InputError(f"--to {to} is database '{location.name}' itself; publish it to another place")
+    folder_of(target)  # a kind of store haiku does not publish to is refused before anything is opened
     if ws.pool.timeout_seconds is not None:
         target = target.with_timeout(ws.pool.timeout_seconds)
     locked = tag is None and not location.read_only

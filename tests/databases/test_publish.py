@@ -193,6 +193,8 @@ def test_publish_from_a_tag_to_a_folder_names_the_tag_and_goes_back_to_it(
     (tmp_path / "other.lancedb").mkdir()
     other = cli("publish", "--db", str(tmp_path / "src.lancedb"), "--to", str(tmp_path / "src.lancedb"))
     assert other.exit_code == ExitCode.INPUT and "itself" in other.stderr
+    elsewhere = cli("publish", "-d", "src", "--to", "gs://bucket/team")
+    assert elsewhere.exit_code == ExitCode.INPUT and "not gs://" in elsewhere.stderr
 
 
 def test_a_reader_older_than_the_publish_says_so_in_one_line(
