@@ -270,3 +270,30 @@ storage_options = {{ endpoint = "{s3_server}", allow_http = true, region = "us-e
     assert not _publish(cli, str(target))["unchanged"]
     assert _titles(cli, "team") == [FIRST]
     assert _publish(cli, str(target))["unchanged"]
+
+
+def test_an_mcp_server_searches_a_published_copy_beside_a_local_database(
+    cli, write_config, tmp_path: Path, make_db, workspace
+) -> None:
+    import anyio
+    from mcp import Client
+
+    from haiku_cli.mcp_server.server import build_server
+    from haiku_cli.mcp_server.tools import ServerScope
+
+    make_db("src", [FIRST])
+    target = tmp_path / "published"
+    write_config(
+        f'[databases]\nsrc = "{tmp_path}/src.lancedb"\nteam = {{ uri = "{target}", read_only = true }}\n'
+    )
+    _publish(cli, str(target))
+    ws = workspace()
+
+    async def search() -> dict:
+        async with Client(build_server(ServerScope(ws, ws.select_many(["src", "team"]), None))) as client:
+            result = await client.call_tool("search", {"query": "kestrels", "type": "fts"})
+            assert not result.is_error, result.content
+            return result.structured_content
+
+    found = anyio.run(search)
+    assert {h["database"] for h in found["hits"]} == {"src", "team"}
