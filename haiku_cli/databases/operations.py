@@ -40,6 +40,7 @@ from haiku_cli.store.database import Database, exists
 from haiku_cli.store.handle import read_errors as _read_errors
 from haiku_cli.store.location import Location
 from haiku_cli.store.pictures import pictures_of
+from haiku_cli.store.published import published_info
 
 if TYPE_CHECKING:
     from haiku_cli.embed import Embedder
@@ -344,6 +345,7 @@ async def overview(ws: Workspace, selection: Selection | None = None) -> list[Da
                 counts = await asyncio.gather(reads.count_documents(db), reads.count_chunks(db))
                 row.documents, row.chunks = counts
                 row.embedder = db.embedder.name
+                row.published = published_info(db.meta)
         except (DatabaseError, InputError) as exc:  # InputError: a configured folder of other files
             row.error = str(exc)
         return row
