@@ -315,3 +315,49 @@ def test_killed_with_sigkill_and_restarted_it_catches_up(tmp_path: Path, notes: 
     assert [line["path"] for line in printed if line["status"] == "deleted"] == [str(notes / "apples.md")]
     uris = {d["uri"] for d in json.loads(found.stdout)["documents"]}
     assert uris == {(notes / f"n{i}.md").as_uri() for i in range(20)}
+
+
+def _syncs(ws, location: Location) -> int:
+    """How many syncs wrote the database, as `haiku history` lists them."""
+    history = anyio.run(lambda: operations.history(ws, location))
+    return sum(w.operation.startswith("sync ") for w in history.writes)
+
+
+def test_a_burst_of_saves_is_one_sync(workspace, tmp_path: Path, notes: Path) -> None:
+    ws, location = workspace(), Location("w", str(tmp_path / "w.lancedb"))
+    _added(ws, location, notes)
+    names = [f"n{i:02}.md" for i in range(20)]
+    with Watching(ws, location, debounce_ms=500) as watching:
+        for name in names:  # as a `git checkout` or an unzip writes them: all within a few milliseconds
+            (notes / name).write_text(f"Note {name} on the tides of the estuary.\n")
+        watching.wait_for(
+            lambda events: {Path(e.path).name for e in events if e.status == "added"} >= set(names)
+        )
+    assert _syncs(workspace(), location) == 1
+
+
+def test_a_database_inside_the_watched_folder_does_not_set_off_syncs_of_its_own(
+    workspace, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its own writes change files under the watched folder: those are not changes of the source, and
+    # syncing them (however little each finds) would keep a watch busy after every write it makes.
+    from haiku_cli.databases import watching as watching_module
+
+    synced: list[Path] = []
+    real_sync = operations.sync_source
+
+    async def sync_source(ws, db, source, *, scope=None):
+        synced.extend(scope or [])
+        return await real_sync(ws, db, source, scope=scope)
+
+    monkeypatch.setattr(watching_module.operations, "sync_source", sync_source)
+    ws, location = workspace(), Location("w", str(notes / "w.lancedb"))
+    _added(ws, location, notes)
+    with Watching(ws, location, debounce_ms=100) as watching:
+        (notes / "kiwis.md").write_text("Kiwis are fuzzy.\n")
+        watching.wait_for(_seen("added", notes / "kiwis.md"))
+        (notes / "pears.md").write_text("Pears ripen off the tree.\n")
+        watching.wait_for(_seen("added", notes / "pears.md"))
+    assert {p.name for p in synced} == {"kiwis.md", "pears.md"}  # never a file of the database
+    assert _syncs(workspace(), location) == 2  # one write for each saved note
+    assert sorted(Path(e.path).name for e in watching.events) == ["kiwis.md", "pears.md"]
