@@ -39,7 +39,13 @@ def figs(tmp_path: Path, write_config, workspace) -> Workspace:
     write_config(f'[databases]\nfigs = "{tmp_path / "figs.lancedb"}"\n')
     ws = workspace()
     report = anyio.run(
-        lambda: operations.add_sources(ws, ws.select_one(["figs"]), [str(folder)], title=None, metadata={})
+        lambda: operations.add_sources(
+            ws,
+            ws.select_one(["figs"]),
+            [str(folder / n) for n in ("chart.md", "plan.md")],
+            title=None,
+            metadata={},
+        )
     )
     assert [o.status for o in report.outcomes] == ["added", "added"]
     return ws
