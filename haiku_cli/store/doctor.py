@@ -49,8 +49,11 @@ class Check(BaseModel):
     fixed: bool = False  # `doctor --fix` applied it
 
 
-def check_database(db: Database, embedder_name: str | None) -> list[Check]:
-    """Every check of one open database (a reader's handle)."""
+def check_database(
+    db: Database, embedder_name: str | None, local_path: Callable[[str], Path | None]
+) -> list[Check]:
+    """Every check of one open database (a reader's handle); `local_path`: where a remembered source
+    lives on this machine, None for one only the network can reach (asked by `sync`, not here)."""
     option = _option(db)
     checks = [_schema(db, option), _embedder(db, embedder_name, option), _indexes(db, option)]
     documents = _column_rows(db, db.documents, ["id", "uri", "content_hash", "updated_at"])
@@ -74,7 +77,7 @@ def check_database(db: Database, embedder_name: str | None) -> list[Check]:
         _duplicates(documents, option),
         _unfinished_write(db, option),
         _versions(db, option),
-        _vanished_sources(db, option),
+        _vanished_sources(db, option, local_path),
         _pictures(db, ids, option),
     ]
     return checks
@@ -211,10 +214,10 @@ def _versions(db: Database, option: str) -> Check:
     return Check(check="versions", status="ok", detail=detail)
 
 
-def _vanished_sources(db: Database, option: str) -> Check:
+def _vanished_sources(db: Database, option: str, local_path: Callable[[str], Path | None]) -> Check:
     # Only local paths are looked at: a URL or an object-store prefix is asked by `sync`, over the network.
-    local = [s.source for s in read_sources(db) if s.kind != "url" and "://" not in s.source]
-    gone = [source for source in local if not os.path.exists(Path(source))]
+    local = [(s.source, path) for s in read_sources(db) if (path := local_path(s.source)) is not None]
+    gone = [source for source, path in local if not os.path.exists(path)]
     if not gone:
         return Check(check="sources", status="ok", detail="every remembered local source is there")
     return Check(

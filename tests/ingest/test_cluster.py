@@ -377,7 +377,8 @@ def test_a_task_does_not_embed_a_document_whose_content_is_stored_under_its_uri(
     import ray
 
     from haiku_cli.config.settings import EmbedderSettings, IngestSettings
-    from haiku_cli.ingest.cluster import _Job, _prepare
+    from haiku_cli.ingest.cluster_tasks import Job as _Job
+    from haiku_cli.ingest.cluster_tasks import prepare_items as _prepare
     from haiku_cli.ingest.convert.dispatch import file_uri
     from haiku_cli.ingest.stored import content_hash, stored_content
 
@@ -536,7 +537,9 @@ def test_calls_in_flight_to_an_actor_that_dies_go_to_a_new_one_in_their_order(
     import ray
 
     from haiku_cli.config.settings import EmbedderSettings, IngestSettings
-    from haiku_cli.ingest.cluster import ClusterWork, _Job, _nothing, _Pool, _results
+    from haiku_cli.ingest.cluster import ClusterWork, _nothing, _results
+    from haiku_cli.ingest.cluster_pool import Pool as _Pool
+    from haiku_cli.ingest.cluster_tasks import Job as _Job
 
     folder = tmp_path / "notes"
     folder.mkdir()
