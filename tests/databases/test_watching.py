@@ -328,8 +328,9 @@ def test_a_burst_of_saves_is_one_sync(workspace, tmp_path: Path, notes: Path) ->
     _added(ws, location, notes)
     names = [f"n{i:02}.md" for i in range(20)]
     with Watching(ws, location, debounce_ms=500) as watching:
-        for name in names:  # as a `git checkout` or an unzip writes them: all within a few milliseconds
+        for name in names:  # as a `git checkout` or an unzip writes them, a few milliseconds apart
             (notes / name).write_text(f"Note {name} on the tides of the estuary.\n")
+            time.sleep(0.01)  # 50 times within the quiet spell (500 ms) that ends a burst
         watching.wait_for(
             lambda events: {Path(e.path).name for e in events if e.status == "added"} >= set(names)
         )
