@@ -33,6 +33,7 @@ def build_app() -> "typer.Typer":
         config_commands,
         daemon_command,
         doctor_command,
+        help_command,
         ingest_commands,
         mcp_command,
         picture_commands,
@@ -59,7 +60,7 @@ def build_app() -> "typer.Typer":
             "  haiku list --filter \"metadata.year = '2024'\"\n"
             '  haiku ask "What does the thesis say?" --model openai:gpt-4o\n'
             "  haiku chat -d notes                      a saved conversation\n\n"
-            "haiku COMMAND --help shows a command's options; README.md has the rest."
+            "haiku COMMAND --help shows a command's options; haiku help lists the documentation's topics."
         ),
     )
 
@@ -104,6 +105,7 @@ def build_app() -> "typer.Typer":
         tag_commands,
         doctor_command,
         daemon_command,
+        help_command,
     ):
         commands.register(app)
     return app
