@@ -61,3 +61,14 @@ def test_every_docs_page_is_in_the_nav_and_both_indexes_in_one_order() -> None:
 def test_the_readme_links_resolve() -> None:
     for link in re.findall(r"\]\(([^)#:]+)\)", README):
         assert (ROOT / link).exists(), link
+
+
+def test_every_test_the_docs_name_exists() -> None:
+    # docs/reliability.md names the test holding each promise as tests/FILE.py::NAME.
+    named = set()
+    for page in (ROOT / "docs").glob("*.md"):
+        named |= set(re.findall(r"(tests/[\w/]+\.py)(?:::(\w+))?", page.read_text(encoding="utf-8")))
+    assert len(named) > 40
+    for file, name in sorted(named):
+        source = (ROOT / file).read_text(encoding="utf-8")
+        assert not name or re.search(rf"^(async )?def {name}\(", source, re.MULTILINE), f"{file}::{name}"
