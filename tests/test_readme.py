@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import ast
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+import anyio
+from pydantic_ai.models.test import TestModel
+
+from haiku_cli import api
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -72,3 +79,39 @@ def test_every_test_the_docs_name_exists() -> None:
     for file, name in sorted(named):
         source = (ROOT / file).read_text(encoding="utf-8")
         assert not name or re.search(rf"^(async )?def {name}\(", source, re.MULTILINE), f"{file}::{name}"
+
+
+def test_the_capabilities_page_example_answers_over_the_hosts_databases(tmp_path: Path, write_config) -> None:
+    # docs/capabilities.md's first block, as written (top-level await, `model` the host's), with a TestModel.
+    write_config(f'[databases]\nnotes = "{tmp_path}/n.lancedb"\npapers = "{tmp_path}/p.lancedb"\n')
+
+    async def fill() -> None:
+        ws = api.Workspace.load()
+        for name, text in (("notes", "Basil likes warm sun."), ("papers", "Tomatoes need deep roots.")):
+            await api.add_text(ws, ws.select_one([name]), text, title=name, metadata={})
+
+    anyio.run(fill)
+    page = (ROOT / "docs" / "capabilities.md").read_text(encoding="utf-8")
+    block = python_blocks(page)[0]
+    code = compile(block, "capabilities.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    scope: dict = {"model": TestModel(call_tools=["search"])}
+
+    async def run() -> None:
+        await eval(code, scope)
+
+    anyio.run(run)
+    output = scope["result"].output
+    assert "database: notes" in output and "database: papers" in output
+
+
+def test_the_cheat_sheet_uses_only_commands_and_options_haiku_has(cli) -> None:
+    block = README[README.index("## Cheat sheet") :].split("```sh\n", 1)[1].split("```", 1)[0]
+    for line in block.splitlines():
+        for part in line.split("#")[0].split(";"):
+            words = shlex.split(part.strip().rstrip("&"))
+            assert words[0] == "haiku", part
+            command = words[1:2] if words[1:2] != ["tag"] else words[1:3]
+            shown = cli(*command, "--help")
+            assert shown.exit_code == 0, part
+            for option in (w for w in words[2:] if w.startswith("--")):
+                assert option in shown.stdout, f"{part}: {option}"
