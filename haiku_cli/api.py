@@ -21,6 +21,8 @@ Operations (async; each is what one `haiku` command calls)
     `write_pictures(ws, location, document_id, folder) -> WrittenPictures`,
     `visualize_chunk(ws, location, chunk_id, folder=None) -> Visualized` (a PNG per page of a PDF chunk)
     `delete_document(ws, location, document_id) -> DeletedDocument`
+    `database_holding(ws, reference) -> Location` (the one configured database holding that document or
+    chunk; refused naming them when several do)
     `add_text(ws, location, text, *, title, metadata) -> IngestReport`
     `add_sources(ws, location, sources, *, title, metadata, progress, include, exclude, engine="local",
     ray_address=None, on_note) -> IngestReport` (`engine="ray"`: on a Ray cluster, docs/scale-out.md)
@@ -88,6 +90,7 @@ if TYPE_CHECKING:
     from haiku_cli.config.resolved import ResolvedConfig
     from haiku_cli.databases.fanout import MAX_QUERY_CHARS
     from haiku_cli.databases.health import DatabaseHealth, DoctorReport, check_health
+    from haiku_cli.databases.holding import database_holding
     from haiku_cli.databases.operations import (
         add_sources,
         add_text,

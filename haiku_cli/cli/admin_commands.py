@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output, render
-from haiku_cli.cli.options import ONE_DATABASE, At, Filter, Json, whole_number, workspace
+from haiku_cli.cli.options import (
+    ONE_DATABASE,
+    ONE_DATABASE_HOLDING,
+    At,
+    Filter,
+    Json,
+    whole_number,
+    workspace,
+)
 from haiku_cli.cli.running import add_command, run
 
 if TYPE_CHECKING:
@@ -75,7 +83,8 @@ def list_(
     if not page.documents:
         # Say why it is empty when the options are the reason, not the database.
         why = " match the filter" if filter_ else ""
-        output.out.print(f"no documents{why}{f' after the first {offset}' if offset else ''}", style="dim")
+        # On stderr, as search's "no results": stdout stays empty for a script reading the list.
+        output.err.print(f"no documents{why}{f' after the first {offset}' if offset else ''}", style="dim")
         return
     shown = api.short_ids([d.id for d in page.documents])
     render.table(
@@ -98,7 +107,7 @@ def _more_follow(truncated: bool, offset: int, limit: int) -> None:
 def get(
     ctx: typer.Context,
     document_id: DocumentId,
-    loc: Location = ONE_DATABASE,
+    loc: Location = ONE_DATABASE_HOLDING,
     lines: Annotated[
         str | None,
         typer.Option(
@@ -160,10 +169,17 @@ def _show_part(part: DocumentPart, json: bool) -> None:
 def delete(
     ctx: typer.Context,
     document_id: DocumentId,
-    loc: Location = ONE_DATABASE,
+    loc: Location = ONE_DATABASE_HOLDING,
     json: Json = False,
 ) -> None:
-    """Delete a document and its chunks."""
+    """Delete a document and its chunks.
+
+    Examples:
+
+    \b
+      haiku delete 3f2b8c1e
+      haiku delete ~/notes/old.md -d notes --json
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)
@@ -179,7 +195,14 @@ def delete(
 
 
 def info(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) -> None:
-    """Counts, size on disk, embedder, schema version, index state and table versions."""
+    """Counts, size on disk, embedder, schema version, index state and table versions.
+
+    Examples:
+
+    \b
+      haiku info
+      haiku info -d papers --json
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)
@@ -192,7 +215,14 @@ def info(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) -
 
 def vacuum(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) -> None:
     """Compact the tables, remove old versions, upgrade an older layout in place (older chunks get their
-    place in their documents where it is found)."""
+    place in their documents where it is found).
+
+    Examples:
+
+    \b
+      haiku vacuum
+      haiku vacuum -d papers
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)
@@ -208,7 +238,14 @@ def vacuum(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False)
 
 
 def rebuild(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) -> None:
-    """Re-chunk and re-embed every document with the configured embedder (all-or-nothing)."""
+    """Re-chunk and re-embed every document with the configured embedder (all-or-nothing).
+
+    Examples:
+
+    \b
+      haiku rebuild
+      haiku rebuild -d papers --json
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)
@@ -223,7 +260,14 @@ def rebuild(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False
 
 
 def history(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) -> None:
-    """The commands that wrote the database, newest first (--json adds every table version)."""
+    """The commands that wrote the database, newest first (--json adds every table version).
+
+    Examples:
+
+    \b
+      haiku history
+      haiku history -d papers --json
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)

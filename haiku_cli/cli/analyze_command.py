@@ -34,7 +34,14 @@ def analyze(
     json: Json = False,
     at: At = None,
 ) -> None:
-    """Answer a question by letting the model run Python over the documents (all configured databases)."""
+    """Answer a question by letting the model run Python over the documents (all configured databases).
+
+    Examples:
+
+    \b
+      haiku analyze "How many documents mention each year?"
+      haiku analyze "Tabulate the authors by paper count" -d papers --show-code
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)

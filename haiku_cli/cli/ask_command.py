@@ -46,6 +46,13 @@ def ask(
     """Answer a question from the selected databases (all configured ones by default), citing its sources.
 
     With --session the question continues that saved conversation (as `haiku chat --session` does).
+
+    Examples:
+
+    \b
+      haiku ask "What does the thesis say about tides?"
+      haiku ask "Which papers cite Salton?" -d papers --model openai:gpt-4o
+      haiku ask "And in 2024?" --session thesis   a follow-up
     """
     from haiku_cli import api
 

@@ -59,6 +59,13 @@ def chat(
 
     In a terminal: a line editor with history (Esc Enter for a new line), /help for commands, Ctrl-C
     cancels an answer, Ctrl-D exits. Otherwise one question per line from stdin, answered in turn.
+
+    Examples:
+
+    \b
+      haiku chat                     a new conversation, saved after each answer
+      haiku chat -d notes --session thesis
+      haiku chat < questions.txt     one question per line
     """
     if list_sessions or delete_session is not None:
         given = {

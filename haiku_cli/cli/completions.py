@@ -11,7 +11,8 @@ def completion_script(shell: str) -> str:
     """The completion script for one shell: typer's protocol, answered by `haiku` itself at run time."""
     from typer._completion_shared import get_completion_script
 
-    return get_completion_script(prog_name="haiku", complete_var="_HAIKU_COMPLETE", shell=shell)
+    script = get_completion_script(prog_name="haiku", complete_var="_HAIKU_COMPLETE", shell=shell)
+    return script if script.endswith("\n") else script + "\n"  # a text file ends with its last line's newline
 
 
 def write_all(folder: Path) -> list[Path]:

@@ -23,7 +23,14 @@ def register(app: typer.Typer) -> None:
 
 
 def path(ctx: typer.Context, json: Json = False) -> None:
-    """Print the config file path (whether or not it exists)."""
+    """Print the config file path (whether or not it exists).
+
+    Examples:
+
+    \b
+      haiku config path
+      haiku config path --json
+    """
     from haiku_cli.config.paths import config_path, missing_is_an_error, named_by
 
     explicit = (ctx.find_root().obj or {}).get("config")
@@ -40,7 +47,14 @@ def path(ctx: typer.Context, json: Json = False) -> None:
 
 
 def show(ctx: typer.Context, json: Json = False) -> None:
-    """Print the settings in effect as TOML that loads as a config file (secrets hidden)."""
+    """Print the settings in effect as TOML that loads as a config file (secrets hidden).
+
+    Examples:
+
+    \b
+      haiku config show
+      haiku --config team.toml config show --json
+    """
     from haiku_cli import api
 
     shown = api.show_config(workspace(ctx))
@@ -58,7 +72,15 @@ def databases(
     ] = False,
     json: Json = False,
 ) -> None:
-    """List the configured databases: kind, whether they exist, sizes and embedder."""
+    """List the configured databases: kind, whether they exist, sizes and embedder.
+
+    Examples:
+
+    \b
+      haiku databases
+      haiku databases --show-locations
+      haiku databases --json
+    """
     from haiku_cli import api
 
     rows = run(lambda: api.overview(workspace(ctx)))

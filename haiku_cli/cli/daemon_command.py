@@ -35,6 +35,12 @@ def daemon(
     this user can reach, and print what it answers: the same output and exit code, without the start-up
     cost. Without a daemon, or when it was started with another config file, haiku version or Python,
     they run in their own process as always.
+
+    Examples:
+
+    \b
+      haiku daemon &                 later searches answer from it
+      haiku daemon --stop
     """
     if not wire.supported():
         raise InputError("haiku daemon needs unix sockets that name their peer (Linux)")

@@ -37,6 +37,13 @@ def doctor(
     \b
       haiku doctor
       haiku doctor -d notes --fix --json
+
+    Examples:
+
+    \b
+      haiku doctor
+      haiku doctor -d papers --fix
+      haiku doctor --json
     """
     from haiku_cli import api
 

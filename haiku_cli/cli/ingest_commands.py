@@ -38,7 +38,15 @@ def add(
     location: Location = ONE_DATABASE,
     json: Json = False,
 ) -> None:
-    """Add a piece of text as a document."""
+    """Add a piece of text as a document.
+
+    Examples:
+
+    \b
+      haiku add "Kestrels hover over fields." --title Kestrels
+      cat notes.txt | haiku add - --meta source=notes
+      haiku add "Meeting notes" -d work --json
+    """
     from haiku_cli import api
 
     metadata = api.parse_metadata(meta or [])
@@ -92,7 +100,15 @@ def add_src(
     location: Location = ONE_DATABASE,
     json: Json = False,
 ) -> None:
-    """Add files, directories and URLs; unsupported or unreadable ones are reported and skipped."""
+    """Add files, directories and URLs; unsupported or unreadable ones are reported and skipped.
+
+    Examples:
+
+    \b
+      haiku add-src ~/papers/ notes.md        folders, files, URLs
+      haiku add-src ~/code --include '*.md'   only Markdown of a folder
+      haiku add-src https://example.org/guide.html -d web
+    """
     from haiku_cli import api
 
     metadata = api.parse_metadata(meta or [])

@@ -34,7 +34,15 @@ def mcp(
     allow_host: list[str] | None = _LISTENING.allow_host,
     at: At = None,
 ) -> None:
-    """Serve the selected databases (all configured ones by default) as an MCP server, read-only."""
+    """Serve the selected databases (all configured ones by default) as an MCP server, read-only.
+
+    Examples:
+
+    \b
+      haiku mcp                        stdio, for a desktop agent
+      haiku mcp -d notes -d papers
+      haiku mcp --http --port 8790
+    """
     from haiku_cli.mcp_server.server import require_sdk
     from haiku_cli.mcp_server.tools import ServerScope
     from haiku_cli.mcp_server.transport import is_loopback, serve

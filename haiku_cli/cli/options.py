@@ -28,16 +28,25 @@ def _database_names(ctx: typer.Context, incomplete: str) -> list[str]:
     return [name for name in known if name.startswith(incomplete)]
 
 
-DatabaseNames = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--database",
-        "-d",
-        help="A configured database by name (repeatable where sets are allowed).",
-        metavar="NAME",
-        autocompletion=_database_names,
-    ),
-]
+def completing(*values: str) -> Callable[[str], list[str]]:
+    """Shell completion for an option taking one of `values`."""
+
+    def complete(incomplete: str) -> list[str]:
+        return [v for v in values if v.startswith(incomplete.lower())]
+
+    return complete
+
+
+def _database_option(help_text: str) -> Any:
+    return Annotated[
+        list[str] | None,
+        typer.Option("--database", "-d", help=help_text, metavar="NAME", autocompletion=_database_names),
+    ]
+
+
+# A set's commands take the option repeated; a one-database command's help says one.
+DatabaseNames = _database_option("A configured database by name (repeatable).")
+DatabaseName = _database_option("The configured database to work on, by name.")
 DatabasePaths = Annotated[
     list[Path] | None,
     # Not checked for readability here: an unreadable database is a database failure (exit 3), said once.
@@ -174,6 +183,9 @@ class Databases(enum.Enum):
     SET = "set"  # search, ask, analyze, mcp: a Selection, every configured database unless narrowed
     SET_IF_GIVEN = "set if given"  # a session's question: a Selection, or None to keep the session's own
     ONE = "one"  # every other command: exactly one Location, refused rather than guessed
+    # get, delete, pictures, visualize: as ONE, but with several databases configured and none chosen, the
+    # one holding the document or chunk the command's first argument names (an id copied from a search)
+    ONE_HOLDING = "one, or the one holding the reference"
 
 
 # The markers a command writes as its parameter's default (typed Any, as `typer.Option(...)` defaults are,
@@ -181,6 +193,8 @@ class Databases(enum.Enum):
 DATABASE_SET: Any = Databases.SET
 DATABASE_SET_IF_GIVEN: Any = Databases.SET_IF_GIVEN
 ONE_DATABASE: Any = Databases.ONE
+ONE_DATABASE_HOLDING: Any = Databases.ONE_HOLDING
+_SETS = (Databases.SET, Databases.SET_IF_GIVEN)
 
 
 def resolving_databases(command: Callable[..., None]) -> Callable[..., None]:
@@ -198,7 +212,12 @@ def resolving_databases(command: Callable[..., None]) -> Callable[..., None]:
         if param is chosen:
             kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
             params += [
-                inspect.Parameter("database", kind, default=None, annotation=DatabaseNames),
+                inspect.Parameter(
+                    "database",
+                    kind,
+                    default=None,
+                    annotation=DatabaseNames if how in _SETS else DatabaseName,
+                ),
                 inspect.Parameter("db", kind, default=None, annotation=DatabasePaths),
             ]
         else:
@@ -208,9 +227,16 @@ def resolving_databases(command: Callable[..., None]) -> Callable[..., None]:
                 annotation = eval(annotation, command.__globals__)  # what inspect's eval_str does
             params.append(param.replace(annotation=annotation))
 
+    # The reference a ONE_HOLDING command names: its first parameter after ctx.
+    reference = next(p.name for p in signature.parameters.values() if p.name != "ctx")
+
     def resolve(kwargs: dict[str, Any]) -> None:
         names, paths = kwargs.pop("database") or [], kwargs.pop("db") or []
-        kwargs[chosen.name] = _resolve(how, workspace(kwargs["ctx"]), names, paths)
+        ws = workspace(kwargs["ctx"])
+        if how is Databases.ONE_HOLDING and not names and not paths and len(ws.locations) > 1:
+            kwargs[chosen.name] = _holding(ws, kwargs[reference])
+        else:
+            kwargs[chosen.name] = _resolve(how, ws, names, paths)
 
     return with_parameters(command, params, resolve)
 
@@ -231,10 +257,21 @@ def with_parameters(
     return wrapped
 
 
+def _holding(ws: Workspace, reference: str) -> Location:
+    import anyio
+
+    from haiku_cli import api
+
+    async def find() -> Location:
+        return await api.database_holding(ws, reference)
+
+    return anyio.run(find)
+
+
 def _resolve(
     how: Databases, ws: Workspace, names: list[str], paths: list[Path]
 ) -> Selection | Location | None:
-    if how is Databases.ONE:
+    if how in (Databases.ONE, Databases.ONE_HOLDING):
         return ws.select_one(names, paths)
     if how is Databases.SET_IF_GIVEN and not names and not paths:
         return None
@@ -245,6 +282,7 @@ Engine = Annotated[
     str,
     typer.Option(
         "--engine",
+        autocompletion=completing("local", "ray"),
         help="local, or ray: read, chunk and embed on a Ray cluster (pip install 'haiku-cli[ray]'), whose "
         "workers write new chunks as fragments this process commits.",
         case_sensitive=False,

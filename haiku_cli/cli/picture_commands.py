@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output
-from haiku_cli.cli.options import ONE_DATABASE, Json, workspace
+from haiku_cli.cli.options import ONE_DATABASE_HOLDING, Json, workspace
 from haiku_cli.cli.running import add_command, run
 
 if TYPE_CHECKING:
@@ -33,10 +33,17 @@ def pictures(
         Path,
         typer.Option("--out", "-o", help="The folder to write them into (made if missing).", metavar="DIR"),
     ],
-    loc: Location = ONE_DATABASE,
+    loc: Location = ONE_DATABASE_HOLDING,
     json: Json = False,
 ) -> None:
-    """Write a document's pictures into a folder, one file per picture (REFERENCE.png or .jpg)."""
+    """Write a document's pictures into a folder, one file per picture (REFERENCE.png or .jpg).
+
+    Examples:
+
+    \b
+      haiku pictures 3f2b8c1e --out figures/
+      haiku pictures paper.pdf -o figures/ --json
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)
@@ -64,10 +71,17 @@ def visualize(
         Path | None,
         typer.Option("--out", "-o", help="The folder to write the PNG into (default: here).", metavar="DIR"),
     ] = None,
-    loc: Location = ONE_DATABASE,
+    loc: Location = ONE_DATABASE_HOLDING,
     json: Json = False,
 ) -> None:
-    """Draw the page(s) of a PDF chunk with its text highlighted, as PNG files, and say where they are."""
+    """Draw the page(s) of a PDF chunk with its text highlighted, as PNG files, and say where they are.
+
+    Examples:
+
+    \b
+      haiku visualize CHUNK_ID
+      haiku visualize CHUNK_ID --out pages/
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)

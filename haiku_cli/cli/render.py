@@ -169,14 +169,9 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[object]], *, keep: Seq
 
 def size(n: int | None) -> str:
     """Bytes as a short human size."""
-    if n is None:
-        return "-"
-    value = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
+    from haiku_cli.store.sizes import human_size
+
+    return human_size(n)
 
 
 def document(found: DocumentWithChunks) -> None:

@@ -94,6 +94,9 @@ class _Command(TyperCommand):
         for param in self.params:
             if isinstance(param, TyperArgument) and param.metavar:
                 param.display_type_rich = _no_type  # type: ignore[method-assign]
+            if isinstance(param, TyperArgument):
+                # typer writes a required argument as `{DOC}` in the usage line; the convention is `DOC`.
+                param.get_usage_pieces = functools.partial(_plain_usage, param)  # type: ignore[method-assign]
 
     def get_short_help_str(self, limit: int = 45) -> str:
         """The first sentence of the help, whole: `haiku --help` wraps it rather than cut it at 45 chars."""
@@ -103,6 +106,12 @@ class _Command(TyperCommand):
 
 def _no_type(ctx: Any) -> str | None:
     return None
+
+
+def _plain_usage(param: TyperArgument, ctx: Any) -> list[str]:
+    name = param.metavar or (param.name or "").upper()
+    name = name if param.required else f"[{name}]"
+    return [f"{name}..." if param.nargs != 1 else name]
 
 
 def add_command(app: typer.Typer, name: str, command: Callable[..., None]) -> None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output, render
-from haiku_cli.cli.options import DATABASE_SET, At, Filter, Json, Limit, workspace
+from haiku_cli.cli.options import DATABASE_SET, At, Filter, Json, Limit, completing, workspace
 from haiku_cli.cli.running import add_command, run, usage_error
 from haiku_cli.cli.stdin import read_text
 from haiku_cli.errors import InputError
@@ -28,7 +28,14 @@ def search(
     limit: Limit = None,
     search_type: Annotated[
         str,
-        typer.Option("--type", "-t", help="hybrid, vector or fts.", case_sensitive=False, metavar="TYPE"),
+        typer.Option(
+            "--type",
+            "-t",
+            help="hybrid, vector or fts.",
+            case_sensitive=False,
+            metavar="TYPE",
+            autocompletion=completing("hybrid", "vector", "fts"),
+        ),
     ] = "hybrid",
     filter_: Filter = None,
     from_file: Annotated[

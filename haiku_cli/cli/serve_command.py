@@ -35,7 +35,15 @@ def serve(
     allow_host: list[str] | None = _LISTENING.allow_host,
     open_: Annotated[bool, typer.Option("--open", help="Open the page in the default browser.")] = False,
 ) -> None:
-    """Serve the selected databases (all configured ones by default) as a web page to ask questions in."""
+    """Serve the selected databases (all configured ones by default) as a web page to ask questions in.
+
+    Examples:
+
+    \b
+      haiku serve --open
+      haiku serve -d papers --model openai:gpt-4o
+      haiku serve --analysis --port 8781
+    """
     from haiku_cli.web.extra import require_web
 
     require_web()

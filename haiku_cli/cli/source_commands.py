@@ -34,7 +34,14 @@ def register(app: typer.Typer) -> None:
 
 
 def sources(ctx: typer.Context, location: Location = ONE_DATABASE, json: Json = False) -> None:
-    """List the sources add-src remembered, with the options each was added with."""
+    """List the sources add-src remembered, with the options each was added with.
+
+    Examples:
+
+    \b
+      haiku sources
+      haiku sources -d papers --json
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)
@@ -56,7 +63,14 @@ def forget_src(
     location: Location = ONE_DATABASE,
     json: Json = False,
 ) -> None:
-    """Forget a remembered source and delete its documents (unless --keep-documents)."""
+    """Forget a remembered source and delete its documents (unless --keep-documents).
+
+    Examples:
+
+    \b
+      haiku forget-src ~/papers/
+      haiku forget-src https://example.org/guide.html --keep-documents
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)
@@ -76,7 +90,15 @@ def sync(
     ray_address: RayAddress = None,
     json: Json = False,
 ) -> None:
-    """Read every remembered source again: add new files, replace changed ones, delete those gone."""
+    """Read every remembered source again: add new files, replace changed ones, delete those gone.
+
+    Examples:
+
+    \b
+      haiku sync                   the database, when one is configured
+      haiku sync --all
+      haiku sync -d papers --json
+    """
     from haiku_cli import api
 
     chosen = chosen_engine(ctx, engine, ray_address)
@@ -151,7 +173,15 @@ def watch(
     db: DatabasePaths = None,
     json: Annotated[bool, typer.Option("--json", help="Print each change as a JSON line on stdout.")] = False,
 ) -> None:
-    """Keep the remembered sources synced until Ctrl-C: one line per change on stderr."""
+    """Keep the remembered sources synced until Ctrl-C: one line per change on stderr.
+
+    Examples:
+
+    \b
+      haiku watch
+      haiku watch --all --debounce 500
+      haiku watch -d notes --json
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)

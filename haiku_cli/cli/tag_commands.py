@@ -67,7 +67,14 @@ def create(
 
 
 def list_(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) -> None:
-    """List the database's tags, oldest first."""
+    """List the database's tags, oldest first.
+
+    Examples:
+
+    \b
+      haiku tag list
+      haiku tag list -d papers --json
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)
@@ -93,7 +100,14 @@ def list_(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False) 
 
 
 def delete(ctx: typer.Context, name: TagName, loc: Location = ONE_DATABASE, json: Json = False) -> None:
-    """Delete a tag (the data stays; the versions only it kept go at the next cleanup)."""
+    """Delete a tag (the data stays; the versions only it kept go at the next cleanup).
+
+    Examples:
+
+    \b
+      haiku tag delete before-cleanup
+      haiku tag delete v1 -d papers
+    """
     from haiku_cli import api
 
     ws = workspace(ctx)
@@ -114,6 +128,12 @@ def restore(
     """Make the tagged state the database's latest again (all-or-nothing; asks first unless --yes).
 
     What was written since stays in the history, and under any later tag.
+
+    Examples:
+
+    \b
+      haiku tag restore before-cleanup
+      haiku tag restore v1 -d papers --yes
     """
     from haiku_cli import api
     from haiku_cli.errors import InputError

@@ -19,6 +19,10 @@ _ID_PREFIX = re.compile(r"[0-9a-f-]+")
 _SHOWN_CANDIDATES = 5
 
 
+class NotFound(InputError):
+    """A reference that names nothing in the database (as opposed to one naming several things)."""
+
+
 async def resolve(db: Database, location: Location, reference: str) -> str:
     """The id of the one document `reference` names in `db`; an unknown or ambiguous one is refused."""
     return (await _find(db, location, reference, content=False)).id
@@ -53,6 +57,8 @@ async def _find(db: Database, location: Location, reference: str, *, content: bo
         by_uri = await reads.find_by_uri(db, uri, content=content)
         if by_uri is not None:
             return by_uri
+    if len(reference) < MIN_PREFIX and _ID_PREFIX.fullmatch(lowered):
+        raise too_short(reference)
     raise not_found(reference, location)
 
 
@@ -70,7 +76,9 @@ async def chunk(db: Database, location: Location, chunk_id: str) -> ChunkRecord:
         if matches:
             labels = [(m.id, f"chunk {m.order} of document {m.document_id[:8]}") for m in matches]
             raise _ambiguous(chunk_id, location, "chunks", labels)
-    raise InputError(
+    if len(chunk_id) < MIN_PREFIX and _ID_PREFIX.fullmatch(lowered):
+        raise too_short(chunk_id)
+    raise NotFound(
         f"no chunk with id or id prefix {chunk_id!r} in database '{location.name}'; chunk ids are in "
         "`haiku search --json` (chunk_id) and in the citations of `haiku ask`"
     )
@@ -87,9 +95,16 @@ def _ambiguous(reference: str, location: Location, kind: str, matches: list[tupl
     )
 
 
-def not_found(reference: str, location: Location) -> InputError:
-    """The error for a reference that names no document of the database."""
+def too_short(reference: str) -> InputError:
+    """The error for an id prefix shorter than any taken: it could name too many things to be useful."""
     return InputError(
+        f"an id prefix needs {MIN_PREFIX} characters or more; '{reference}' has {len(reference)}"
+    )
+
+
+def not_found(reference: str, location: Location) -> NotFound:
+    """The error for a reference that names no document of the database."""
+    return NotFound(
         f"no document with id, id prefix, uri or path '{reference.strip()}' in database '{location.name}'",
         hint=Hint("list_documents", location.name, location.chosen_by),
     )

@@ -22,6 +22,7 @@ from haiku_cli.store.handle import PENDING_WRITE, Database
 from haiku_cli.store.indexes import MAX_INDEX_DELTAS, VECTOR_INDEX, IndexState, index_states
 from haiku_cli.store.maintenance import MAX_VERSIONS, database_info, vacuum
 from haiku_cli.store.reads import in_list, rows_where
+from haiku_cli.store.sizes import human_size
 from haiku_cli.store.sources import read_sources
 from haiku_cli.store.transaction import atomic_write, storage_errors
 from haiku_cli.store.vector_segments import most_segments
@@ -199,7 +200,7 @@ def _versions(db: Database, option: str) -> Check:
     info = wait(database_info(db))
     tables = [db.documents, db.chunks, db.meta_table, *db.side_tables().values()]
     counts = {t.name: len(t.list_versions()) for t in tables}
-    size = f", {info.size_bytes} bytes on disk" if info.size_bytes is not None else ""
+    size = f", {human_size(info.size_bytes)} on disk" if info.size_bytes is not None else ""
     detail = f"{sum(counts.values())} versions in {len(counts)} tables{size}"
     piled = [name for name, n in counts.items() if n > MAX_VERSIONS + 1]
     if piled:

@@ -13,6 +13,7 @@ import pytest
 
 from haiku_cli.errors import ExitCode
 from haiku_cli.store import schema
+from haiku_cli.store.sizes import human_size
 from haiku_cli.store.writer import LEASE_KEY, Owner
 
 
@@ -44,6 +45,10 @@ def test_a_healthy_database_passes_every_check(cli) -> None:
     }  # fmt: skip
     text = cli("doctor")
     assert text.exit_code == 0 and "default: ok" in text.stdout
+    # The size as `info` shows it (e.g. "3.6 MB"), not a raw count of bytes.
+    info = json.loads(cli("info", "--json").stdout)
+    assert checks["versions"]["detail"].endswith(f", {human_size(info['size_bytes'])} on disk")
+    assert "bytes" not in checks["versions"]["detail"]
 
 
 def test_stray_rows_and_duplicates_are_found_and_the_safe_ones_mended(cli, tmp_path: Path) -> None:

@@ -182,8 +182,10 @@ def test_list_says_why_a_page_is_empty_and_how_to_see_the_next(cli) -> None:
     assert page.stdout.count("note ") == 2
     assert page.stderr == "(more documents follow; see them with --offset 2 --limit 2)\n"
     assert cli("list", "--offset", "2").stderr == ""  # the last page
-    assert cli("list", "--offset", "5").stdout == "no documents after the first 5\n"
-    assert cli("list", "--filter", "title = 'zz'").stdout == "no documents match the filter\n"
+    past = cli("list", "--offset", "5")
+    assert (past.stdout, past.stderr) == ("", "no documents after the first 5\n")
+    unmatched = cli("list", "--filter", "title = 'zz'")
+    assert (unmatched.stdout, unmatched.stderr) == ("", "no documents match the filter\n")
 
 
 def test_reading_before_any_write_is_a_clear_error(cli, isolated: Path) -> None:
@@ -473,6 +475,22 @@ def test_database_names_complete_from_the_config(write_config, tmp_path) -> None
     env = {"_HAIKU_COMPLETE": "complete_bash", "COMP_WORDS": "haiku search -d n", "COMP_CWORD": "3"}
     result = CliRunner().invoke(app, [], env=env, prog_name="haiku")
     assert sorted(result.stdout.split()) == ["news", "notes"]
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [("haiku search --type ", ["fts", "hybrid", "vector"]), ("haiku add-src --engine r", ["ray"])],
+)
+def test_option_values_complete(words: str, expected: list[str]) -> None:
+    from typer.testing import CliRunner
+
+    from haiku_cli.cli.app import app
+
+    env = {"_HAIKU_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()))}
+    if not words.endswith(" "):
+        env["COMP_CWORD"] = str(len(words.split()) - 1)
+    result = CliRunner().invoke(app, [], env=env, prog_name="haiku")
+    assert sorted(result.stdout.split()) == expected
 
 
 def test_a_database_folder_of_other_files_is_refused(cli, write_config, tmp_path: Path) -> None:

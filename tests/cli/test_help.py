@@ -28,3 +28,31 @@ def test_the_commands_people_start_with_show_examples(
     examples = shown[shown.index("Examples:") :].splitlines()[1:]
     assert sum(line.strip().startswith(f"haiku {command} ") for line in examples) >= 3
     assert all(len(line) <= 80 for line in shown.splitlines()), shown
+
+
+def _leaf_commands() -> list[str]:
+    import typer
+
+    from haiku_cli.cli.app import build_app
+
+    def walk(command, path: list[str]):
+        subcommands = getattr(command, "commands", None)
+        if subcommands is None:
+            yield " ".join(path)
+            return
+        for name, sub in subcommands.items():
+            yield from walk(sub, [*path, name])
+
+    return list(walk(typer.main.get_command(build_app()), []))
+
+
+@pytest.mark.parametrize("command", _leaf_commands())
+def test_every_command_shows_examples_and_plain_metavars(
+    cli, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    shown = cli(*command.split(), "--help").stdout
+    usage = shown.splitlines()[0]
+    assert "{" not in usage, usage  # `DOC`, not typer's `{DOC}`
+    examples = shown[shown.index("Examples:") :].splitlines()[1:]
+    assert 1 <= sum(line.strip().startswith(f"haiku {command}") for line in examples) <= 5, shown
