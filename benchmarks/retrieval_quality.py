@@ -49,7 +49,7 @@ def run_queries(config: Path, queries_file: Path, search_type: str, names: list[
     ranked = {}
     for line in out.splitlines():
         row = json.loads(line)
-        ranked[row["id"]] = dedupe_documents(row["results"])
+        ranked[row["id"]] = dedupe_documents(row["hits"])
     return ranked
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 import shlex
 import subprocess
@@ -115,3 +116,18 @@ def test_the_cheat_sheet_uses_only_commands_and_options_haiku_has(cli) -> None:
             assert shown.exit_code == 0, part
             for option in (w for w in words[2:] if w.startswith("--")):
                 assert option in shown.stdout, f"{part}: {option}"
+
+
+def test_the_benchmark_tables_are_those_the_results_render() -> None:
+    # benchmarks/README.md's tables are generated: `python benchmarks/run_all.py --render-only`.
+    spec = importlib.util.spec_from_file_location("run_all", ROOT / "benchmarks" / "run_all.py")
+    assert spec and spec.loader
+    run_all = importlib.util.module_from_spec(spec)
+    sys.modules["run_all"] = run_all  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(run_all)
+    finally:
+        del sys.modules["run_all"]
+    assert run_all.render() == (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    keys = {area.key for area in run_all.AREAS}
+    assert {p.stem for p in (ROOT / "benchmarks" / "results").glob("*.json")} == keys

@@ -146,7 +146,7 @@ def add_src(
                 "kept; run the same add-src again"
             )
         else:
-            # What each finished group wrote is kept (docs/ingest.md, "Big folders"); a rerun skips it as unchanged.
+            # What each finished group wrote is kept (docs/ingest.md, "Big folders"); a rerun skips it.
             output.error(
                 "interrupted: the documents written so far are kept; run the same add-src to add the rest"
             )
