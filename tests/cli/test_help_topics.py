@@ -42,3 +42,23 @@ def test_the_package_carries_the_pages_a_wheel_ships() -> None:
     assert inside == {p.name for p in (ROOT / "docs").glob("*.md")}
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert "docs/*.md" in config["tool"]["setuptools"]["package-data"]["haiku_cli"]
+
+
+def test_every_command_help_names_its_help_topic(cli) -> None:
+    import typer
+
+    from haiku_cli.cli.app import app
+    from haiku_cli.cli.help_command import topics
+
+    known = dict(topics())
+    root = typer.main.get_command(app)
+    paths = []
+    for name, command in root.commands.items():  # type: ignore[attr-defined]
+        if hasattr(command, "commands"):  # a group: tag, config
+            paths += [[name, sub] for sub in command.commands]
+        elif name != "help":
+            paths.append([name])
+    assert len(paths) > 20
+    for path in paths:
+        last = cli(*path, "--help").stdout.rstrip().splitlines()[-1].split()
+        assert last[:3] == ["More:", "haiku", "help"] and last[3] in known, path
