@@ -104,8 +104,17 @@ def _configuration_hint(exc: BaseException) -> str:
     # a CLI user can only set the variable.
     missing = re.search(r"`([A-Z][A-Z0-9_]*)` environment variable", str(exc))
     if missing:
-        return f"set the {missing.group(1)} environment variable"
+        variable = missing.group(1)
+        # A local OpenAI-compatible server (llama.cpp, vLLM, Ollama) needs its address, not a key.
+        also = _INSTEAD.get(variable, "")
+        return f"set the {variable} environment variable{also}"
     return first_sentence(exc)
+
+
+_INSTEAD = {
+    "OPENAI_API_KEY": " (or, for an OpenAI-compatible server that needs no key, OPENAI_BASE_URL or "
+    "[model] base_url)"
+}
 
 
 def first_sentence(exc: BaseException) -> str:

@@ -287,6 +287,7 @@ def history(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False
                 for w in found.writes
             ],
             keep=("time",),
+            cut_first=("versions",),  # the command is what a reader looks for; --json has every version
         )
         return
     # Written by a haiku that did not log its commands: the table versions are all there is.

@@ -139,6 +139,7 @@ class _Bar:
 
     def __init__(self, progress: Progress, description: str) -> None:
         self._progress = progress
+        self._description = description
         self._task = progress.add_task(description, total=0, figures="", current="")
         self._files: list[int] | None = None  # [read, found] once an add says how many it reads
         self._chunks = [0, 0]  # [embedded, queued]
@@ -149,7 +150,11 @@ class _Bar:
         self._show()
 
     def reading(self, source: str) -> None:
-        self._progress.update(self._task, current=_tail(source, _CURRENT_CHARS))
+        # The file being read takes what the other columns leave of the line, at most 40 characters;
+        # on a narrow terminal it gives way first, so the database's name and the times stay whole.
+        room = self._progress.console.width - _fixed_cells(self._description)
+        shown = _tail(source, min(room, _CURRENT_CHARS)) if room >= _NARROWEST_CURRENT else ""
+        self._progress.update(self._task, current=shown)
 
     def upkeep(self, step: str) -> None:
         self._progress.update(self._task, current=step)
@@ -180,6 +185,15 @@ class _Bar:
 
 
 _CURRENT_CHARS = 40
+_NARROWEST_CURRENT = 12  # a file name cut shorter than this says nothing
+_BAR_CELLS = 20
+# What the other columns take besides the description: the bar, the widest figures usually seen
+# ("1,234/5,678 files  123,456/234,567 chunks"), elapsed and remaining time, and the gaps between them.
+_OTHER_CELLS = _BAR_CELLS + 41 + 7 + 12 + 5
+
+
+def _fixed_cells(description: str) -> int:
+    return len(description) + _OTHER_CELLS
 
 
 def _tail(text: str, keep: int) -> str:
@@ -187,17 +201,39 @@ def _tail(text: str, keep: int) -> str:
     return text if len(text) <= keep else "…" + text[-(keep - 1) :]
 
 
+def _remaining_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "eta -:--"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"eta {hours}:{minutes:02d}:{secs:02d}" if hours else f"eta {minutes}:{secs:02d}"
+
+
+def _remaining_column() -> Any:
+    """The time left, as `eta 4:10` (rich's own column has no label, and reads as a second clock)."""
+    from rich.progress import ProgressColumn, Task
+
+    class Remaining(ProgressColumn):
+        max_refresh = 0.5  # the estimate moves with every chunk; twice a second is readable
+
+        def render(self, task: Task) -> Text:
+            return Text(_remaining_text(task.time_remaining), style="cyan")
+
+    return Remaining()
+
+
 @contextmanager
 def progress_bar(description: str) -> Iterator[_Bar]:
     """A bar on stderr when it is a terminal (silent otherwise): files read of files found and chunks
     embedded of chunks queued, with the file being read."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
+        TextColumn("{task.description}", style="bold"),
+        BarColumn(bar_width=_BAR_CELLS),
         TextColumn("{task.fields[figures]}"),
-        TimeRemainingColumn(),
+        TimeElapsedColumn(),
+        _remaining_column(),
         TextColumn("{task.fields[current]}", style="dim"),
         console=err,
         transient=True,

@@ -132,14 +132,18 @@ def _pictures(pictures: Sequence[PictureMark]) -> None:
 def _hit_line(hit: SearchHit, short_id: str, terms: list[str], show_database: bool) -> None:
     rank, label, section = f"{hit.rank:>2}. ", f"  [{hit.database}]" if show_database else "", _section(hit)
     title, uri = printable(hit.document_title or "(untitled)"), printable(hit.document_uri or "")
-    gist_cells = 120
+    gist_cells: int | None = 120
     if output.out.is_terminal:
-        # Title, uri and excerpt share what the rest leaves: the title up to 2/5, the uri half the remainder.
-        fixed = cell_len(rank + short_id + "  " + label + section) + (2 if uri else 0) + len("  — ")
+        # Which document, and where it is, come first: title and uri share what the rest leaves (the uri
+        # up to half of it); the section and then the excerpt follow only where room remains.
+        fixed = cell_len(rank + short_id + "  " + label) + (2 if uri else 0)
         room = output.out.width - fixed
-        title = tables.middle(title, max(room * 2 // 5, 12))
-        uri = tables.middle(uri, max((room - cell_len(title)) // 2, 12), end_share=tables.URI_END_SHARE)
-        gist_cells = max(room - cell_len(title) - cell_len(uri), 20)
+        title = tables.middle(title, max(room - min(cell_len(uri), room // 2), 12))
+        uri = tables.middle(uri, max(room - cell_len(title), 12), end_share=tables.URI_END_SHARE)
+        room -= cell_len(title) + cell_len(uri)
+        section = section if cell_len(section) <= room else ""
+        room -= cell_len(section) + len("  — ")
+        gist_cells = room if room >= 20 else None
     line = Text()
     line.append(rank, style="bold")
     line.append(short_id + "  ", style="dim")
@@ -148,9 +152,10 @@ def _hit_line(hit: SearchHit, short_id: str, terms: list[str], show_database: bo
     line.append("  " if uri else "", style="dim")
     line.append(uri, style=link_style(hit.document_uri, hit.pages))
     line.append(section, style="dim")
-    body = Text(f"  — {excerpt(hit.content, terms, width=gist_cells)}")
-    body.highlight_words(terms, style="bold yellow", case_sensitive=False)
-    line.append_text(body)
+    if gist_cells is not None:
+        body = Text(f"  — {excerpt(hit.content, terms, width=gist_cells)}")
+        body.highlight_words(terms, style="bold yellow", case_sensitive=False)
+        line.append_text(body)
     output.out.print(line, no_wrap=output.out.is_terminal, overflow="ellipsis", soft_wrap=True)
 
 
@@ -162,9 +167,16 @@ def _fit(text: str, beside: int, *, uri: bool = False) -> str:
     return tables.middle(text, max(output.out.width - beside, 20), end_share=share)
 
 
-def table(columns: Sequence[str], rows: Sequence[Sequence[object]], *, keep: Sequence[str] = ("id",)) -> None:
-    """A table on stdout that fits the terminal; the `keep` columns (ids, for copying) are never cut."""
-    tables.table(columns, rows, keep=keep)
+def table(
+    columns: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    *,
+    keep: Sequence[str] = ("id",),
+    cut_first: Sequence[str] = (),
+) -> None:
+    """A table on stdout that fits the terminal; the `keep` columns (ids, for copying) are never cut, the
+    `cut_first` ones are shortened before the others."""
+    tables.table(columns, rows, keep=keep, cut_first=cut_first)
 
 
 def size(n: int | None) -> str:
@@ -259,7 +271,8 @@ def databases(rows: Sequence[DatabaseOverview], *, show_locations: bool) -> None
         if show_locations:
             row.append(r.location)
         cells.append(row)
-    table(columns, cells)
+    # Asked for, the locations are shown whole: the embedder's name is cut first.
+    table(columns, cells, keep=("name", "location"), cut_first=("embedder",))
     for r in rows:
         if r.error:
             output.error(r.error)

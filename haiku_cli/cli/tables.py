@@ -34,12 +34,16 @@ def middle(text: str, width: int, *, end_share: float = 0.5) -> str:
     return head + "…" + tail
 
 
-def fitted_widths(widths: Sequence[int], room: int, keep: Collection[int]) -> list[int]:
-    """Column widths that fit `room` cells with gaps, narrowing the widest columns not in `keep` first."""
+def fitted_widths(
+    widths: Sequence[int], room: int, keep: Collection[int], cut_first: Collection[int] = ()
+) -> list[int]:
+    """Column widths that fit `room` cells with gaps, narrowing the widest columns not in `keep` first;
+    the `cut_first` columns (the least telling) are narrowed as far as they go before any other."""
     fitted = list(widths)
     excess = sum(fitted) + len(_GAP) * (len(fitted) - 1) - room
     while excess > 0:
         narrowable = [i for i, w in enumerate(fitted) if i not in keep and w > _NARROWEST]
+        narrowable = [i for i in narrowable if i in cut_first] or narrowable
         if not narrowable:
             break  # as narrow as it goes: the terminal wraps the rest
         widest = max(narrowable, key=lambda i: fitted[i])
@@ -51,7 +55,13 @@ def fitted_widths(widths: Sequence[int], room: int, keep: Collection[int]) -> li
     return fitted
 
 
-def table(columns: Sequence[str], rows: Sequence[Sequence[object]], *, keep: Collection[str] = ()) -> None:
+def table(
+    columns: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    *,
+    keep: Collection[str] = (),
+    cut_first: Collection[str] = (),
+) -> None:
     """Rows under a header (none when every column name is empty), one line each.
 
     On a terminal the table fits its width: the widest columns not named in `keep` are shortened in the
@@ -65,7 +75,8 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[object]], *, keep: Col
     widths = [max(cell_len(line[i]) for line in lines) for i in range(len(columns))]
     if output.out.is_terminal:
         kept = {i for i, name in enumerate(columns) if name in keep}
-        widths = fitted_widths(widths, output.out.width, kept)
+        first = {i for i, name in enumerate(columns) if name in cut_first}
+        widths = fitted_widths(widths, output.out.width, kept, first)
     for n, line in enumerate(lines):
         shown = [
             middle(cell, w, end_share=_end_share(name))

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
 import socket
+import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -49,10 +51,27 @@ async def serve_http(
     )
     if token is not None:
         app = BearerToken(app, token)
+    _refusals_in_one_line()
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
     if announce is not None:
         announce(url)
     await uvicorn.Server(config).serve(sockets=[sock])
+
+
+class _RefusalLine(logging.Formatter):
+    """A refused Host or Origin as one plain haiku line (the SDK's own handler draws it over two)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        said = record.getMessage()
+        return f"haiku: refused a request: {said[:1].lower()}{said[1:]} (another host name: --allow-host)"
+
+
+def _refusals_in_one_line() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_RefusalLine())
+    refusals = logging.getLogger("mcp.server.transport_security")
+    refusals.handlers = [handler]
+    refusals.propagate = False
 
 
 def security_settings(host: str, allow_hosts: Sequence[str] = ()) -> TransportSecuritySettings:

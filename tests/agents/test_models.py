@@ -73,6 +73,17 @@ def test_unusable_model_strings_give_one_line(name: str, fragment: str, monkeypa
     assert message.startswith(f"cannot use model '{name}'")
 
 
+def test_a_missing_openai_key_also_names_the_base_url_a_local_server_needs(monkeypatch) -> None:
+    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(key, raising=False)
+    with pytest.raises(ModelError) as info:
+        build_model("openai-chat:local-model")
+    assert str(info.value) == (
+        "cannot use model 'openai-chat:local-model': set the OPENAI_API_KEY environment variable (or, for "
+        "an OpenAI-compatible server that needs no key, OPENAI_BASE_URL or [model] base_url)"
+    )
+
+
 @pytest.mark.parametrize(
     ("name", "start"),
     [

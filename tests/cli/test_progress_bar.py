@@ -9,12 +9,12 @@ from rich.console import Console
 from haiku_cli.cli import output
 
 
-def _rendered(monkeypatch, steps) -> str:
+def _rendered(monkeypatch, steps, *, width: int = 160, description: str = "adding to notes") -> str:
     screen = io.StringIO()
     monkeypatch.setattr(
-        output, "err", Console(file=screen, force_terminal=True, width=160, color_system=None)
+        output, "err", Console(file=screen, force_terminal=True, width=width, color_system=None)
     )
-    with output.progress_bar("adding to notes") as bar:
+    with output.progress_bar(description) as bar:
         steps(bar)
         bar._progress.refresh()
         shown = screen.getvalue()
@@ -34,6 +34,20 @@ def test_an_add_shows_files_of_all_found_then_chunks_and_the_file_being_read(mon
     line = _rendered(monkeypatch, steps)
     assert "adding to notes" in line and "2/751 files  25/80 chunks" in line
     assert line.rstrip().endswith(" …me/with/a/long/file-name-at-the-end.pdf")  # its end, 40 characters
+
+
+def test_at_80_columns_the_database_name_the_times_and_the_figures_stay_whole(monkeypatch) -> None:
+    def steps(bar) -> None:
+        bar.add_files(230)
+        bar.reading("/home/me/books/rust-book/src/ch16-03-shared-state.md")
+        bar.add_total(19_300)
+        bar.file_done()
+        bar.advance(8_100)
+
+    line = _rendered(monkeypatch, steps, width=80, description="adding to rust-book").replace("\x1b[2K", "")
+    assert len(line.rstrip()) <= 80, line
+    assert line.startswith("adding to rust-book ") and "1/230 files  8,100/19,300 chunks" in line
+    assert "0:00:0" in line and "eta " in line  # elapsed, then the time left
 
 
 def test_work_without_files_counts_chunks_alone(monkeypatch) -> None:

@@ -98,9 +98,31 @@ def test_hits_and_citations_fit_80_columns_keeping_the_id_and_the_file_name(term
     assert head.startswith(" 1. A Remarkably") and head.endswith("[papers]  score 0.500")
     assert where.startswith(f"    {doc_id[:8]}  file:///") and where.endswith("asked-for.md  § Tables")
     assert cited.startswith("[1] A Remarkably") and "asked-for.md" in cited and cited.endswith("[papers]")
-    one_line = lines[-1]  # --files: rank, id, title, database, uri, section and excerpt on one line
-    assert (
-        one_line.startswith(f" 1. {doc_id[:8]}  A Remark")
-        and len(one_line) <= 80
-        and "for.md  § Tables  — Tides" in one_line
+    # --files: one line a document; at 80 columns which document and where it is come first, readable.
+    one_line = lines[-1]
+    assert one_line.startswith(f" 1. {doc_id[:8]}  A Remarkably") and len(one_line) <= 80
+    assert "Terminal  [papers]  file:///" in one_line
+    assert one_line.endswith("-one-asked-for.md")
+
+
+def test_a_files_line_adds_the_section_and_excerpt_where_the_terminal_has_room(monkeypatch) -> None:
+    from haiku_cli.search.hits import SearchHit
+
+    screen = io.StringIO()
+    wide = output._Console(file=screen, width=260, force_terminal=True, color_system=None, highlight=False)
+    monkeypatch.setattr(output, "out", wide)
+    hit = SearchHit(
+        database="papers",
+        document_id="3f2b8c1e-9a4d-4e57-b1c2-7d9e0f6a5b43",
+        document_uri=URI,
+        document_title=TITLE,
+        chunk_id="c1",
+        content="Tides rise and fall twice a day.",
+        score=0.5,
+        rank=1,
+        heading_path=["Tables"],
     )
+    render.search_hits("tides", [hit], files=True)
+    (line,) = screen.getvalue().splitlines()
+    assert len(line) <= 260 and TITLE in line and URI in line
+    assert line.endswith("asked-for.md  § Tables  — Tides rise and fall twice a day.")

@@ -96,6 +96,19 @@ def test_http_refuses_foreign_origin_and_host(http_url: str, headers: dict[str, 
         assert response.status_code == status
 
 
+def test_a_refused_origin_is_one_plain_line_on_the_servers_stderr(http_url: str, corpus: Path) -> None:
+    sent = {"Content-Type": "application/json", "Origin": "http://refused.example"}
+    with httpx.stream("POST", http_url, json=INITIALIZE, headers=sent, timeout=30) as response:
+        assert response.status_code == 403
+    # Logged before the response was sent: the line is there once the 403 came back.
+    log = (corpus / "http-server.log").read_text().splitlines()
+    said = [line for line in log if "refused.example" in line]
+    assert said == [
+        "haiku: refused a request: invalid Origin header: http://refused.example (another host name: "
+        "--allow-host)"
+    ]
+
+
 def test_listening_on_every_address_prints_a_url_its_host_check_accepts(corpus: Path) -> None:
     # 0.0.0.0 is where to listen, not a name to connect to: its Host header would be refused (421).
     with serving_http(corpus, host="0.0.0.0", HAIKU_MCP_TOKEN=TOKEN) as url:
