@@ -80,4 +80,10 @@ def help_(
             output.out.print(f"{name:<{width}}  {about.lstrip(': ')}", markup=False, highlight=False)
         output.err.print("haiku help TOPIC prints one.", style="dim", markup=False)
         return
-    output.out.print(page_text(topic), markup=False, highlight=False, soft_wrap=True)
+    text = page_text(topic)
+    if output.out.is_terminal:  # drawn for reading; piped, the Markdown itself (`haiku help json > json.md`)
+        from rich.markdown import Markdown
+
+        output.out.print(Markdown(text))
+        return
+    output.out.print(text, markup=False, highlight=False, soft_wrap=True)
