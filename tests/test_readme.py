@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import pytest
 from pydantic_ai.models.test import TestModel
 
 from haiku_cli import api
@@ -105,8 +106,12 @@ def test_the_capabilities_page_example_answers_over_the_hosts_databases(tmp_path
     assert "database: notes" in output and "database: papers" in output
 
 
-def test_the_cheat_sheet_uses_only_commands_and_options_haiku_has(cli) -> None:
-    block = README[README.index("## Cheat sheet") :].split("```sh\n", 1)[1].split("```", 1)[0]
+@pytest.mark.parametrize(
+    ("page", "heading"), [("README.md", "## Cheat sheet"), ("docs/index.md", "## Every command at a glance")]
+)
+def test_the_cheat_sheets_use_only_commands_and_options_haiku_has(cli, page: str, heading: str) -> None:
+    text = (ROOT / page).read_text(encoding="utf-8")
+    block = text[text.index(heading) :].split("```sh\n", 1)[1].split("```", 1)[0]
     for line in block.splitlines():
         for part in line.split("#")[0].split(";"):
             words = shlex.split(part.strip().rstrip("&"))
