@@ -86,4 +86,4 @@ def help_(
 
         output.out.print(Markdown(text))
         return
-    output.out.print(text, markup=False, highlight=False, soft_wrap=True)
+    output.out.print(text.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
