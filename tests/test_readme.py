@@ -37,7 +37,7 @@ def test_the_readme_test_command_is_the_one_ci_runs() -> None:
 
 def test_the_readme_python_example_runs_against_the_bundled_embedder(tmp_path: Path) -> None:
     (example,) = python_blocks(README)
-    assert 10 <= len(example.strip().splitlines()) <= 25
+    assert 10 <= len([line for line in example.splitlines() if line.strip()]) <= 15
     script = tmp_path / "example.py"
     script.write_text(example, encoding="utf-8")
     # In a folder of its own (it writes notes.lancedb there), with the test's config and data dir.
