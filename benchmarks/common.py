@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -51,35 +50,8 @@ def haiku(args: list[str], config: Path, *, check: bool = True) -> subprocess.Co
     )
 
 
-def doc_id_of(result: dict) -> str:
-    """The corpus id behind a search result (its file stem)."""
-    return Path(result["document_uri"]).stem
-
-
 def timed(fn: Callable[[], T]) -> tuple[T, float]:
     """(result, seconds) of a call."""
     start = time.perf_counter()
     out = fn()
     return out, time.perf_counter() - start
-
-
-def metrics(ranked: dict[str, list[str]], qrels: dict[str, set[str]]) -> dict[str, float]:
-    """nDCG@10, recall@100 and MRR@10 over the judged queries (binary relevance)."""
-    ndcg = recall = mrr = 0.0
-    for qid, rel in qrels.items():
-        docs = ranked.get(qid, [])
-        dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(docs[:10]) if d in rel)
-        idcg = sum(1 / math.log2(i + 2) for i in range(min(len(rel), 10)))
-        ndcg += dcg / idcg
-        recall += len(set(docs[:100]) & rel) / len(rel)
-        mrr += next((1 / (i + 1) for i, d in enumerate(docs[:10]) if d in rel), 0.0)
-    n = len(qrels)
-    return {"ndcg@10": ndcg / n, "recall@100": recall / n, "mrr@10": mrr / n}
-
-
-def dedupe_documents(results: list[dict]) -> list[str]:
-    """Chunk results to a document ranking (first occurrence wins)."""
-    seen: dict[str, None] = {}
-    for r in results:
-        seen.setdefault(doc_id_of(r), None)
-    return list(seen)

@@ -1,9 +1,10 @@
 """Retrieval quality on CISI: fts, vector and hybrid, one database versus the corpus split three ways.
 
-Builds the databases with `haiku add-src` and queries them with `haiku search --from FILE --json`,
-exactly as a script would. Prints a table and, with --json, a JSON object.
+Builds the databases with `haiku add-src` and scores them with `haiku eval DATA --k 100 --json` (the
+numbers are `haiku eval`'s: trec_eval's nDCG@10, MRR@10, recall@100). Prints a table and, with --json, a
+JSON object.
 
-    python benchmarks/retrieval_quality.py [--data ../shared/data/cisi] [--work DIR] [--json]
+    python benchmarks/retrieval_quality.py [--data ../shared/data/cisi] [--work DIR] [--json] [--weights W,W]
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import DEFAULT_DATA, dedupe_documents, haiku, load_beir, metrics, timed, write_corpus_files
+from common import DEFAULT_DATA, haiku, load_beir, timed, write_corpus_files
 
 TYPES = ("fts", "vector", "hybrid")
 SPLITS = 3
@@ -40,17 +41,16 @@ def build(work: Path, corpus: dict[str, dict]) -> Path:
     return config
 
 
-def run_queries(config: Path, queries_file: Path, search_type: str, names: list[str]) -> dict[str, list[str]]:
-    """Document rankings per query id from one `haiku search --from` process."""
-    args = ["search", "--from", str(queries_file), "--json", "--limit", "100", "--type", search_type]
+def scores(config: Path, data: Path, names: list[str], *extra: str) -> dict[str, dict]:
+    """`haiku eval` over the named databases: {type: {ndcg@10, recall@100, mrr@10}} at the document level."""
+    args = ["eval", str(data), "--k", "100", "--json", *extra]
     for n in names:
         args += ["-d", n]
-    out = haiku(args, config).stdout
-    ranked = {}
-    for line in out.splitlines():
-        row = json.loads(line)
-        ranked[row["id"]] = dedupe_documents(row["hits"])
-    return ranked
+    report = json.loads(haiku(args, config).stdout)
+    return {
+        t: {"ndcg@10": s["ndcg_10"], "recall@100": s["recall"], "mrr@10": s["mrr_10"]}
+        for t, s in report["document"].items()
+    }
 
 
 def main() -> None:
@@ -62,20 +62,18 @@ def main() -> None:
         "--weights", default="", help="also run hybrid with these vector weights, e.g. 0.3,0.5,0.7"
     )
     args = parser.parse_args()
-    corpus, queries, qrels = load_beir(args.data)
+    corpus, _, _ = load_beir(args.data)
     work = args.work or Path(tempfile.mkdtemp(prefix="haiku-quality-"))
     work.mkdir(parents=True, exist_ok=True)
     config = build(work, corpus)
-    qfile = work / "queries.jsonl"
-    qfile.write_text("".join(json.dumps({"id": q, "query": t}) + "\n" for q, t in queries.items()))
     results: dict[str, dict] = {}
     for layout, names in (("single", ["single"]), ("split3", [f"part{i}" for i in range(SPLITS)])):
-        for t in TYPES:
-            results[f"{layout}/{t}"] = metrics(run_queries(config, qfile, t, names), qrels)
+        for t, m in scores(config, args.data, names).items():
+            results[f"{layout}/{t}"] = m
     for w in filter(None, args.weights.split(",")):
         weighted = work / f"config-w{w}.toml"
         weighted.write_text(config.read_text() + f"\n[search]\nvector_weight = {float(w)}\n")
-        results[f"single/hybrid@w={w}"] = metrics(run_queries(weighted, qfile, "hybrid", ["single"]), qrels)
+        results[f"single/hybrid@w={w}"] = scores(weighted, args.data, ["single"], "-t", "hybrid")["hybrid"]
     if args.json:
         print(json.dumps(results, indent=2))
         return

@@ -33,6 +33,7 @@ Operations (async; each is what one `haiku` command calls)
     `ask(ws, selection, question, *, model, document_filter) -> AskResult`,
     `analyze(ws, selection, question, *, model, document_filter) -> AnalyzeResult`,
     `parse_metadata(["k=v", ...]) -> dict`; `MAX_QUERY_CHARS` (the longest search query, in characters);
+    `human_size(bytes) -> "3.6 MB"` (sizes as every command shows them);
     `short_ids(ids) -> {id: short id}` (ids as text output shows them; `get`/`delete` take them back).
 
 Tags (a named state of a database's tables; `ws.read_at(TAG)` reads every database at it, writing none)
@@ -59,6 +60,14 @@ Conversations (saved sessions; what `haiku chat` and `ask --session` run)
     `await host.ask(question, on_text)`; each finished answer is saved, a failed one leaves no trace),
     `ask_in_session(ws, selection, question, *, session, model, document_filter, rescope) -> SessionAnswer`,
     `SessionStore` (`summaries() -> SessionList`, `load`, `delete`), `Session`, `SessionSummary`.
+
+Evaluation (`haiku eval`, docs/eval.md; QRELS a BEIR folder or a questions file)
+    `evaluate(ws, selection, qrels, *, k, search_types, progress) -> RetrievalReport` (nDCG@10, MRR@10,
+    recall@k, hits@k per search type, documents and chunks; `TypeSummary`, `QueryResult`, `QueryScores`),
+    `compare_settings(ws, selection, qrels, "KEY=A,B", *, k, search_types, progress) -> Comparison`
+    (`Difference`: paired sign and permutation tests against the first setting),
+    `evaluate_answers(ws, selection, qrels, *, model, progress) -> AnswerReport` (`AnswerResult`),
+    `generate_questions(ws, selection, path, count, *, model, seed, progress) -> GeneratedQuestions`.
 
 Result types (pydantic; `model_dump(mode="json")` is the CLI's `--json`, see docs/json.md)
     `SearchResults`, `SearchHit`, `DocumentList`, `DocumentSummary`, `DocumentRecord`, `ChunkRecord`,
@@ -149,6 +158,20 @@ if TYPE_CHECKING:
     from haiku_cli.databases.watching import WatchEvent, watch
     from haiku_cli.databases.workspace import Workspace
     from haiku_cli.errors import DatabaseError, ExitCode, HaikuError, Hint, InputError, ModelError
+    from haiku_cli.evaluation.answers import evaluate_answers
+    from haiku_cli.evaluation.compare import compare as compare_settings
+    from haiku_cli.evaluation.generate import GeneratedQuestions, generate_questions
+    from haiku_cli.evaluation.measures import QueryScores
+    from haiku_cli.evaluation.report import (
+        AnswerReport,
+        AnswerResult,
+        Comparison,
+        Difference,
+        QueryResult,
+        RetrievalReport,
+        TypeSummary,
+    )
+    from haiku_cli.evaluation.retrieval import evaluate
     from haiku_cli.ingest.metadata import parse_metadata
     from haiku_cli.ingest.reports import IngestReport, LeftOut, SourceOutcome, SourceSync, SyncReport
     from haiku_cli.sandbox.runner import Execution
@@ -165,6 +188,7 @@ if TYPE_CHECKING:
         PictureMark,
         PictureRecord,
     )
+    from haiku_cli.store.sizes import human_size
     from haiku_cli.store.tags import TagInfo
 
 

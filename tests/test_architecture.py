@@ -15,6 +15,7 @@ LAYERS = {
     "mcp_server": 3,
     "api": 4,
     "chat": 5,
+    "evaluation": 5,
     "agents": 6,
     "capabilities": 7,
     "sandbox": 8,

@@ -7,7 +7,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -241,3 +241,23 @@ def progress_bar(description: str) -> Iterator[_Bar]:
     )
     with progress:
         yield _Bar(progress, description)
+
+
+@contextmanager
+def count_bar(description: str) -> Iterator[Callable[[int, int], None]]:
+    """A bar on stderr when it is a terminal (silent otherwise), counting items done of items in all;
+    yields the function that moves it."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    )
+    task = progress.add_task(description, total=None)
+    with progress:
+        yield lambda done, total: progress.update(task, completed=done, total=total)

@@ -181,9 +181,7 @@ def table(
 
 def size(n: int | None) -> str:
     """Bytes as a short human size."""
-    from haiku_cli.store.sizes import human_size
-
-    return human_size(n)
+    return api.human_size(n)
 
 
 def document(found: DocumentWithChunks) -> None:

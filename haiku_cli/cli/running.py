@@ -119,6 +119,7 @@ HELP_TOPICS = {
     "ingest_commands": "ingest",
     "source_commands": "watch",
     "search_command": "search",
+    "eval_command": "eval",
     "admin_commands": "search",
     "picture_commands": "search",
     "ask_command": "ask",

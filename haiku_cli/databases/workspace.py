@@ -55,6 +55,11 @@ class Workspace:
             check_name(tag)
         self.pool.at = tag
 
+    def derived(self, settings: Settings) -> Workspace:
+        """A workspace over other settings (the same config file), sharing this one's embedder, with a pool
+        of its own: what `haiku eval --compare` runs each setting in."""
+        return Workspace(settings, self.config_file, embedder=self.embedder)
+
     @classmethod
     def load(
         cls,

@@ -76,3 +76,18 @@ def test_a_wait_is_one_line_counting_seconds_on_a_terminal_and_one_line_piped(mo
             assert lines[-1].replace("\x1b[2K", "").replace("\x1b[1A", "").strip() == f"haiku: {why} (1 s)"
         else:
             assert lines == [f"haiku: {why}"]
+
+
+def test_a_count_bar_shows_items_done_of_all_on_a_terminal_and_nothing_piped(monkeypatch) -> None:
+    for terminal in (True, False):
+        screen = io.StringIO()
+        console = Console(file=screen, force_terminal=terminal, width=160, color_system=None)
+        monkeypatch.setattr(output, "err", console)
+        with output.count_bar("evaluating") as advance:
+            advance(3, 76)
+            advance(4, 76)
+        shown = screen.getvalue().replace("\r", "\n")
+        if terminal:
+            assert any("evaluating" in line and "4/76" in line for line in shown.splitlines())
+        else:
+            assert shown == ""

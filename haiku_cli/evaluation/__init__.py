@@ -1,0 +1,1 @@
+"""`haiku eval`: retrieval and answer quality measured on the user's own judged questions."""
