@@ -25,27 +25,10 @@ def build_app() -> "typer.Typer":
     import typer
 
     from haiku_cli import __version__
-    from haiku_cli.cli import (
-        admin_commands,
-        analyze_command,
-        ask_command,
-        chat_command,
-        config_commands,
-        daemon_command,
-        doctor_command,
-        eval_command,
-        help_command,
-        ingest_commands,
-        mcp_command,
-        picture_commands,
-        search_command,
-        serve_command,
-        source_commands,
-        tag_commands,
-    )
     from haiku_cli.cli.running import set_debug
 
     app = typer.Typer(
+        cls=_commands_group(),
         name="haiku",
         help="Local-first RAG for the terminal: add documents, then search, ask and analyze them.",
         context_settings={"help_option_names": ["-h", "--help"]},
@@ -91,26 +74,67 @@ def build_app() -> "typer.Typer":
         set_debug(debug)
         ctx.obj = {"config": config}
 
-    for commands in (
-        ingest_commands,
-        source_commands,
-        search_command,
-        ask_command,
-        chat_command,
-        analyze_command,
-        eval_command,
-        admin_commands,
-        picture_commands,
-        config_commands,
-        mcp_command,
-        serve_command,
-        tag_commands,
-        doctor_command,
-        daemon_command,
-        help_command,
-    ):
-        commands.register(app)
     return app
+
+
+# Each command, in the order `haiku --help` lists them, and the module of cli/ that registers it. A
+# command's module is imported when that command runs (or when help lists them all), so `haiku search`
+# loads neither `ask`, `serve` nor the write commands' modules.
+COMMANDS: dict[str, str] = {
+    "add": "ingest_commands",
+    "add-src": "ingest_commands",
+    "sources": "source_commands",
+    "forget-src": "source_commands",
+    "sync": "source_commands",
+    "watch": "source_commands",
+    "search": "search_command",
+    "ask": "ask_command",
+    "chat": "chat_command",
+    "analyze": "analyze_command",
+    "eval": "eval_command",
+    "list": "admin_commands",
+    "get": "admin_commands",
+    "delete": "admin_commands",
+    "info": "admin_commands",
+    "vacuum": "admin_commands",
+    "rebuild": "admin_commands",
+    "history": "admin_commands",
+    "pictures": "picture_commands",
+    "visualize": "picture_commands",
+    "config": "config_commands",
+    "databases": "config_commands",
+    "mcp": "mcp_command",
+    "serve": "serve_command",
+    "tag": "tag_commands",
+    "doctor": "doctor_command",
+    "daemon": "daemon_command",
+    "help": "help_command",
+}
+
+
+def _commands_group() -> type:
+    """The root command group: it knows every command's name and loads a command's module on first use."""
+    import importlib
+
+    import typer
+    from typer.core import TyperGroup
+
+    class Commands(TyperGroup):
+        def list_commands(self, ctx: Any) -> list[str]:
+            return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
+
+        def get_command(self, ctx: Any, cmd_name: str) -> Any:
+            if cmd_name not in self.commands and cmd_name in COMMANDS:
+                module = importlib.import_module(f"haiku_cli.cli.{COMMANDS[cmd_name]}")
+                # Registered on an app of their own, as the root app would have them, then adopted.
+                registered = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False)
+                module.register(registered)
+                group = typer.main.get_group(registered)
+                for name, command in group.commands.items():
+                    self.commands.setdefault(name, command)
+            return self.commands.get(cmd_name)
+
+    return Commands
 
 
 def __getattr__(name: str) -> Any:

@@ -24,7 +24,6 @@ from haiku_cli.store.database import (
 from haiku_cli.store.deadline import with_deadline
 from haiku_cli.store.handle import STORAGE_TIMEOUT_HINT, is_missing_file
 from haiku_cli.store.location import Location
-from haiku_cli.store.tags import read_at
 from haiku_cli.store.writer import WaitPolicy
 
 T = TypeVar("T")
@@ -180,6 +179,9 @@ class DatabasePool:
     def _open_reader(self, loc: Location) -> Database:
         db = open_database(loc)
         if self.at is not None:
+            # Imported here: tags belong to the write path, which a plain read never loads.
+            from haiku_cli.store.tags import read_at
+
             read_at(db, self.at)
         return db
 

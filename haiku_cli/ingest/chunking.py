@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from haiku_cli.ingest.blocks import Block, Span, read_blocks
+from haiku_cli.ingest.code_blocks import code_blocks
 from haiku_cli.ingest.document import ConvertedDocument
 from haiku_cli.ingest.stored import segment_offsets
 
@@ -354,7 +355,9 @@ def chunk_document(
     """
     chunker = _Chunker(count_tokens, max_tokens, overlap_tokens)
     offsets = segment_offsets(doc)
-    blocks = read_blocks(doc.segments, offsets)
+    blocks = code_blocks(doc, offsets)
+    if blocks is None:
+        blocks = read_blocks(doc.segments, offsets)
     if not blocks:
         # Nothing but headings: index them as text rather than lose the document.
         blocks = read_blocks(doc.segments, offsets, headings=False)

@@ -36,12 +36,11 @@ def _leaf_commands() -> list[str]:
     from haiku_cli.cli.app import build_app
 
     def walk(command, path: list[str]):
-        subcommands = getattr(command, "commands", None)
-        if subcommands is None:
+        if not hasattr(command, "list_commands"):
             yield " ".join(path)
             return
-        for name, sub in subcommands.items():
-            yield from walk(sub, [*path, name])
+        for name in command.list_commands(None):
+            yield from walk(command.get_command(None, name), [*path, name])
 
     return list(walk(typer.main.get_command(build_app()), []))
 

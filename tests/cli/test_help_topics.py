@@ -53,7 +53,8 @@ def test_every_command_help_names_its_help_topic(cli) -> None:
     known = dict(topics())
     root = typer.main.get_command(app)
     paths = []
-    for name, command in root.commands.items():  # type: ignore[attr-defined]
+    for name in root.list_commands(None):  # type: ignore[attr-defined]
+        command = root.get_command(None, name)  # type: ignore[attr-defined]  # loads its module
         if hasattr(command, "commands"):  # a group: tag, config
             paths += [[name, sub] for sub in command.commands]
         elif name != "help":

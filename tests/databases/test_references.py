@@ -46,7 +46,7 @@ def test_a_unique_prefix_names_its_document_and_an_ambiguous_one_lists_the_candi
         "id prefix 'abcd12' matches 2 documents in database 'notes': abcd1234 (alpha), abcd1299 (beta); "
         "give more of the id"
     )
-    with pytest.raises(InputError, match="no document with id, id prefix, uri or path 'abc'"):
+    with pytest.raises(InputError, match="an id prefix needs 4 characters or more; 'abc' has 3"):
         _get(ws, location, "abc")  # shorter than git takes
 
 
@@ -112,7 +112,8 @@ def test_a_chunk_is_named_by_a_unique_id_prefix_and_an_ambiguous_one_lists_the_c
         f"c0ffee11 (chunk 0 of document {first}), c0ffee22 (chunk 0 of document {second}); "
         "give more of the id"
     ), ambiguous.stderr
-    assert "no chunk with id or id prefix 'c0f'" in cli("get", "--chunk", "c0f", "-d", "notes").stderr
+    too_short = cli("get", "--chunk", "c0f", "-d", "notes").stderr
+    assert too_short == "haiku: an id prefix needs 4 characters or more; 'c0f' has 3\n"
 
 
 def test_a_document_named_by_its_full_id_or_uri_is_read_in_one_query_with_its_content(

@@ -22,7 +22,7 @@ def test_plain_text_file(tmp_path: Path) -> None:
     assert [s.page for s in doc.segments] == [None]
 
 
-@pytest.mark.parametrize("name", ["README", "data.csv", "server.log", "guide.rst", "x.TEXT"])
+@pytest.mark.parametrize("name", ["README", "server.log", "guide.rst", "x.TEXT"])
 def test_other_text_suffixes(tmp_path: Path, name: str) -> None:
     path = tmp_path / name
     path.write_text("a,b\n1,2\n", encoding="utf-8")
@@ -168,3 +168,44 @@ def test_convert_bytes_dispatch() -> None:
 def test_document_text_joins_segments() -> None:
     doc = ConvertedDocument("", None, [Segment("one\n", 1), Segment("   ", 2), Segment("two", 3)])
     assert doc.text == "one\n\ntwo"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "title"),
+    [
+        ("ch16-03-shared-state.md", "## Shared-State Concurrency\n\nMutexes.\n\n# Later H1\n", "Later H1"),
+        (
+            "ch16-03-shared-state.md",
+            "Intro line.\n\n## Shared-State Concurrency\n\n### Deeper\n",
+            "Shared-State Concurrency",
+        ),
+        ("guide.rst", "=======\nOverview\n=======\n\nText.\n", "Overview"),
+        ("guide.rst", "Install\n*******\n\nText.\n", "Install"),
+        ("notes.md", "No heading at all.\n", "notes"),
+    ],
+)
+def test_a_document_without_an_h1_is_titled_by_its_first_heading(
+    tmp_path: Path, name: str, text: str, title: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    assert convert_file(path).title == title
+
+
+def test_extension_block_markers_are_not_stored() -> None:
+    source = (
+        "# Tabs\n\n"
+        "//// tab | Test\n\nRun it.\n\n////\n\n"
+        "/// note | Take care\nThe body.\n///\n\n"
+        '!!! warning "Hot"\n    Oil burns.\n\n'
+        "???+ tip\n    Trim the wick.\n\n"
+        "::: details Summary\nInside.\n:::\n\n"
+        "```\n///\n!!! kept in code\n```\n"
+    )
+    doc = convert_bytes(source.encode(), uri="file:///t.md", content_type="text/markdown")
+    assert doc.text == (
+        "# Tabs\n\nTest\n\nRun it.\n\n\n\nTake care\nThe body.\n\n\n"
+        "Hot\n    Oil burns.\n\n\n    Trim the wick.\n\nSummary\nInside.\n\n\n"
+        "```\n///\n!!! kept in code\n```"
+    )
+    assert doc.text.count("\n") == source.strip("\n").count("\n")  # lines stay the file's lines

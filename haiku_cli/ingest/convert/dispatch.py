@@ -1,52 +1,35 @@
-"""Pick a converter by file suffix, content type or the bytes themselves; refuse empty results."""
+"""Pick a registered converter by file suffix, content type or the bytes themselves; refuse empty results."""
 
 from __future__ import annotations
 
 import os
 import stat
-from dataclasses import replace
 from pathlib import Path, PurePath, PurePosixPath
 from urllib.parse import quote_from_bytes, unquote, urlsplit
 
+import haiku_cli.ingest.convert.formats  # noqa: F401  (registers every format)
 from haiku_cli.config.settings import IngestSettings
+from haiku_cli.ingest.convert import registry
 from haiku_cli.ingest.convert.limits import over_limit
 from haiku_cli.ingest.convert.markdown import convert_markdown
-from haiku_cli.ingest.convert.text import convert_plain, decode_text, normalize_newlines
+from haiku_cli.ingest.convert.registry import RawDocument
+from haiku_cli.ingest.convert.text import normalize_newlines
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument
 
-_SUFFIX_KINDS = {
-    ".txt": "text",
-    ".text": "text",
-    ".rst": "markdown",  # reStructuredText titles read like setext headings; nothing else is rewritten
-    ".log": "text",
-    ".csv": "text",
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".html": "html",
-    ".htm": "html",
-    ".pdf": "pdf",
-    ".docx": "docx",
-}
-SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_SUFFIX_KINDS)
+SUPPORTED_SUFFIXES: frozenset[str] = registry.suffixes()
 """Lower-case suffixes convert_file accepts; files without any suffix are read as plain text too."""
 
-_MIME_KINDS = {
-    "text/markdown": "markdown",
-    "text/x-markdown": "markdown",
-    "text/html": "html",
-    "application/xhtml+xml": "html",
-    "application/pdf": "pdf",
-    "application/x-pdf": "pdf",
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
-}
 _GENERIC_MIMES = {"", "application/octet-stream", "binary/octet-stream", "application/x-download"}
 _TITLE_CHARS = 80
 
 
 def suffix_kind(path: PurePath | str) -> str | None:
-    """The converter kind for a path's suffix ("text" when it has none), or None when unsupported."""
-    suffix = (path if isinstance(path, PurePath) else PurePosixPath(path)).suffix.lower()
-    return "text" if suffix == "" else _SUFFIX_KINDS.get(suffix)
+    """The converter's name for a path's suffix ("text" when it has none), or None when unsupported."""
+    pure = path if isinstance(path, PurePath) else PurePosixPath(path)
+    if pure.suffix == "":
+        return "text"
+    found = registry.by_suffix(pure)
+    return None if found is None else found.name
 
 
 def convert_file(
@@ -69,7 +52,10 @@ def convert_file(
     if stat.S_ISDIR(info.st_mode):
         raise ConversionError(f"{label}: is a directory")
     if kind is None:
-        raise ConversionError(f"{label}: unsupported file type {path.suffix}")
+        hint = registry.hint_for(path)
+        raise ConversionError(
+            f"{label}: unsupported file type {path.suffix}" + (f" ({hint})" if hint else "")
+        )
     if not stat.S_ISREG(info.st_mode):
         # Opening a FIFO or a device would wait for a writer, or read forever.
         raise ConversionError(f"{label}: not a regular file")
@@ -134,75 +120,38 @@ def convert_kind(
     """Convert bytes already read as a converter kind ("pdf", "markdown", ...); refuse an empty result."""
     if not data.strip():
         raise ConversionError(f"{label} is empty")
-    if kind == "pdf":
-        from haiku_cli.ingest.convert.pdf import convert_pdf
-
-        doc = convert_pdf(data, label=label, uri=uri, fallback_title=fallback_title, limits=limits)
-    elif kind == "docx":
-        from haiku_cli.ingest.convert.docx import convert_docx
-
-        doc = convert_docx(
-            data, label=label, uri=uri, fallback_title=fallback_title, limits=limits or IngestSettings()
-        )
-    elif kind == "html":
-        from haiku_cli.ingest.convert.html import convert_html
-
-        doc = convert_html(data, label=label, uri=uri, fallback_title=fallback_title, charset=charset)
-    else:
-        notes: list[str] = []
-        text = decode_text(data, label, charset, notes)
-        if kind == "markdown":
-            doc = convert_markdown(text, uri=uri, fallback_title=fallback_title)
-        else:
-            doc = convert_plain(text, uri=uri, title=fallback_title)
-        doc = replace(doc, notes=tuple(notes))
-    if kind in ("html", "markdown"):
-        doc = _linked_pictures(doc, label, limits)
+    limits = limits or IngestSettings()
+    raw = RawDocument(data, label, uri, fallback_title, limits=limits, charset=charset)
+    doc = registry.converter(kind).read(raw)
     if not doc.text.strip():
         raise ConversionError(f"{label} is empty")
-    limits = limits or IngestSettings()
     if len(doc.text) > limits.max_text_mb * 2**20:
         size = len(doc.text)
         raise ConversionError(over_limit(label, size, "max_text_mb", limits.max_text_mb, "text of "))
     return doc
 
 
-def _linked_pictures(doc: ConvertedDocument, label: str, limits: IngestSettings | None) -> ConvertedDocument:
-    from haiku_cli.ingest.convert.images import PictureCollector
-    from haiku_cli.ingest.convert.linked import link_pictures
-
-    collector = PictureCollector(label, limits)
-    segments = [
-        replace(s, text=link_pictures(s.text, uri=doc.uri, collector=collector)) for s in doc.segments
-    ]
-    pictures, notes = collector.finish()
-    return replace(doc, segments=segments, pictures=pictures, notes=doc.notes + notes)
-
-
 def byte_limit(kind: str, limits: IngestSettings) -> tuple[str, float]:
     """The setting and size in MB that bound reading a file of this kind (before it is read)."""
     # Text files hold about as many characters as bytes, so the text limit applies before reading.
-    if kind in ("text", "markdown") and limits.max_text_mb < limits.max_file_mb:
+    if registry.converter(kind).text and limits.max_text_mb < limits.max_file_mb:
         return "max_text_mb", limits.max_text_mb
     return "max_file_mb", limits.max_file_mb
 
 
 def _kind_for(data: bytes, mime: str, uri: str) -> str | None:
     by_suffix = suffix_kind(urlsplit(uri).path) if uri else None
-    if mime in _MIME_KINDS:
-        return _MIME_KINDS[mime]
+    named = registry.by_media_type(mime)
+    if named is not None:
+        return named.name
     if mime.startswith("text/"):
         # Servers send .md and .rst as text/plain; the suffix knows better.
-        return by_suffix if by_suffix in ("markdown", "text") else "text"
+        return by_suffix if by_suffix is not None and registry.converter(by_suffix).text else "text"
     if mime not in _GENERIC_MIMES:
         return None
-    if data.startswith(b"%PDF-"):
-        return "pdf"
-    if data.startswith(b"PK\x03\x04") and b"word/document.xml" in data:
-        return "docx"
-    head = data[:512].lstrip(b"\xef\xbb\xbf \t\r\n").lower()
-    if head.startswith((b"<!doctype html", b"<html")):
-        return "html"
+    sniffed = registry.by_sniffing(data)
+    if sniffed is not None:
+        return sniffed.name
     return by_suffix or "text"
 
 

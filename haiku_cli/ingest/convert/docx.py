@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import io
 import re
-import zipfile
 from typing import Any
 
 from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert.images import PictureCollector
-from haiku_cli.ingest.convert.limits import over_limit
+from haiku_cli.ingest.convert.packages import check_unpacked_size
 from haiku_cli.ingest.convert.pdf_title import clean_metadata_title
+from haiku_cli.ingest.convert.registry import Converter, RawDocument
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
 from haiku_cli.store.markers import marker
 
@@ -28,7 +28,7 @@ def convert_docx(
     import docx
     from docx.opc.exceptions import PackageNotFoundError
 
-    _check_unpacked_size(data, label, limits)
+    check_unpacked_size(data, label, limits, "DOCX")
     try:
         document = docx.Document(io.BytesIO(data))
     except (PackageNotFoundError, KeyError, ValueError, OSError) as exc:
@@ -75,23 +75,6 @@ def _inline_pictures(document: Any, paragraph: Any, collector: PictureCollector)
             elif collector.add_encoded(blob, reference, caption=caption, source=str(part.partname)):
                 markers.append(marker(reference, caption))
     return markers
-
-
-def _check_unpacked_size(data: bytes, label: str, limits: IngestSettings) -> None:
-    """Refuse a package whose members' declared sizes exceed the limits; zipfile never inflates past them."""
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as package:
-            members = package.infolist()
-    except (zipfile.BadZipFile, ValueError, OSError) as exc:
-        raise ConversionError(f"{label}: corrupt DOCX") from exc
-    total = sum(m.file_size for m in members)
-    xml = sum(m.file_size for m in members if m.filename.lower().endswith((".xml", ".rels")))
-    if xml > limits.max_docx_xml_mb * 2**20:
-        what = "XML that decompresses to "
-        raise ConversionError(over_limit(label, xml, "max_docx_xml_mb", limits.max_docx_xml_mb, what))
-    if total > limits.max_file_mb * 2**20:
-        what = "decompresses to "
-        raise ConversionError(over_limit(label, total, "max_file_mb", limits.max_file_mb, what))
 
 
 class _StyleNames:
@@ -143,3 +126,19 @@ def _table(table: Any) -> str:
     lines = ["| " + " | ".join(cells) + " |" for cells in rows]
     lines.insert(1, "|" + " --- |" * len(rows[0]))
     return "\n".join(lines)
+
+
+def read_docx(raw: RawDocument) -> ConvertedDocument:
+    """A Word document's body in document order, with its inline pictures."""
+    return convert_docx(
+        raw.data, label=raw.label, uri=raw.uri, fallback_title=raw.fallback_title, limits=raw.limits
+    )
+
+
+CONVERTER = Converter(
+    name="docx",
+    read=read_docx,
+    suffixes=(".docx",),
+    media_types=("application/vnd.openxmlformats-officedocument.wordprocessingml.document",),
+    sniff=lambda data: data.startswith(b"PK\x03\x04") and b"word/document.xml" in data,
+)

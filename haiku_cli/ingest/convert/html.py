@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from haiku_cli.ingest.convert.linked import with_linked_pictures
 from haiku_cli.ingest.convert.markdown import split_front_matter
+from haiku_cli.ingest.convert.registry import Converter, RawDocument
 from haiku_cli.ingest.convert.text import decode_text, normalize_newlines
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
 
@@ -107,3 +109,25 @@ def _html_title(metadata: Any) -> str | None:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def read_html(raw: RawDocument) -> ConvertedDocument:
+    """An HTML page, its linked images stored as its pictures."""
+    doc = convert_html(
+        raw.data, label=raw.label, uri=raw.uri, fallback_title=raw.fallback_title, charset=raw.charset
+    )
+    return with_linked_pictures(doc, raw.label, raw.limits)
+
+
+def _is_html(data: bytes) -> bool:
+    head = data[:512].lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    return head.startswith((b"<!doctype html", b"<html"))
+
+
+CONVERTER = Converter(
+    name="html",
+    read=read_html,
+    suffixes=(".html", ".htm"),
+    media_types=("text/html", "application/xhtml+xml"),
+    sniff=_is_html,
+)

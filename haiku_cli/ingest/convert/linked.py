@@ -7,19 +7,31 @@ import base64
 import binascii
 import re
 import stat
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
+from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert.download import download
 from haiku_cli.ingest.convert.images import PictureCollector
 from haiku_cli.ingest.convert.limits import over_limit
-from haiku_cli.ingest.document import ConversionError
+from haiku_cli.ingest.document import ConversionError, ConvertedDocument
 from haiku_cli.store.markers import marker
 
 # ![alt](target "title"), the target optionally in <...>; the title (if any) is a caption too.
 _IMAGE = re.compile(r"""!\[([^\]\n]*)\]\(\s*(<[^>\n]*>|[^)\s]+)(?:\s+["']([^"'\n]*)["'])?\s*\)""")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
 _DOWNLOAD_SECONDS = 30
+
+
+def with_linked_pictures(doc: ConvertedDocument, label: str, limits: IngestSettings) -> ConvertedDocument:
+    """`doc` with the images its text links to stored as its pictures (see `link_pictures`)."""
+    collector = PictureCollector(label, limits)
+    segments = [
+        replace(s, text=link_pictures(s.text, uri=doc.uri, collector=collector)) for s in doc.segments
+    ]
+    pictures, notes = collector.finish()
+    return replace(doc, segments=segments, pictures=pictures, notes=doc.notes + notes)
 
 
 def link_pictures(text: str, *, uri: str, collector: PictureCollector) -> str:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
-from haiku_cli.ingest.convert.text import first_line
+from haiku_cli.ingest.convert.linked import with_linked_pictures
+from haiku_cli.ingest.convert.registry import Converter, RawDocument
+from haiku_cli.ingest.convert.text import decode_text, first_line
 from haiku_cli.ingest.document import ConvertedDocument, Segment
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
@@ -26,6 +29,20 @@ _INCLUDE = re.compile(
     re.MULTILINE,
 )
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+# Lines that only open or close a block of an extension (pymdownx blocks `/// note | Title`, `////`;
+# admonitions `!!! note "Title"`, `???+ tip`; fenced divs `::: warning`): markup, not content. A title
+# they carry is kept on their line, so the text's lines stay the file's lines.
+_BLOCK_MARKER = re.compile(
+    r"^[ \t]*(?:"
+    r"/{3,}[ \t]*(?:[\w-]+[ \t]*(?:\|[ \t]*(?P<bar>.*?))?)?"
+    r"|(?:!!!|\?\?\?\+?)[ \t]*[\w-]+(?:[ \t]+[\w-]+)*(?:[ \t]+\"(?P<quoted>[^\"]*)\")?"
+    r"|:{3,}[ \t]*(?:\{[^}\n]*\}|[\w-]+)?(?:[ \t]+(?P<div>[^:\n]*?))?[ \t]*:*"
+    r")[ \t]*$",
+    re.MULTILINE,
+)
+_MARKER_OPENERS = ("///", "!!!", "???", ":::")
+# reStructuredText underlines (and overlines) a title with a run of one punctuation character.
+_UNDERLINE = re.compile(r"^([=\-~^\"'#*+:.`_])\1{2,}[ \t]*$")
 
 
 def split_front_matter(text: str) -> tuple[str | None, str]:
@@ -58,6 +75,32 @@ def first_heading(text: str, level: int = 1) -> str | None:
         underline = "=" if level == 1 else "-"
         if level <= 2 and prev.strip() and re.fullmatch(rf" {{0,3}}{underline}{{3,}}[ \t]*", line):
             return heading_text(prev)
+        prev = line
+    return None
+
+
+def first_any_heading(text: str) -> str | None:
+    """The text of the first heading of any level outside code fences: ATX, setext or a reStructuredText
+    title (underlined, or over- and underlined, by a run of punctuation at least as long as it)."""
+    fence: str | None = None
+    prev = ""
+    for line in text.splitlines():
+        f = _FENCE.match(line)
+        if fence:
+            if f and f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence):
+                fence = None
+            continue
+        if f:
+            fence = f.group(1)
+            continue
+        m = _ATX.match(line)
+        if m and heading_text(m.group(2)):
+            return heading_text(m.group(2))
+        u = _UNDERLINE.match(line)
+        title = heading_text(prev)
+        long_enough = u is not None and (u.group(1) in "=-" or len(line.strip()) >= len(prev.strip()))
+        if long_enough and title and not _UNDERLINE.match(prev):
+            return title
         prev = line
     return None
 
@@ -98,17 +141,43 @@ def without_markup(text: str) -> str:
 
 def _without_comments(text: str) -> str:
     # A comment leaves its line breaks behind, so the text's lines stay the file's lines.
-    return _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    text = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    if not any(opener in text for opener in _MARKER_OPENERS):
+        return text  # the usual case, found without running the pattern over every line
+    return _BLOCK_MARKER.sub(_marker_title, text)
+
+
+def _marker_title(match: re.Match[str]) -> str:
+    return (match.group("bar") or match.group("quoted") or match.group("div") or "").strip()
 
 
 def convert_markdown(text: str, *, uri: str, fallback_title: str | None) -> ConvertedDocument:
-    """Turn markdown source into a one-segment document titled by front matter, first H1 or fallback.
+    """Turn markdown source into a one-segment document titled by front matter, its first H1, else its
+    first heading of any level, else the fallback.
 
-    HTML comments and include directives are not content and are left out.
+    HTML comments, include directives and extension block markers are not content and are left out.
     """
     fm_title, body = split_front_matter(text)
     skipped = text[: len(text) - len(body)].count("\n")  # the front matter's lines
     body = without_markup(body)
-    title = fm_title or first_heading(body) or fallback_title
+    title = fm_title or first_heading(body) or first_any_heading(body) or fallback_title
     segment = Segment(body.strip("\n"), line=skipped + first_line(body))
     return ConvertedDocument(uri=uri, title=title, segments=[segment])
+
+
+def read_markdown(raw: RawDocument) -> ConvertedDocument:
+    """A Markdown (or reStructuredText) file, its linked images stored as its pictures."""
+    notes: list[str] = []
+    text = decode_text(raw.data, raw.label, raw.charset, notes)
+    doc = replace(convert_markdown(text, uri=raw.uri, fallback_title=raw.fallback_title), notes=tuple(notes))
+    return with_linked_pictures(doc, raw.label, raw.limits)
+
+
+CONVERTER = Converter(
+    name="markdown",
+    read=read_markdown,
+    # reStructuredText titles read like setext headings; nothing else is rewritten
+    suffixes=(".md", ".markdown", ".rst"),
+    media_types=("text/markdown", "text/x-markdown"),
+    text=True,
+)

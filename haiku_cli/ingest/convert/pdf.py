@@ -10,6 +10,7 @@ from typing import Any
 from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert.garbled import unreadable
 from haiku_cli.ingest.convert.pdf_title import largest_type, pick_title
+from haiku_cli.ingest.convert.registry import Converter, RawDocument
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
 
 # PDFium is not thread-safe; conversions may run in worker threads.
@@ -201,3 +202,19 @@ def _names_heading(line: str, title: str) -> bool:
         return True
     # "3.1 Shell Syntax" or "Chapter 3: Basics" for the bookmark "Shell Syntax" / "Basics".
     return line.endswith(title) and bool(_SECTION_PREFIX.fullmatch(line[: len(line) - len(title)]))
+
+
+def read_pdf(raw: RawDocument) -> ConvertedDocument:
+    """A PDF's text layer page by page, with its pictures."""
+    return convert_pdf(
+        raw.data, label=raw.label, uri=raw.uri, fallback_title=raw.fallback_title, limits=raw.limits
+    )
+
+
+CONVERTER = Converter(
+    name="pdf",
+    read=read_pdf,
+    suffixes=(".pdf",),
+    media_types=("application/pdf", "application/x-pdf"),
+    sniff=lambda data: data.startswith(b"%PDF-"),
+)

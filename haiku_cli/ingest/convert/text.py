@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import codecs
+from dataclasses import replace
 
+from haiku_cli.ingest.convert.registry import Converter, RawDocument
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
 
 _SNIFF_BYTES = 8192
@@ -86,3 +88,14 @@ def convert_plain(text: str, *, uri: str, title: str | None) -> ConvertedDocumen
 def first_line(text: str) -> int:
     """The line (1-based) `text.strip("\\n")` starts on in `text`."""
     return 1 + len(text) - len(text.lstrip("\n"))
+
+
+def read_text(raw: RawDocument) -> ConvertedDocument:
+    """A plain text file as one segment titled by its fallback (its file name)."""
+    notes: list[str] = []
+    text = decode_text(raw.data, raw.label, raw.charset, notes)
+    return replace(convert_plain(text, uri=raw.uri, title=raw.fallback_title), notes=tuple(notes))
+
+
+# Also the converter of files without a suffix, of `--include`d unknown suffixes and of any other text/*.
+CONVERTER = Converter(name="text", read=read_text, suffixes=(".txt", ".text", ".log"), text=True)
