@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Literal
+
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def echoed(value: str) -> str:
+    """User input as a one-line message repeats it: a newline, tab or other control escaped (`a\\nb`), so
+    that it can neither split the line nor pass for a line of its own."""
+    return _CONTROLS.sub(lambda m: _ESCAPES.get(m.group(), f"\\x{ord(m.group()):02x}"), value)
 
 
 class ExitCode(IntEnum):

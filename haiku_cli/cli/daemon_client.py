@@ -7,6 +7,7 @@ daemon writes to them itself, and the exit code comes back. Anything unexpected 
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import socket
@@ -169,7 +170,52 @@ def recv_frame(sock: socket.socket, *, fds: int = 0) -> tuple[dict[str, Any] | N
             _close_all(received)
             return None, []
         body += chunk
-    return json.loads(body), received
+    try:
+        message = json.loads(body)
+    except ValueError:  # not JSON, or not UTF-8: a peer that does not speak the protocol
+        message = None
+    if not isinstance(message, dict):
+        _close_all(received)
+        raise OSError(f"a malformed message of {size} bytes")
+    return message, received
+
+
+_STREAM_FIELDS = {"encoding": str, "errors": str, "line_buffering": bool, "write_through": bool}
+
+
+def well_formed(request: dict[str, Any]) -> bool:
+    """Whether a request's fields are of the kinds `forward` sends (checked before the daemon uses any)."""
+    argv, env, streams = request.get("argv"), request.get("env"), request.get("streams")
+    fine = (
+        isinstance(argv, list)
+        and len(argv) >= 1
+        and all(isinstance(a, str) for a in argv)
+        and isinstance(request.get("prog"), str)
+        and isinstance(request.get("cwd"), str)
+        and isinstance(env, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+        and type(request.get("umask", 0)) is int
+        and 0 <= request.get("umask", 0) <= 0o777
+        and (streams is None or _streams_fine(streams))
+    )
+    return fine
+
+
+def _streams_fine(streams: object) -> bool:
+    if not isinstance(streams, dict) or set(streams) != {"stdin", "stdout", "stderr"}:
+        return False
+    for spec in streams.values():
+        if not isinstance(spec, dict) or set(spec) != set(_STREAM_FIELDS):
+            return False
+        if not all(type(spec[k]) is kind for k, kind in _STREAM_FIELDS.items()):
+            return False
+    try:
+        for spec in streams.values():
+            codecs.lookup(spec["encoding"])
+            codecs.lookup_error(spec["errors"])
+    except LookupError:
+        return False
+    return True
 
 
 def _close_all(fds: list[int]) -> None:

@@ -17,6 +17,7 @@ import os
 import select
 import signal
 import socket
+import stat
 import sys
 import threading
 from collections.abc import Iterator
@@ -26,7 +27,7 @@ from typing import Any, TextIO
 
 from haiku_cli.cli import daemon_client as wire
 from haiku_cli.cli import output
-from haiku_cli.config.paths import config_path
+from haiku_cli.config.paths import config_path, read_config_bytes
 from haiku_cli.errors import HaikuError
 
 
@@ -41,10 +42,10 @@ class ConfigFile:
     def read(cls, path: Path) -> ConfigFile:
         """The file at `path` now."""
         try:
-            digest: str | None = hashlib.sha256(path.read_bytes()).hexdigest()
+            digest: str | None = hashlib.sha256(read_config_bytes(path)).hexdigest()
         except FileNotFoundError:
             digest = None
-        except OSError:
+        except (OSError, HaikuError):  # a fresh process says what is wrong with it
             digest = "unreadable"
         return cls(str(path), digest)
 
@@ -115,8 +116,19 @@ class Daemon:
     def listen(self) -> socket.socket:
         """Bind the socket privately (folder 0700, socket 0600) and put it in place once it listens."""
         folder = os.path.dirname(self.path)
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        st = os.lstat(folder)
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            st = os.lstat(folder)
+        except OSError as exc:  # a file, or a folder that cannot be made, where the runtime folder goes
+            raise HaikuError(
+                f"cannot serve: the runtime folder {folder} cannot be made ({exc.strerror or exc}); "
+                f"remove what is in its way, or name another folder with {wire.RUNTIME_ENV}"
+            ) from None
+        if not stat.S_ISDIR(st.st_mode):  # a symbolic link, say: whoever made it chooses where it leads
+            raise HaikuError(
+                f"cannot serve: the runtime folder {folder} is not a folder; remove it, or name another "
+                f"folder with {wire.RUNTIME_ENV}"
+            )
         if st.st_uid != os.geteuid():
             raise HaikuError(f"cannot serve: {folder} belongs to another user")
         if st.st_mode & 0o077:
@@ -185,7 +197,9 @@ class Daemon:
                 try:
                     self.handle(conn)
                 except OSError:
-                    pass  # the caller went away
+                    pass  # the caller went away, or sent what is not a message
+                except Exception as exc:  # one caller's request must never end the daemon for the next
+                    self._note(f"a request failed: {type(exc).__name__}")
                 finally:
                     conn.close()
                 gc.collect()
@@ -236,6 +250,8 @@ class Daemon:
             conn.settimeout(None)
             try:
                 self._check(request)
+                if not wire.well_formed(request):
+                    raise Declined("a malformed request")
                 with self._caller(request, fds):
                     self._check_config(request)
                     wire.send_frame(conn, {"run": True})

@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from haiku_cli.config.paths import config_path, missing_is_an_error
+from haiku_cli.config.paths import config_path, missing_is_an_error, read_config_bytes
 from haiku_cli.config.settings import MIN_TOKEN_CHARS, DatabaseSettings, Settings
 from haiku_cli.errors import InputError
 
@@ -34,7 +34,7 @@ def load_settings(explicit: Path | None = None) -> tuple[Settings, Path]:
     data: dict = {}
     if path.exists():
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(read_config_bytes(path).decode("utf-8"))
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"cannot read config file {path}: {exc}") from exc
         except tomllib.TOMLDecodeError as exc:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import platformdirs
+
+from haiku_cli.errors import InputError
 
 APP_NAME = "haiku"
 
@@ -54,3 +57,23 @@ def _absolute(path: Path | str) -> Path:
 def sessions_dir() -> Path:
     """Where chat sessions and the line editor's history live: `sessions/` in the data dir."""
     return data_dir() / "sessions"
+
+
+MAX_CONFIG_BYTES = 1 << 20  # a config names databases and settings: a few KB; more is not a config
+
+
+def read_config_bytes(path: Path) -> bytes:
+    """The config file's bytes; a file over MAX_CONFIG_BYTES, or anything but a regular file (a device
+    such as /dev/zero, a FIFO), is refused before it is read without bound or waited on."""
+    # Non-blocking: opening a FIFO without a writer would wait for one.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(f"config file {path} is not a regular file; name a TOML file")
+        data = file.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise InputError(
+            f"config file {path} is larger than {MAX_CONFIG_BYTES // (1 << 20)} MB; "
+            "a config holds settings only: name the right file"
+        )
+    return data

@@ -122,6 +122,8 @@ class IngestSettings(_Strict):
     max_file_mb: float = Field(default=64.0, gt=0)
     # A DOCX's XML once decompressed: it is parsed in memory at about 20 bytes per byte.
     max_docx_xml_mb: float = Field(default=20.0, gt=0)
+    # One stream of a PDF's page content once decompressed: PDFium inflates a page's whole to read it.
+    max_pdf_stream_mb: float = Field(default=64.0, gt=0)
     # The text of one document once converted: indexing it holds about 12 bytes per character.
     max_text_mb: float = Field(default=8.0, gt=0)
     # Pictures: a larger one is scaled down to this many pixels (one declaring over 25 times as many, as

@@ -11,7 +11,7 @@ from haiku_cli.databases import references
 from haiku_cli.databases.reading import read_each
 from haiku_cli.databases.selection import searchable
 from haiku_cli.databases.workspace import Workspace
-from haiku_cli.errors import InputError
+from haiku_cli.errors import InputError, echoed
 from haiku_cli.store.database import Database
 from haiku_cli.store.location import Location
 
@@ -40,10 +40,10 @@ async def database_holding(ws: Workspace, reference: str) -> Location:
     names = ", ".join(loc.name for loc in (holding or selection.locations))
     if holding:
         raise InputError(
-            f"'{reference.strip()}' names something in several databases ({names}); "
+            f"'{echoed(reference.strip())}' names something in several databases ({names}); "
             "choose one with --database NAME or --db PATH"
         )
     raise InputError(
-        f"no document or chunk with id, id prefix, uri or path '{reference.strip()}' in any configured "
-        f"database ({names})"
+        f"no document or chunk with id, id prefix, uri or path '{echoed(reference.strip())}' in any "
+        f"configured database ({names})"
     )

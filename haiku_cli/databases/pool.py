@@ -22,7 +22,14 @@ from haiku_cli.store.database import (
     refresh_reader,
 )
 from haiku_cli.store.deadline import with_deadline
-from haiku_cli.store.handle import STORAGE_TIMEOUT_HINT, is_missing_file
+from haiku_cli.store.failures import (
+    STORAGE_TIMEOUT_HINT,
+    Failure,
+    FailureKind,
+    StorageError,
+    kind_of,
+    unanswered_failure,
+)
 from haiku_cli.store.location import Location
 from haiku_cli.store.writer import WaitPolicy
 
@@ -94,10 +101,10 @@ class DatabasePool:
 
     def _stalled(self, location: Location, seconds: float) -> DatabaseError:
         if location.endpoint_refuses():  # its client was still retrying a refused connection
-            refused = "the connection was refused; check the endpoint"
-            return DatabaseError(f"database '{location.name}' cannot be reached: {refused}")
-        return DatabaseError(
-            f"database '{location.name}' did not finish a read within {seconds:g} s; {STORAGE_TIMEOUT_HINT}"
+            return unanswered_failure(location, "cannot be reached")
+        return StorageError(
+            f"database '{location.name}' did not finish a read within {seconds:g} s; {STORAGE_TIMEOUT_HINT}",
+            Failure(FailureKind.STALLED),
         )
 
     async def clients_covering(
@@ -200,7 +207,7 @@ class DatabasePool:
         try:
             return await read()
         except DatabaseError as exc:
-            if not is_missing_file(exc.__cause__):
+            if kind_of(exc) is not FailureKind.MISSING:
                 raise
         for loc in selection.locations:
             db = self._open.get(_key(loc, False))

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from haiku_cli.databases.short_ids import short_ids
-from haiku_cli.errors import Hint, InputError
+from haiku_cli.errors import Hint, InputError, echoed
 from haiku_cli.store import reads
 from haiku_cli.store.database import Database
 from haiku_cli.store.location import Location
@@ -90,7 +90,7 @@ def _ambiguous(reference: str, location: Location, kind: str, matches: list[tupl
     shown = short_ids([i for i, _ in listed])
     count = f"more than {_SHOWN_CANDIDATES}" if len(matches) > _SHOWN_CANDIDATES else str(len(matches))
     return InputError(
-        f"id prefix '{reference}' matches {count} {kind} in database '{location.name}': "
+        f"id prefix '{echoed(reference)}' matches {count} {kind} in database '{location.name}': "
         f"{', '.join(f'{shown[i]} ({label})' for i, label in listed)}; give more of the id"
     )
 
@@ -98,14 +98,15 @@ def _ambiguous(reference: str, location: Location, kind: str, matches: list[tupl
 def too_short(reference: str) -> InputError:
     """The error for an id prefix shorter than any taken: it could name too many things to be useful."""
     return InputError(
-        f"an id prefix needs {MIN_PREFIX} characters or more; '{reference}' has {len(reference)}"
+        f"an id prefix needs {MIN_PREFIX} characters or more; '{echoed(reference)}' has {len(reference)}"
     )
 
 
 def not_found(reference: str, location: Location) -> NotFound:
     """The error for a reference that names no document of the database."""
     return NotFound(
-        f"no document with id, id prefix, uri or path '{reference.strip()}' in database '{location.name}'",
+        f"no document with id, id prefix, uri or path '{echoed(reference.strip())}' in database "
+        f"'{location.name}'",
         hint=Hint("list_documents", location.name, location.chosen_by),
     )
 

@@ -242,6 +242,15 @@ class RayEngine:
         except (ConnectionError, RuntimeError, ValueError) as exc:
             where = f"at {self.address}" if self.address else "(RAY_ADDRESS, or one running here)"
             raise InputError(f"the Ray cluster {where} cannot be reached: {_first_line(exc)}") from None
+        except Exception as exc:  # Ray's own `Exception` or `TimeoutError`: a cluster that did not start
+            if self.address:
+                raise InputError(
+                    f"the Ray cluster at {self.address} cannot be reached: {_first_line(exc)}"
+                ) from None
+            raise ModelError(
+                f"a local Ray cluster did not start: {_first_line(exc)}; start one yourself (ray start "
+                "--head) and name it with --ray-address, or add without --engine ray"
+            ) from None
         finally:
             ray_logs.setLevel(level)
         return True
@@ -630,7 +639,7 @@ def _fragment_step(step: Callable[[], _T], target: FragmentTarget) -> _T:
     except HaikuError:
         raise
     except Exception as exc:
-        from haiku_cli.store.handle import storage_failure
+        from haiku_cli.store.failures import storage_failure
 
         raise storage_failure(target.location, "cannot be written", exc) from exc
 

@@ -11,6 +11,10 @@ class ConversionError(InputError):
     """A source cannot be turned into text; the message names the source and the reason on one line."""
 
 
+class SourceMissing(ConversionError):
+    """A source that is not there (no such object or prefix): `sync` keeps its documents as missing."""
+
+
 @dataclass(frozen=True)
 class Segment:
     """Markdown-ish text of one block or page; `page` is 1-based for PDFs and None otherwise.

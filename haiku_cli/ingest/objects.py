@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert.dispatch import byte_limit, convert_kind, suffix_kind
 from haiku_cli.ingest.convert.limits import over_limit
-from haiku_cli.ingest.document import ConversionError, ConvertedDocument
+from haiku_cli.ingest.document import ConversionError, ConvertedDocument, SourceMissing
 from haiku_cli.ingest.reports import LeftOut
 from haiku_cli.ingest.sources import FileChoice
 
@@ -118,7 +118,7 @@ class ObjectStore:
             raise ConversionError(f"{uri}: cannot be listed ({_short(exc)})") from None
         objects = sorted((i for i in infos if i.type == fs.FileType.File), key=lambda i: i.path)
         if not objects:
-            raise ConversionError(f"{uri}: no such object or prefix")
+            raise SourceMissing(f"{uri}: no such object or prefix")
         top = bucket_path.rstrip("/") + "/"
         out: list[ObjectFile | LeftOut] = []
         for info in objects:

@@ -20,7 +20,7 @@ from haiku_cli.config.settings import IngestSettings
 from haiku_cli.errors import HaikuError, InputError
 from haiku_cli.ingest.convert.dispatch import file_uri
 from haiku_cli.ingest.convert.url import Fetched, Validators, fetch_if_changed
-from haiku_cli.ingest.document import ConversionError
+from haiku_cli.ingest.document import ConversionError, SourceMissing
 from haiku_cli.ingest.objects import ObjectStores, is_object_uri
 from haiku_cli.ingest.pipeline import Ingestor, Item, add_on_cluster, ingest_items
 from haiku_cli.ingest.remembering import states_of
@@ -238,7 +238,7 @@ def _plan_objects(
             source.source, FileChoice(source.include, source.exclude)
         )
     except ConversionError as exc:
-        status: SyncStatus = "missing" if str(exc).endswith("no such object or prefix") else "unreadable"
+        status: SyncStatus = "missing" if isinstance(exc, SourceMissing) else "unreadable"
         plan.problem = (status, f"{exc}; {kept} (haiku forget-src)")
         return plan
     positions = itertools.count()

@@ -16,6 +16,7 @@ import anyio.to_thread
 
 from haiku_cli.errors import DatabaseError
 from haiku_cli.store.database import exists
+from haiku_cli.store.failures import StorageError
 from haiku_cli.store.handle import Database, note_stall
 from haiku_cli.store.journal import table_versions
 from haiku_cli.store.location import Location
@@ -171,7 +172,7 @@ def _stored(failure: DatabaseError) -> bool:
 
 def _left_in_place(failure: DatabaseError) -> DatabaseError:
     """The add's failure, saying that the database it created before the store stalled is still there."""
-    return DatabaseError(
-        f"{failure}; the new database is left in place, as removing it would wait on the store again",
-        hint=failure.hint,
-    )
+    message = f"{failure}; the new database is left in place, as removing it would wait on the store again"
+    if isinstance(failure, StorageError):
+        return StorageError(message, failure.failure, hint=failure.hint)
+    return DatabaseError(message, hint=failure.hint)

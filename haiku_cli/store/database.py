@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from haiku_cli.errors import DatabaseError, Hint, InputError
 from haiku_cli.store import schema
 from haiku_cli.store.deadline import within_requests
+from haiku_cli.store.failures import storage_failure, unanswered_failure
 from haiku_cli.store.handle import (
     CHUNKS_TABLE,
     PENDING_WRITE,
@@ -19,9 +20,7 @@ from haiku_cli.store.handle import (
     catch_up,
     parse_json_object,
     read_meta,
-    storage_failure,
     table_names,
-    unanswered_reason,
 )
 from haiku_cli.store.lance_import import import_lancedb
 from haiku_cli.store.location import Location
@@ -292,4 +291,4 @@ _CONNECT_REQUESTS = 3  # a connect's requests (two lists) and one's worth of sla
 
 
 def _unanswered(location: Location) -> DatabaseError:
-    return DatabaseError(f"database '{location.name}' cannot be reached: {unanswered_reason(location)}")
+    return unanswered_failure(location, "cannot be reached")

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from haiku_cli.store.abandoned import give_up_at_exit
-from haiku_cli.store.handle import request_timeout
+from haiku_cli.store.failures import request_timeout
 from haiku_cli.store.location import Location
 
 T = TypeVar("T")

@@ -7,7 +7,6 @@ The modules that keep databases consistent (writer lock, journal, indexes, reads
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -17,6 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from haiku_cli.errors import DatabaseError, HaikuError, ModelError
 from haiku_cli.store import schema
+from haiku_cli.store.failures import (
+    FailureKind,
+    is_read_failure,
+    is_table_not_found,
+    kind_of,
+    storage_failure,
+)
 from haiku_cli.store.location import Location
 
 if TYPE_CHECKING:
@@ -200,165 +206,14 @@ def read_meta(table: Table) -> dict[str, str]:
     return {row["key"]: row["value"] for row in table.to_arrow().to_pylist()}
 
 
-# How to raise the storage timeout, for every message about a store that stopped answering.
-STORAGE_TIMEOUT_HINT = "check the store, or raise [storage] timeout_seconds (HAIKU_STORAGE_TIMEOUT)"
-_STALLED = "the storage did not answer in time"
-# A request that got no answer: the store client does not say whether it waited out its timeout (a
-# store that accepted the connection, then stalled) or could not connect at all, so `_unanswered` tells.
-_UNSENT = "cannot connect"
-_REFUSED = "the connection was refused; check the endpoint"
-_DENIED = "permission denied"
-_READ_ONLY = "the file system is read-only"
-_FULL = "the disk is full"
-_NO_CREDENTIALS = (
-    "no AWS credentials were found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
-)
-# What LanceDB (0.40) raises when the analyzer cannot read its full-text index's settings from the store:
-# it logs the store's error (a request that timed out, a refused connection) and raises this without it.
-_SETTINGS_UNREAD = "does not include tokenizer details"
-# Failures that are the store's answer, a definite no: the request changed nothing (see `is_refusal`).
-_REFUSALS = (_DENIED, _READ_ONLY, _FULL, _NO_CREDENTIALS)
-
-# What storage failures look like deep in LanceDB's (Rust) messages, and how to say them to a user.
-_KNOWN_FAILURES = (
-    # Looked up before any request: its failure says "Forbidden" (a metadata service refusing), not a denial.
-    (("failed to get aws credentials",), _NO_CREDENTIALS),
-    (("read-only file system", "os error 30"), _READ_ONLY),
-    (("no space left", "os error 28", "disk quota"), _FULL),
-    (("permission denied", "os error 13", "access denied", "accessdenied", "forbidden"), _DENIED),
-    # Before the timeouts: a refused connection's retry report also names its `retry_timeout`.
-    (("connection refused", "connectionrefused"), _REFUSED),
-    (("timed out", "timeout", "deadline"), _STALLED),
-    (("connect error", "error sending request", "dispatch failure"), _UNSENT),
-)
-
-
-def failure_reason(exc: BaseException, location: Location | None = None, *, ran: float = 0.0) -> str:
-    """A storage failure in a few plain words (LanceDB's Rust messages mean little to a user); a store
-    that stopped answering is told with the location's timeout in force and how to raise it. `ran`: how
-    long the failed call took, for a failure whose message does not say."""
-    if is_missing_file(exc):
-        # A read retries once after a concurrent vacuum, so a file still missing was removed by hand.
-        return "some of its data files are missing (was the database folder changed by hand?)"
-    text = str(exc).strip()
-    lowered = text.lower()
-    if location is not None and location.can_stall and _SETTINGS_UNREAD in lowered:
-        return _settings_unread(location, ran)
-    for needles, plain in _KNOWN_FAILURES:
-        if any(n in lowered for n in needles):
-            if plain is _STALLED or plain is _UNSENT:
-                return _unanswered(lowered, location, timed_out=plain is _STALLED)
-            return plain
-    return plain_first_line(exc)
-
-
-def _unanswered(lowered: str, location: Location | None, *, timed_out: bool) -> str:
-    """A request that got no answer: refused (nothing listens now), waited out (the store stalled), or
-    not sent (no connection). The client's words do not tell: its retry report names its timeout even
-    when every try was refused, and a request it gave up on is only `error sending request`."""
-    if location is None:
-        return stalled_reason(None) if timed_out else _UNSENT
-    if timed_out:
-        return unanswered_reason(location)
-    if location.can_stall and location.endpoint_refuses():
-        return _REFUSED
-    # The store client reports how long the failed request ran (`GET ... in 2.001358017s - HTTP error`):
-    # one that ran for its whole timeout was accepted and never answered.
-    ran = max((_duration(m.group(1), m.group(2)) for m in _RAN_FOR.finditer(lowered)), default=0.0)
-    limit = request_timeout(location)
-    if limit is not None and ran >= 0.9 * limit:
-        return stalled_reason(location)
-    return _UNSENT
-
-
-def _settings_unread(location: Location, ran: float) -> str:
-    """The store failed LanceDB's read of a full-text index's settings, whose cause LanceDB only logs:
-    refused when nothing listens at the endpoint, a stall when the call ran a whole request limit."""
-    if location.endpoint_refuses():
-        return _REFUSED
-    limit = request_timeout(location)
-    # A request that waited out its limit took at least that long; any other failure comes sooner.
-    if limit is not None and ran >= limit:
-        return stalled_reason(location)
-    return "the settings of its full-text index could not be read; check the store"
-
-
-def is_refusal(exc: BaseException | None) -> bool:
-    """Whether a storage call failed on the store's definite no (access denied, a read-only or full
-    disk, no credentials): an answer, so the call changed nothing, unlike one whose answer never came."""
-    return exc is not None and failure_reason(exc) in _REFUSALS
-
-
-def is_stall(exc: BaseException, location: Location) -> bool:
-    """Whether a storage call failed on a request that waited out its limit (a store that stopped
-    answering; `TimeoutError`: a deadline of ours), as the failure's message names it."""
-    if isinstance(exc, TimeoutError):
-        return True
-    return location.can_stall and failure_reason(exc, location) == stalled_reason(location)
-
-
 def note_stall(db: Database, exc: BaseException) -> bool:
     """Whether the database's store stalled during the write under way: true once a storage failure
-    (a `DatabaseError` from the store, or a deadline of ours) was a request that waited out its limit."""
-    # Told once: telling may try a connection to the endpoint (refused, or accepted and never answered).
-    if not db.stalled and isinstance(exc, DatabaseError | TimeoutError) and is_stall(exc, db.location):
+    (a `StorageError` from the store, or a deadline of ours) was a request that waited out its limit."""
+    if not db.stalled and (
+        isinstance(exc, TimeoutError) or (db.location.can_stall and kind_of(exc) is FailureKind.STALLED)
+    ):
         db.stalled = True
     return db.stalled
-
-
-def unanswered_reason(location: Location) -> str:
-    """A request that went unanswered: refused when nothing listens at the endpoint now, else a stall
-    named with the timeout in force and the setting that changes it."""
-    return _REFUSED if location.can_stall and location.endpoint_refuses() else stalled_reason(location)
-
-
-# A Rust Duration as the store client prints it: `2.001358017s`, `850.2ms`, `12µs`.
-_RAN_FOR = re.compile(r"(?:\bin |elapsed: )(\d+(?:\.\d+)?)(ns|µs|us|ms|s)\b")
-_UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
-
-
-def _duration(number: str, unit: str) -> float:
-    return float(number) * _UNITS[unit]
-
-
-def request_timeout(location: Location) -> float | None:
-    """The per-request limit of the location's store client in seconds (its `timeout` option, set from
-    `[storage] timeout_seconds` unless the database's own `storage_options` name one); None if unknown."""
-    own = location.storage_options.get("timeout", "")
-    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ns|µs|us|ms|s|min|m|h)?\s*", own)
-    return _duration(found.group(1), found.group(2) or "s") if found else location.timeout_seconds
-
-
-def stalled_reason(location: Location | None) -> str:
-    """A store that stopped answering: the request timeout in force and the setting that changes it."""
-    seconds = location.timeout_seconds if location is not None else None
-    if location is None or seconds is None:
-        return f"{_STALLED}; {STORAGE_TIMEOUT_HINT}"
-    own = location.storage_options.get("timeout", f"{seconds:g}s")
-    if own != f"{seconds:g}s":  # the database's own storage_options won over the setting
-        return (
-            f"the storage did not answer within its storage_options timeout ({own}); "
-            "check the store, or raise it"
-        )
-    return f"the storage did not answer within {seconds:g} s; {STORAGE_TIMEOUT_HINT}"
-
-
-def plain_first_line(exc: BaseException) -> str:
-    """The first line of LanceDB's message without the Rust source locations it adds (`scanner.rs:834:33`)."""
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else type(exc).__name__
-    return re.sub(r",?\s*[\w/.-]+\.rs:\d+:\d+", "", first)[:300]
-
-
-def is_missing_file(exc: BaseException | None) -> bool:
-    """Whether a read failed because a data file is gone: a `vacuum` removed the version it was reading."""
-    text = str(exc)
-    return isinstance(exc, FileNotFoundError) or ("Not found" in text and ".lance" in text)
-
-
-def is_read_failure(exc: BaseException) -> bool:
-    """Whether LanceDB's exception is the store failing a read (I/O, a file gone), not bad input."""
-    return isinstance(exc, OSError) or "LanceError(IO)" in str(exc) or is_missing_file(exc)
 
 
 def _open_committed(conn: DBConnection, name: str) -> Table | None:
@@ -369,19 +224,9 @@ def _open_committed(conn: DBConnection, name: str) -> Table | None:
     try:
         return conn.open_table(name)
     except ValueError as exc:
-        if "was not found" not in str(exc):
+        if not is_table_not_found(exc):
             raise
         return None
-
-
-def storage_failure(where: Location | str, what: str, exc: BaseException) -> DatabaseError:
-    """One line for a storage call that failed: `database 'x' cannot be written: the disk is full`.
-
-    `where` is the database's location (its name alone for a local lock file, which cannot stall).
-    """
-    if isinstance(where, str):
-        return DatabaseError(f"database '{where}' {what}: {failure_reason(exc)}")
-    return DatabaseError(f"database '{where.name}' {what}: {failure_reason(exc, where)}")
 
 
 @contextmanager

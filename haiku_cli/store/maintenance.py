@@ -20,7 +20,8 @@ from haiku_cli.errors import DatabaseError, HaikuError, Hint
 from haiku_cli.store import schema
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import PENDING_WRITE, Database
-from haiku_cli.store.handle import failure_reason, read_errors
+from haiku_cli.store.failures import failure_reason
+from haiku_cli.store.handle import read_errors
 from haiku_cli.store.heap import release_freed, return_large_buffers
 from haiku_cli.store.indexes import (
     DOCUMENT_KEYS,

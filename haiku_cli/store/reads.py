@@ -11,15 +11,9 @@ import pyarrow as pa
 
 from haiku_cli.errors import InputError
 from haiku_cli.store import schema
+from haiku_cli.store.failures import is_read_failure, plain_first_line, storage_failure
 from haiku_cli.store.filters import FILTER_FIELDS, sql_string, translate
-from haiku_cli.store.handle import (
-    Database,
-    is_read_failure,
-    parse_json_object,
-    plain_first_line,
-    read_errors,
-    storage_failure,
-)
+from haiku_cli.store.handle import Database, parse_json_object, read_errors
 from haiku_cli.store.records import ChunkRecord, DocumentRecord
 
 _DOC_COLUMNS = ["id", "uri", "title", "metadata", "content_hash", "created_at", "updated_at"]
@@ -112,7 +106,7 @@ async def _query_arrow(
             plain = async_table(table).query().select(columns[:1]).where(translate(where)).limit(1)
             await plain.to_arrow()
         except Exception as wrong:
-            raise InputError(f"invalid filter {where!r}: {_filter_problem(wrong)}") from wrong
+            raise InputError(f"invalid filter {where!r}: {_filter_problem(wrong, where)}") from wrong
         # Whole alone but not in parentheses of its own: text after its condition, which LanceDB drops.
         found = re.fullmatch(r"Expected: \), found: (.+)", _parser_error(exc) or "")
         _trailing(where, found.group(1) if found else "")
@@ -125,12 +119,21 @@ def _parser_error(exc: Exception) -> str | None:
     return parsed.group(1) if parsed else None
 
 
-def _filter_problem(exc: Exception) -> str:
+# LanceDB's wrappers around what it found wrong, which say nothing to a user.
+_WRAPPERS = r"^(?:Invalid input, |lance error: |Query Execution error: |Execution error: )+"
+
+
+def _filter_problem(exc: Exception, where: str) -> str:
     """What LanceDB found wrong in a filter, in words about the filter alone."""
     parsed = _parser_error(exc)
     unknown = re.search(r"No field named ([^.\s]+)", str(exc))
     if unknown:
         return f"there is no field {unknown.group(1)}; a filter can name {FILTER_FIELDS}"
+    if "Cannot access field" in str(exc):  # `metadata['a']`: a text column indexed as if a map
+        indexed = re.search(r"([A-Za-z_]\w*)\s*\[\s*['\"]?([^'\"\]]*)", where)
+        field, key = indexed.groups() if indexed else ("metadata", "KEY")
+        example = f"metadata.{key or 'KEY'} = 'draft'"
+        return f"{field}[...] does not name a key; a metadata key is written metadata.KEY, e.g. {example}"
     mistyped = re.search(
         r"Received literal \w+\((.*?)\) and could not convert to literal of type '(\w+)", str(exc)
     )
@@ -142,7 +145,8 @@ def _filter_problem(exc: Exception) -> str:
             )
         return f"{given} is not text; put the value in quotes, e.g. title = '{given}'"
     if parsed is None:
-        return re.sub(r"^(Invalid input, )+", "", plain_first_line(exc))
+        # LanceDB's wrappers (`lance error: Query Execution error: Execution error: `) say nothing to a user.
+        return re.sub(_WRAPPERS, "", plain_first_line(exc))
     return (
         parsed.replace("Expected: ", "expected ")
         .replace("found: EOF", "found: the end of the filter")

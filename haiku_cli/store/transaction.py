@@ -14,16 +14,15 @@ from contextlib import contextmanager, suppress
 
 from haiku_cli.errors import DatabaseError, HaikuError
 from haiku_cli.store.deadline import with_deadline
-from haiku_cli.store.handle import (
-    PENDING_WRITE,
-    Database,
-    failure_reason,
+from haiku_cli.store.failures import (
+    FailureKind,
+    StorageError,
     is_refusal,
     is_stall,
-    read_meta,
     request_timeout,
-    stalled_reason,
+    storage_failure,
 )
+from haiku_cli.store.handle import PENDING_WRITE, Database, read_meta
 from haiku_cli.store.journal import FRAGMENTS, Journal, journal_of, restore, table_versions
 from haiku_cli.store.writer import checkpoint, ensure_held, exclusive, kept_through_commit
 
@@ -76,15 +75,15 @@ def atomic_write(db: Database, *, fragments: bool = False) -> Iterator[None]:
         try:
             with storage_errors(db, "cannot be written"):
                 db.delete_meta(PENDING_WRITE)
-        except DatabaseError as exc:
-            if is_refusal(exc.__cause__):
+        except StorageError as exc:
+            if exc.failure.kind.is_refusal:
                 raise  # the store answered no: the journal is still there, the write is not stored
             if _journal_gone(db):
                 return  # the store took the commit, but its answer was lost: the write is stored
-            reason = failure_reason(exc.__cause__, db.location) if exc.__cause__ else str(exc)
-            raise DatabaseError(
+            raise StorageError(
                 f"database '{db.name}': this write's commit may or may not have landed (check it with "
-                f"haiku list): {reason}"
+                f"haiku list): {exc.failure.reason(db.location)}",
+                exc.failure,
             ) from exc
         if not kept_through_commit(db):
             raise DatabaseError(
@@ -156,7 +155,9 @@ def storage_errors(db: Database, what: str) -> Iterator[None]:
         raise
     except Exception as exc:
         # How long it ran tells a stall from other failures whose message names no cause.
-        reason = failure_reason(exc, db.location, ran=time.monotonic() - started)
-        if isinstance(exc, TimeoutError) or (db.location.can_stall and reason == stalled_reason(db.location)):
+        failure = storage_failure(db.location, what, exc, ran=time.monotonic() - started)
+        if isinstance(exc, TimeoutError) or (
+            db.location.can_stall and failure.failure.kind is FailureKind.STALLED
+        ):
             db.stalled = True
-        raise DatabaseError(f"database '{db.name}' {what}: {reason}") from exc
+        raise failure from exc

@@ -24,16 +24,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from haiku_cli.errors import DatabaseError
+from haiku_cli.errors import DatabaseError, HaikuError
 from haiku_cli.store.abandoned import give_up_at_exit
 from haiku_cli.store.deadline import within_requests
+from haiku_cli.store.failures import storage_failure, unanswered_failure
 from haiku_cli.store.handle import (
     PENDING_WRITE,
     Database,
     catch_up,
     note_stall,
-    storage_failure,
-    unanswered_reason,
 )
 
 T = TypeVar("T")
@@ -299,9 +298,7 @@ def _read_within(db: Database, read: Callable[[], T]) -> T:
 
 
 def _unanswered(db: Database) -> DatabaseError:
-    return DatabaseError(
-        f"database '{db.name}' cannot be locked for writing: {unanswered_reason(db.location)}"
-    )
+    return unanswered_failure(db.location, "cannot be locked for writing")
 
 
 def _compare_and_set(
@@ -412,9 +409,7 @@ def exclusive(db: Database, policy: WaitPolicy | None = None) -> Iterator[None]:
     try:
         catch_up(db)
         if PENDING_WRITE in db.meta:
-            from haiku_cli.store.journal import recover
-
-            recover(db)
+            _recover(db)
         yield
     except BaseException as exc:
         note_stall(db, exc)  # a store that stopped answering is not asked to take the lease back
@@ -422,6 +417,19 @@ def exclusive(db: Database, policy: WaitPolicy | None = None) -> Iterator[None]:
     finally:
         db.writer_lock = None
         lock.release()
+
+
+def _recover(db: Database) -> None:
+    """Undo the write a journal left behind, its failure one line as the write's own would be (a full
+    disk that cut that write short fails its undo too: the journal stays for the next writer)."""
+    from haiku_cli.store.journal import recover
+
+    try:
+        recover(db)
+    except HaikuError:
+        raise
+    except Exception as exc:
+        raise storage_failure(db.location, "cannot be written", exc) from exc
 
 
 def ensure_held(db: Database) -> None:

@@ -330,3 +330,116 @@ def test_a_socket_path_too_long_is_one_clear_line(runtime, tmp_path) -> None:
     deep = runtime / ("d" * 120)
     _, err, code, _ = haiku("daemon", tmp=tmp_path, env={wire.RUNTIME_ENV: str(deep)})
     assert code == 1 and err.startswith(b"haiku: cannot listen on ") and err.count(b"\n") == 1
+
+
+def test_a_runtime_folder_squatted_by_a_file_or_a_link_is_one_clear_line(runtime, tmp_path) -> None:
+    runtime.parent.mkdir(parents=True, exist_ok=True)
+    runtime.write_text("")  # a file where the folder goes
+    for where, why in (
+        (runtime, "cannot be made (File exists)"),
+        (runtime / "x", "cannot be made (Not a directory)"),
+    ):
+        _, err, code, _ = haiku("daemon", tmp=tmp_path, env={wire.RUNTIME_ENV: str(where)})
+        assert (code, err.decode()) == (
+            1,
+            f"haiku: cannot serve: the runtime folder {where} {why}; remove what is in its way, or name "
+            f"another folder with {wire.RUNTIME_ENV}\n",
+        )
+    # A link leads where whoever made it chose: its target is never made private (chmod) or served from.
+    runtime.unlink()
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o755)
+    runtime.symlink_to(target)
+    _, err, code, _ = haiku("daemon", tmp=tmp_path, env={wire.RUNTIME_ENV: str(runtime)})
+    assert (code, err.decode()) == (
+        1,
+        f"haiku: cannot serve: the runtime folder {runtime} is not a folder; remove it, or name another "
+        f"folder with {wire.RUNTIME_ENV}\n",
+    )
+    assert target.stat().st_mode & 0o777 == 0o755 and not any(target.iterdir())
+
+
+def _send_raw(path: Path, frame: bytes, fds: bool = True) -> dict | None:
+    """Connect as a client would, read the daemon's hello, send `frame` (with three descriptors) and
+    return what the daemon answers before it closes the connection (None: it said nothing)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(60)
+        sock.connect(str(path))
+        hello, _ = wire.recv_frame(sock)
+        assert hello is not None and hello["protocol"] == wire.PROTOCOL
+        try:
+            if fds:
+                with open(os.devnull, "rb") as null:
+                    socket.send_fds(sock, [frame[:4]], [null.fileno()] * 3)
+                sock.sendall(frame[4:])
+            else:
+                sock.sendall(frame)
+            sock.shutdown(socket.SHUT_WR)
+            answer, _ = wire.recv_frame(sock)
+        except OSError:  # the daemon hung up on it
+            return None
+        return answer
+
+
+def _frame(body: bytes, length: int | None = None) -> bytes:
+    return (len(body) if length is None else length).to_bytes(4, "big") + body
+
+
+@pytest.mark.slow
+def test_the_daemon_survives_any_frame_and_answers_the_next(daemon, runtime, tmp_path) -> None:
+    path = runtime / wire.SOCKET_NAME
+    good = {
+        "argv": ["haiku", "list"],
+        "prog": "haiku",
+        "cwd": str(tmp_path),
+        "env": {},
+        "umask": 0o022,
+        "streams": wire.stream_specs(),
+        "identity": wire.identity(),
+        "startup_env": wire.startup_env(dict(os.environ)),
+    }
+    frames = [
+        _frame(b"{{{{{"),  # malformed JSON (the frame that ended it)
+        _frame(b"\xff\xfe"),  # not UTF-8
+        _frame(b"[1, 2]"),  # JSON, but not an object
+        _frame(b"{}", length=100),  # truncated: the caller went away mid-message
+        _frame(b"", length=(64 << 20) + 1),  # oversized
+        _frame(b"{}"),  # an object without any field
+    ]
+    declined = {"run": False, "why": "a malformed request"}
+    for frame in frames:
+        answer = _send_raw(path, frame)
+        assert answer is None or answer["run"] is False, (frame[:60], answer)
+        assert daemon.poll() is None, frame[:60]
+    # From this client, with fields of the wrong kinds: declined as malformed, the caller runs it itself.
+    for frame in (
+        _frame(json.dumps({**good, key: value}).encode())
+        for key, value in (
+            ("argv", "haiku list"),
+            ("argv", []),
+            ("argv", [1]),
+            ("env", ["A=1"]),
+            ("env", {"A": 1}),
+            ("cwd", 5),
+            ("umask", "022"),
+            ("prog", None),
+            ("streams", {"stdin": 1}),
+            (
+                "streams",
+                {
+                    n: {
+                        "encoding": "nope",
+                        "errors": "strict",
+                        "line_buffering": False,
+                        "write_through": False,
+                    }
+                    for n in ("stdin", "stdout", "stderr")
+                },
+            ),
+        )
+    ):
+        assert _send_raw(path, frame) == declined, frame[:60]
+        assert daemon.poll() is None, frame[:60]
+    # Still there, still its socket, and it answers the next caller.
+    assert path.exists()
+    assert haiku("list", tmp=tmp_path)[2:] == (0, "daemon")

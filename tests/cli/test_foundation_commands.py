@@ -155,6 +155,27 @@ def test_bad_meta_and_bad_filter_are_one_line_errors(cli) -> None:
     assert incomplete.stderr.endswith("expected an expression, found the end of the filter\n")
     bad_type = cli("search", "text", "--type", "magic")
     assert bad_type.exit_code == ExitCode.INPUT and "hybrid, vector or fts" in bad_type.stderr
+    # A map's subscript on the metadata text: one line naming the filter and the form to write, not LanceDB's.
+    for run in (
+        cli("list", "--filter", "metadata['a'] = '1'"),
+        cli("search", "text", "--filter", "metadata['a']"),
+    ):
+        assert run.exit_code == ExitCode.INPUT and "lance error" not in run.stderr
+        assert run.stderr.count("\n") == 1 and "metadata[...] does not name a key" in run.stderr
+        assert run.stderr.rstrip().endswith(
+            "a metadata key is written metadata.KEY, e.g. metadata.a = 'draft'"
+        )
+
+
+def test_an_id_with_a_newline_is_echoed_escaped_on_one_line(cli) -> None:
+    cli("add", "some text")
+    for command in ("get", "delete"):
+        result = cli(command, "ab\ncd")
+        assert (result.exit_code, result.stderr.splitlines()[0]) == (
+            ExitCode.INPUT,
+            "haiku: no document with id, id prefix, uri or path 'ab\\ncd' in database 'default'; "
+            "haiku list shows the ids",
+        ), result.stderr
 
 
 @pytest.mark.parametrize(

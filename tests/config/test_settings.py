@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from haiku_cli.config import Settings, config_path, load_settings
-from haiku_cli.config.paths import data_dir
-from haiku_cli.errors import InputError
+from haiku_cli.config.paths import MAX_CONFIG_BYTES, data_dir
+from haiku_cli.errors import ExitCode, InputError
 
 
 def test_no_file_at_the_default_location_means_defaults(
@@ -377,3 +378,25 @@ storage_options = { region = "us-east-1", aws_secret_access_key = "shh" }
     assert source_options(settings, "s3://other/a.md", {"region": "db"}) == {"region": "db"}
     shown = resolved_config(settings, path).settings.sources["s3://lab/private/"].storage_options
     assert shown["aws_secret_access_key"] == HIDDEN
+
+
+def test_a_config_that_is_no_regular_file_or_too_large_is_refused_unread(cli, tmp_path: Path) -> None:
+    # /dev/zero never ends and a FIFO without a writer never starts: refused before any byte is read.
+    fifo = tmp_path / "config.fifo"
+    os.mkfifo(fifo)
+    for named in ("/dev/zero", str(fifo)):
+        result = cli("--config", named, "list")
+        assert (result.exit_code, result.stderr) == (
+            ExitCode.INPUT,
+            f"haiku: config file {named} is not a regular file; name a TOML file\n",
+        )
+    big = tmp_path / "big.toml"
+    big.write_text("# " + "x" * MAX_CONFIG_BYTES + "\n")
+    result = cli("--config", str(big), "list")
+    assert (result.exit_code, result.stderr) == (
+        ExitCode.INPUT,
+        f"haiku: config file {big} is larger than 1 MB; a config holds settings only: name the right file\n",
+    )
+    # Just under the bound is read as any config is.
+    big.write_text("# " + "x" * (MAX_CONFIG_BYTES - 10) + "\n")
+    assert cli("--config", str(big), "databases").exit_code == 0

@@ -491,3 +491,30 @@ def test_taking_the_lease_of_a_stalled_store_gives_up_before_lancedb_has_listed_
     _config(write_config, s3_server, tmp_path)  # the same store, reached directly
     listed = json.loads(cli("list", "-d", "papers", "--json").stdout)["documents"]
     assert [d["title"] for d in listed] == ["Peregrine falcons stoop onto prey."]
+
+
+def test_a_store_that_answers_with_an_error_or_drops_the_line_is_named_by_what_happened(
+    cli, write_config, s3_server: str, tmp_path: Path
+) -> None:
+    # Both fail at once, whatever the timeouts (the client's retry report names its retry_timeout either
+    # way): an answer and a cut line are not a store that stopped answering.
+    with _through_proxy(s3_server, write_config, tmp_path) as proxy:
+        assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
+        proxy.fail_with(500, "Internal Server Error")
+        result = cli("list", "-d", "papers")
+        assert (result.exit_code, result.stderr) == (
+            ExitCode.DATABASE,
+            "haiku: database 'papers' cannot be reached: the storage answered with an error (HTTP 500 "
+            "Internal Server Error); check the store, then try again\n",
+        )
+        proxy.forbidding.clear()
+        proxy.cut()
+        result = cli("list", "-d", "papers")
+        assert (result.exit_code, result.stderr) == (
+            ExitCode.DATABASE,
+            "haiku: database 'papers' cannot be reached: the connection to the storage was dropped before it "
+            "answered; check the network and the store, then try again\n",
+        )
+        proxy.cutting.clear()
+        listed = json.loads(cli("list", "-d", "papers", "--json").stdout)["documents"]
+        assert [d["title"] for d in listed] == ["Peregrine falcons stoop onto prey."]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import zlib
 
 
 def _pdf_string(text: str) -> bytes:
@@ -16,11 +17,13 @@ def make_pdf(
     title: str | None = None,
     bookmarks: list[tuple[str, int]] | None = None,
     sizes: dict[tuple[int, int], float] | None = None,
+    padding: int = 0,
 ) -> bytes:
     """A PDF with one page per string (lines set in Helvetica), an optional title and top-level bookmarks.
 
     `bookmarks` are (title, 0-based page index) pairs; `sizes` maps (page, line) indexes to a font size
-    other than the 12 points every other line is set in.
+    other than the 12 points every other line is set in. `padding`: that many spaces end each page's
+    content, which is then Flate-compressed (a stream that inflates to far more than it takes).
     """
     objects: dict[int, bytes] = {}
     font, info, outlines = 3, 4, 5
@@ -36,7 +39,17 @@ def make_pdf(
             ops.append(b"/F1 %g Tf %g TL T* " % (size, size * 1.2) + _pdf_string(line) + b" Tj")
         ops.append(b"ET")
         stream = b"\n".join(ops) if text else b""
-        objects[content_id] = b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream)
+        if padding:
+            packer = zlib.compressobj(9)
+            packed = [packer.compress(stream)]
+            for _ in range(padding // (1 << 20)):
+                packed.append(packer.compress(b" " * (1 << 20)))
+            packed += [packer.compress(b" " * (padding % (1 << 20))), packer.flush()]
+            stream = b"".join(packed)
+            head = b"<< /Length %d /Filter /FlateDecode >>" % len(stream)
+        else:
+            head = b"<< /Length %d >>" % len(stream)
+        objects[content_id] = head + b"\nstream\n%s\nendstream" % stream
         objects[page_id] = (
             b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
             b"/Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>" % (font, content_id)

@@ -323,6 +323,26 @@ def _wait_for(done, what: str, seconds: float = 120.0) -> None:
         time.sleep(0.1)
 
 
+def test_a_local_cluster_that_does_not_start_is_one_line_and_exit_4(
+    cli, write_config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ray's session folder cannot be made (a file squats its place): the start fails within seconds, as
+    # one that timed out does, with an exception Ray raises as it is (not one haiku knew of: exit 70).
+    pytest.importorskip("ray")
+    squat = tmp_path / "squat"
+    squat.write_text("")
+    monkeypatch.setenv("RAY_TMPDIR", str(squat))
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    write_config("[ray]\nmin_mb = 0\n")
+    (tmp_path / "a.md").write_text("# A\n\nSome text.\n")
+    out = cli("add-src", str(tmp_path / "a.md"), "--db", str(tmp_path / "x.lancedb"), "--engine", "ray")
+    assert out.exit_code == ExitCode.MODEL, out.stderr
+    assert out.stderr == (
+        f"haiku: a local Ray cluster did not start: [Errno 20] Not a directory: '{squat}/ray'; start one "
+        "yourself (ray start --head) and name it with --ray-address, or add without --engine ray\n"
+    )
+
+
 def test_a_cluster_address_that_does_not_answer_stops_before_any_database_is_made(
     cli, tmp_path: Path
 ) -> None:

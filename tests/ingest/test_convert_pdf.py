@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.chunking import chunk_document
 from haiku_cli.ingest.convert import convert_bytes, convert_file
 from haiku_cli.ingest.document import ConversionError
@@ -196,3 +197,18 @@ def test_a_metadata_title_found_only_inside_longer_words_is_not_on_the_page(tmp_
     page = "Consensus in the Cloud\nRestarting replicas: a model of ordered logs, at some length."
     data = make_pdf([page], title="Art", sizes={(0, 0): 24})
     assert convert_file(write(tmp_path, data)).title == "Consensus in the Cloud"
+
+
+def test_a_page_stream_that_inflates_past_its_bound_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    # A few kilobytes that inflate to 3 MB: past a 2 MB bound, refused naming the setting; under it, read.
+    pdf = tmp_path / "bomb.pdf"
+    pdf.write_bytes(make_pdf(["Kestrels hover over fields."], padding=3 << 20))
+    assert pdf.stat().st_size < 20_000
+    with pytest.raises(ConversionError) as refused:
+        convert_file(pdf, limits=IngestSettings(max_pdf_stream_mb=2))
+    assert str(refused.value) == (
+        f"{pdf}: a page stream decompresses to more than the limit of 2 MB; skipped "
+        "(raise [ingest] max_pdf_stream_mb in the config file to add it)"
+    )
+    doc = convert_file(pdf, limits=IngestSettings(max_pdf_stream_mb=4))
+    assert "Kestrels hover over fields." in doc.text

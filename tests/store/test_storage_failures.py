@@ -14,6 +14,8 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
+FULL = "the disk is full; free some space on it, then run the command again"
+
 
 def _in_namespace(setup: str, *commands: list[str], after: str = "") -> list[subprocess.CompletedProcess]:
     """Run haiku commands after `setup` (mount commands) in a private mount namespace.
@@ -89,10 +91,10 @@ def test_full_disk_is_one_line_and_leaves_the_database_as_it_was(cli, tmp_path: 
         ["add", "Owls hunt at night.", "--db", str(db)],
     )
     assert add.returncode == 3, add.stderr
-    assert add.stderr.strip() == "haiku: database 'notes' cannot be written: the disk is full"
+    assert add.stderr.strip() == f"haiku: database 'notes' cannot be written: {FULL}"
     assert (json.loads(info.stdout)["documents"], json.loads(info.stdout)["chunks"]) == (1, 1)
     assert after.returncode == 3  # still full, but still one line
-    assert after.stderr.strip() == "haiku: database 'notes' cannot be written: the disk is full"
+    assert after.stderr.strip() == f"haiku: database 'notes' cannot be written: {FULL}"
 
 
 def test_a_disk_full_to_the_last_byte_is_the_database_failing_not_the_output(cli, tmp_path: Path) -> None:
@@ -120,11 +122,11 @@ def test_a_disk_full_to_the_last_byte_is_the_database_failing_not_the_output(cli
     for run in failed:
         assert (run.returncode, run.stderr.strip()) == (
             3,
-            "haiku: database 'notes' cannot be written: the disk is full",
+            f"haiku: database 'notes' cannot be written: {FULL}",
         )
     assert (created.returncode, created.stderr.strip()) == (
         3,
-        "haiku: database 'new' cannot be written: the disk is full",
+        f"haiku: database 'new' cannot be written: {FULL}",
     )
     assert [d["id"] for d in json.loads(listing.stdout)["documents"]] == [doc_id]
     assert left.stdout.split() == ["filler", "notes.lancedb"]
@@ -146,6 +148,42 @@ def test_a_new_database_that_cannot_be_created_leaves_no_folder(cli, tmp_path: P
     )
     assert (created.returncode, created.stderr.strip()) == (
         3,
-        "haiku: database 'new' cannot be created: the disk is full",
+        f"haiku: database 'new' cannot be created: {FULL}",
     )
     assert left.stdout.split() == ["filler"]
+
+
+def test_the_undo_of_a_write_the_full_disk_cut_short_is_the_disk_being_full(cli, tmp_path: Path) -> None:
+    # A write cut short by the full disk cannot undo itself there either: its journal stays, and the next
+    # writer's undo of it meets the same full disk. Each writer says so (exit 3), none is an internal error,
+    # and readers still read the state before the write.
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    staging = tmp_path / "staging" / "notes.lancedb"
+    _add(cli, staging, "Kestrels hover over fields hunting voles.")
+    doc_id = json.loads(cli("list", "--db", str(staging), "--json").stdout)["documents"][0]["id"]
+    big = tmp_path / "big.txt"
+    big.write_text(" ".join(f"word{i} falcon{i % 977} heron{i % 313}" for i in range(6_000)))
+    db = folder / "notes.lancedb"
+    fill = (
+        f"avail=$(df -k --output=avail {folder} | tail -1); "
+        f"head -c $(( (avail - 64) * 1024 )) /dev/zero > {folder}/filler"
+    )
+    meta = f"import lancedb; print(*lancedb.connect({str(db)!r}).open_table('meta').to_arrow()['key'])"
+    *runs, listing, journal = _in_namespace(
+        f"mount -t tmpfs -o size=1m tmpfs {folder} && cp -r {staging} {folder}/ && {fill}",
+        ["add-src", str(big), "--db", str(db)],
+        ["add", "Owls hunt at night.", "--db", str(db)],
+        ["vacuum", "--db", str(db)],
+        ["delete", doc_id, "--db", str(db)],
+        ["rebuild", "--db", str(db)],
+        ["add-src", str(big), "--db", str(db)],
+        ["list", "--db", str(db), "--json"],
+        after=shlex.join([sys.executable, "-c", meta]),
+    )
+    full = (3, f"haiku: database 'notes' cannot be written: {FULL}")
+    said = [(r.returncode, r.stderr.strip()) for r in runs]
+    assert said == [full] * len(runs), [(i, s) for i, s in enumerate(said) if s != full]
+    assert "pending_write" in journal.stdout.split()  # the undo each writer tried is still to be done
+    assert listing.returncode == 0, listing.stderr
+    assert [d["id"] for d in json.loads(listing.stdout)["documents"]] == [doc_id]

@@ -22,6 +22,9 @@ class StallingProxy:
         self.flowing = threading.Event()
         self.flowing.set()
         self.forbidding = threading.Event()
+        # What a request is answered with while `forbidding`, instead of the store: its head and body.
+        self.answer = (_FORBIDDEN, _ACCESS_DENIED)
+        self.cutting = threading.Event()
         self._closed = threading.Event()
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
@@ -59,6 +62,24 @@ class StallingProxy:
         self.forbidding.set()
         self.drop()
 
+    def fail_with(self, status: int, reason: str) -> None:
+        """Answer every request from now on with this error status, as a failing store would (a 500, a
+        503); open connections are cut."""
+        head = b"HTTP/1.1 %d %s\r\nContent-Type: application/xml\r\nConnection: close\r\n" % (
+            status,
+            reason.encode(),
+        )
+        body = b"<?xml version='1.0'?><Error><Code>InternalError</Code><Message>%s</Message></Error>" % (
+            reason.encode()
+        )
+        self.answer = (head + b"Content-Length: %d\r\n\r\n", body)
+        self.forbid()
+
+    def cut(self) -> None:
+        """Reset every connection, open or new, once its request came: a line that drops mid-request."""
+        self.cutting.set()
+        self.drop()
+
     def stall_after(self, *markers: bytes, after: tuple[bytes, ...] = ()) -> None:
         """Forward the next request whose head holds every marker, then stall: the server acts on it but
         its answer, like every later request, waits for `resume()`. With `after`, only such a request
@@ -81,7 +102,7 @@ class StallingProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
-            if self.forbidding.is_set():
+            if self.forbidding.is_set() or self.cutting.is_set():
                 threading.Thread(target=self._forbid, args=(client,), daemon=True).start()
                 continue
             try:
@@ -128,7 +149,8 @@ class StallingProxy:
                 self._open.difference_update((source, sink))
 
     def _forbid(self, client: socket.socket) -> None:
-        """Read one request (its headers, and its body by Content-Length), answer 403 and close."""
+        """Read one request (its headers, and its body by Content-Length), answer 403 (or `fail_with`'s
+        status) and close; while `cutting`, reset the connection instead of answering."""
         with contextlib.suppress(OSError), client:
             client.settimeout(30)
             data = b""
@@ -148,9 +170,13 @@ class StallingProxy:
                 ),
                 0,
             )
+            if self.cutting.is_set():
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                return  # closed with a reset, before any answer
             while len(body) < length and (more := client.recv(65536)):
                 body += more
-            client.sendall(_FORBIDDEN % len(_ACCESS_DENIED) + _ACCESS_DENIED)
+            status, answer = self.answer
+            client.sendall(status % len(answer) + answer)
 
 
 _FORBIDDEN = (

@@ -9,6 +9,7 @@ from typing import Any
 
 from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert.garbled import unreadable
+from haiku_cli.ingest.convert.pdf_streams import check_pdf_streams
 from haiku_cli.ingest.convert.pdf_title import largest_type, pick_title
 from haiku_cli.ingest.convert.registry import Converter, RawDocument
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
@@ -46,6 +47,7 @@ def convert_pdf(
     from haiku_cli.ingest.convert.pdf_pictures import page_pictures, place_markers
 
     collector = PictureCollector(label, limits)
+    check_pdf_streams(data, label, limits or IngestSettings())
 
     with _PDFIUM_LOCK:
         try:
