@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
+from rich.padding import Padding
 from rich.text import Text
 
 from haiku_cli import api
@@ -382,10 +383,21 @@ def citations(cited: Sequence[Citation], question: str, *, heading: bool = True)
         head.append(label, style="magenta")
         head.append(pages, style="dim")
         output.out.print(head, soft_wrap=True)
-        text = Text("    " + excerpt(c.content, terms, indent="    "))
-        text.highlight_words(terms, style="bold yellow", case_sensitive=False)
-        output.out.print(text, soft_wrap=True)
+        _excerpt(c.content, terms)
         _pictures(c.pictures)
+
+
+def _excerpt(content: str, terms: Sequence[str]) -> None:
+    """A cited excerpt under its heading, indented: wrapped at the terminal's width with every line
+    indented alike (a hanging indent under the `[n]` marker); one line per line of it in a pipe."""
+    if output.out.is_terminal:
+        text = Text(excerpt(content, terms, indent=""))
+        text.highlight_words(terms, style="bold yellow", case_sensitive=False)
+        output.out.print(Padding(text, (0, 0, 0, 4)))
+        return
+    text = Text("    " + excerpt(content, terms, indent="    "))
+    text.highlight_words(terms, style="bold yellow", case_sensitive=False)
+    output.out.print(text, soft_wrap=True)
 
 
 def not_created(names: Sequence[str]) -> None:

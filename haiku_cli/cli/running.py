@@ -124,7 +124,7 @@ HELP_TOPICS = {
     "picture_commands": "search",
     "ask_command": "ask",
     "analyze_command": "ask",
-    "chat_command": "ask",
+    "chat_command": "chat",
     "config_commands": "configuration",
     "tag_commands": "snapshots",
     "doctor_command": "doctor",

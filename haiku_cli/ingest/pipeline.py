@@ -32,7 +32,7 @@ from haiku_cli.store.indexes import vector_rows_to_index
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import count_documents, find_by_hash, find_by_uri, stored_hashes, stored_uris
 from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk, PictureRecord
-from haiku_cli.store.transaction import atomic_write, keep_point, storage_errors
+from haiku_cli.store.transaction import atomic_write, storage_errors
 from haiku_cli.store.writes import HeldWrites, new_id
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ class Ingestor:
         self.embedder = embedder
         self.progress = progress or NoProgress()
         self.report = IngestReport(database=db.name)
-        self._held = HeldWrites(db)  # batches are committed a few thousand chunks at a time
+        self.held = HeldWrites(db)  # batches are committed a few thousand chunks at a time
         self._batch: list[_Part] = []
         self._batch_chunks = 0
         # Queued documents are reported about every BATCH_CHUNKS chunks, as they always were.
@@ -392,11 +392,11 @@ class Ingestor:
         writes, more, whole = embedded
 
         def write() -> None:
-            self._held.write(writes, more)
+            # A commit ending where every document held is whole is a keep point (HeldWrites).
+            self.held.keeps = self.keep_points
+            self.held.write(writes, more, boundary=whole)
             if not writes and not more:
-                self._held.commit()  # the empty batch `flush` sends last
-            if whole and not self._held.held and self.keep_points:
-                keep_point(self.db)  # Ctrl-C from here on keeps this batch and those before it
+                self.held.commit()  # the empty batch `flush` sends last
 
         await anyio.to_thread.run_sync(write)
 
@@ -648,6 +648,8 @@ async def ingest_items(
     `fetched`: URLs a sync has downloaded already (it asked whether they changed), not asked again.
     """
     seen: dict[int, Seen] = {}
+    limits = limits or IngestSettings()
+    ingestor.held.bound(limits.commit_chunks, limits.commit_seconds)
     ingestor.progress.add_files(len(items))  # all found before any is read: the total does not grow
     async with ingestor.pipelined():
         await _convert_all(
@@ -655,7 +657,7 @@ async def ingest_items(
             items,
             title=title,
             metadata=metadata,
-            limits=limits or IngestSettings(),
+            limits=limits,
             seen=seen,
             fetched=fetched or {},
             objects=objects,
@@ -722,6 +724,8 @@ async def add_on_cluster(
     known = await stored_hashes(db)
     target = await anyio.to_thread.run_sync(fragment_target, db) if engine.settings.fragments else None
     ingestor.keep_points = target is None  # documents written are whole only once the fragments are in
+    bounds = limits or IngestSettings()
+    ingestor.held.bound(bounds.commit_chunks, bounds.commit_seconds)
     ingestor.progress.add_files(len(items))
     running = engine.running(
         items,
