@@ -284,6 +284,7 @@ def ingest_report(report: IngestReport, *, verbose: bool = False) -> None:
     files that left them.
     """
     shown = api.short_ids([o.document_id for o in report.outcomes if o.document_id])
+    said: set[str] = set()  # a note many documents share (how to install OCR) is said once
     for o in report.outcomes:
         name = quoted_name(o.source)
         if o.status == "failed":
@@ -297,8 +298,10 @@ def ingest_report(report: IngestReport, *, verbose: bool = False) -> None:
             detail = f" ({o.chunks} chunk{'' if o.chunks == 1 else 's'}{kept})" if o.chunks else ""
             to = shown.get(o.document_id or "", o.document_id)
             output.out.print(f"{o.status:9} {name} → {to}{detail}", markup=False)
-            if o.note:
-                output.err.print(f"note: {o.note}", markup=False, style="yellow")
+            parts = [p for p in (o.note or "").split("; ") if p and p not in said]
+            said.update(parts)
+            if parts:
+                output.err.print(f"note: {'; '.join(parts)}", markup=False, style="yellow")
     if verbose:
         for left in report.left_out:
             line = f"left out: {quoted_name(left.source)} ({left.why}: {printable(left.detail)})"

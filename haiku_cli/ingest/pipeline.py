@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -686,7 +686,9 @@ async def _convert_all(
         ingestor.progress.reading(label)
         try:
             got = fetched.get(item) if isinstance(item, str) else None
-            looked, doc = await anyio.to_thread.run_sync(partial(read_item, item, limits, objects, got))
+            # A long step inside one file (OCR of a page) shows beside its name.
+            step = partial(_show_step, ingestor.progress, label)
+            looked, doc = await anyio.to_thread.run_sync(partial(read_item, item, limits, objects, got, step))
             seen[position] = looked
             await ingestor.add(doc, source=label, title=title, metadata=metadata)
         except HaikuError as exc:
@@ -784,13 +786,33 @@ def item_label(item: Item) -> str:
     return str(item.path if isinstance(item, TextFile) else item)
 
 
+def _show_step(progress: Progress, label: str, step: str) -> None:
+    progress.reading(f"{label} ({step})")
+
+
 def read_item(
-    item: Item, limits: IngestSettings, objects: ObjectStores | None, fetched: Fetched | None = None
+    item: Item,
+    limits: IngestSettings,
+    objects: ObjectStores | None,
+    fetched: Fetched | None = None,
+    on_step: Callable[[str], None] | None = None,
 ) -> tuple[Seen, ConvertedDocument]:
     """Read and convert one item; how it looked when read (size and time, or validators) and its document.
 
-    `fetched`: a URL a sync downloaded already. Unreadable items raise an input error.
+    `fetched`: a URL a sync downloaded already; `on_step`: told of long steps within it (an OCR page).
+    Unreadable items raise an input error.
     """
+    if on_step is None:
+        return _read_item(item, limits, objects, fetched)
+    from haiku_cli.ingest.convert.ocr import progress_to
+
+    with progress_to(on_step):
+        return _read_item(item, limits, objects, fetched)
+
+
+def _read_item(
+    item: Item, limits: IngestSettings, objects: ObjectStores | None, fetched: Fetched | None
+) -> tuple[Seen, ConvertedDocument]:
     from haiku_cli.ingest.convert import convert_file
     from haiku_cli.ingest.convert.url import Validators, fetch_if_changed
     from haiku_cli.ingest.remembering import Seen
