@@ -241,6 +241,12 @@ AREAS: tuple[Area, ...] = (
         needs=CISI,
     ),
     Area("pictures", "Pictures: ingest cost", "pictures.py", ()),
+    Area(
+        "publish",
+        "Publishing a database: requests and bytes",
+        "publish_cost.py",
+        ("--documents", "200", "--added", "10", "--json"),
+    ),
     Area("freshness", "Keeping sources fresh: `sync` and `watch`", "sync_watch.py", ()),
     Area("serve", "`haiku serve` and `haiku mcp`", "serve.py", ("--passes", "20")),
     Area("pdf", "Reading PDFs", "pdf_reading.py", ("--rounds", "3")),

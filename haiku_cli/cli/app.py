@@ -106,6 +106,7 @@ COMMANDS: dict[str, str] = {
     "mcp": "mcp_command",
     "serve": "serve_command",
     "tag": "tag_commands",
+    "publish": "publish_command",
     "doctor": "doctor_command",
     "daemon": "daemon_command",
     "help": "help_command",

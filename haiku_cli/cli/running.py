@@ -127,6 +127,7 @@ HELP_TOPICS = {
     "chat_command": "chat",
     "config_commands": "configuration",
     "tag_commands": "snapshots",
+    "publish_command": "sharing",
     "doctor_command": "doctor",
     "daemon_command": "daemon",
     "mcp_command": "mcp",

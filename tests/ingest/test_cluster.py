@@ -324,7 +324,7 @@ def _wait_for(done, what: str, seconds: float = 120.0) -> None:
 
 
 def test_a_local_cluster_that_does_not_start_is_one_line_and_exit_4(
-    cli, write_config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    write_config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Ray's session folder cannot be made (a file squats its place): the start fails within seconds, as
     # one that timed out does, with an exception Ray raises as it is (not one haiku knew of: exit 70).
@@ -335,8 +335,11 @@ def test_a_local_cluster_that_does_not_start_is_one_line_and_exit_4(
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     write_config("[ray]\nmin_mb = 0\n")
     (tmp_path / "a.md").write_text("# A\n\nSome text.\n")
-    out = cli("add-src", str(tmp_path / "a.md"), "--db", str(tmp_path / "x.lancedb"), "--engine", "ray")
-    assert out.exit_code == ExitCode.MODEL, out.stderr
+    # In a process of its own: one that already joined a cluster (an earlier test's) would use it.
+    args = ["add-src", str(tmp_path / "a.md"), "--db", str(tmp_path / "x.lancedb"), "--engine", "ray"]
+    command = [sys.executable, "-m", "haiku_cli", *args]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert out.returncode == ExitCode.MODEL, out.stderr
     assert out.stderr == (
         f"haiku: a local Ray cluster did not start: [Errno 20] Not a directory: '{squat}/ray'; start one "
         "yourself (ray start --head) and name it with --ray-address, or add without --engine ray\n"
@@ -370,7 +373,8 @@ def test_a_task_does_not_embed_a_document_whose_content_is_stored_under_its_uri(
     import ray
 
     from haiku_cli.config.settings import EmbedderSettings, IngestSettings
-    from haiku_cli.ingest.cluster import _Job, _prepare
+    from haiku_cli.ingest.cluster_tasks import Job as _Job
+    from haiku_cli.ingest.cluster_tasks import prepare_items as _prepare
     from haiku_cli.ingest.convert.dispatch import file_uri
     from haiku_cli.ingest.stored import content_hash, stored_content
 
@@ -528,7 +532,9 @@ def test_calls_in_flight_to_an_actor_that_dies_go_to_a_new_one_in_their_order(
     import ray
 
     from haiku_cli.config.settings import EmbedderSettings, IngestSettings
-    from haiku_cli.ingest.cluster import ClusterWork, _Job, _nothing, _Pool, _results
+    from haiku_cli.ingest.cluster import ClusterWork, _nothing, _results
+    from haiku_cli.ingest.cluster_pool import Pool as _Pool
+    from haiku_cli.ingest.cluster_tasks import Job as _Job
 
     folder = tmp_path / "notes"
     folder.mkdir()
