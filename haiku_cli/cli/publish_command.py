@@ -41,7 +41,7 @@ def publish(
     json: Json = False,
 ) -> None:
     """Publish the database for others to search read-only: only what changed since the last publish to
-    the same place is copied, and readers switch to it in one step (docs/sharing.md).
+    the same place is copied, and readers switch to it in one step (haiku help sharing).
 
     Readers configure it like any database: [databases] team = { uri = "s3://...", read_only = true }.
     Credentials come from the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, ...).
