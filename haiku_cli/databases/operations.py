@@ -202,8 +202,8 @@ async def search_results(
     missing remote database still fails with its name. With `per_document`, each document is one hit (its
     best chunk) and `limit` counts documents.
     """
-    # One look at each local folder (object storage is not looked at), 0.02 ms: in a worker thread the
-    # hand-off alone cost 0.4 ms of CPU, 5% of a warm full-text search (benchmarks/README.md).
+    # One look at each local folder (object storage is not looked at), done here: handing it to a worker
+    # thread would cost far more than the look, a noticeable share of a warm full-text search.
     searched, not_created = searchable(selection)
     find = partial(search, ws, searched, query, search_type=search_type, document_filter=document_filter)
     wanted = ws.settings.search.limit if limit is None else limit

@@ -276,8 +276,8 @@ def load_driver() -> None:
 
 # LanceDB keeps each version's manifest and the file metadata it read in a cache of up to 1 GiB per
 # connection by default. A long add commits a version per batch, each manifest listing every file so far,
-# so the cache grew with the square of its batches: 2,400 commits of 128 rows took a process from 298 to
-# 1,052 MB, 375 MB with this bound (benchmarks/README.md, "Ingest memory bounded"). What a search reads
+# so the cache grew with the square of its batches, to a multiple of what the add needs otherwise; this
+# bound keeps a long add's memory flat. What a search reads
 # of the latest version is a small part of it; the indexes have their own cache, left as it is.
 METADATA_CACHE_BYTES = 128 << 20
 
