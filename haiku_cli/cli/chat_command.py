@@ -142,30 +142,50 @@ def chat(
         _only_subcommand(ctx.invoked_subcommand, locals())
         return
     if list_sessions or delete_session is not None:
-        given = {
-            "--list-sessions": list_sessions and delete_session is not None,
-            "--session": session is not None,
-            _chosen_with(chosen): chosen is not None,
-            "--filter": filter_ is not None,
-            "--model": model is not None,
-            "--analysis": analysis,
-            "--rescope": rescope,
-            "--json": json and not list_sessions,
-            "--at": at is not None,
-        }
-        # A conversation's options do nothing here: say so rather than list or delete as if they did.
-        if extra := [option for option, on in given.items() if on]:
-            command = "--list-sessions" if list_sessions and delete_session is None else "--delete-session"
-            raise InputError(f"{command} takes no other option; drop {' and '.join(extra)}")
-        if delete_session is None:
-            _list_sessions(json)
-        else:
-            _delete_session(delete_session)
+        _by_older_flag(locals())
         return
     if json:
         raise InputError(
             "--json goes with --list-sessions; for JSON answers use haiku ask --session NAME --json"
         )
+    _converse(ctx, chosen, filter_, model, session, analysis, rescope, at)
+
+
+def _by_older_flag(given: dict[str, Any]) -> None:
+    """`--list-sessions` / `--delete-session NAME`, the older spellings of `chat list` / `chat delete`."""
+    list_sessions, delete_session, chosen = given["list_sessions"], given["delete_session"], given["chosen"]
+    flags = {
+        "--list-sessions": list_sessions and delete_session is not None,
+        "--session": given["session"] is not None,
+        _chosen_with(chosen): chosen is not None,
+        "--filter": given["filter_"] is not None,
+        "--model": given["model"] is not None,
+        "--analysis": given["analysis"],
+        "--rescope": given["rescope"],
+        "--json": given["json"] and not list_sessions,
+        "--at": given["at"] is not None,
+    }
+    # A conversation's options do nothing here: say so rather than list or delete as if they did.
+    if extra := [option for option, on in flags.items() if on]:
+        command = "--list-sessions" if list_sessions and delete_session is None else "--delete-session"
+        raise InputError(f"{command} takes no other option; drop {' and '.join(extra)}")
+    if delete_session is None:
+        _list_sessions(given["json"])
+    else:
+        _delete_session(delete_session)
+
+
+def _converse(
+    ctx: typer.Context,
+    chosen: Selection | None,
+    filter_: str | None,
+    model: str | None,
+    session: str | None,
+    analysis: bool,
+    rescope: bool,
+    at: str | None,
+) -> None:
+    """The conversation itself: a line editor in a terminal, else one question per line from stdin."""
     from haiku_cli.cli.chat_ui import converse
 
     ws = workspace(ctx)

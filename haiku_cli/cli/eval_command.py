@@ -77,7 +77,7 @@ def eval_(
     json: Json = False,
     at: At = None,
 ) -> None:
-    """Measure search quality on judged questions over the selected databases (docs/eval.md).
+    """Measure search quality on judged questions over the selected databases (haiku help eval).
 
     nDCG@10, MRR@10, recall@k and hits@k for fts, vector and hybrid, by document and by chunk. Exit 0
     whatever the scores, unless --min-ndcg is given and not met (exit 1). --compare at=TAG,now compares
@@ -89,8 +89,6 @@ def eval_(
       haiku eval ~/cisi                           a BEIR folder
       haiku eval questions.jsonl -d notes --k 5   {"query", "expected", "lines"} a line
       haiku eval ~/cisi --compare vector_weight=0.3,0.5,0.7
-      haiku eval ~/cisi --min-ndcg 0.3 --json     fail a script below 0.3
-      haiku eval draft.jsonl --generate 20 -m openai:gpt-4o
     """
     from haiku_cli import api
 
@@ -136,7 +134,7 @@ def _generated(made: GeneratedQuestions, json: bool) -> None:
         return
     output.out.print(
         f"wrote {made.questions} draft questions to {made.path}: review them before trusting scores on them "
-        "(docs/eval.md)",
+        "(haiku help eval)",
         markup=False,
         soft_wrap=True,
     )

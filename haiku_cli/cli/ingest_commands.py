@@ -24,6 +24,35 @@ Meta = Annotated[
     ),
 ]
 
+FollowSymlinks = Annotated[
+    bool | None,
+    typer.Option(
+        "--follow-symlinks/--no-follow-symlinks",
+        help="Add what symlinks lead to outside the folders given (skipped and reported otherwise); "
+        "default: as the source is remembered, else off.",
+        show_default=False,
+    ),
+]
+Include = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--include",
+        help="Add only the files of folders matching this glob (gitignore-style, repeatable); "
+        "a matching file of another suffix is read as plain text.",
+        metavar="GLOB",
+    ),
+]
+Exclude = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--exclude", help="Leave out files and folders matching this glob (repeatable).", metavar="GLOB"
+    ),
+]
+Verbose = Annotated[
+    bool,
+    typer.Option("--verbose", "-v", help="List each file left out (unsupported, ignored, excluded) and why."),
+]
+
 
 def register(app: typer.Typer) -> None:
     """Add the ingest commands to the app."""
@@ -66,36 +95,10 @@ def add_src(
     ],
     title: Title = None,
     meta: Meta = None,
-    follow_symlinks: Annotated[
-        bool | None,
-        typer.Option(
-            "--follow-symlinks/--no-follow-symlinks",
-            help="Add what symlinks lead to outside the folders given (skipped and reported otherwise); "
-            "default: as the source is remembered, else off.",
-            show_default=False,
-        ),
-    ] = None,
-    include: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--include",
-            help="Add only the files of folders matching this glob (gitignore-style, repeatable); "
-            "a matching file of another suffix is read as plain text.",
-            metavar="GLOB",
-        ),
-    ] = None,
-    exclude: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--exclude", help="Leave out files and folders matching this glob (repeatable).", metavar="GLOB"
-        ),
-    ] = None,
-    verbose: Annotated[
-        bool,
-        typer.Option(
-            "--verbose", "-v", help="List each file left out (unsupported, ignored, excluded) and why."
-        ),
-    ] = False,
+    follow_symlinks: FollowSymlinks = None,
+    include: Include = None,
+    exclude: Exclude = None,
+    verbose: Verbose = False,
     engine: Engine = "local",
     ray_address: RayAddress = None,
     location: Location = ONE_DATABASE,

@@ -25,12 +25,14 @@ from haiku_cli.search.hits import SourceState
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
 from haiku_cli.store.doctor import Check
+from haiku_cli.store.published import PUBLISHED
 from haiku_cli.store.reads import in_list, rows_where
 from haiku_cli.store.sources import DELETE_BATCH, FileState, file_states, read_sources, states_of_documents
 
 NOT_REMEMBERED = "not added by add-src: no remembered state to compare"
 REMOTE = "a URL or object: not checked"
 ON_OBJECT_STORAGE = "a database on object storage: its sources are not checked"
+A_PUBLISHED_COPY = "a published copy: its sources are on the publisher's machine"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +67,8 @@ async def check_documents(db: Database, document_ids: Iterable[str]) -> dict[str
     if db.location.local_path is None:
         # A shared database's files are mostly another machine's, and its side table a round trip away.
         return dict.fromkeys(ids, SourceCheck(Freshness.UNKNOWN, ON_OBJECT_STORAGE))
+    if PUBLISHED in db.meta:
+        return dict.fromkeys(ids, SourceCheck(Freshness.UNKNOWN, A_PUBLISHED_COPY))
     try:
         states = await states_of_documents(db, ids)
     except Exception as exc:  # a damaged side table never fails the command that shows hits
@@ -158,6 +162,8 @@ def stale_by_source(db: Database, states: Sequence[FileState]) -> dict[str, Stal
 
 def stale_check(db: Database, option: str) -> Check:
     """`doctor`'s count of documents whose local source changed or vanished since they were indexed."""
+    if PUBLISHED in db.meta:
+        return Check(check="stale_sources", status="ok", detail=A_PUBLISHED_COPY)
     states = [s for s in file_states(db) if s.uri.startswith("file://")]
     stale: dict[str, Freshness] = {}  # by document: one two sources gave counts once
     hashes = _stored_hashes(db, [s.document_id for s in states if freshness(s) is Freshness.CHANGED])

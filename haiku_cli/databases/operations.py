@@ -40,6 +40,7 @@ from haiku_cli.store.database import Database, exists
 from haiku_cli.store.handle import read_errors as _read_errors
 from haiku_cli.store.location import Location
 from haiku_cli.store.pictures import pictures_of
+from haiku_cli.store.published import published_info
 
 if TYPE_CHECKING:
     from haiku_cli.embed import Embedder
@@ -201,8 +202,8 @@ async def search_results(
     missing remote database still fails with its name. With `per_document`, each document is one hit (its
     best chunk) and `limit` counts documents.
     """
-    # One look at each local folder (object storage is not looked at), 0.02 ms: in a worker thread the
-    # hand-off alone cost 0.4 ms of CPU, 5% of a warm full-text search (benchmarks/README.md).
+    # One look at each local folder (object storage is not looked at), done here: handing it to a worker
+    # thread would cost far more than the look, a noticeable share of a warm full-text search.
     searched, not_created = searchable(selection)
     find = partial(search, ws, searched, query, search_type=search_type, document_filter=document_filter)
     wanted = ws.settings.search.limit if limit is None else limit
@@ -347,6 +348,7 @@ async def overview(ws: Workspace, selection: Selection | None = None) -> list[Da
                 counts = await asyncio.gather(reads.count_documents(db), reads.count_chunks(db))
                 row.documents, row.chunks = counts
                 row.embedder = db.embedder.name
+                row.published = published_info(db.meta)
         except (DatabaseError, InputError) as exc:  # InputError: a configured folder of other files
             row.error = str(exc)
         return row

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from haiku_cli.ingest.reports import SyncReport
 from haiku_cli.search.hits import SearchHit, SourceState
 from haiku_cli.store.maintenance import TableVersion
+from haiku_cli.store.published import PublishInfo
 from haiku_cli.store.records import ChunkRecord, DocumentRecord, DocumentSummary, PictureInfo
 from haiku_cli.store.sources import RememberedSource
 from haiku_cli.store.write_log import WriteRecord
@@ -95,6 +96,7 @@ class DatabaseOverview(BaseModel):
     documents: int | None = None
     chunks: int | None = None
     embedder: str | None = None
+    published: PublishInfo | None = None  # which publish a published copy holds (haiku publish)
     error: str | None = None
 
 

@@ -83,12 +83,28 @@ def require_sdk() -> None:
 def build_server(scope: ServerScope) -> MCPServer:
     """An MCP server whose tools reach exactly the databases of `scope`, and only read them."""
     require_sdk()
+    server = _server_class()(
+        "haiku",
+        title="haiku",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",
+    )
+    _register_reading_tools(server, scope)
+    if scope.model_configured():
+        _register_answering_tools(server, scope)
+    return server
+
+
+def _server_class() -> type[MCPServer]:
+    """The SDK's server, failures turned into one-sentence tool errors, unknown arguments refused."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
-    from mcp_types import ToolAnnotations
 
     class HaikuMCPServer(MCPServer):
-        _takes: dict[str, list[str] | None]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._takes: dict[str, list[str] | None] = {}
 
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             # Every failure reaches the client as a tool error of one sentence; the server keeps running.
@@ -112,8 +128,8 @@ def build_server(scope: ServerScope) -> MCPServer:
         async def _unknown(self, name: str, arguments: dict[str, Any]) -> str | None:
             # The SDK drops arguments a tool does not take: a misspelt `limt` would search with the default.
             if name not in self._takes:
-                # The tools are all registered before serving; listing them builds every tool's model
-                # (~0.3 ms of a call's ~14 ms of CPU), so each tool's arguments are read once.
+                # The tools are all registered before serving; listing them builds every tool's model,
+                # so each tool's arguments are read once.
                 tool = next((t for t in await self.list_tools() if t.name == name), None)
                 self._takes[name] = None if tool is None else list(tool.input_schema.get("properties", {}))
             takes = self._takes[name]
@@ -125,14 +141,13 @@ def build_server(scope: ServerScope) -> MCPServer:
             offered = f"it takes {', '.join(takes)}" if takes else "it takes no arguments"
             return f"unknown argument '{extra[0]}' for {name}; {offered}"
 
-    server = HaikuMCPServer(
-        "haiku",
-        title="haiku",
-        instructions=INSTRUCTIONS,
-        version=__version__,
-        log_level="WARNING",
-    )
-    server._takes = {}
+    return HaikuMCPServer
+
+
+def _register_reading_tools(server: MCPServer, scope: ServerScope) -> None:
+    """The tools that only read the databases in scope, never reaching a model or anything outside."""
+    from mcp_types import ToolAnnotations
+
     reading = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 
     @server.tool(annotations=reading)
@@ -192,28 +207,30 @@ def build_server(scope: ServerScope) -> MCPServer:
         """A page of one database's documents, oldest first."""
         return await scope.list_documents(database, limit, offset)
 
-    if scope.model_configured():
-        answering = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
 
-        @server.tool(annotations=answering)
-        async def ask(
-            question: Annotated[str, Field(description="The question to answer from the documents.")],
-            databases: Databases = None,
-        ) -> AskResult:
-            """Answer a question from the documents: the answer, whether it is grounded, and citations."""
-            return await scope.answer("ask", question, databases)
+def _register_answering_tools(server: MCPServer, scope: ServerScope) -> None:
+    """`ask` and `analyze`, which reach the configured model (hence open-world) but still only read."""
+    from mcp_types import ToolAnnotations
 
-        @server.tool(annotations=answering)
-        async def analyze(
-            question: Annotated[
-                str, Field(description="A question needing counting, comparing or aggregating documents.")
-            ],
-            databases: Databases = None,
-        ) -> AnalyzeResult:
-            """Answer by running model-written programs over the documents; with citations and programs."""
-            return await scope.answer("analyze", question, databases)  # type: ignore[return-value]
+    answering = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
 
-    return server
+    @server.tool(annotations=answering)
+    async def ask(
+        question: Annotated[str, Field(description="The question to answer from the documents.")],
+        databases: Databases = None,
+    ) -> AskResult:
+        """Answer a question from the documents: the answer, whether it is grounded, and citations."""
+        return await scope.answer("ask", question, databases)
+
+    @server.tool(annotations=answering)
+    async def analyze(
+        question: Annotated[
+            str, Field(description="A question needing counting, comparing or aggregating documents.")
+        ],
+        databases: Databases = None,
+    ) -> AnalyzeResult:
+        """Answer by running model-written programs over the documents; with citations and programs."""
+        return await scope.answer("analyze", question, databases)  # type: ignore[return-value]
 
 
 def _one_line(error: HaikuError) -> str:

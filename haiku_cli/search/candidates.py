@@ -34,10 +34,9 @@ _KEY_COLUMNS = ["id"]  # a lean candidate's: its identity (ties rank by it); its
 # their order (at 100k chunks 5 recalls as much as 10 or 50, and reads half the vectors of 10).
 _REFINE_FACTOR = 5
 # Hybrid search keeps its 50 vector candidates only as a pool for fusion, which ranks by their exact
-# similarity (a refine factor of 1 still re-scores the k found exactly). Which 50 make the pool moves at
-# its margin with the factor (2 x k: the same 50 as 5 x k for 99.97% of them at 100k chunks), the fused
-# top 10 does not: 1 x k gives the top 10 of 2 x k on 200 of 200 queries over 1, 2 and 4 databases at
-# 100k hashed-vector chunks, for 3 ms less CPU per database searched (benchmarks/README.md).
+# similarity (a refine factor of 1 still re-scores the k found exactly). A wider factor changes which
+# candidates make the pool only at its margin, never the fused top 10, and costs CPU in every database
+# searched.
 _POOL_REFINE_FACTOR = 1
 # How widely the HNSW graph is searched, per chunk in the table. On the bundled model's embeddings
 # (CISI, 100k chunks: benchmarks/ef_real.py) recall@10 against exact search is 0.996 at ef 200, 0.9997
@@ -46,9 +45,9 @@ _POOL_REFINE_FACTOR = 1
 # vectors, far harder for a graph, recall less there (0.918 at 1,200; 0.958 at 3,030). Smaller tables
 # need relatively more, and there the search's fixed cost dominates, so the breadth never drops below
 # _EF_MIN. The breadth grows with the table to the cap, which 1M real-embedding chunks (the same
-# CISI-derived kind) need no more than: recall@10 0.994 at ef 1,200 (9 ms of CPU), 0.998 at 4,000
-# (20 ms), 0.9987 at 12,000 (48 ms). One graph of 1M hashed-word vectors recalls only 0.898 at 4,000
-# (0.957 at 12,000), but that is not what the model's embeddings are (benchmarks/README.md).
+# CISI-derived kind) need no more than: past it recall@10 barely rises while CPU keeps growing. One
+# graph of 1M hashed-word vectors recalls much less there, but that is not what the model's embeddings
+# are (benchmarks/ef_real.py measures recall and CPU per ef on real embeddings).
 _EF_PER_ROW = 1 / 83
 _EF_MIN = 1_200
 _EF_MAX = 4_000
@@ -66,8 +65,8 @@ def _breadth(rows: int, per_row: float, floor: int, cap: int, segments: int) -> 
     # An index in segments is searched one graph at a time at this breadth, and the top k merged: each
     # graph is searched as a table of its own rows (the floor shared among them, as among a fan-out's
     # databases), but all of them together no more widely than one graph over every row would be. On
-    # the bundled model's embeddings, 300k chunks in 6 segments recall 1.0 of the exact top 10 at ef 602
-    # each, 1M in 20 recall 0.998 at ef 200 each (benchmarks/README.md, "Ingest memory bounded").
+    # the bundled model's embeddings the segments searched so recall the exact top 10 at least as well
+    # as one graph does (benchmarks/ef_real.py searches the index in segments, as it is built).
     own = min(max(int(rows / segments * per_row), floor // segments), cap)
     return min(own, -(-whole // segments))
 
@@ -89,8 +88,8 @@ def pool_ef(rows: int, limit: int, parts: int = 1, segments: int = 1) -> int:
     """The HNSW breadth for hybrid search's vector pool, narrower than vector search's.
 
     Fusion ranks the pool by exact similarity and BM25, so a neighbour the narrower search misses
-    rarely reaches the top: at 100k chunks the hybrid top 10 overlaps a near-exact search's (ef 16,000)
-    0.990 (ef 2,500: 0.995) for 0.85x the time (benchmarks/README.md). The pool is the
+    rarely reaches the top: the hybrid top 10 stays nearly that of a near-exact search, in less time
+    (benchmarks/fanout_wall.py searches at this breadth). The pool is the
     set's top 50, deeper than vector search's top 10, so in a fan-out each part shares the floor with
     half as many: at 100k over 4 databases, ef 600 per part keeps the split's top 10 identical to one
     database's on 52 of 60 queries (ef 300: 51; 1,200: 52). In the largest tables the pool has its own,

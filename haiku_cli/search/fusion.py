@@ -10,8 +10,8 @@ is BM25 divided by the best BM25 among the candidates. Both scales start at 0: B
 minimum, and for cosine the similarity of unrelated text under sentence embedders (negative values,
 rare and meaningless here, are clamped to 0). A chunk absent from the full-text list gets BM25 0.
 Normalising over the pooled candidates of every database in a fan-out keeps one scale for all.
-With w = 0.5 neither signal is favoured; on CISI every w from 0.3 to 0.8 ranks at least as well as
-the better single signal (benchmarks/README.md).
+With w = 0.5 neither signal is favoured; on CISI a wide band of weights around it ranks at least as
+well as the better single signal (benchmarks/retrieval_quality.py --weights compares them).
 """
 
 from __future__ import annotations

@@ -149,10 +149,10 @@ _searched = False
 
 
 def takes_cheaply() -> bool:
-    """Whether rows are taken by row id through Lance's own take, a quarter of LanceDB's cost (0.5-0.6
-    vs 1.7-2.6 ms of CPU for 3 rows of a hit's 12 columns; benchmarks/README.md).
+    """Whether rows are taken by row id through Lance's own take, a fraction of LanceDB's cost for the
+    few rows of a hit.
 
-    Importing Lance costs 22 ms once, which a command searching once does not recover: its first search
+    Importing Lance has a one-time cost a command searching once does not recover: its first search
     (so a one-search command) answers without it, and a process that searches again (a host, many
     queries) imports it then.
     """

@@ -15,6 +15,7 @@ from haiku_cli.store.failures import storage_failure, unanswered_failure
 from haiku_cli.store.handle import (
     CHUNKS_TABLE,
     PENDING_WRITE,
+    PUBLISHED,
     Database,
     EmbedderSpec,
     catch_up,
@@ -133,7 +134,18 @@ def open_database(
         from haiku_cli.store.journal import read_snapshot
 
         read_snapshot(db)
+    if PUBLISHED in db.meta:
+        _read_published(db)
     return db
+
+
+def _read_published(db: Database) -> None:
+    from haiku_cli.store.published import read_published
+
+    try:
+        read_published(db)
+    except Exception as exc:
+        raise storage_failure(db.location, "cannot be read at its publish", exc) from exc
 
 
 def _not_yet(location: Location) -> DatabaseError:
@@ -165,6 +177,8 @@ def refresh_reader(db: Database) -> None:
         from haiku_cli.store.journal import read_snapshot
 
         read_snapshot(db)
+    if PUBLISHED in db.meta:
+        _read_published(db)
     db.read_at = time.monotonic()
 
 
@@ -262,8 +276,8 @@ def load_driver() -> None:
 
 # LanceDB keeps each version's manifest and the file metadata it read in a cache of up to 1 GiB per
 # connection by default. A long add commits a version per batch, each manifest listing every file so far,
-# so the cache grew with the square of its batches: 2,400 commits of 128 rows took a process from 298 to
-# 1,052 MB, 375 MB with this bound (benchmarks/README.md, "Ingest memory bounded"). What a search reads
+# so the cache grew with the square of its batches, to a multiple of what the add needs otherwise; this
+# bound keeps a long add's memory flat. What a search reads
 # of the latest version is a small part of it; the indexes have their own cache, left as it is.
 METADATA_CACHE_BYTES = 128 << 20
 

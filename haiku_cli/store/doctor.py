@@ -21,6 +21,8 @@ from haiku_cli.store.blocking import wait
 from haiku_cli.store.handle import PENDING_WRITE, Database
 from haiku_cli.store.indexes import MAX_INDEX_DELTAS, VECTOR_INDEX, IndexState, index_states
 from haiku_cli.store.maintenance import MAX_VERSIONS, database_info, vacuum
+from haiku_cli.store.published import describe as describe_publish
+from haiku_cli.store.published import published_info
 from haiku_cli.store.reads import in_list, rows_where
 from haiku_cli.store.sizes import human_size
 from haiku_cli.store.sources import read_sources
@@ -76,11 +78,20 @@ def check_database(
         ),
         _duplicates(documents, option),
         _unfinished_write(db, option),
-        _versions(db, option),
-        _vanished_sources(db, option, local_path),
+        *_upkeep(db, option, local_path),
         _pictures(db, ids, option),
     ]
     return checks
+
+
+def _upkeep(db: Database, option: str, local_path: Callable[[str], Path | None]) -> list[Check]:
+    info = published_info(db.meta)
+    if info is None:
+        return [_versions(db, option), _vanished_sources(db, option, local_path)]
+    # A published copy's sources are on the publisher's machine, and its versions are its publishes'
+    # (kept for readers in the middle of one): neither is this reader's to mend.
+    detail = f"a copy of {describe_publish(info)}; its sources and versions are the publisher's"
+    return [Check(check="published", status="ok", detail=detail)]
 
 
 def _option(db: Database) -> str:

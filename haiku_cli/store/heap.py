@@ -3,8 +3,8 @@
 glibc's malloc keeps what is freed for reuse, and after a large buffer is freed it raises its mmap
 threshold (up to 32 MB), so later large buffers come from the heap too and their pages stay resident
 once freed. A large add's steps each leave their buffers so (embedding and writing the batches,
-folding the rows into the indexes, compacting, the first vector index build), and one 20k-chunk
-`add-src` peaked at 504-550 MB where its steps alone never need more than ~440 (benchmarks/README.md).
+folding the rows into the indexes, compacting, the first vector index build), and a large `add-src`
+then peaked above what any of its steps alone needs (benchmarks/add_memory_phases.py).
 Elsewhere (macOS, musl) these are no-ops.
 """
 
@@ -16,8 +16,7 @@ from functools import cache
 from typing import Any
 
 # glibc's starting threshold, fixed: buffers this large or larger are mapped alone and unmapped when
-# freed. Measured on a 20k-chunk add: 128 KB peaked at 420 MB, 1 MB at 432, 4 MB at 445, with the
-# same CPU time within noise.
+# freed. On a large add a higher threshold only raised the peak memory, for the same CPU time.
 LARGE_BUFFER = 128 * 1024
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
 

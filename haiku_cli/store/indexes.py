@@ -204,11 +204,10 @@ def _segmented(lance: LanceHandle, *, merge_all: bool = False, whole: bool = Fal
 
 
 def _bound_text_segments(lance: LanceHandle, *, merge_all: bool) -> None:
-    # LanceDB's optimize folds new rows into the full-text index by rewriting all of it (0.6 s of CPU
-    # per write at 100k chunks, growing with the table). Indexed as a segment of their own they cost
-    # only their rows, and BM25 over several segments scores exactly as over one (it takes its
-    # statistics from the whole index; benchmarks/README.md); the segments are then bounded as the
-    # vector index's are.
+    # LanceDB's optimize folds new rows into the full-text index by rewriting all of it, a cost per
+    # write growing with the table. Indexed as a segment of their own they cost only their rows, and
+    # BM25 over several segments scores exactly as over one (it takes its statistics from the whole
+    # index); the segments are then bounded as the vector index's are (benchmarks/index_upkeep.py).
     sizes = _segment_rows(lance, FTS_INDEX)
     if sizes is None:  # a Lance that does not report segment sizes: merge all of them, as LanceDB did
         stats = lance.table.index_stats(FTS_INDEX)
@@ -382,12 +381,12 @@ def _refresh_keys(lance: LanceHandle, keys: Sequence[str], *, merge_all: bool) -
 
 def _fold_new_rows(lance: LanceHandle, stale: Sequence[str]) -> bool:
     # LanceDB's optimize also compacts the table's files, and once the new rows are indexed that merges
-    # each write's small file into the large ones: the whole table rewritten per write (0.3 s of CPU at
-    # 10k documents, growing with them). Through Lance the indexes alone are brought up to date, and
+    # each write's small file into the large ones: the whole table rewritten per write, a cost growing
+    # with the table. Through Lance the indexes alone are brought up to date, and
     # files are compacted only once they pile up. Every index's new rows become a segment of their own,
     # in one call (one commit, and one version for cleanup to drop): merging them into a B-tree
-    # rewrites all of it (48-59 ms of CPU at 100k rows, 165-196 ms at 400k, against 7-14 ms for a
-    # segment: benchmarks/README.md), so B-trees' segments are bounded as the others' are.
+    # rewrites all of it, a cost growing with the table where a segment costs only the write's rows
+    # (benchmarks/index_upkeep.py keys), so B-trees' segments are bounded as the others' are.
     if _merged_newest(lance, stale, 0):
         return True
     lance.table.optimize()  # no Lance, or it refused: LanceDB's own way
@@ -425,8 +424,8 @@ def _compact_if_fragmented(lance: LanceHandle) -> None:
         if sum(f.metadata.num_rows < target for f in dataset.get_fragments()) <= MAX_FRAGMENTS:
             return
         # Copying the files' encoded pages where Lance can, rather than decoding and encoding every row:
-        # re-encoding the ~40 files a 20k-chunk add-src writes raised its peak memory by ~195 MB (its
-        # largest part growing with the folder), copying by ~85 MB (benchmarks/README.md).
+        # re-encoding raised a large add-src's peak memory by about twice what copying does, and more
+        # the larger the folder (benchmarks/add_memory_phases.py).
         try:
             dataset.optimize.compact_files(target_rows_per_fragment=target, compaction_mode="try_binary_copy")
         except TypeError:  # a Lance without the mode

@@ -32,6 +32,7 @@ from haiku_cli.store.indexes import (
     refresh_keys,
 )
 from haiku_cli.store.pictures import drop_orphans
+from haiku_cli.store.published import PublishInfo, published_info
 from haiku_cli.store.reads import async_table, count_rows, rows_where
 from haiku_cli.store.records import UtcDatetime
 from haiku_cli.store.tag_records import drop_stray_chunk_tables
@@ -77,6 +78,7 @@ class DatabaseInfo(BaseModel):
     upgrade: str | None = None  # how to bring an older layout up to this haiku's (None: current)
     versions: dict[str, int]
     indexes: list[dict[str, Any]]
+    published: PublishInfo | None = None  # which publish a published copy holds (haiku publish)
 
 
 async def database_info(db: Database) -> DatabaseInfo:
@@ -105,6 +107,7 @@ async def database_info(db: Database) -> DatabaseInfo:
         upgrade=_upgrade(db),
         versions=dict(zip(tables, versions, strict=True)),
         indexes=[s.__dict__ for s in indexes],
+        published=published_info(db.meta),
     )
 
 

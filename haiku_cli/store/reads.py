@@ -68,8 +68,8 @@ def async_table(table: Any) -> Any:
     if inner is None or not callable(getattr(inner, "query", None)):
         # The attribute LanceDB's sync table keeps it in; pyproject pins a release that has it. The public
         # way, `lancedb.connect_async` + `open_table` + `checkout(version)`, is a second connection per
-        # database that reads the table's manifest again: 0.87-1.01 ms of CPU per database opened
-        # locally against 0.06 ms here, and a round trip more on object storage (benchmarks/async_open.py).
+        # database that reads the table's manifest again: many times the CPU of this per database opened
+        # locally, and a round trip more on object storage (benchmarks/async_open.py).
         raise RuntimeError(f"this LanceDB release keeps no async table behind {type(table).__name__}")
     return inner
 

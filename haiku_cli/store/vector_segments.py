@@ -1,9 +1,9 @@
 """The vector index as segments of bounded size, each an HNSW graph over a group of whole data files.
 
 Lance builds one graph in memory, growing ~2.5 KB a row; built a group of files at a time, with the
-memory of each handed back before the next, a build never holds more than one segment's graph (one
-300k-chunk add-src peaked at 888 MB, 1,399 MB with one graph), and a write indexes only its new files,
-merged with the few small segments before it (benchmarks/README.md, "Ingest memory bounded").
+memory of each handed back before the next, a build never holds more than one segment's graph (so
+a large add's peak no longer grows with its table), and a write indexes only its new files, merged with
+the few small segments before it (benchmarks/ef_real.py builds both ways, with the build's peak memory).
 """
 
 from __future__ import annotations

@@ -493,6 +493,15 @@ def test_taking_the_lease_of_a_stalled_store_gives_up_before_lancedb_has_listed_
     assert [d["title"] for d in listed] == ["Peregrine falcons stoop onto prey."]
 
 
+def _listing_papers_fails(cli, why: str) -> None:
+    """`haiku list -d papers` fails with one line: the database cannot be reached, and `why`."""
+    result = cli("list", "-d", "papers")
+    assert (result.exit_code, result.stderr) == (
+        ExitCode.DATABASE,
+        f"haiku: database 'papers' cannot be reached: {why}\n",
+    )
+
+
 def test_a_store_that_answers_with_an_error_or_drops_the_line_is_named_by_what_happened(
     cli, write_config, s3_server: str, tmp_path: Path
 ) -> None:
@@ -501,19 +510,17 @@ def test_a_store_that_answers_with_an_error_or_drops_the_line_is_named_by_what_h
     with _through_proxy(s3_server, write_config, tmp_path) as proxy:
         assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
         proxy.fail_with(500, "Internal Server Error")
-        result = cli("list", "-d", "papers")
-        assert (result.exit_code, result.stderr) == (
-            ExitCode.DATABASE,
-            "haiku: database 'papers' cannot be reached: the storage answered with an error (HTTP 500 "
-            "Internal Server Error); check the store, then try again\n",
+        _listing_papers_fails(
+            cli,
+            "the storage answered with an error (HTTP 500 Internal Server Error); "
+            "check the store, then try again",
         )
         proxy.forbidding.clear()
         proxy.cut()
-        result = cli("list", "-d", "papers")
-        assert (result.exit_code, result.stderr) == (
-            ExitCode.DATABASE,
-            "haiku: database 'papers' cannot be reached: the connection to the storage was dropped before it "
-            "answered; check the network and the store, then try again\n",
+        _listing_papers_fails(
+            cli,
+            "the connection to the storage was dropped before it answered; "
+            "check the network and the store, then try again",
         )
         proxy.cutting.clear()
         listed = json.loads(cli("list", "-d", "papers", "--json").stdout)["documents"]

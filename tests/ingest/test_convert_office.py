@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -14,6 +15,13 @@ from haiku_cli.ingest.convert import convert_bytes, convert_file
 from haiku_cli.ingest.document import ConversionError
 from haiku_cli.ingest.stored import from_stored, stored_content
 from tests.ingest.support import chunks_by_id, new_db
+
+
+def _saved(document: Any) -> bytes:
+    """A python-pptx presentation or an openpyxl workbook as the bytes of its file."""
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
 
 
 def _deck(slides: list[tuple[str, str, str]], title: str = "") -> bytes:
@@ -31,9 +39,7 @@ def _deck(slides: list[tuple[str, str, str]], title: str = "") -> bytes:
         slide.placeholders[1].text_frame.text = body
         if notes:
             slide.notes_slide.notes_text_frame.text = notes
-    out = io.BytesIO()
-    deck.save(out)
-    return out.getvalue()
+    return _saved(deck)
 
 
 def test_slides_are_pages_with_their_titles_as_headings_and_their_notes(tmp_path: Path) -> None:
@@ -74,10 +80,8 @@ def test_a_slide_picture_is_kept_with_its_slide_number(tmp_path: Path) -> None:
     slide.shapes.title.text = "Chart"
     picture = slide.shapes.add_picture(io.BytesIO(png.getvalue()), Inches(1), Inches(2))
     picture._element.nvPicPr.cNvPr.set("descr", "Oil prices")
-    out = io.BytesIO()
-    deck.save(out)
     path = tmp_path / "chart.pptx"
-    path.write_bytes(out.getvalue())
+    path.write_bytes(_saved(deck))
     doc = convert_file(path)
     assert [(p.page, p.caption, p.width, p.height) for p in doc.pictures] == [(2, "Oil prices", 240, 120)]
     assert doc.segments[1].text == "## Chart\n\n![Oil prices](picture:image-1)"
@@ -92,10 +96,8 @@ def test_text_inside_grouped_shapes_is_read(tmp_path: Path) -> None:
     group = slide.shapes.add_group_shape()
     box = group.shapes.add_textbox(Inches(1), Inches(1), Inches(3), Inches(1))
     box.text_frame.text = "Grouped words"
-    out = io.BytesIO()
-    deck.save(out)
     path = tmp_path / "grouped.pptx"
-    path.write_bytes(out.getvalue())
+    path.write_bytes(_saved(deck))
     assert convert_file(path).segments[0].text == "Grouped words"
 
 
@@ -126,9 +128,7 @@ def _workbook(sheets: dict[str, list[list[object]]]) -> bytes:
         sheet = book.create_sheet(name)
         for row in rows:
             sheet.append(row)
-    out = io.BytesIO()
-    book.save(out)
-    return out.getvalue()
+    return _saved(book)
 
 
 def test_each_sheet_is_a_section_with_its_rows_under_their_header(tmp_path: Path) -> None:

@@ -53,6 +53,21 @@ def _add(cli, db: Path, text: str) -> None:
     assert result.exit_code == 0, result.stderr
 
 
+def _fill_leaving(folder: Path, kib: int) -> str:
+    """A shell command filling the file system of `folder` up to its last `kib` kilobytes."""
+    return (
+        f"avail=$(df -k --output=avail {folder} | tail -1); "
+        f"head -c $(( (avail - {kib}) * 1024 )) /dev/zero > {folder}/filler"
+    )
+
+
+def _big_text(tmp_path: Path) -> Path:
+    """A text file of many distinct words: more chunks than a nearly full tiny disk has room for."""
+    big = tmp_path / "big.txt"
+    big.write_text(" ".join(f"word{i} falcon{i % 977} heron{i % 313}" for i in range(6_000)))
+    return big
+
+
 def test_read_only_file_system_is_one_line_and_reads_still_work(cli, tmp_path: Path) -> None:
     folder = tmp_path / "ro"
     db = folder / "notes.lancedb"
@@ -76,14 +91,10 @@ def test_full_disk_is_one_line_and_leaves_the_database_as_it_was(cli, tmp_path: 
     folder.mkdir()
     staging = tmp_path / "staging" / "notes.lancedb"
     _add(cli, staging, "Kestrels hover over fields hunting voles.")
-    big = tmp_path / "big.txt"
-    big.write_text(" ".join(f"word{i} falcon{i % 977} heron{i % 313}" for i in range(6_000)))
+    big = _big_text(tmp_path)
     db = folder / "notes.lancedb"
     # A tiny file system holding the database, then filled up to the last few kilobytes.
-    fill = (
-        f"avail=$(df -k --output=avail {folder} | tail -1); "
-        f"head -c $(( (avail - 8) * 1024 )) /dev/zero > {folder}/filler"
-    )
+    fill = _fill_leaving(folder, kib=8)
     add, info, after = _in_namespace(
         f"mount -t tmpfs -o size=1m tmpfs {folder} && cp -r {staging} {folder}/ && {fill}",
         ["add-src", str(big), "--db", str(db)],
@@ -137,10 +148,7 @@ def test_a_new_database_that_cannot_be_created_leaves_no_folder(cli, tmp_path: P
     folder = tmp_path / "tiny"
     folder.mkdir()
     new = folder / "new.lancedb"
-    fill = (
-        f"avail=$(df -k --output=avail {folder} | tail -1); "
-        f"head -c $(( (avail - 12) * 1024 )) /dev/zero > {folder}/filler"
-    )
+    fill = _fill_leaving(folder, kib=12)
     created, left = _in_namespace(
         f"mount -t tmpfs -o size=2m tmpfs {folder} && {fill}",
         ["add", "Owls hunt at night.", "--db", str(new)],
@@ -162,13 +170,9 @@ def test_the_undo_of_a_write_the_full_disk_cut_short_is_the_disk_being_full(cli,
     staging = tmp_path / "staging" / "notes.lancedb"
     _add(cli, staging, "Kestrels hover over fields hunting voles.")
     doc_id = json.loads(cli("list", "--db", str(staging), "--json").stdout)["documents"][0]["id"]
-    big = tmp_path / "big.txt"
-    big.write_text(" ".join(f"word{i} falcon{i % 977} heron{i % 313}" for i in range(6_000)))
+    big = _big_text(tmp_path)
     db = folder / "notes.lancedb"
-    fill = (
-        f"avail=$(df -k --output=avail {folder} | tail -1); "
-        f"head -c $(( (avail - 64) * 1024 )) /dev/zero > {folder}/filler"
-    )
+    fill = _fill_leaving(folder, kib=64)
     meta = f"import lancedb; print(*lancedb.connect({str(db)!r}).open_table('meta').to_arrow()['key'])"
     *runs, listing, journal = _in_namespace(
         f"mount -t tmpfs -o size=1m tmpfs {folder} && cp -r {staging} {folder}/ && {fill}",

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
@@ -32,6 +33,15 @@ FLAGS = [
 def available() -> bool:
     """Whether Chromium and its driver are installed (`.ci/run` installs them)."""
     return shutil.which("chromedriver") is not None and Path(CHROMIUM).exists()
+
+
+# The marks of a test run in the real page: slow, and skipped where Chromium is not installed.
+IN_CHROMIUM = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not available(), reason="needs Debian's chromium and chromium-driver (.ci/run installs them)"
+    ),
+]
 
 
 class Browser:

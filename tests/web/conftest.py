@@ -12,7 +12,12 @@ from typing import Any
 
 import pytest
 
+from tests.capabilities.conftest import kb, kb_template
+from tests.cli.test_ask_command import openai_env
 from tests.web.browser import Browser, Page, chromium
+
+# The databases the pages and the app read, and the scripted model server, shared by every test here.
+__all__ = ["kb", "kb_template", "openai_env"]
 
 SECTION = "browser screenshot"
 

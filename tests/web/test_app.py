@@ -20,12 +20,9 @@ from haiku_cli.errors import ModelError
 from haiku_cli.web.app import WebApp
 from haiku_cli.web.runs import MAX_STATE_BYTES
 from haiku_cli.web.welcome import GENERIC, examples
-from tests.capabilities.conftest import kb, kb_template
 from tests.capabilities.script import Step, call, chunk_ids, cite_first, returns, search, text
 from tests.chat.streaming import StreamScript
 from tests.chat.test_host import grounded
-
-__all__ = ["kb", "kb_template"]
 
 LOCAL = {"host": "127.0.0.1:8780"}
 

@@ -12,22 +12,13 @@ from typing import Any
 
 import pytest
 
-from tests.capabilities.conftest import kb, kb_template
 from tests.cli.chat_script import conversation
 from tests.cli.openai_stub import Reply, answer, tool_call
-from tests.cli.test_ask_command import openai_env
 from tests.support.pictures import pdf_with_images
-from tests.web.browser import Page, available
+from tests.web.browser import IN_CHROMIUM, Page
 from tests.web.serving import haiku_serve
 
-__all__ = ["kb", "kb_template", "openai_env"]
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not available(), reason="needs Debian's chromium and chromium-driver (.ci/run installs them)"
-    ),
-]
+pytestmark = IN_CHROMIUM
 
 
 @pytest.fixture

@@ -8,9 +8,10 @@ from typing import Any
 
 from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert.images import PictureCollector
+from haiku_cli.ingest.convert.office_tables import markdown_table
 from haiku_cli.ingest.convert.packages import check_unpacked_size
 from haiku_cli.ingest.convert.pdf_title import clean_metadata_title
-from haiku_cli.ingest.convert.registry import Converter, RawDocument
+from haiku_cli.ingest.convert.registry import Converter, reading
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
 from haiku_cli.store.markers import marker
 
@@ -42,7 +43,7 @@ def convert_docx(
     first_title: str | None = None
     for item in document.iter_inner_content():
         if hasattr(item, "rows"):
-            blocks.append(_table(item))
+            blocks.append(markdown_table(item))
             continue
         text, is_title = _paragraph(item, styles)
         if text:
@@ -119,25 +120,9 @@ def _paragraph(paragraph: Any, styles: _StyleNames) -> tuple[str, bool]:
     return text, False
 
 
-def _table(table: Any) -> str:
-    rows = [[" ".join(cell.text.split()).replace("|", "\\|") for cell in row.cells] for row in table.rows]
-    if not rows:
-        return ""
-    lines = ["| " + " | ".join(cells) + " |" for cells in rows]
-    lines.insert(1, "|" + " --- |" * len(rows[0]))
-    return "\n".join(lines)
-
-
-def read_docx(raw: RawDocument) -> ConvertedDocument:
-    """A Word document's body in document order, with its inline pictures."""
-    return convert_docx(
-        raw.data, label=raw.label, uri=raw.uri, fallback_title=raw.fallback_title, limits=raw.limits
-    )
-
-
 CONVERTER = Converter(
     name="docx",
-    read=read_docx,
+    read=reading(convert_docx),
     suffixes=(".docx",),
     media_types=("application/vnd.openxmlformats-officedocument.wordprocessingml.document",),
     sniff=lambda data: data.startswith(b"PK\x03\x04") and b"word/document.xml" in data,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert.images import BOMB_FACTOR, PictureCollector
 from haiku_cli.ingest.convert.ocr import EXTRA, ocr_available, read_picture, report_progress
-from haiku_cli.ingest.convert.registry import Converter, RawDocument
+from haiku_cli.ingest.convert.registry import Converter, reading
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
 from haiku_cli.store.markers import marker
 
@@ -76,18 +76,11 @@ def _for_ocr(frame: Image) -> Image:
     return image
 
 
-def read_image(raw: RawDocument) -> ConvertedDocument:
-    """An image file's pictures and the words OCR reads in them."""
-    return convert_image(
-        raw.data, label=raw.label, uri=raw.uri, fallback_title=raw.fallback_title, limits=raw.limits
-    )
-
-
 # Image files are read only with the `ocr` extra: without it their words could not be searched, and a
 # folder's pictures are counted as unsupported files, as before.
 CONVERTER = Converter(
     name="image",
-    read=read_image,
+    read=reading(convert_image),
     suffixes=(".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff"),
     media_types=("image/png", "image/jpeg", "image/webp", "image/tiff"),
     sniff=lambda data: (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 
 from haiku_cli.ingest.convert.linked import with_linked_pictures
@@ -56,10 +57,9 @@ def split_front_matter(text: str) -> tuple[str | None, str]:
     return title or None, text[m.end() :]
 
 
-def first_heading(text: str, level: int = 1) -> str | None:
-    """The text of the first ATX or setext heading of `level` outside code fences, if any."""
+def _outside_fences(text: str) -> Iterator[str]:
+    """The lines of `text` outside code fences, fence lines themselves left out."""
     fence: str | None = None
-    prev = ""
     for line in text.splitlines():
         f = _FENCE.match(line)
         if fence:
@@ -69,6 +69,13 @@ def first_heading(text: str, level: int = 1) -> str | None:
         if f:
             fence = f.group(1)
             continue
+        yield line
+
+
+def first_heading(text: str, level: int = 1) -> str | None:
+    """The text of the first ATX or setext heading of `level` outside code fences, if any."""
+    prev = ""
+    for line in _outside_fences(text):
         m = _ATX.match(line)
         if m and len(m.group(1)) == level and heading_text(m.group(2)):
             return heading_text(m.group(2))
@@ -82,17 +89,8 @@ def first_heading(text: str, level: int = 1) -> str | None:
 def first_any_heading(text: str) -> str | None:
     """The text of the first heading of any level outside code fences: ATX, setext or a reStructuredText
     title (underlined, or over- and underlined, by a run of punctuation at least as long as it)."""
-    fence: str | None = None
     prev = ""
-    for line in text.splitlines():
-        f = _FENCE.match(line)
-        if fence:
-            if f and f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence):
-                fence = None
-            continue
-        if f:
-            fence = f.group(1)
-            continue
+    for line in _outside_fences(text):
         m = _ATX.match(line)
         if m and heading_text(m.group(2)):
             return heading_text(m.group(2))

@@ -15,7 +15,7 @@ from haiku_cli.ingest.convert.pdf_glyphs import map_unmapped
 from haiku_cli.ingest.convert.pdf_scans import read_scans
 from haiku_cli.ingest.convert.pdf_streams import check_pdf_streams
 from haiku_cli.ingest.convert.pdf_title import largest_type, pick_title
-from haiku_cli.ingest.convert.registry import Converter, RawDocument
+from haiku_cli.ingest.convert.registry import Converter, reading
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
 
 # PDFium is not thread-safe; conversions may run in worker threads.
@@ -229,16 +229,9 @@ def _names_heading(line: str, title: str) -> bool:
     return line.endswith(title) and bool(_SECTION_PREFIX.fullmatch(line[: len(line) - len(title)]))
 
 
-def read_pdf(raw: RawDocument) -> ConvertedDocument:
-    """A PDF's text layer page by page, with its pictures."""
-    return convert_pdf(
-        raw.data, label=raw.label, uri=raw.uri, fallback_title=raw.fallback_title, limits=raw.limits
-    )
-
-
 CONVERTER = Converter(
     name="pdf",
-    read=read_pdf,
+    read=reading(convert_pdf),
     suffixes=(".pdf",),
     media_types=("application/pdf", "application/x-pdf"),
     sniff=lambda data: data.startswith(b"%PDF-"),

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from haiku_cli.ingest.convert.images import PictureCollector
+from haiku_cli.ingest.convert.office_tables import markdown_table
 from haiku_cli.ingest.convert.packages import check_unpacked_size
 from haiku_cli.ingest.convert.pdf_title import clean_metadata_title
 from haiku_cli.ingest.convert.registry import Converter, RawDocument
@@ -44,7 +45,7 @@ def _slide(slide: Any, number: int, collector: PictureCollector) -> tuple[str | 
         if title_shape is not None and shape.shape_id == title_shape.shape_id:
             continue
         if getattr(shape, "has_table", False) and shape.has_table:
-            blocks.append(_table(shape.table))
+            blocks.append(markdown_table(shape.table))
         elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
             blocks.append(_paragraphs(shape.text_frame))
         elif hasattr(shape, "image"):
@@ -87,15 +88,6 @@ def _paragraphs(frame: Any) -> str:
         if text:
             # Indented paragraphs are bullets under the one above.
             lines.append(f"{'  ' * paragraph.level}- {text}" if paragraph.level else text)
-    return "\n".join(lines)
-
-
-def _table(table: Any) -> str:
-    rows = [[" ".join(cell.text.split()).replace("|", "\\|") for cell in row.cells] for row in table.rows]
-    if not rows:
-        return ""
-    lines = ["| " + " | ".join(cells) + " |" for cells in rows]
-    lines.insert(1, "|" + " --- |" * len(rows[0]))
     return "\n".join(lines)
 
 

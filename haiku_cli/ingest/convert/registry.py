@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath, PurePosixPath
+from typing import Protocol
 
 from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.document import ConvertedDocument
@@ -30,6 +31,25 @@ class RawDocument:
 
 
 Read = Callable[[RawDocument], ConvertedDocument]
+
+
+class ConvertBytes(Protocol):
+    """A format's conversion of a source's bytes, named and bounded as `RawDocument` names and bounds them."""
+
+    def __call__(
+        self, data: bytes, *, label: str, uri: str, fallback_title: str | None, limits: IngestSettings
+    ) -> ConvertedDocument: ...
+
+
+def reading(convert: ConvertBytes) -> Read:
+    """The `read` of a format whose conversion needs the bytes, their names and the limits, nothing else."""
+
+    def read(raw: RawDocument) -> ConvertedDocument:
+        return convert(
+            raw.data, label=raw.label, uri=raw.uri, fallback_title=raw.fallback_title, limits=raw.limits
+        )
+
+    return read
 
 
 @dataclass(frozen=True)
