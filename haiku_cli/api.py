@@ -59,6 +59,8 @@ Remembered sources (what `add-src` added, read again by `sync` and `watch`)
     `forget_source(ws, location, source, *, keep_documents) -> ForgottenSource`,
     `sync(ws, locations, *, progress, on_source, engine, ray_address, on_note) -> SyncRun`,
     `writable_databases(ws) -> list[Location]`,
+    `sync_changed(ws, selection, *, on_note) -> list[(database, SourceSync)]` (`search --sync`: only the
+    sources whose files changed or vanished; read_only databases and published copies noted, not synced),
     `watch(ws, locations, *, on_change, on_note, sweep_seconds, poll_seconds, debounce_ms)` (until cancelled;
     each change a `WatchEvent`).
 
@@ -141,6 +143,7 @@ if TYPE_CHECKING:
         write_pictures,
     )
     from haiku_cli.databases.publishing import publish
+    from haiku_cli.databases.refreshing import sync_changed
     from haiku_cli.databases.results import (
         DatabaseHistory,
         DatabaseOverview,

@@ -582,6 +582,19 @@ def forgotten_source(done: ForgottenSource) -> None:
     output.out.print(line, markup=False)
 
 
+def synced_before_search(database: str, done: SourceSync) -> None:
+    """`search --sync`: one line on stderr per source synced first (stdout stays the results)."""
+    if done.error:
+        output.error(f"{database}: {done.error}")
+        return
+    counts = ", ".join(
+        f"{n} {what}"
+        for what, n in (("added", done.added), ("updated", done.updated), ("deleted", done.deleted))
+        if n
+    )
+    output.note(f"synced {printable(done.source)} [{database}]: {counts or 'nothing changed'}")
+
+
 def source_sync(done: SourceSync) -> None:
     """One source's sync as it finishes: each change on stdout, failures and problems on stderr."""
     if done.error:

@@ -50,6 +50,14 @@ def search(
         bool,
         typer.Option("--files", help="One line per document (its best chunk); --limit counts documents."),
     ] = False,
+    sync: Annotated[
+        bool,
+        typer.Option(
+            "--sync",
+            help="First sync the remembered sources whose files changed or vanished (read_only databases "
+            "are searched as they are).",
+        ),
+    ] = False,
     selection: Selection = DATABASE_SET,
     json: Json = False,
     at: At = None,
@@ -62,6 +70,7 @@ def search(
       haiku search "tide tables" --files        one line per document
       haiku search "recall" --filter "metadata.year = '2024'" --json
       haiku search --from queries.txt --json    one query per line
+      haiku search "tide tables" --sync         changed files synced first
     """
     from haiku_cli import api
 
@@ -74,10 +83,15 @@ def search(
     if not queries:  # as an empty QUERY is: a script that meant to search learns nothing was searched
         where = "standard input" if from_file == "-" else from_file
         raise InputError(f"no queries in {where}; give one query per line")
+    if sync and at is not None:
+        raise usage_error("--sync brings the databases up to date: it cannot search a tag (--at)", ctx)
     ws = workspace(ctx)
     ws.read_at(at)
 
     async def each() -> None:
+        if sync:
+            for database, done in await api.sync_changed(ws, selection, on_note=output.note):
+                render.synced_before_search(database, done)
         noted: set[str] = set()  # a skipped database is named once, not once per query
         for qid, text in queries:
             found = await api.search(

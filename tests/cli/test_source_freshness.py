@@ -151,3 +151,29 @@ def test_doctor_and_sources_count_what_changed_or_vanished(cli, tmp_path: Path) 
     assert cli("sync").exit_code == 0
     (listed,) = json.loads(cli("sources", "--json").stdout)["sources"]
     assert (listed["changed"], listed["missing"]) == (0, 0)
+
+
+def test_search_sync_first_syncs_changed_sources_and_leaves_read_only_databases(
+    cli, write_config, tmp_path: Path
+) -> None:
+    one, ro = tmp_path / "one.lancedb", tmp_path / "ro.lancedb"
+    write_config(f'[databases]\none = "{one}"\nro = "{ro}"\n')
+    kept, shared = tmp_path / "kept.txt", tmp_path / "shared.txt"
+    kept.write_text("Herons wade at dawn.\n", encoding="utf-8")
+    shared.write_text("Herons nest in reeds.\n", encoding="utf-8")
+    assert cli("add-src", str(kept), "-d", "one").exit_code == 0
+    assert cli("add-src", str(shared), "-d", "ro").exit_code == 0
+    write_config(f'[databases]\none = "{one}"\nro = {{ uri = "{ro}", read_only = true }}\n')
+    kept.write_text("Herons wade at dusk now.\n", encoding="utf-8")
+    shared.write_text("Herons left the reeds.\n", encoding="utf-8")
+    done = cli("search", "herons", "--sync", "--json")
+    assert done.exit_code == 0, done.stderr
+    assert f"synced {kept} [one]: 1 updated" in done.stderr
+    assert "ro is read_only: searched as it is, not synced" in done.stderr
+    hits = {h["database"]: h for h in json.loads(done.stdout)["hits"]}
+    assert hits["one"]["source_state"] == "fresh" and "dusk" in hits["one"]["content"]
+    assert hits["ro"]["source_state"] == "changed" and "reeds" in hits["ro"]["content"]
+    again = cli("search", "herons", "--sync", "-d", "one")
+    assert again.exit_code == 0 and "synced" not in again.stderr  # nothing changed since: nothing synced
+    refused = cli("search", "herons", "--sync", "--at", "v1")
+    assert refused.exit_code != 0 and "--sync" in refused.stderr
