@@ -1,9 +1,9 @@
 """Whether the sources of the documents a command shows changed since they were read.
 
-One read of the remembered file states per database for the documents shown, then a `stat` per
-document (`haiku_cli.ingest.kinds.freshness`); the stored content hash is read, and the file converted,
-only for the documents whose size or time moved. Nothing is kept between calls: a daemon, `mcp`,
-`serve` or `watch` asks again at each request, so no answer outlives the file's own change.
+The remembered file states are read once per database handle (kept until it catches up with a write,
+store/sources.py), then each call makes a `stat` per document shown (`haiku_cli.ingest.kinds.freshness`);
+the stored content hash is read, and the file converted, only for the documents whose size or time
+moved. No answer about a file is kept: a daemon, `mcp`, `serve` or `watch` looks again at each request.
 """
 
 from __future__ import annotations
@@ -73,11 +73,10 @@ async def check_documents(db: Database, document_ids: Iterable[str]) -> dict[str
         states = await states_of_documents(db, ids)
     except Exception as exc:  # a damaged side table never fails the command that shows hits
         return dict.fromkeys(ids, SourceCheck(Freshness.UNKNOWN, f"remembered states unreadable: {exc}"))
-    first = states
     checks: dict[str, SourceCheck] = {}
     moved: list[str] = []
     for doc_id in ids:
-        state = first.get(doc_id)
+        state = states.get(doc_id)
         if state is None:
             checks[doc_id] = SourceCheck(Freshness.UNKNOWN, NOT_REMEMBERED)
             continue
@@ -86,7 +85,7 @@ async def check_documents(db: Database, document_ids: Iterable[str]) -> dict[str
             moved.append(doc_id)  # size or time moved: the content decides
         checks[doc_id] = SourceCheck(found, _note(state.uri, found))
     if moved:
-        await _by_content(db, {d: first[d] for d in moved}, checks)
+        await _by_content(db, {d: states[d] for d in moved}, checks)
     return checks
 
 
@@ -146,12 +145,9 @@ class StaleCount(NamedTuple):
 
 
 def stale_by_source(db: Database, states: Sequence[FileState]) -> dict[str, StaleCount]:
-    """How many of each source's documents changed or vanished since they were read (`haiku sources`,
-    `doctor`): a stat per file, and the content hash compared for those whose stat moved."""
-    hashes = _stored_hashes(db, [s.document_id for s in states if freshness(s) is Freshness.CHANGED])
+    """How many of each source's documents changed or vanished since they were read (`haiku sources`)."""
     counts: dict[str, StaleCount] = {}
-    for state in states:
-        found = freshness(state, hashes.get(state.document_id))
+    for state, found in _looked_at(db, states):
         was = counts.get(state.source, StaleCount())
         if found is Freshness.CHANGED:
             counts[state.source] = was._replace(changed=was.changed + 1)
@@ -160,15 +156,26 @@ def stale_by_source(db: Database, states: Sequence[FileState]) -> dict[str, Stal
     return counts
 
 
+def _looked_at(db: Database, states: Sequence[FileState]) -> list[tuple[FileState, Freshness]]:
+    """Each state's file as it is now: a stat each, and the content hash compared for those whose stat
+    moved (a `touch` is not a change)."""
+    looked = [(state, freshness(state)) for state in states]
+    hashes = _stored_hashes(db, [s.document_id for s, found in looked if found is Freshness.CHANGED])
+    return [
+        (state, freshness(state, hashes[state.document_id]) if hashes.get(state.document_id) else found)
+        if found is Freshness.CHANGED
+        else (state, found)
+        for state, found in looked
+    ]
+
+
 def stale_check(db: Database, option: str) -> Check:
     """`doctor`'s count of documents whose local source changed or vanished since they were indexed."""
     if PUBLISHED in db.meta:
         return Check(check="stale_sources", status="ok", detail=A_PUBLISHED_COPY)
     states = [s for s in file_states(db) if s.uri.startswith("file://")]
     stale: dict[str, Freshness] = {}  # by document: one two sources gave counts once
-    hashes = _stored_hashes(db, [s.document_id for s in states if freshness(s) is Freshness.CHANGED])
-    for state in states:
-        found = freshness(state, hashes.get(state.document_id))
+    for state, found in _looked_at(db, states):
         if found in (Freshness.CHANGED, Freshness.MISSING):
             stale[state.document_id] = found
     changed = sum(1 for f in stale.values() if f is Freshness.CHANGED)
