@@ -70,7 +70,6 @@ def search(
       haiku search "tide tables" --files        one line per document
       haiku search "recall" --filter "metadata.year = '2024'" --json
       haiku search --from queries.txt --json    one query per line
-      haiku search "tide tables" --sync         changed files synced first
     """
     from haiku_cli import api
 

@@ -85,9 +85,10 @@ def test_ask_json_through_a_real_openai_compatible_server(kb, cli, openai_env) -
     [citation] = data["citations"]
     assert set(citation) == {
         "index", "database", "document_id", "document_uri", "document_title", "chunk_id", "content", "pages",
-        "pictures", "char_start", "char_end", "line_start", "line_end",
+        "pictures", "char_start", "char_end", "line_start", "line_end", "source_state", "source_note",
     }  # fmt: skip
     assert (citation["index"], citation["database"], citation["document_title"]) == (1, "notes", "France")
+    assert citation["source_state"] == "unknown" and "add-src" in citation["source_note"]  # added text
     assert "Paris" in citation["content"]
     assert data["usage"]["requests"] == 3 and data["usage"]["input_tokens"] == 60
     # What crossed the wire: the model by name, both tools offered, results labelled with ids and databases.
