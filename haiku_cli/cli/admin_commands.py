@@ -11,6 +11,7 @@ from haiku_cli.cli.options import (
     ONE_DATABASE,
     ONE_DATABASE_HOLDING,
     At,
+    CheckRemote,
     Filter,
     Json,
     whole_number,
@@ -122,6 +123,7 @@ def get(
     ] = False,
     json: Json = False,
     at: At = None,
+    check_remote: CheckRemote = False,
 ) -> None:
     """Show one document with its content, or exactly one part of it.
 
@@ -137,6 +139,7 @@ def get(
 
     ws = workspace(ctx)
     ws.read_at(at)
+    ws.check_remote = check_remote
     if lines is not None or chunk:
         span = api.parse_lines(lines) if lines is not None and not chunk else None
         _show_part(run(lambda: api.get_part(ws, loc, document_id, lines=span)), json)

@@ -10,6 +10,7 @@ from haiku_cli.cli import output, render
 from haiku_cli.cli.options import (
     DATABASE_SET_IF_GIVEN,
     At,
+    CheckRemote,
     Filter,
     Json,
     ModelName,
@@ -42,6 +43,7 @@ def ask(
     rescope: Rescope = False,
     json: Json = False,
     at: At = None,
+    check_remote: CheckRemote = False,
 ) -> None:
     """Answer a question from the selected databases (all configured ones by default), citing its sources.
 
@@ -58,6 +60,7 @@ def ask(
 
     ws = workspace(ctx)
     ws.read_at(at)
+    ws.check_remote = check_remote
     result: AskResult
     if session is not None:
         result = run(

@@ -80,6 +80,14 @@ AllDatabases = Annotated[
     bool,
     typer.Option("--all", help="Every configured database that is not read_only (instead of -d/--db)."),
 ]
+CheckRemote = Annotated[
+    bool,
+    typer.Option(
+        "--check-remote",
+        help="Ask URLs and s3:// objects whether they changed since read (one request each, bounded by "
+        "[storage] timeout_seconds); only local files are looked at otherwise.",
+    ),
+]
 At = Annotated[
     str | None,
     typer.Option(

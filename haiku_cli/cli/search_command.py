@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output, render
-from haiku_cli.cli.options import DATABASE_SET, At, Filter, Json, Limit, completing, workspace
+from haiku_cli.cli.options import DATABASE_SET, At, CheckRemote, Filter, Json, Limit, completing, workspace
 from haiku_cli.cli.running import add_command, run, usage_error
 from haiku_cli.cli.stdin import read_text
 from haiku_cli.errors import InputError
@@ -61,6 +61,7 @@ def search(
     selection: Selection = DATABASE_SET,
     json: Json = False,
     at: At = None,
+    check_remote: CheckRemote = False,
 ) -> None:
     """Search the selected databases (all configured ones by default).
 
@@ -86,6 +87,7 @@ def search(
         raise usage_error("--sync brings the databases up to date: it cannot search a tag (--at)", ctx)
     ws = workspace(ctx)
     ws.read_at(at)
+    ws.check_remote = check_remote
 
     async def each() -> None:
         if sync:

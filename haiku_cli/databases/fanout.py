@@ -12,7 +12,7 @@ import numpy as np
 
 from haiku_cli.config.settings import MAX_SEARCH_LIMIT
 from haiku_cli.databases.concurrency import both
-from haiku_cli.databases.freshness import UNCHECKED, SourceCheck, check_shown
+from haiku_cli.databases.freshness import UNCHECKED, RemoteCheck, SourceCheck, check_shown
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import Hint, InputError
@@ -91,6 +91,7 @@ async def search_set(
     document_filter: str | None = None,
     vector_weight: float = DEFAULT_VECTOR_WEIGHT,
     check_sources: bool = True,
+    check_remote: RemoteCheck | None = None,
 ) -> list[SearchHit]:
     """Search every database of the selection and return one ranking, each hit labelled (and, with
     `check_sources`, with whether its source changed since it was read)."""
@@ -106,6 +107,7 @@ async def search_set(
         document_filter=document_filter,
         vector_weight=vector_weight,
         check_sources=check_sources,
+        check_remote=check_remote,
     )
     return await pool.reading_latest(selection, search)
 
@@ -122,6 +124,7 @@ async def _search_once(
     document_filter: str | None,
     vector_weight: float,
     check_sources: bool,
+    check_remote: RemoteCheck | None,
 ) -> list[SearchHit]:
     if not query.strip():
         raise InputError("the search query is empty")
@@ -173,7 +176,8 @@ async def _search_once(
     if asked.lean:
         shown = {c.key: c for c in await show(reads, dbs, [c for c, _ in ranked])}
         ranked = [(shown[c.key], score) for c, score in ranked if c.key in shown]
-    checks = await check_shown(dbs, [(c.database, c.document_id) for c, _ in ranked]) if check_sources else {}
+    documents = [(c.database, c.document_id) for c, _ in ranked]
+    checks = await check_shown(dbs, documents, check_remote) if check_sources else {}
     return await _hydrate(dbs, ranked, checks)
 
 

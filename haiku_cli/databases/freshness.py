@@ -18,8 +18,9 @@ from typing import NamedTuple
 
 import anyio
 
+from haiku_cli.config.settings import Settings
 from haiku_cli.databases.results import SourceSummary
-from haiku_cli.ingest.kinds import Freshness, freshness
+from haiku_cli.ingest.kinds import Freshness, Reading, freshness, kind_of
 from haiku_cli.ingest.kinds.local import path_of
 from haiku_cli.search.hits import SourceState
 from haiku_cli.store.blocking import wait
@@ -30,7 +31,7 @@ from haiku_cli.store.reads import in_list, rows_where
 from haiku_cli.store.sources import DELETE_BATCH, FileState, file_states, read_sources, states_of_documents
 
 NOT_REMEMBERED = "not added by add-src: no remembered state to compare"
-REMOTE = "a URL or object: not checked"
+REMOTE = "a URL or object: not checked (--check-remote asks)"
 ON_OBJECT_STORAGE = "a database on object storage: its sources are not checked"
 A_PUBLISHED_COPY = "a published copy: its sources are on the publisher's machine"
 
@@ -59,12 +60,30 @@ class SourceCheck:
 UNCHECKED = SourceCheck(Freshness.UNKNOWN, None)
 
 
-async def check_documents(db: Database, document_ids: Iterable[str]) -> dict[str, SourceCheck]:
-    """The source state of each of these documents of one database (each looked at once)."""
+@dataclass(frozen=True)
+class RemoteCheck:
+    """`--check-remote`: URLs and objects are asked too, each request bounded by the storage timeout."""
+
+    settings: Settings
+
+    def ask(self, db: Database, state: FileState) -> SourceCheck:
+        from haiku_cli.ingest.objects import ObjectStores
+
+        reading = Reading(self.settings.ingest, ObjectStores(self.settings, db.location.storage_options))
+        timeout = self.settings.storage.timeout_seconds
+        found, note = kind_of(state.uri).asked_freshness(state, reading, timeout)
+        return SourceCheck(found, note)
+
+
+async def check_documents(
+    db: Database, document_ids: Iterable[str], remote: RemoteCheck | None = None
+) -> dict[str, SourceCheck]:
+    """The source state of each of these documents of one database (each looked at once); with `remote`,
+    URLs and objects are asked too."""
     ids = list(dict.fromkeys(document_ids))
     if not ids:
         return {}
-    if db.location.local_path is None:
+    if db.location.local_path is None and remote is None:
         # A shared database's files are mostly another machine's, and its side table a round trip away.
         return dict.fromkeys(ids, SourceCheck(Freshness.UNKNOWN, ON_OBJECT_STORAGE))
     if PUBLISHED in db.meta:
@@ -86,11 +105,15 @@ async def check_documents(db: Database, document_ids: Iterable[str]) -> dict[str
         checks[doc_id] = SourceCheck(found, _note(state.uri, found))
     if moved:
         await _by_content(db, {d: states[d] for d in moved}, checks)
+    if remote is not None:
+        asked = [d for d, c in checks.items() if c.note == REMOTE]
+        answers = await asyncio.gather(*(anyio.to_thread.run_sync(remote.ask, db, states[d]) for d in asked))
+        checks.update(zip(asked, answers, strict=True))
     return checks
 
 
 async def check_shown(
-    dbs: Sequence[Database], shown: Iterable[tuple[str, str]]
+    dbs: Sequence[Database], shown: Iterable[tuple[str, str]], remote: RemoteCheck | None = None
 ) -> dict[tuple[str, str], SourceCheck]:
     """The source state of each shown (database name, document id), one read per database, at once."""
     wanted: dict[str, list[str]] = {}
@@ -98,9 +121,9 @@ async def check_shown(
         wanted.setdefault(database, []).append(doc_id)
     holding = [db for db in dbs if db.name in wanted]
     if len(holding) == 1:  # the usual case: no tasks to gather (a task costs as much as the stats)
-        found = [await check_documents(holding[0], wanted[holding[0].name])]
+        found = [await check_documents(holding[0], wanted[holding[0].name], remote)]
     else:
-        found = await asyncio.gather(*(check_documents(db, wanted[db.name]) for db in holding))
+        found = await asyncio.gather(*(check_documents(db, wanted[db.name], remote) for db in holding))
     return {(db.name, d): c for db, checks in zip(holding, found, strict=True) for d, c in checks.items()}
 
 

@@ -13,7 +13,7 @@ import anyio.to_thread
 from haiku_cli.config.resolved import ResolvedConfig, resolved_config
 from haiku_cli.databases import fanout, references
 from haiku_cli.databases.concurrency import concurrently
-from haiku_cli.databases.freshness import check_documents, summarised_sources
+from haiku_cli.databases.freshness import RemoteCheck, check_documents, summarised_sources
 from haiku_cli.databases.reading import in_thread, read_one
 from haiku_cli.databases.results import (
     DatabaseHistory,
@@ -182,6 +182,7 @@ async def search(
         limit=ws.settings.search.limit if limit is None else limit,
         document_filter=document_filter,
         vector_weight=ws.settings.search.vector_weight,
+        check_remote=RemoteCheck(ws.settings) if ws.check_remote else None,
     )
 
 
@@ -249,11 +250,12 @@ async def list_documents(
 
 async def get_document(ws: Workspace, location: Location, document_id: str) -> DocumentWithChunks:
     """`haiku get`: one document with its chunks, named by id, unique id prefix, uri or path."""
+    remote = RemoteCheck(ws.settings) if ws.check_remote else None
 
     async def read(db: Database) -> DocumentWithChunks:
         doc = await references.document(db, location, document_id)
         chunks, pictures, checks = await asyncio.gather(
-            reads.chunks_of(db, doc.id), pictures_of(db, [doc.id]), check_documents(db, [doc.id])
+            reads.chunks_of(db, doc.id), pictures_of(db, [doc.id]), check_documents(db, [doc.id], remote)
         )
         shown = DocumentWithChunks(database=db.name, document=doc, chunks=chunks, pictures=pictures[doc.id])
         return shown.model_copy(update=checks[doc.id].fields())

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from haiku_cli.databases import references
-from haiku_cli.databases.freshness import check_documents
+from haiku_cli.databases.freshness import RemoteCheck, check_documents
 from haiku_cli.databases.reading import read_one
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError
@@ -73,7 +73,8 @@ async def get_part(
             part = await _chunk_part(db, location, reference)
         else:
             part = await _lines_part(db, await references.document(db, location, reference), *lines)
-        check = (await check_documents(db, [part.document_id]))[part.document_id]
+        remote = RemoteCheck(ws.settings) if ws.check_remote else None
+        check = (await check_documents(db, [part.document_id], remote))[part.document_id]
         differs = None
         if check.state is Freshness.CHANGED and part.lines_of == "source" and part.line_start is not None:
             differs = _current_lines(part) != part.text.split("\n")

@@ -46,6 +46,9 @@ class Workspace:
             storage.timeout_seconds,
         )
         self._embedder = embedder
+        # `--check-remote`: hits and documents of URLs and objects are asked whether they changed (one
+        # request each, bounded by [storage] timeout_seconds); only local files are looked at otherwise.
+        self.check_remote = False
 
     def read_at(self, tag: str | None) -> None:
         """Read every database at this tag from now on (`--at`; None: at their latest), writing none."""

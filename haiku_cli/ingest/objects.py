@@ -129,6 +129,18 @@ class ObjectStore:
                 out.append(picked)
         return Listing("folder", out)
 
+    def look(self, uri: str) -> ObjectFile | None:
+        """An object's size and time as the store says now (one HEAD), or None when there is none."""
+        from pyarrow import fs
+
+        try:
+            info = self._fs.get_file_info(_bucket_path(uri))
+        except OSError as exc:
+            raise ConversionError(f"{uri}: cannot be asked ({_short(exc)})") from None
+        if info.type != fs.FileType.File:
+            return None
+        return ObjectFile(_uri_of(info.path), info.size or 0, info.mtime_ns or 0)
+
     def etag(self, obj: ObjectFile) -> str | None:
         """The object's ETag, asked with one HEAD request (a listing gives none); None when it cannot be
         asked (the object is then read, as any changed one)."""

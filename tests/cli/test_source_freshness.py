@@ -177,3 +177,23 @@ def test_search_sync_first_syncs_changed_sources_and_leaves_read_only_databases(
     assert again.exit_code == 0 and "synced" not in again.stderr  # nothing changed since: nothing synced
     refused = cli("search", "herons", "--sync", "--at", "v1")
     assert refused.exit_code != 0 and "--sync" in refused.stderr
+
+
+def test_check_remote_asks_a_page_with_its_stored_etag(cli) -> None:
+    from tests.support.etag_server import serve_page
+
+    with serve_page(b"<html><body><p>Herons wade at dawn.</p></body></html>") as page:
+        assert cli("add-src", page.url).exit_code == 0
+
+        def state(*extra: str) -> tuple[str, str | None]:
+            (hit,) = json.loads(cli("search", "herons", "--json", *extra).stdout)["hits"]
+            return hit["source_state"], hit["source_note"]
+
+        assert state() == ("unknown", "a URL or object: not checked (--check-remote asks)")
+        assert state("--check-remote") == ("fresh", None) and page.statuses[-1] == 304
+        page.body = b"<html><body><p>Herons left.</p></body></html>"
+        assert state("--check-remote") == ("changed", None)
+        got = json.loads(cli("get", page.url, "--json", "--check-remote").stdout)
+        assert got["source_state"] == "changed"
+    gone = json.loads(cli("search", "herons", "--json", "--check-remote").stdout)["hits"][0]
+    assert gone["source_state"] == "unknown" and "could not be asked" in gone["source_note"]

@@ -176,6 +176,14 @@ class Kind(Protocol):
         hash, when given and those moved), or UNKNOWN when only the network could say."""
         ...
 
+    def asked_freshness(
+        self, state: FileState, reading: Reading, timeout: float
+    ) -> tuple[Freshness, str | None]:
+        """`--check-remote`: whether a stored item changed, asked of its server or store with the stored
+        validators (one request, bounded by `timeout`), and why when it could not be said; a kind with
+        nothing to ask answers as `freshness` does."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)  # a large add holds one per file
 class Seen:

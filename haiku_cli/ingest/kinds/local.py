@@ -155,6 +155,11 @@ class LocalPaths:
             return Freshness.CHANGED
         return _by_content(Path(path), content_hash, limits)
 
+    def asked_freshness(
+        self, state: FileState, reading: Reading, timeout: float
+    ) -> tuple[Freshness, str | None]:
+        return self.freshness(state, None, reading.limits), None
+
 
 def path_of(uri: str) -> str:
     """The local path a `file://` uri names."""

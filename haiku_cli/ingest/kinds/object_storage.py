@@ -125,6 +125,24 @@ class ObjectStorage:
     ) -> Freshness:
         return Freshness.UNKNOWN  # only a request to the store could say
 
+    def asked_freshness(
+        self, state: FileState, reading: Reading, timeout: float
+    ) -> tuple[Freshness, str | None]:
+        if reading.objects is None:
+            return Freshness.UNKNOWN, "object storage is not configured"
+        store = reading.objects.get(state.uri)
+        try:
+            found = store.look(state.uri)
+        except ConversionError as exc:
+            return Freshness.UNKNOWN, str(exc)
+        if found is None:
+            return Freshness.MISSING, "no such object"
+        if (found.size, found.mtime_ns) == (state.size, state.mtime_ns):
+            return Freshness.FRESH, None
+        if state.etag and store.etag(found) == state.etag:
+            return Freshness.FRESH, None  # uploaded again with the same bytes
+        return Freshness.CHANGED, None
+
 
 def _plan_listed(
     plan: SyncPlan, found: list[ObjectFile | LeftOut], states: dict[str, FileState], objects: ObjectStores

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from haiku_cli.errors import HaikuError, InputError
 from haiku_cli.ingest.convert.url import Validators
 from haiku_cli.ingest.kinds.base import Contents, Freshness, ListRequest, Reading, Seen, SyncPlan
-from haiku_cli.ingest.kinds.web_fetch import fetch_if_changed
+from haiku_cli.ingest.kinds.web_fetch import asked_page, fetch_if_changed
 from haiku_cli.ingest.reports import SourceOutcome
 from haiku_cli.ingest.sources import is_url
 
@@ -101,3 +101,8 @@ class WebPages:
         self, state: FileState, content_hash: str | None = None, limits: IngestSettings | None = None
     ) -> Freshness:
         return Freshness.UNKNOWN  # only a request to the server could say
+
+    def asked_freshness(
+        self, state: FileState, reading: Reading, timeout: float
+    ) -> tuple[Freshness, str | None]:
+        return asked_page(state.uri, Validators(state.etag, state.last_modified), timeout)

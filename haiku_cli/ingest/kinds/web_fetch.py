@@ -17,6 +17,7 @@ from haiku_cli.ingest.convert.dispatch import convert_bytes
 from haiku_cli.ingest.convert.download import _USER_AGENT, Downloaded, _read_limited
 from haiku_cli.ingest.convert.url import Fetched, Validators
 from haiku_cli.ingest.document import ConversionError
+from haiku_cli.ingest.kinds.base import Freshness
 
 if TYPE_CHECKING:
     import httpx
@@ -38,6 +39,36 @@ def fetch_if_changed(
     # Keep the requested URL as the identity (re-adding it matches), but read suffixes from the final one.
     doc = convert_bytes(got.data, uri=got.url, content_type=got.content_type, limits=limits)
     return Fetched(dataclasses.replace(doc, uri=url), Validators(got.etag, got.last_modified))
+
+
+def asked_page(url: str, known: Validators, timeout: float) -> tuple[Freshness, str | None]:
+    """Whether a page changed since `known`, asked with a conditional request whose body is never read
+    (304: fresh; the same ETag or Last-Modified: fresh; 404/410: missing); why when it could not be said."""
+    import httpx
+
+    if not (known.etag or known.last_modified):
+        return Freshness.UNKNOWN, "no ETag or Last-Modified was stored to ask with"
+    headers = {"User-Agent": _USER_AGENT, "Accept": _ACCEPT}
+    if known.etag:
+        headers["If-None-Match"] = known.etag
+    if known.last_modified:
+        headers["If-Modified-Since"] = known.last_modified
+    try:
+        client = httpx.Client(follow_redirects=False, timeout=timeout, headers=headers)
+        with client, client.stream("GET", url) as response:
+            status, got = response.status_code, response.headers
+    except httpx.HTTPError as exc:
+        return Freshness.UNKNOWN, f"the server could not be asked: {_reason(exc)}"
+    if status == 304:
+        return Freshness.FRESH, None
+    if status in (404, 410):
+        return Freshness.MISSING, f"the server answered {status}"
+    if status != 200:
+        return Freshness.UNKNOWN, f"the server answered {status}"
+    same = (known.etag and got.get("etag") == known.etag) or (
+        known.last_modified and got.get("last-modified") == known.last_modified
+    )
+    return (Freshness.FRESH if same else Freshness.CHANGED), None
 
 
 def is_public(host: str) -> bool:
