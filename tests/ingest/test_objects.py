@@ -201,3 +201,23 @@ def test_add_src_reads_the_endpoint_and_region_from_the_environment_as_databases
     assert _outcomes(added.stdout) == {f"s3://lab/{top}/herons.md": "added"}
     (report,) = json.loads(cli("sync", "-d", "notes", "--json").stdout)["databases"]
     assert report["sources"][0]["unchanged"] == 1
+
+
+def test_check_remote_asks_each_shown_object_whether_it_changed_or_left(
+    cli, write_config, bucket, s3_server: str, tmp_path: Path
+) -> None:
+    _config(write_config, s3_server, tmp_path)
+    top = f"fresh-{tmp_path.name}"
+    _put(bucket, f"{top}/kept.md", "# Kept\n\nKestrels hover over the kept field.\n")
+    _put(bucket, f"{top}/edited.md", "# Edited\n\nKestrels hover over the edited field.\n")
+    _put(bucket, f"{top}/gone.md", "# Gone\n\nKestrels hover over the gone field.\n")
+    assert cli("add-src", f"s3://lab/{top}/", "-d", "notes").exit_code == 0
+
+    def states(*extra: str) -> dict[str, str]:
+        found = json.loads(cli("search", "kestrels hover", "-d", "notes", "--json", *extra).stdout)["hits"]
+        return {h["document_title"]: h["source_state"] for h in found}
+
+    assert set(states().values()) == {"unknown"}  # not asked unless --check-remote
+    _put(bucket, f"{top}/edited.md", "# Edited\n\nKestrels hover over a new field now.\n")
+    bucket.delete_object(Bucket="lab", Key=f"{top}/gone.md")
+    assert states("--check-remote") == {"Kept": "fresh", "Edited": "changed", "Gone": "missing"}
