@@ -167,6 +167,9 @@ def main() -> None:
     code = forward(sys.argv)
     if code is not None:
         sys.exit(code)
+    from haiku_cli.cli.daemon_start import start_if_absent
+
+    start_if_absent(sys.argv)  # this command still runs here; the next ones go to it
     # A command's start builds a few hundred thousand objects that live until exit (pydantic, numpy,
     # pyarrow, LanceDB). With a young collection every 700 new objects, the older generations'
     # collections, which walk all of them, run many times: about 0.035 of a search's 0.48 CPU-seconds.
