@@ -61,6 +61,11 @@ Conversations (saved sessions; what `haiku chat` and `ask --session` run)
     `ask_in_session(ws, selection, question, *, session, model, document_filter, rescope) -> SessionAnswer`,
     `SessionStore` (`summaries() -> SessionList`, `load`, `delete`), `Session`, `SessionSummary`.
 
+What stands after Ctrl-C (a write of documents notes how it ended: committed whole, or interrupted
+keeping the documents committed whole before its last keep point)
+    `write_mark() -> int`, then `writes_since(mark) -> list[WriteOutcome]` (`database`, `stored`,
+    `documents`, `chunks`).
+
 Evaluation (`haiku eval`, docs/eval.md; QRELS a BEIR folder or a questions file)
     `evaluate(ws, selection, qrels, *, k, search_types, progress) -> RetrievalReport` (nDCG@10, MRR@10,
     recall@k, hits@k per search type, documents and chunks; `TypeSummary`, `QueryResult`, `QueryScores`),
@@ -179,6 +184,9 @@ if TYPE_CHECKING:
     from haiku_cli.store.doctor import Check
     from haiku_cli.store.facts import DatabaseInfo, TableVersion
     from haiku_cli.store.location import Location
+    from haiku_cli.store.outcomes import WriteOutcome
+    from haiku_cli.store.outcomes import mark as write_mark
+    from haiku_cli.store.outcomes import since as writes_since
     from haiku_cli.store.records import (
         ChunkRecord,
         DocumentRecord,

@@ -72,9 +72,9 @@ class AnalysisState(EvidenceState):
 
     executions: list[ExecutionRecord] = Field(default_factory=list)
 
-    def begin_question(self, run_id: str | None, text: str = "") -> None:
+    def begin_question(self, run_id: str | None, text: str = "", *, abandon: bool = False) -> None:
         """Start a new question; the programs of earlier ones are slimmed to their receipts."""
-        super().begin_question(run_id, text)
+        super().begin_question(run_id, text, abandon=abandon)
         self.executions = [e.slimmed() if e.answer < self.answer else e for e in self.executions]
 
     def current_executions(self) -> list[ExecutionRecord]:

@@ -4,8 +4,10 @@ Registering `EvidenceCompaction` is the only switch. Every outgoing request is r
 history (`all_messages()` keeps everything): each evidence return (a search's results, a program's output)
 made for a question before the one in progress becomes a one-line receipt, and the newest of them also
 carries the one capsule: every chunk earlier answers cited, grouped by the question that last cited it,
-newest group first, each rendered once with its chunk id and database, so it stays citable. Parts are
-rewritten in place, so every tool return stays paired with its call.
+newest group first, each rendered once with its chunk id and database, so it stays citable. Only
+chunks of the databases the question in progress covers are offered: one cited from a database a
+narrowed follow-up no longer covers is listed as a receipt naming its database, without its id or text.
+Parts are rewritten in place, so every tool return stays paired with its call.
 
 The pictures those cited chunks cover follow the capsule, each once (by database, document and
 reference) with a fresh label, fetched through the capability whose state cited them; one that cannot be
@@ -26,7 +28,12 @@ from pydantic_ai.messages import BinaryContent, ModelMessage, ModelRequest, Tool
 from pydantic_ai.models import ModelRequestContext
 
 from haiku_cli.capabilities.citations import Citation
-from haiku_cli.capabilities.evidence import EvidenceCapability, evidence_capabilities, evidence_states
+from haiku_cli.capabilities.evidence import (
+    EvidenceCapability,
+    evidence_capabilities,
+    evidence_states,
+    question_databases,
+)
 from haiku_cli.capabilities.pictures import keys_in, picture_items, without_owned
 from haiku_cli.capabilities.state import EvidenceReturn, EvidenceState, HaikuDeps, state_of
 from haiku_cli.databases.pictures import PictureKey
@@ -118,14 +125,24 @@ def _with_content(part: ToolReturnPart[Any], content: str | list[str | BinaryCon
     return replace(part, content=content)
 
 
-def render_capsule(groups: Sequence[tuple[str, Sequence[Citation]]]) -> str:
-    """The capsule: each group's question, then its chunks as `[chunk id] database: ...; title` and text."""
+def render_capsule(groups: Sequence[tuple[str, Sequence[Citation]]], covered: set[str] | None = None) -> str:
+    """The capsule: each group's question, then its chunks as `[chunk id] database: ...; title` and text.
+
+    A chunk of a database outside `covered` (the question's databases; None: every one) is a receipt
+    naming its database and title, with no id to cite it by.
+    """
     if not groups:
         return ""
     blocks = [CAPSULE_HEADING]
     for question, citations in groups:
         blocks.append(f"For the earlier question {question!r}:")
         for c in citations:
+            if covered is not None and c.database not in covered:
+                blocks.append(
+                    f"[Cited from the database {c.database}, which this question does not cover: "
+                    f"{c.document_title or 'untitled'}; not citable now.]"
+                )
+                continue
             head = f"[{c.chunk_id}] database: {c.database}; {c.document_title or 'untitled'}"
             if c.document_uri:
                 head += f" <{c.document_uri}>"
@@ -203,9 +220,11 @@ class EvidenceCompaction(AbstractCapability[HaikuDeps]):
         earlier = earlier_returns(request_context.messages, states)
         if not earlier:
             return request_context
+        covered = question_databases(ctx)
         groups = capsule_groups(states)
-        capsule = render_capsule(groups)
-        pictures = await _fetch(ctx, capsule_pictures(_owners(ctx), groups))
+        capsule = render_capsule(groups, covered)
+        citable = [(q, [c for c in cs if covered is None or c.database in covered]) for q, cs in groups]
+        pictures = await _fetch(ctx, capsule_pictures(_owners(ctx), citable))
         messages = compact(request_context.messages, earlier, capsule, pictures)
         return replace(request_context, messages=messages)
 

@@ -26,7 +26,7 @@ from pydantic_ai.tools import DeferredToolRequests
 
 from haiku_cli.capabilities.citations import Citation
 from haiku_cli.capabilities.pictures import reads_images
-from haiku_cli.capabilities.state import EvidenceState, HaikuDeps, Source
+from haiku_cli.capabilities.state import EvidenceState, HaikuDeps, Question, Source
 from haiku_cli.databases.pictures import PictureKey
 from haiku_cli.databases.resolve import ResolvedChunk
 from haiku_cli.errors import InputError
@@ -52,6 +52,10 @@ class EvidenceCapability(AbstractCapability[HaikuDeps]):
 
     def check_scope(self, deps: HaikuDeps) -> None:
         """Refuse (`ScopeError`) carried state asking for more than the host allows; by default no scope."""
+
+    def covers(self, deps: HaikuDeps) -> list[str] | None:
+        """The databases the question in `deps` covers, by name; None: not limited to any."""
+        return None
 
     def sends_images(self, ctx: RunContext[HaikuDeps]) -> bool:
         """Whether pictures go to this run's model as images (else as labels alone): its profile says so."""
@@ -96,10 +100,34 @@ def track_questions(ctx: RunContext[HaikuDeps]) -> None:
     if ctx.prompt is None and owed is not None and all(s.in_progress is None for s in states):
         raise _dropped(caps, owed, "a question still in progress")
     for state in states:
-        if state.in_progress is not None:
+        if resumes(ctx, state.in_progress):
             state.resume_question(ctx.run_id)
         else:
-            state.begin_question(ctx.run_id, question_text(ctx))
+            state.begin_question(ctx.run_id, question_text(ctx), abandon=state.in_progress is not None)
+
+
+def resumes(ctx: RunContext[Any], in_progress: Question | None) -> bool:
+    """Whether this run continues the question in progress rather than beginning a new one.
+
+    A host resumes an interrupted question explicitly, by running again with no new prompt and the
+    history it captured (ending in the question's own requests). A new prompt, given to the run or
+    appended to the history by a UI adapter, begins a new question, even after an interrupted run.
+    """
+    if in_progress is None:
+        return False
+    if ctx.run_id and ctx.run_id in in_progress.runs:
+        return True  # this run already began or resumed it (the hook is called more than once)
+    return ctx.prompt is None and not _asks_anew(ctx.messages, set(in_progress.runs))
+
+
+def _asks_anew(messages: Sequence[ModelMessage], runs: set[str]) -> bool:
+    """Whether the history ends in a user's prompt that no run of the question in progress sent."""
+    last = messages[-1] if messages else None
+    return (
+        isinstance(last, ModelRequest)
+        and last.run_id not in runs
+        and any(isinstance(p, UserPromptPart) for p in last.parts)
+    )
 
 
 def finish_questions(ctx: RunContext[HaikuDeps], result: AgentRunResult[Any]) -> None:
@@ -180,6 +208,12 @@ def _unknown_returns(messages: Sequence[ModelMessage], tools: frozenset[str], kn
 def evidence_capabilities(ctx: RunContext[HaikuDeps]) -> list[EvidenceCapability]:
     """The evidence capabilities registered for this run, in registration order."""
     return [cap for cap in ctx.capabilities.values() if isinstance(cap, EvidenceCapability)]
+
+
+def question_databases(ctx: RunContext[HaikuDeps]) -> set[str] | None:
+    """The databases the run's question covers, by name (None: no capability limits them)."""
+    covered = [c for c in (cap.covers(ctx.deps) for cap in evidence_capabilities(ctx)) if c is not None]
+    return set().union(*covered) if covered else None
 
 
 def evidence_states(ctx: RunContext[HaikuDeps]) -> list[EvidenceState]:

@@ -19,7 +19,7 @@ stands and flagged in the policy's record (`PolicyState.quotes`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Literal
@@ -44,7 +44,13 @@ from pydantic_ai.run import AgentRunResult
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import DeferredToolRequests
 
-from haiku_cli.capabilities.evidence import evidence_states, finish_questions, track_questions
+from haiku_cli.capabilities.evidence import (
+    CarriedStateError,
+    evidence_states,
+    finish_questions,
+    resumes,
+    track_questions,
+)
 from haiku_cli.capabilities.quotes import QuoteCheck, check_answer
 from haiku_cli.capabilities.state import EvidenceState, HaikuDeps, Question, state_of
 
@@ -54,6 +60,12 @@ REDIRECT_MESSAGE = (
     f"{REDIRECT_TAG} You gathered evidence but neither cited it nor declared the answer ungrounded. "
     "Call `cite` with the ids of the chunks your answer relies on, or `cite` with an empty list if the "
     "documents do not support an answer; then give your answer again."
+)
+
+# The grounding rule while the model cannot call `cite`: it names no tool.
+WITHOUT_CITE = (
+    "Ground every answer in the documents. If the documents do not answer the question, say plainly "
+    "that the documents do not say."
 )
 
 # Told once per question when a quoted passage is not in the chunks the answer cites.
@@ -182,14 +194,22 @@ class CitationPolicy(AbstractCapability[HaikuDeps]):
         """The live policy state in `deps.state`."""
         return state_of(deps, self.state_key, PolicyState)
 
-    def get_instructions(self) -> str:
-        """The grounding rule, as the model should hear it."""
-        return (
-            "Ground every answer in the documents. Before answering, call `cite` with the ids of the chunks "
-            "that support it, and mark each supported statement with the number `cite` returns, like [1]. "
-            "If the documents do not answer the question, say plainly that the documents do not say, and "
-            "call `cite` with an empty list to declare the answer ungrounded."
-        )
+    def get_instructions(self) -> Callable[[RunContext[HaikuDeps]], str]:
+        """The grounding rule, as the model should hear it: naming `cite` only while it can call it (a
+        host may withhold it; a deferred capability offers it only once loaded)."""
+
+        def instructions(ctx: RunContext[HaikuDeps]) -> str:
+            if not cite_available(ctx):
+                return WITHOUT_CITE
+            return (
+                "Ground every answer in the documents. Before answering, call `cite` with the ids of the "
+                "chunks that support it, and mark each supported statement with the number `cite` "
+                "returns, like [1]. If the documents do not answer the question, say plainly that the "
+                "documents do not say, and call `cite` with an empty list to declare the answer "
+                "ungrounded."
+            )
+
+        return instructions
 
     async def before_run(self, ctx: RunContext[HaikuDeps]) -> None:
         """Begin a question, or resume the one in progress (its redirect stays sent).
@@ -197,12 +217,32 @@ class CitationPolicy(AbstractCapability[HaikuDeps]):
         The policy is always on, so it also begins the question in every evidence capability's state:
         one deferred until the model loads it runs no hook of its own at run start.
         """
+        self._check_carried(ctx)
         track_questions(ctx)
         policy = self.state(ctx.deps)
-        if policy.in_progress is None:
+        if not resumes(ctx, policy.in_progress):
             policy.begin_question(ctx.run_id)
-        elif ctx.run_id and ctx.run_id not in policy.in_progress.runs:
+        elif ctx.run_id and policy.in_progress is not None and ctx.run_id not in policy.in_progress.runs:
             policy.in_progress.runs.append(ctx.run_id)
+
+    def _check_carried(self, ctx: RunContext[HaikuDeps]) -> None:
+        """Refuse a history carried without the policy's record, as evidence states refuse theirs.
+
+        Earlier questions in the evidence states' records (not one this run began) with no policy record
+        beside them mean the host dropped this key: its outcomes and redirects would be lost silently.
+        """
+        if self.state_key in ctx.deps.state or not ctx.messages:
+            return
+        for state in evidence_states(ctx):
+            current = state.in_progress
+            begun_here = current is not None and bool(ctx.run_id) and ctx.run_id in current.runs
+            earlier = [n for n in state.asked if not (begun_here and current and n == current.number)]
+            if earlier:
+                raise CarriedStateError(
+                    f"the message history holds earlier questions, but deps.state['{self.state_key}'] "
+                    "has no record of them: carry deps.state (HaikuDeps.dump() and HaikuDeps.restore()) "
+                    "together with the messages"
+                )
 
     def _decide(self, ctx: RunContext[HaikuDeps]) -> Decision:
         policy = self.state(ctx.deps)

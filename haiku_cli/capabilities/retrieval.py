@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pydantic_ai import RunContext
@@ -75,6 +75,10 @@ class RetrievalCapability(EvidenceCapability):
         """The databases the question in `deps` covers: the host's scope, narrowed by the carried state."""
         return question_selection(self.workspace, self.scope, self.evidence(deps).sources)
 
+    def covers(self, deps: HaikuDeps) -> list[str] | None:
+        """The names of the databases the question in `deps` covers."""
+        return self.selection(deps).names
+
     def question_filter(self, deps: HaikuDeps) -> str | None:
         """The document filter of the question in `deps`: the host's, else the one carried in the state."""
         return question_filter(self.document_filter, self.evidence(deps).document_filter)
@@ -123,12 +127,18 @@ class RetrievalCapability(EvidenceCapability):
             names = self.selection(ctx.deps).names
             several = len(names) > 1
             labelled = " and names the database it came from" if several else ""
+            # A tool a host withholds is never named (the policy's rule is worded likewise).
+            cite = (
+                "Call `cite` with the ids of the chunks your answer relies on; it tells you the numbers "
+                "to write as markers like [1] after the statements they support. "
+                if ctx.is_tool_available("cite")
+                else ""
+            )
             return (
                 "Answer from the user's documents, which you reach only through the `search` tool. "
                 f"This question covers the database{'s' if several else ''} {', '.join(names)}. "
                 f"Each search result begins with its chunk id in square brackets{labelled}. "
-                "Call `cite` with the ids of the chunks your answer relies on; it tells you the numbers "
-                "to write as markers like [1] after the statements they support. "
+                f"{cite}"
                 f"You have {self.budget} search units for this answer: searches you request together in "
                 f"one response share one unit (at most {self.per_response} of them), and each later "
                 "response that searches costs another."
@@ -229,10 +239,11 @@ class RetrievalCapability(EvidenceCapability):
         ids = clean_ids(chunk_ids)
         if not ids:
             return "No chunk ids given: pass ids from search results, or an empty list to declare no support."
-        resolution = await resolve_citations(self.workspace.pool, self.selection(ctx.deps), ids)
+        selection = self.selection(ctx.deps)
+        resolution = await resolve_citations(self.workspace.pool, selection, ids)
         found = [resolution.found[i] for i in ids if i in resolution.found]
         citations = record_citations(ctx, state, found)
-        return cite_report(citations, resolution)
+        return cite_report(citations, resolution, outside=_cited_outside(state, selection.names))
 
 
 def sent_of(state: EvidenceState) -> Sent:
@@ -250,15 +261,35 @@ def keep_sent(state: EvidenceState, sent: Sent) -> None:
     state.sent_chunks += [EvidenceRef(database=d, chunk_id=c) for d, c in sorted(sent.chunks - known)]
 
 
-def cite_report(citations: Sequence[Citation], resolution: Resolution[ResolvedChunk]) -> str:
-    """What `cite` tells the model: the numbers to use, and any ids it could not attribute."""
+def _cited_outside(state: EvidenceState, names: Sequence[str]) -> dict[str, str]:
+    """Chunks earlier answers cited from databases this question does not cover: chunk id -> database."""
+    return {
+        e.citation.chunk_id: e.citation.database for e in state.earlier if e.citation.database not in names
+    }
+
+
+def cite_report(
+    citations: Sequence[Citation],
+    resolution: Resolution[ResolvedChunk],
+    *,
+    outside: Mapping[str, str] | None = None,
+) -> str:
+    """What `cite` tells the model: the numbers to use, and any ids it could not attribute.
+
+    `outside` names the database of chunks cited earlier in the conversation from databases this
+    question does not cover, so refusing one of them says why.
+    """
+    outside = outside or {}
     lines = [
         f"Cited [{c.index}]: {c.document_title or 'untitled'} (database {c.database}). "
         f"Mark the statements it supports with [{c.index}]."
         for c in citations
     ]
     lines += [
-        f"Not cited: {i!r} is not a chunk id in the searched databases; "
+        f"Not cited: {i!r} is a chunk of the database {outside[i]}, which this question does not cover; "
+        "cite only chunks from this question's databases (search them for the point it made)."
+        if i in outside
+        else f"Not cited: {i!r} is not a chunk id in the searched databases; "
         "use ids exactly as shown in square brackets in search results. A chunk found earlier in the "
         "conversation may have changed since (its document re-added, or the database rebuilt with "
         "another chunk size): search again for what it said."

@@ -167,9 +167,14 @@ class EvidenceState(BaseModel):
     spoken_at: int | None = None
     violation: bool = False  # the answer ended with evidence but neither cited nor declared
 
-    def begin_question(self, run_id: str | None, text: str = "") -> None:
-        """Start a new question: file the last answer's citations, then start budget and evidence afresh."""
-        self.earlier += [EarlierCitation(answer=self.answer, citation=c) for c in self.citations]
+    def begin_question(self, run_id: str | None, text: str = "", *, abandon: bool = False) -> None:
+        """Start a new question: file the last answer's citations, then start budget and evidence afresh.
+
+        With `abandon`, the question in progress was interrupted and never answered: its citations are
+        not filed as an earlier answer's.
+        """
+        if not abandon:
+            self.earlier += [EarlierCitation(answer=self.answer, citation=c) for c in self.citations]
         self.answer += 1
         self.asked[self.answer] = text
         self.in_progress = Question(number=self.answer, text=text, runs=[run_id] if run_id else [])

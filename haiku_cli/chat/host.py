@@ -28,7 +28,7 @@ from haiku_cli.capabilities.evidence import EvidenceCapability, set_scope
 from haiku_cli.capabilities.retrieval import RetrievalCapability
 from haiku_cli.capabilities.scope import ScopeError, host_selection, question_selection, sources_of
 from haiku_cli.capabilities.state import HaikuDeps, Source
-from haiku_cli.chat.sessions import Session, SessionStore, Turn, check_name, new_name
+from haiku_cli.chat.sessions import Seal, Session, SessionStore, Turn, check_name, new_name
 from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError
@@ -94,6 +94,7 @@ class ChatHost:
         self.model = model
         self.label = label
         self.generated_name = False
+        self.kept: list[Session] = []  # the answered sessions `clear` left, oldest first
         # The session's scope was checked against the configuration (and command line) when it was opened.
         self.evidence = chat_evidence(
             ws, analysis=analysis, scope=session.sources, document_filter=session.document_filter
@@ -134,7 +135,8 @@ class ChatHost:
         label = chosen.model_name if isinstance(model, Model) else model_name(ws.settings.model, model)
         name = check_name(session) if session is not None else _unused_name(store)
         if session is not None and store.exists(name):
-            saved = _rescoped(ws, store.load(name), selection, document_filter, rescope=rescope)
+            loaded = _scope_checked(store, store.load(name), selection, rescope=rescope)
+            saved = _rescoped(ws, loaded, selection, document_filter, rescope=rescope)
         else:
             scope = selection if selection is not None else ws.select_many()
             saved = Session.start(name, sources_of(ws, scope), document_filter)
@@ -185,13 +187,27 @@ class ChatHost:
         return answered.model_copy(update={"databases": searched.names, "not_created": not_created})
 
     def close(self) -> None:
-        """Leave the conversation: a session haiku named and nothing was asked in is not kept."""
-        if self.generated_name and not self.session.turns and self.store.exists(self.session.name):
-            self.store.delete(self.session.name)
+        """Leave the conversation: a session haiku named and nothing was asked in is not kept.
 
-    def clear(self) -> None:
-        """Start a new conversation in the same session and scope (saved at once)."""
-        self.session = self.store.save(self.session.cleared())
+        Only a file with no answered question is removed (see `SessionStore.discard_unanswered`).
+        """
+        if self.generated_name and not self.session.turns:
+            self.store.discard_unanswered(self.session.name)
+
+    def clear(self) -> Session | None:
+        """Start a new session over the same scope; the current one is kept whole and returned.
+
+        A session with nothing answered yet is already a new conversation: it is kept as it is and
+        None is returned. The new session is saved at once under a name haiku chooses.
+        """
+        if not self.session.turns:
+            return None
+        kept = self.session
+        fresh = Session.start(_unused_name(self.store), kept.sources, kept.document_filter)
+        self.session = self.store.save(fresh)
+        self.generated_name = True
+        self.kept.append(kept)
+        return kept
 
 
 class SessionAnswer(AskResult):
@@ -252,6 +268,35 @@ def _checked(ws: Workspace, saved: Session, selection: Selection | None) -> Sele
         ) from None
 
 
+def _scope_checked(
+    store: SessionStore, saved: Session, selection: Selection | None, *, rescope: bool
+) -> Session:
+    """The session, if what it covers is what haiku saved it with (or the user rescopes it).
+
+    Resuming covers exactly the databases the session was started with: a file whose databases or
+    filter were edited (or which names none) would otherwise widen what the conversation searches.
+    """
+    seal = store.seal_check(saved)
+    if seal is not Seal.INTACT and not rescope:
+        covers = _describe(saved.sources, saved.document_filter)
+        why = {
+            Seal.EDITED: f"was changed outside haiku: its file now covers {covers}, not what haiku saved",
+            Seal.UNSEALED: f"has no seal of what it covers (written by an older haiku, or the seal "
+            f"removed): its file names {covers}",
+            Seal.NO_KEY: f"cannot be checked, as the key sealing sessions ({store.key_path}) is gone: "
+            f"its file names {covers}",
+        }[seal]
+        raise InputError(
+            f"session '{saved.name}' {why}; resume it with --rescope to accept that, "
+            "or --database NAME --rescope to choose"
+        )
+    if not saved.sources and selection is None:
+        raise InputError(
+            f"session '{saved.name}' names no database; resume it with --database NAME --rescope"
+        )
+    return saved
+
+
 def _unused_name(store: SessionStore) -> str:
     base = new_name()
     name, n = base, 1
@@ -285,7 +330,7 @@ def _rescoped(
 
 
 def _describe(sources: Sequence[Source], document_filter: str | None) -> str:
-    names = ", ".join(s.name for s in sources)
+    names = ", ".join(s.name for s in sources) or "no database"
     return f"{names} (filter {document_filter!r})" if document_filter else names
 
 

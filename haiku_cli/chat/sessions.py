@@ -2,16 +2,26 @@
 
 A session is written whole to a temporary file that is then renamed over the old one, so a reader (or a
 crash) sees either the previous session or the new one, never a mix.
+
+The scope a session covers (its databases and filter) is sealed with an HMAC under a key of this user's
+kept beside the sessions (`.scope-key`, readable by the user alone): a file whose scope was edited by hand
+no longer matches its seal, and resuming it is refused unless the user asks to rescope it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import hmac
 import json
 import os
 import re
+import secrets
+import shlex
 import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +34,7 @@ from haiku_cli.config.paths import sessions_dir
 from haiku_cli.errors import InputError
 
 FORMAT = 1
+KEY_FILE = ".scope-key"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -40,6 +51,15 @@ def check_name(name: str) -> str:
 def new_name(now: datetime | None = None) -> str:
     """A name for a session the user did not name: `chat-YYYYMMDD-HHMMSS` (UTC)."""
     return (now or datetime.now(UTC)).strftime("chat-%Y%m%d-%H%M%S")
+
+
+class Seal(StrEnum):
+    """What a session file's seal says of the scope it records."""
+
+    INTACT = "intact"  # the databases and filter haiku saved it with
+    EDITED = "edited"  # changed since haiku saved it
+    UNSEALED = "unsealed"  # no seal: written by an older haiku, or the seal removed
+    NO_KEY = "no_key"  # the key that sealed it is gone, so it cannot be checked
 
 
 class Turn(BaseModel):
@@ -65,6 +85,7 @@ class Session(BaseModel):
     turns: list[Turn] = Field(default_factory=list)
     messages: list[Any] = Field(default_factory=list)  # pydantic-ai's message JSON
     state: dict[str, Any] = Field(default_factory=dict)  # HaikuDeps.dump(): every capability's state
+    scope_seal: str | None = None  # HMAC of sources and filter; see `SessionStore.scope_intact`
 
     @classmethod
     def start(cls, name: str, sources: Sequence[Source], document_filter: str | None = None) -> Session:
@@ -93,15 +114,14 @@ class Session(BaseModel):
             }
         )
 
-    def cleared(self) -> Session:
-        """A copy of the session with no conversation yet, over the same scope."""
-        return self.model_copy(
-            update={"updated_at": datetime.now(UTC), "turns": [], "messages": [], "state": {}}
-        )
-
     def rescoped(self, sources: Sequence[Source], document_filter: str | None) -> Session:
         """A copy of the session scoped to other databases (or another filter) from now on."""
         return self.model_copy(update={"sources": list(sources), "document_filter": document_filter})
+
+    def resume_command(self) -> str:
+        """The command that continues this session (databases given by path must be given again)."""
+        paths = "".join(f" --db {shlex.quote(s.path)}" for s in self.sources if s.path is not None)
+        return f"haiku chat --session {self.name}{paths}"
 
     def same_scope(self, sources: Sequence[Source], document_filter: str | None) -> bool:
         """Whether the given sources and filter are the ones this session was started with."""
@@ -112,8 +132,17 @@ def _scope_key(sources: Sequence[Source]) -> list[tuple[str, str | None]]:
     return sorted((s.name, s.path) for s in sources)
 
 
+def _seal(key: bytes, session: Session) -> str:
+    """The HMAC of what a session covers: its databases, in their order, and its filter."""
+    scope = {
+        "sources": [[s.name, s.path] for s in session.sources],
+        "document_filter": session.document_filter,
+    }
+    return hmac.new(key, json.dumps(scope, sort_keys=True).encode(), hashlib.sha256).hexdigest()
+
+
 class SessionSummary(BaseModel):
-    """What `--list-sessions` shows of a session."""
+    """What `haiku chat list` shows of a session."""
 
     name: str
     created_at: datetime
@@ -124,7 +153,7 @@ class SessionSummary(BaseModel):
 
 
 class SessionList(BaseModel):
-    """Every readable saved session, most recently used first (`haiku chat --list-sessions --json`)."""
+    """Every readable saved session, most recently used first (`haiku chat list --json`)."""
 
     sessions: list[SessionSummary] = Field(default_factory=list)
 
@@ -149,7 +178,7 @@ class SessionStore:
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
-            raise InputError(f"no session named '{name}'; see haiku chat --list-sessions") from None
+            raise InputError(f"no session named '{name}'; see haiku chat list") from None
         except OSError as exc:
             raise InputError(f"cannot read session '{name}' ({path}): {exc.strerror or exc}") from None
         try:
@@ -158,12 +187,24 @@ class SessionStore:
         except (ValidationError, ValueError) as exc:
             first = str(exc).splitlines()[0]
             raise InputError(
-                f"session '{name}' ({path}) is unreadable ({first}); delete it with "
-                f"haiku chat --delete-session {name}"
+                f"session '{name}' ({path}) is unreadable ({first}); delete it with haiku chat delete {name}"
             ) from None
         if session.format > FORMAT:
             raise InputError(f"session '{name}' was written by a newer haiku; upgrade haiku to resume it")
         return session
+
+    def scope_intact(self, session: Session) -> bool:
+        """Whether the session's databases and filter are the ones haiku last saved it with."""
+        return self.seal_check(session) is Seal.INTACT
+
+    def seal_check(self, session: Session) -> Seal:
+        """How the session's scope compares with its seal (see `Seal`)."""
+        key = self._read_key()
+        if key is None:
+            return Seal.NO_KEY
+        if session.scope_seal is None:
+            return Seal.UNSEALED
+        return Seal.INTACT if hmac.compare_digest(session.scope_seal, _seal(key, session)) else Seal.EDITED
 
     def save(self, session: Session) -> Session:
         """Write the session atomically and return it at its new revision.
@@ -182,9 +223,11 @@ class SessionStore:
                 f"session '{session.name}' was changed by another haiku process; "
                 f"resume it again with --session {session.name}"
             )
-        saved = session.model_copy(update={"revision": session.revision + 1})
-        data = saved.model_dump_json(indent=1).encode()
         self.root.mkdir(parents=True, exist_ok=True)
+        key = self._key()
+        saved = session.model_copy(update={"revision": session.revision + 1})
+        saved.scope_seal = _seal(key, saved)
+        data = saved.model_dump_json(indent=1).encode()
         fd, tmp = tempfile.mkstemp(prefix=f".{session.name}.", suffix=".tmp", dir=self.root)
         try:
             with os.fdopen(fd, "wb") as f:
@@ -202,7 +245,21 @@ class SessionStore:
         try:
             self.path(name).unlink()
         except FileNotFoundError:
-            raise InputError(f"no session named '{name}'; see haiku chat --list-sessions") from None
+            raise InputError(f"no session named '{name}'; see haiku chat list") from None
+
+    def discard_unanswered(self, name: str) -> bool:
+        """Remove session `name` only if its saved file holds no answered question; True if removed.
+
+        What is on disk decides, not a copy in memory: a session answered elsewhere since is kept.
+        """
+        try:
+            saved = Session.model_validate_json(self.path(name).read_bytes())
+        except (OSError, ValidationError, ValueError):
+            return False  # missing, or unreadable: never delete what cannot be checked
+        if saved.turns:
+            return False
+        self.path(name).unlink(missing_ok=True)
+        return True
 
     def summaries(self) -> SessionList:
         """Every readable saved session, most recently used first (unreadable files are skipped)."""
@@ -227,6 +284,34 @@ class SessionStore:
                 )
             )
         return SessionList(sessions=sorted(found, key=lambda s: s.updated_at, reverse=True))
+
+    @property
+    def key_path(self) -> Path:
+        """The file holding this user's key that seals what each session covers."""
+        return self.root / KEY_FILE
+
+    def _read_key(self) -> bytes | None:
+        try:
+            return self.key_path.read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def _key(self) -> bytes:
+        """This user's sealing key, made (readable by the user alone) on the first save."""
+        path = self.key_path
+        if (key := self._read_key()) is not None:
+            return key
+        fd, tmp = tempfile.mkstemp(prefix=".key.", suffix=".tmp", dir=self.root)  # mode 0600
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_hex(32).encode())
+                f.flush()
+                os.fsync(f.fileno())
+            with contextlib.suppress(FileExistsError):  # never replace a key made meanwhile
+                os.link(tmp, path)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+        return path.read_bytes()
 
     def _revision(self, path: Path) -> int:
         try:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from haiku_cli.cli import output, render
+from haiku_cli.cli import interrupted, output, render
 from haiku_cli.cli.options import (
     ONE_DATABASE,
     ONE_DATABASE_HOLDING,
@@ -249,7 +249,7 @@ def rebuild(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False
     from haiku_cli import api
 
     ws = workspace(ctx)
-    with output.progress_bar(f"rebuilding {loc.name}") as bar:
+    with interrupted.saying(interrupted.rebuild_line), output.progress_bar(f"rebuilding {loc.name}") as bar:
         done = run(lambda: api.rebuild(ws, loc, bar))
     if json:
         output.print_model(done)

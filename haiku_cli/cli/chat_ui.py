@@ -22,13 +22,13 @@ from haiku_cli.errors import ExitCode, HaikuError
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
-    from haiku_cli.api import AskResult, ChatHost, Selection, Workspace
+    from haiku_cli.api import AskResult, ChatHost, Selection, Session, Workspace
 
 HELP = """\
 /help       this list
 /sources    the databases this conversation covers
 /citations  everything cited so far, by question
-/clear      start a new conversation (same session and databases)
+/clear      start a new session over the same databases (this one is kept)
 /exit       leave (or Ctrl-D)
 exit, quit, clear and help typed alone are the commands too.
 Esc Enter inserts a new line; Ctrl-C cancels an answer in progress."""
@@ -75,14 +75,27 @@ async def converse(
         return await _lines(host)
     finally:
         host.close()
-        if interactive and host.session.turns:
-            output.err.print(
-                f"session {host.session.name} is saved in {host.store.path(host.session.name)}; "
-                f"continue it with haiku chat --session {host.session.name}",
-                style="dim",
-                markup=False,
-                highlight=False,
+        _say(_where_saved(host))
+
+
+def _where_saved(host: ChatHost) -> str:
+    """The last line: where the conversation is saved, read back from its file (never claimed otherwise).
+
+    After `/clear`, the session left without a question is not kept: the line names the last answered
+    one `/clear` kept instead.
+    """
+    for session in (host.session, *reversed(host.kept)):
+        try:
+            saved = host.store.load(session.name) if host.store.exists(session.name) else None
+        except HaikuError:
+            saved = None
+        if saved is not None and saved.turns:
+            asked = f"{len(saved.turns)} question{'s' if len(saved.turns) != 1 else ''}"
+            return (
+                f"session {saved.name} is saved in {host.store.path(saved.name)} ({asked}); "
+                f"continue it with {saved.resume_command()}"
             )
+    return "no question was answered; no session was saved"
 
 
 async def _terminal(host: ChatHost) -> None:
@@ -134,6 +147,8 @@ async def _lines(host: ChatHost) -> int:
             if _command(host, command):
                 return code
             continue
+        # Echoed, so a transcript of `haiku chat < questions.txt` shows what each answer answers.
+        output.out.print(f"{PROMPT}{question}", markup=False, highlight=False, soft_wrap=True)
         try:
             result = await _cancellable(host, question, None)
         except HaikuError as exc:
@@ -233,14 +248,29 @@ def _command(host: ChatHost, line: str) -> bool:
             output.out.print()
     elif name == "/clear":
         try:
-            host.clear()
+            kept = host.clear()
         except HaikuError as exc:
             _error(exc)
         else:
-            output.err.print("new conversation", style="dim")
+            _say(_cleared(host, kept))
     else:
         output.error(f"unknown command {name}; /help lists the commands")
     return False
+
+
+def _cleared(host: ChatHost, kept: Session | None) -> str:
+    """What `/clear` did: which session goes on, and how to resume the one it left (kept whole)."""
+    if kept is None:
+        return f"new conversation (nothing was asked yet in session {host.session.name})"
+    asked = f"{len(kept.turns)} question{'s' if len(kept.turns) != 1 else ''}"
+    return (
+        f"new conversation in session {host.session.name}; session {kept.name} ({asked}) is kept: "
+        f"resume it with {kept.resume_command()}"
+    )
+
+
+def _say(line: str) -> None:
+    output.err.print(line, style="dim", markup=False, highlight=False)
 
 
 def _banner(host: ChatHost) -> None:

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from haiku_cli.cli import output, render
+from haiku_cli.cli import interrupted, output, render
 from haiku_cli.cli.options import ONE_DATABASE, Engine, Json, RayAddress, workspace
 from haiku_cli.cli.running import add_command, chosen_engine, exit_with, run
 from haiku_cli.cli.stdin import read_text
 from haiku_cli.errors import ExitCode
 
 if TYPE_CHECKING:
-    from haiku_cli.api import IngestReport, Location
+    from haiku_cli.api import IngestReport, Location, WriteOutcome
 
 Title = Annotated[str | None, typer.Option("--title", help="Title for the document.", metavar="TITLE")]
 Meta = Annotated[
@@ -120,38 +121,36 @@ def add_src(
         stayed.append(text)
         output.note(text)
 
-    try:
-        with output.progress_bar(f"adding to {location.name}") as bar:
-            report = run(
-                lambda: api.add_sources(
-                    ws,
-                    location,
-                    sources,
-                    title=title,
-                    metadata=metadata,
-                    progress=bar,
-                    follow_symlinks=follow_symlinks,
-                    include=include or (),
-                    exclude=exclude or (),
-                    engine=chosen,
-                    ray_address=ray_address,
-                    on_note=note,
-                )
+    fragments = chosen == "ray" and ws.settings.ray.fragments
+    said = interrupted.saying(lambda ended: _interrupted_add(ended, fragments and not stayed))
+    with said, output.progress_bar(f"adding to {location.name}") as bar:
+        report = run(
+            lambda: api.add_sources(
+                ws,
+                location,
+                sources,
+                title=title,
+                metadata=metadata,
+                progress=bar,
+                follow_symlinks=follow_symlinks,
+                include=include or (),
+                exclude=exclude or (),
+                engine=chosen,
+                ray_address=ray_address,
+                on_note=note,
             )
-    except KeyboardInterrupt:
-        if chosen == "ray" and not stayed and ws.settings.ray.fragments:
-            # The workers' fragments are committed at the end of the add: before that, nothing is kept.
-            output.error(
-                "interrupted: an add on the Ray cluster commits its chunks at its end, so none of it is "
-                "kept; run the same add-src again"
-            )
-        else:
-            # What each finished batch wrote is kept (README: "Big folders"); a rerun skips it as unchanged.
-            output.error(
-                "interrupted: the documents written so far are kept; run the same add-src to add the rest"
-            )
-        exit_with(ExitCode.INTERRUPTED)
+        )
     _report(report, json, verbose=verbose)
+
+
+def _interrupted_add(ended: Sequence[WriteOutcome], on_cluster: bool) -> str:
+    if on_cluster and not (ended and ended[-1].stored):
+        # The workers' fragments are committed at the end of the add: before that, nothing is kept.
+        return (
+            "interrupted: an add on the Ray cluster commits its chunks at its end, so none of it is "
+            "kept; run the same add-src again"
+        )
+    return interrupted.add_line(ended)
 
 
 def _report(report: IngestReport, as_json: bool, *, verbose: bool = False) -> None:

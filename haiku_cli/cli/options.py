@@ -154,7 +154,11 @@ SessionName = Annotated[
 ]
 Rescope = Annotated[
     bool,
-    typer.Option("--rescope", help="Let a resumed session cover other databases (or another filter)."),
+    typer.Option(
+        "--rescope",
+        help="Let a resumed session cover other databases (or another filter), or accept a session "
+        "file whose databases were edited.",
+    ),
 ]
 
 

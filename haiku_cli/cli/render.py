@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
+from rich.padding import Padding
 from rich.text import Text
 
 from haiku_cli import api
@@ -283,6 +284,7 @@ def ingest_report(report: IngestReport, *, verbose: bool = False) -> None:
     files that left them.
     """
     shown = api.short_ids([o.document_id for o in report.outcomes if o.document_id])
+    said: set[str] = set()  # a note many documents share (how to install OCR) is said once
     for o in report.outcomes:
         name = quoted_name(o.source)
         if o.status == "failed":
@@ -296,8 +298,10 @@ def ingest_report(report: IngestReport, *, verbose: bool = False) -> None:
             detail = f" ({o.chunks} chunk{'' if o.chunks == 1 else 's'}{kept})" if o.chunks else ""
             to = shown.get(o.document_id or "", o.document_id)
             output.out.print(f"{o.status:9} {name} → {to}{detail}", markup=False)
-            if o.note:
-                output.err.print(f"note: {o.note}", markup=False, style="yellow")
+            parts = [p for p in (o.note or "").split("; ") if p and p not in said]
+            said.update(parts)
+            if parts:
+                output.err.print(f"note: {'; '.join(parts)}", markup=False, style="yellow")
     if verbose:
         for left in report.left_out:
             line = f"left out: {quoted_name(left.source)} ({left.why}: {printable(left.detail)})"
@@ -382,10 +386,21 @@ def citations(cited: Sequence[Citation], question: str, *, heading: bool = True)
         head.append(label, style="magenta")
         head.append(pages, style="dim")
         output.out.print(head, soft_wrap=True)
-        text = Text("    " + excerpt(c.content, terms, indent="    "))
-        text.highlight_words(terms, style="bold yellow", case_sensitive=False)
-        output.out.print(text, soft_wrap=True)
+        _excerpt(c.content, terms)
         _pictures(c.pictures)
+
+
+def _excerpt(content: str, terms: Sequence[str]) -> None:
+    """A cited excerpt under its heading, indented: wrapped at the terminal's width with every line
+    indented alike (a hanging indent under the `[n]` marker); one line per line of it in a pipe."""
+    if output.out.is_terminal:
+        text = Text(excerpt(content, terms, indent=""))
+        text.highlight_words(terms, style="bold yellow", case_sensitive=False)
+        output.out.print(Padding(text, (0, 0, 0, 4)))
+        return
+    text = Text("    " + excerpt(content, terms, indent="    "))
+    text.highlight_words(terms, style="bold yellow", case_sensitive=False)
+    output.out.print(text, soft_wrap=True)
 
 
 def not_created(names: Sequence[str]) -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from haiku_cli.cli import output, render
+from haiku_cli.cli import interrupted, output, render
 from haiku_cli.cli.options import (
     ONE_DATABASE,
     AllDatabases,
@@ -104,7 +104,7 @@ def sync(
     chosen = chosen_engine(ctx, engine, ray_address)
     ws = workspace(ctx)
     locations = _chosen(ctx, ws, all_, database, db)
-    with output.progress_bar("syncing") as bar:
+    with interrupted.saying(interrupted.sync_line), output.progress_bar("syncing") as bar:
         done = run(
             lambda: api.sync(
                 ws,
@@ -193,14 +193,15 @@ def watch(
         else:
             render.watch_event(event, show_database=len(locations) > 1)
 
-    run(
-        lambda: api.watch(
-            ws,
-            locations,
-            on_change=changed,
-            on_note=output.note,
-            sweep_seconds=sweep,
-            poll_seconds=poll,
-            debounce_ms=debounce,
+    with interrupted.saying(interrupted.watch_line):
+        run(
+            lambda: api.watch(
+                ws,
+                locations,
+                on_change=changed,
+                on_note=output.note,
+                sweep_seconds=sweep,
+                poll_seconds=poll,
+                debounce_ms=debounce,
+            )
         )
-    )

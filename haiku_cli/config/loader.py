@@ -59,6 +59,7 @@ def load_settings(explicit: Path | None = None) -> tuple[Settings, Path]:
             )
     settings = _seconds_from_env(settings)
     settings = _mcp_from_env(settings)
+    settings = _ocr_from_env(settings)
     settings = _relative_to(settings, path.parent)
     model_env = os.environ.get("HAIKU_MODEL")
     if model_env:
@@ -75,7 +76,9 @@ _SECONDS_ENV = {
     "HAIKU_LEASE_SECONDS": ("storage", "lease_seconds"),
     "HAIKU_EMBEDDER_TIMEOUT": ("embedder", "timeout_seconds"),
     "HAIKU_MODEL_TIMEOUT": ("model", "timeout_seconds"),
+    "HAIKU_OCR_PAGE_SECONDS": ("ingest", "ocr_page_seconds"),
 }
+_OCR_MODES = ("auto", "off", "always")
 
 
 def _seconds_from_env(settings: Settings) -> Settings:
@@ -90,7 +93,7 @@ def _seconds_from_env(settings: Settings) -> Settings:
             raise InputError(f"{env} must be a number of seconds, got {raw!r}") from None
         if not math.isfinite(value):  # float() reads "inf" and "nan"
             raise InputError(f"{env} must be a finite number of seconds, got {raw!r}")
-        if value < 0 or (key == "timeout_seconds" and value == 0):
+        if value < 0 or (key in ("timeout_seconds", "ocr_page_seconds") and value == 0):
             raise InputError(f"{env} must be a positive number of seconds, got {raw!r}")
         if key == "lease_seconds" and value < 1:
             raise InputError(f"{env} must be at least 1 second, got {raw!r}")
@@ -99,6 +102,16 @@ def _seconds_from_env(settings: Settings) -> Settings:
         part = getattr(settings, section).model_copy(update=values)
         settings = settings.model_copy(update={section: part})
     return settings
+
+
+def _ocr_from_env(settings: Settings) -> Settings:
+    # HAIKU_OCR=off haiku add-src scans/  (auto | off | always)
+    mode = os.environ.get("HAIKU_OCR", "").strip().lower()
+    if not mode:
+        return settings
+    if mode not in _OCR_MODES:
+        raise InputError(f"HAIKU_OCR must be one of {', '.join(_OCR_MODES)}, got {mode!r}")
+    return settings.model_copy(update={"ingest": settings.ingest.model_copy(update={"ocr": mode})})
 
 
 def _mcp_from_env(settings: Settings) -> Settings:

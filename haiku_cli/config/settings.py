@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -116,7 +116,8 @@ class StorageSettings(_Strict):
 
 
 class IngestSettings(_Strict):
-    """What one source may cost to read; a source over a limit is skipped with the limit named."""
+    """What one source may cost to read (a source over a limit is skipped with the limit named), and how
+    often an add commits."""
 
     # Bytes read from one file or download, and what a DOCX may hold once decompressed.
     max_file_mb: float = Field(default=64.0, gt=0)
@@ -131,6 +132,15 @@ class IngestSettings(_Strict):
     max_picture_pixels: int = Field(default=2_000_000, gt=0)
     max_picture_mb: float = Field(default=4.0, gt=0)
     max_pictures: int = Field(default=100, ge=0)  # per document; 0 stores none
+    # OCR (the `ocr` extra): "auto" reads PDF pages without a usable text layer and image files, "always"
+    # every PDF page too (its text layer set aside), "off" none. HAIKU_OCR overrides.
+    ocr: Literal["auto", "off", "always"] = "auto"
+    # Recognising one page's lines stops after this long; what was read by then is kept, with a note.
+    ocr_page_seconds: float = Field(default=60.0, gt=0)
+    # An add commits its documents in groups of this many chunks, or after this many seconds of work:
+    # a Ctrl-C keeps every document a commit held whole (fewer commits cost less memory in a big add).
+    commit_chunks: int = Field(default=8192, gt=0)
+    commit_seconds: float = Field(default=30.0, gt=0)
 
 
 class RaySettings(_Strict):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,7 +32,7 @@ from haiku_cli.store.indexes import vector_rows_to_index
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import count_documents, find_by_hash, find_by_uri, stored_hashes, stored_uris
 from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk, PictureRecord
-from haiku_cli.store.transaction import atomic_write, keep_point, storage_errors
+from haiku_cli.store.transaction import atomic_write, storage_errors
 from haiku_cli.store.writes import HeldWrites, new_id
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ class Ingestor:
         self.embedder = embedder
         self.progress = progress or NoProgress()
         self.report = IngestReport(database=db.name)
-        self._held = HeldWrites(db)  # batches are committed a few thousand chunks at a time
+        self.held = HeldWrites(db)  # batches are committed a few thousand chunks at a time
         self._batch: list[_Part] = []
         self._batch_chunks = 0
         # Queued documents are reported about every BATCH_CHUNKS chunks, as they always were.
@@ -392,11 +392,11 @@ class Ingestor:
         writes, more, whole = embedded
 
         def write() -> None:
-            self._held.write(writes, more)
+            # A commit ending where every document held is whole is a keep point (HeldWrites).
+            self.held.keeps = self.keep_points
+            self.held.write(writes, more, boundary=whole)
             if not writes and not more:
-                self._held.commit()  # the empty batch `flush` sends last
-            if whole and not self._held.held and self.keep_points:
-                keep_point(self.db)  # Ctrl-C from here on keeps this batch and those before it
+                self.held.commit()  # the empty batch `flush` sends last
 
         await anyio.to_thread.run_sync(write)
 
@@ -648,6 +648,8 @@ async def ingest_items(
     `fetched`: URLs a sync has downloaded already (it asked whether they changed), not asked again.
     """
     seen: dict[int, Seen] = {}
+    limits = limits or IngestSettings()
+    ingestor.held.bound(limits.commit_chunks, limits.commit_seconds)
     ingestor.progress.add_files(len(items))  # all found before any is read: the total does not grow
     async with ingestor.pipelined():
         await _convert_all(
@@ -655,7 +657,7 @@ async def ingest_items(
             items,
             title=title,
             metadata=metadata,
-            limits=limits or IngestSettings(),
+            limits=limits,
             seen=seen,
             fetched=fetched or {},
             objects=objects,
@@ -684,7 +686,9 @@ async def _convert_all(
         ingestor.progress.reading(label)
         try:
             got = fetched.get(item) if isinstance(item, str) else None
-            looked, doc = await anyio.to_thread.run_sync(partial(read_item, item, limits, objects, got))
+            # A long step inside one file (OCR of a page) shows beside its name.
+            step = partial(_show_step, ingestor.progress, label)
+            looked, doc = await anyio.to_thread.run_sync(partial(read_item, item, limits, objects, got, step))
             seen[position] = looked
             await ingestor.add(doc, source=label, title=title, metadata=metadata)
         except HaikuError as exc:
@@ -722,6 +726,8 @@ async def add_on_cluster(
     known = await stored_hashes(db)
     target = await anyio.to_thread.run_sync(fragment_target, db) if engine.settings.fragments else None
     ingestor.keep_points = target is None  # documents written are whole only once the fragments are in
+    bounds = limits or IngestSettings()
+    ingestor.held.bound(bounds.commit_chunks, bounds.commit_seconds)
     ingestor.progress.add_files(len(items))
     running = engine.running(
         items,
@@ -780,13 +786,33 @@ def item_label(item: Item) -> str:
     return str(item.path if isinstance(item, TextFile) else item)
 
 
+def _show_step(progress: Progress, label: str, step: str) -> None:
+    progress.reading(f"{label} ({step})")
+
+
 def read_item(
-    item: Item, limits: IngestSettings, objects: ObjectStores | None, fetched: Fetched | None = None
+    item: Item,
+    limits: IngestSettings,
+    objects: ObjectStores | None,
+    fetched: Fetched | None = None,
+    on_step: Callable[[str], None] | None = None,
 ) -> tuple[Seen, ConvertedDocument]:
     """Read and convert one item; how it looked when read (size and time, or validators) and its document.
 
-    `fetched`: a URL a sync downloaded already. Unreadable items raise an input error.
+    `fetched`: a URL a sync downloaded already; `on_step`: told of long steps within it (an OCR page).
+    Unreadable items raise an input error.
     """
+    if on_step is None:
+        return _read_item(item, limits, objects, fetched)
+    from haiku_cli.ingest.convert.ocr import progress_to
+
+    with progress_to(on_step):
+        return _read_item(item, limits, objects, fetched)
+
+
+def _read_item(
+    item: Item, limits: IngestSettings, objects: ObjectStores | None, fetched: Fetched | None
+) -> tuple[Seen, ConvertedDocument]:
     from haiku_cli.ingest.convert import convert_file
     from haiku_cli.ingest.convert.url import Validators, fetch_if_changed
     from haiku_cli.ingest.remembering import Seen

@@ -147,9 +147,11 @@ def _plan(
         states = {s.uri: s for s in stored_sources.file_states(db, source.source, under=under)}
         held = _held(db, [s.document_id for s in states.values()])
     plan = _Plan()
-    # A document deleted since (`haiku delete`) no longer stands for its file: read the file again.
-    plan.refresh = [s for s in states.values() if s.document_id not in held]
-    states = {uri: s for uri, s in states.items() if s.document_id in held}
+    # A document deleted since (`haiku delete`) no longer stands for its file: read the file again. Nor
+    # does one that moved to another file in a sync interrupted before it stored the files' states.
+    stands = {uri: s for uri, s in states.items() if held.get(s.document_id) in (uri, _NOT_A_FILE)}
+    plan.refresh = [s for uri, s in states.items() if uri not in stands]
+    states = stands
     positions = itertools.count()
     if source.kind == "url":
         _plan_url(plan, source.source, states.get(source.source), limits, next(positions))
@@ -260,12 +262,17 @@ def _plan_objects(
     return plan
 
 
-def _held(db: Database, ids: list[str]) -> set[str]:
-    """Which of these documents the database still holds (a few are looked up, many read whole)."""
+def _held(db: Database, ids: list[str]) -> dict[str, str]:
+    """Which of these documents the database still holds, with the file uri each stands for (or
+    `_NOT_A_FILE`: a URL's may be where it redirected); a few are looked up, many read whole."""
     if not ids:
-        return set()
+        return {}
     where = in_list("id", ids) if len(ids) <= _LOOKUP_AT_MOST else None
-    return set(wait(rows_where(db, db.documents, where, ["id"])).column("id").to_pylist())
+    rows = wait(rows_where(db, db.documents, where, ["id", "uri"])).to_pylist()
+    return {r["id"]: r["uri"] if (r["uri"] or "").startswith("file:") else _NOT_A_FILE for r in rows}
+
+
+_NOT_A_FILE = ""
 
 
 # Up to this many documents are looked up by id; more, and every id is read (one column, fast).

@@ -208,13 +208,16 @@ def _refuse_foreign_folder(location: Location, path: Path) -> None:
     # A typo'd --db or config path must not scatter tables among the user's own files. A folder holding
     # only haiku's tables and lock is a database whose first write died half-way: finishing it is fine.
     from haiku_cli.store.writer import LOCK_FILE
+    from haiku_cli.store.writer_line import is_marker
 
     ours = (
         {LOCK_FILE}
         | _DESKTOP_FILES
         | {f"{t}.lance" for t in (schema.DOCUMENTS, schema.CHUNKS, schema.META, *schema.SIDE_TABLES)}
     )
-    if path.is_dir() and any(entry.name not in ours for entry in path.iterdir()):
+    if path.is_dir() and any(
+        entry.name not in ours and not is_marker(entry.name) for entry in path.iterdir()
+    ):
         # Read or written, the same fix: a database's own folder, or a new or empty one to create it in.
         if location.chosen_by.startswith("--database"):
             where = f"[databases] {location.name} in the config file"

@@ -51,6 +51,12 @@ class Database:
         self.in_write = False  # inside atomic_write: nested writes join the outer one
         # Table versions at the last point of the write where every document was whole (see keep_point)
         self.keep_versions: dict[str, int] | None = None
+        # The write's documents and chunks committed so far, and as of its last keep point (None: it has
+        # written no documents): what an interrupted write says it kept (store/outcomes.py).
+        self.written: tuple[int, int] | None = None
+        self.kept_counts: tuple[int, int] = (0, 0)
+        # Meta values the write under way sets in its commit (the journal's removal), all of it or none.
+        self.at_commit: dict[str, str] = {}
         self.writer_lock: Any = None  # the held writer lock (store.writer), re-entrant
         self.write_policy: Any = None  # how long to wait for another writer (store.writer.WaitPolicy)
         # A request of the write under way waited out its limit: the store stopped answering, so the
@@ -161,6 +167,20 @@ class Database:
         with self.meta_guard:
             merge.execute(rows)
         self.meta.update(values)
+
+    def set_meta_dropping(self, values: dict[str, str], key: str) -> None:
+        """Store meta values and remove `key`, in one atomic commit."""
+        rows = [{"key": k, "value": v} for k, v in values.items()]
+        merge = (
+            self.meta_table.merge_insert("key")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .when_not_matched_by_source_delete(f"key = '{key}'")
+        )
+        with self.meta_guard:
+            merge.execute(rows)
+        self.meta.update(values)
+        self.meta.pop(key, None)
 
     def delete_meta(self, key: str) -> None:
         """Remove one meta value."""

@@ -2,9 +2,9 @@
 
 `transaction` writes the journal; the writer lock undoes one left by a dead writer, and readers read the
 state it names. It also names the chunks table live when the write began: a write that makes another
-chunks table live (`tag restore` across a rebuild) does so in its last commit, so a live table other than
-the journal's means every step of that write is stored, and it stands (its version numbers are another
-table's and must not be applied to the live one).
+chunks table live (`tag restore` across a rebuild) does so in the commit that removes the journal, so a
+journal beside another live table is only left by an older haiku that switched first; that write stands
+(its version numbers are another table's and must not be applied to the live one).
 """
 
 from __future__ import annotations

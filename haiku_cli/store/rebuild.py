@@ -10,10 +10,11 @@ from haiku_cli.store import schema
 from haiku_cli.store.database import CHUNKS_TABLE, Database
 from haiku_cli.store.indexes import create_fts_index, refresh_indexes
 from haiku_cli.store.maintenance import after_write
+from haiku_cli.store.outcomes import WriteOutcome, note
 from haiku_cli.store.records import DocumentSummary, NewChunk
 from haiku_cli.store.tag_records import drop_stray_chunk_tables, tagged_chunk_tables
 from haiku_cli.store.transaction import storage_errors
-from haiku_cli.store.writer import ensure_held
+from haiku_cli.store.writer import checkpoint, ensure_held
 from haiku_cli.store.writes import make_chunk_rows
 
 
@@ -29,6 +30,7 @@ class NewChunksTable:
             raise RuntimeError("a rebuild needs the writer lock")
         self.db = db
         self.dimension = dimension
+        self.rows = 0
         with storage_errors(db, "cannot be rebuilt"):
             drop_stray_chunk_tables(db)
             self.name = f"{schema.CHUNKS}_{uuid.uuid4().hex[:12]}"
@@ -40,6 +42,8 @@ class NewChunksTable:
         with storage_errors(self.db, "cannot be rebuilt"):
             ensure_held(self.db)
             self.table.add(make_chunk_rows(self.table, rows))
+        self.rows += len(rows)
+        checkpoint("rebuild-batch")
 
     def switch(self, embedder_name: str) -> None:
         """Make the new table live (with its embedder and schema version) in one commit; drop the old one."""
@@ -59,6 +63,7 @@ class NewChunksTable:
                 }
             )
             db.chunks = self.table
+            note(WriteOutcome(db.name, stored=True, documents=0, chunks=self.rows))
             if live not in tagged_chunk_tables(db):  # a tag reads it: it goes with the tag's deletion
                 db.conn.drop_table(live)
         after_write(db)

@@ -150,16 +150,20 @@ def restore_tag(db: Database, name: str) -> TagInfo:
                     table.restore(tag.versions[side])
                 elif table.count_rows():
                     table.delete("true")  # made after the tag: empty then
-            replaced = None
+            replaced = kept = None
             if db.chunks.name == tag.chunks_table:
                 db.chunks.restore(tag.versions[schema.CHUNKS])
             else:
-                # Across a rebuild: the kept table, restored, becomes live in the one meta commit below.
+                # Across a rebuild: the kept table, restored, becomes live in the write's commit.
                 kept = _open_kept(db, tag)
                 kept.restore(tag.versions[schema.CHUNKS])
-                replaced, db.chunks = db.chunks.name, kept
+                replaced = db.chunks.name
                 state[CHUNKS_TABLE] = kept.name
-            db.set_meta_many(state)
+            # Set by the commit that removes the journal: until then readers read the state before, and a
+            # writer after a kill undoes the rest.
+            db.at_commit = state
+        if kept is not None:
+            db.chunks = kept
         checkpoint("tag-restored")
         if replaced is not None and replaced not in tagged_chunk_tables(db):
             with suppress(Exception):  # else left for the next vacuum or rebuild to drop

@@ -10,7 +10,7 @@ import asyncio
 import json
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 
 from haiku_cli.errors import DatabaseError, HaikuError
 from haiku_cli.store.deadline import with_deadline
@@ -24,6 +24,7 @@ from haiku_cli.store.failures import (
 )
 from haiku_cli.store.handle import PENDING_WRITE, Database, read_meta
 from haiku_cli.store.journal import FRAGMENTS, Journal, journal_of, restore, table_versions
+from haiku_cli.store.outcomes import WriteOutcome, note
 from haiku_cli.store.writer import checkpoint, ensure_held, exclusive, kept_through_commit
 
 _ASK_SECONDS = 30.0  # a local database cannot stall; the bound is only a net
@@ -53,10 +54,12 @@ def atomic_write(db: Database, *, fragments: bool = False) -> Iterator[None]:
         checkpoint("journal-written")
         db.in_write = True
         db.keep_versions = None
+        db.written, db.kept_counts, db.at_commit = None, (0, 0), {}
         try:
             yield
             ensure_held(db)
         except BaseException as exc:
+            kept_counts = (0, 0)
             # A writer whose lease lapsed must not touch the database: whoever took it over owns the
             # journal now and undoes this write itself.
             # A store that stopped answering would wait out its limit again at each step of the undo: the
@@ -66,20 +69,28 @@ def atomic_write(db: Database, *, fragments: bool = False) -> Iterator[None]:
                 kept = db.keep_versions if interrupted else None
                 marks = {FRAGMENTS: before[FRAGMENTS]} if FRAGMENTS in before else {}
                 # Restoring the keep point drops the journal: what is kept stays.
-                _undo(db, {**kept, **marks} if kept else before)
+                if _undo(db, {**kept, **marks} if kept else before) and kept:
+                    kept_counts = db.kept_counts
+            note(WriteOutcome(db.name, stored=False, documents=kept_counts[0], chunks=kept_counts[1]))
             raise
         finally:
             db.in_write = False
             db.keep_versions = None
+        (written, db.written), (at_commit, db.at_commit) = (db.written, None), (db.at_commit, {})
         checkpoint("before-commit")
         try:
             with storage_errors(db, "cannot be written"):
-                db.delete_meta(PENDING_WRITE)
+                if at_commit:
+                    db.set_meta_dropping(at_commit, PENDING_WRITE)  # what it sets, with the commit
+                else:
+                    db.delete_meta(PENDING_WRITE)
         except StorageError as exc:
             if exc.failure.kind.is_refusal:
                 raise  # the store answered no: the journal is still there, the write is not stored
             if _journal_gone(db):
-                return  # the store took the commit, but its answer was lost: the write is stored
+                # The store took the commit, but its answer was lost: the write is stored.
+                _note_stored(db, written)
+                return
             raise StorageError(
                 f"database '{db.name}': this write's commit may or may not have landed (check it with "
                 f"haiku list): {exc.failure.reason(db.location)}",
@@ -91,6 +102,12 @@ def atomic_write(db: Database, *, fragments: bool = False) -> Iterator[None]:
                 "another writer took the database over meanwhile, which undoes an unfinished write; it "
                 "may not be stored: check it (haiku list), then run it again if it is missing"
             )
+        _note_stored(db, written)
+
+
+def _note_stored(db: Database, written: tuple[int, int] | None) -> None:
+    documents, chunks = written or (0, 0)
+    note(WriteOutcome(db.name, stored=True, documents=documents, chunks=chunks))
 
 
 def _journal_gone(db: Database, tries: int = 4, pause: float = 2.0) -> bool:
@@ -130,19 +147,25 @@ def _journal_gone(db: Database, tries: int = 4, pause: float = 2.0) -> bool:
 
 
 def keep_point(db: Database) -> None:
-    """Mark the tables as they are now as what an interrupted write keeps (every document in them whole).
+    """Mark the tables as they are now as what an interrupted write keeps (every document in them whole),
+    with the documents and chunks the write committed so far (`db.written`).
 
     A no-op outside `atomic_write`.
     """
     if db.in_write:
         db.keep_versions = table_versions(db)
+        db.kept_counts = db.written or (0, 0)
 
 
-def _undo(db: Database, before: Journal) -> None:
+def _undo(db: Database, before: Journal) -> bool:
+    """Restore the journal's versions; whether that was done (and the journal dropped)."""
     # If undoing fails too (the store is gone), the journal stays: the next writer to take the lock
     # undoes this write, and readers meanwhile read the versions it names. The first error is the news.
-    with suppress(Exception):
+    try:
         restore(db, before)
+    except Exception:
+        return False
+    return True
 
 
 @contextmanager

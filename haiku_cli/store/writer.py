@@ -36,6 +36,7 @@ from haiku_cli.store.handle import (
 )
 from haiku_cli.store.wait_policy import DEFAULT_WAIT_SECONDS as DEFAULT_WAIT_SECONDS
 from haiku_cli.store.wait_policy import WaitPolicy as WaitPolicy
+from haiku_cli.store.writer_line import Place, someone_before
 
 T = TypeVar("T")
 
@@ -356,12 +357,22 @@ def acquire(target: Database | Path, name: str, policy: WaitPolicy) -> _Lock:
     owner = Owner.me(policy.lease_seconds)
     start = time.monotonic()
     noted = False
+    folder = target if isinstance(target, Path) else target.location.local_path
+    mine: Place | None = None  # this writer's place in the line of those waiting (local databases)
     try:
         while True:
-            got = try_lock(target, owner, name)
-            if isinstance(got, _Lock):
-                return got
-            holder = got.describe() if got is not None else "another haiku process"
+            if folder is not None and someone_before(folder, mine):
+                holder = "another writer waiting before this one"
+            else:
+                got = try_lock(target, owner, name)
+                if isinstance(got, _Lock):
+                    return got
+                holder = got.describe() if got is not None else "another haiku process"
+            if folder is not None and policy.seconds != 0:
+                if mine is None:
+                    mine = Place(folder, owner.token).join()
+                else:
+                    mine.renew()
             if policy.seconds is not None and time.monotonic() - start >= policy.seconds:
                 hint = (
                     "wait for it to finish, or let writers wait longer "
@@ -374,6 +385,8 @@ def acquire(target: Database | Path, name: str, policy: WaitPolicy) -> _Lock:
                 noted = True
             time.sleep(_POLL_SECONDS)
     finally:
+        if mine is not None:
+            mine.leave()
         if noted and policy.waited is not None:
             policy.waited()
 

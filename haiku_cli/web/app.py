@@ -10,7 +10,6 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from haiku_cli.agents.models import resolve_model
 from haiku_cli.capabilities.scope import sources_of
 from haiku_cli.databases.pictures import visualize_chunk
 from haiku_cli.databases.selection import Selection, searchable
@@ -19,7 +18,9 @@ from haiku_cli.errors import HaikuError, InputError
 from haiku_cli.mcp_server.tools import ServerScope
 from haiku_cli.mcp_server.transport import accepted_names, announced, listen
 from haiku_cli.web.guard import Guard
+from haiku_cli.web.model import serving_model
 from haiku_cli.web.runs import Conversations
+from haiku_cli.web.welcome import welcome
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -27,7 +28,12 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
-STATIC = {"app.js": "text/javascript", "app.css": "text/css", "index.html": "text/html"}
+STATIC = {
+    "app.js": "text/javascript",
+    "markdown.js": "text/javascript",
+    "app.css": "text/css",
+    "index.html": "text/html",
+}
 IMAGE_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "jpg": "image/jpeg"}
 
 
@@ -47,22 +53,25 @@ class WebApp:
     async def open(
         cls, ws: Workspace, selection: Selection, model: str | Model | None = None, *, analysis: bool = False
     ) -> WebApp:
-        """Check the model and open the databases now, so a missing one fails before the page is served.
-
-        A local database nothing was added to yet is left out (and named), as `search` does.
+        """Check the model string and open the databases now, so a missing one fails before the page is
+        served. A model whose provider is known but not set up (no API key) is served anyway: the first
+        question gets the reason. A local database nothing was added to yet is left out (and named), as
+        `search` does.
         """
-        chosen = resolve_model(ws.settings.model, model)
+        chosen = serving_model(ws.settings.model, model)
         searched, not_created = searchable(selection)
         await ws.pool.clients_covering(searched)
         return cls(ws, searched, chosen, analysis=analysis, not_created=not_created)
 
-    def info(self) -> dict[str, Any]:
-        """What the page needs to know: the databases (and their state form), and where narrowing goes."""
+    async def info(self) -> dict[str, Any]:
+        """What the page needs to know: the databases (and their state form), where narrowing goes, and
+        what its first view shows (counts, example questions)."""
         return {
             "databases": [source.model_dump(mode="json") for source in self.sources],
             "state_keys": self.conversations.state_keys,
             "analysis": self.analysis,
             "not_created": self.not_created,
+            "welcome": await welcome(self.scope),
         }
 
     def routes(self, names: Sequence[str], token: str | None) -> Starlette:
@@ -72,7 +81,7 @@ class WebApp:
         from starlette.routing import Route
 
         async def info(_: Request) -> Response:
-            return JSONResponse(self.info())
+            return JSONResponse(await self.info())
 
         async def document(request: Request) -> Response:
             found = await self.scope.get_document(_param(request, "database"), _param(request, "document"))

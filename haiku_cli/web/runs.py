@@ -33,6 +33,7 @@ from haiku_cli.capabilities.policy import PolicyState
 from haiku_cli.capabilities.state import HaikuDeps, Source
 from haiku_cli.chat.host import ANALYSIS, CONVERSATION, chat_evidence, conversation_capabilities
 from haiku_cli.databases.workspace import Workspace
+from haiku_cli.web.model import UnavailableModel
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -51,6 +52,7 @@ class Conversations:
 
     def __init__(self, ws: Workspace, scope: Sequence[Source], model: Model, *, analysis: bool) -> None:
         self.scope = tuple(scope)
+        self.model = model
         self.evidence: list[EvidenceCapability] = chat_evidence(ws, analysis=analysis, scope=self.scope)
         instructions = ask_agent.INSTRUCTIONS + CONVERSATION + (ANALYSIS if analysis else "")
         # streamed_redirect "before": a draft the policy sends back is held, so it never reaches the page.
@@ -72,6 +74,9 @@ class Conversations:
 
     async def respond(self, request: Request) -> Response:
         """Answer one AG-UI request with its event stream; a refused one gets a single `RUN_ERROR` event."""
+        if isinstance(self.model, UnavailableModel):
+            # Said on each question, as the server cannot change its environment: restart it once set.
+            return refusal(f"{self.model.error}; then restart haiku serve", code="model", status=503)
         body = await _read_limited(request, MAX_REQUEST_BYTES)
         if body is None:
             return refusal(
@@ -145,13 +150,13 @@ def _key(cap: EvidenceCapability) -> str:
     return str(getattr(cap, "state_key", type(cap).__name__))
 
 
-def refusal(message: str) -> Response:
+def refusal(message: str, code: str = "refused", status: int = 400) -> Response:
     """A run that never starts: one `RUN_ERROR` event, as a stream the page reads like any other."""
     from starlette.responses import Response
 
-    event = RunErrorEvent(type=EventType.RUN_ERROR, message=message, code="refused")
+    event = RunErrorEvent(type=EventType.RUN_ERROR, message=message, code=code)
     return Response(
-        EventEncoder().encode(event), status_code=400, media_type="text/event-stream", headers=_NO_CACHE
+        EventEncoder().encode(event), status_code=status, media_type="text/event-stream", headers=_NO_CACHE
     )
 
 

@@ -20,6 +20,7 @@ from haiku_cli.capabilities import (
 )
 from haiku_cli.capabilities.analysis import AnalysisState
 from haiku_cli.capabilities.compaction import CAPSULE_HEADING
+from haiku_cli.capabilities.state import Source
 from haiku_cli.databases.workspace import Workspace
 from tests.capabilities.analysis_script import execute
 from tests.capabilities.script import Script, Step, call, returns, search, text
@@ -179,3 +180,42 @@ def test_without_compaction_the_request_carries_the_transcript_untouched(kb: Wor
         chat.history[: carried + 1]
     )
     assert re.search(r"Results for 'capital of France'", returns(sent)[0])
+
+
+def test_a_follow_up_narrowed_to_fewer_databases_is_offered_only_their_chunks(kb: Workspace) -> None:
+    cells: list[str] = []
+
+    def cite_cells(messages: list[ModelMessage]) -> ModelResponse:
+        return call(("cite", {"chunk_ids": cells}))
+
+    chat = Conversation(
+        kb,
+        *grounded("mitochondria ATP cells", "ATP [1]."),
+        *grounded("capital of France", "Paris [1]."),
+        search("river Seine"),
+        cite_cells,
+        call(("cite", {"chunk_ids": []})),
+        text("The documents here do not say."),
+    )
+    chat.ask("What makes ATP?")
+    state = chat.deps.get("retrieval", EvidenceState)
+    [cited] = state.citations
+    assert cited.database == "papers"
+    cells.append(cited.chunk_id)
+    chat.ask("What is the capital of France?")  # both databases still: the Cells chunk is offered
+    assert cited.chunk_id in capsules(chat.script.seen[3])[0]
+    # The follow-up narrowed to notes (one tick in a picker): carried state narrows the host's scope.
+    state.sources = [Source(name="notes")]
+    chat.ask("And what of the river?")
+    [capsule] = capsules(chat.script.seen[6])
+    assert cited.chunk_id not in capsule and cited.content not in capsule
+    receipt = "[Cited from the database papers, which this question does not cover: Cells; not citable now.]"
+    assert receipt in capsule
+    assert "database: notes; France" in capsule  # notes' earlier chunk stays citable
+    refused = returns(chat.script.seen[8], "cite")[-1]
+    assert refused == (
+        f"Not cited: {cited.chunk_id!r} is a chunk of the database papers, which this question does not "
+        "cover; cite only chunks from this question's databases (search them for the point it made)."
+    )
+    assert "changed since" not in refused
+    assert all(c.database == "notes" for c in state.citations)

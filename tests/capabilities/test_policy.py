@@ -51,6 +51,7 @@ from tests.capabilities.script import (
     search,
     text,
 )
+from tests.capabilities.test_deferred import deferred_agent, load
 from tests.capabilities.test_questions import server_dies
 from tests.chat.streaming import StreamScript
 
@@ -471,3 +472,29 @@ def test_a_redirect_queued_by_a_run_stopped_at_its_limit_is_asked_again(kb: Work
 
     assert anyio.run(go) == "Paris [1]."
     assert policy_state(deps).outcome == "grounded" and policy_state(deps).held_back
+
+
+def test_instructions_never_name_cite_when_the_model_cannot_call_it(kb: Workspace) -> None:
+    async def without_cite(
+        ctx: RunContext[HaikuDeps], tool_defs: list[ToolDefinition]
+    ) -> list[ToolDefinition]:
+        return [t for t in tool_defs if t.name != "cite"]
+
+    withheld = Script(search("capital of France"), text("Paris."))
+    run(kb, withheld, extra=[PrepareTools(without_cite)])
+    assert all("`cite`" not in str(info.instructions) for info in withheld.infos)
+    assert "Ground every answer in the documents." in str(withheld.infos[0].instructions)
+    assert "`search` tool" in str(withheld.infos[0].instructions)
+    # Offered: the same rule names it.
+    offered = Script(search("capital of France"), cite_first(), text("Paris [1]."))
+    run(kb, offered)
+    assert "call `cite` with the ids" in str(offered.infos[0].instructions)
+
+
+def test_instructions_name_cite_only_once_a_deferred_retrieval_is_loaded(kb: Workspace) -> None:
+    script = Script(load("retrieval"), search("capital of France"), cite_first(), text("Paris [1]."))
+    deferred_agent(kb, script, retrieval=True, analysis=False).run_sync(
+        "Capital of France?", deps=HaikuDeps()
+    )
+    assert "`cite`" not in str(script.infos[0].instructions)  # only the catalog: cite is not callable yet
+    assert "call `cite` with the ids" in str(script.infos[1].instructions)

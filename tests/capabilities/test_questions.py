@@ -197,3 +197,40 @@ def test_deps_without_a_state_dict_are_refused_in_one_line(kb: Workspace) -> Non
     with pytest.raises(InputError, match=refused):
         agent.run_sync("Capital?", deps="ann")  # type: ignore[arg-type]
     assert script.seen == []
+
+
+@pytest.mark.parametrize("ui_adapter", [False, True])
+def test_a_new_prompt_after_an_interrupted_run_begins_a_new_question(kb: Workspace, ui_adapter: bool) -> None:
+    deps = HaikuDeps()
+    with capture_run_messages() as interrupted, pytest.raises(RuntimeError):
+        agent(kb, Script(search("capital of France"), server_dies)).run_sync("Capital of France?", deps=deps)
+    deps = carried(deps)
+    second = Script(search("basil sun"), cite_first(), text("Basil [1]."))
+    if ui_adapter:  # the user's next message appended to the history, no prompt
+        asked = [*interrupted, ModelRequest(parts=[UserPromptPart("And basil?")])]
+        agent(kb, second).run_sync(deps=deps, message_history=asked)
+    else:
+        agent(kb, second).run_sync("And basil?", deps=deps, message_history=interrupted)
+    state = retrieval_state(deps)
+    assert state.answer == 2 and state.asked[2] == "And basil?"
+    assert state.units == {1: 1}  # a budget of its own, not the interrupted question's
+    assert state.grounded and state.in_progress is None and state.prior_citations == 0
+    policy = deps.get("citation_policy", PolicyState)
+    assert policy.outcome == "grounded" and policy.in_progress is None
+
+
+def test_dropping_only_the_policy_state_is_refused_like_the_evidence_states(kb: Workspace) -> None:
+    deps = HaikuDeps()
+    first = agent(kb, Script(search("capital of France"), cite_first(), text("Paris [1].")))
+    history = first.run_sync("What is the capital of France?", deps=deps).all_messages()
+    kept = carried(deps)
+    del kept.state["citation_policy"]
+    second = Script(text("As I said, Paris."))
+    with pytest.raises(CarriedStateError, match=r"deps.state\['citation_policy'\] has no record"):
+        agent(kb, second).run_sync("Tell me again", deps=kept, message_history=history)
+    assert second.seen == []
+    # A UI adapter's first question (the prompt in the history, no state yet) is not refused.
+    fresh = HaikuDeps()
+    asked = [ModelRequest(parts=[UserPromptPart("What is the capital of France?")])]
+    third = Script(search("capital of France"), cite_first(), text("Paris [1]."))
+    assert agent(kb, third).run_sync(deps=fresh, message_history=asked).output == "Paris [1]."

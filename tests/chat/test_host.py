@@ -308,19 +308,60 @@ def test_a_database_not_written_yet_is_skipped_until_it_is(
     assert second.citations[0].database == "later"
 
 
-def test_clear_starts_a_new_conversation(kb: Workspace) -> None:
+def test_clear_starts_a_new_session_and_keeps_the_answered_one_whole(kb: Workspace) -> None:
     script = StreamScript(*grounded("capital of France", "Paris [1]."), *grounded("cells", "ATP [1]."))
     host = open_host(kb, script)
     ask(host, "Capital?")
-    host.clear()
-    assert SessionStore().load("talk").turns == []
+    before = SessionStore().path("talk").read_bytes()
+    kept = host.clear()
+    assert kept is not None and kept.name == "talk" and kept.resume_command() == "haiku chat --session talk"
+    assert SessionStore().path("talk").read_bytes() == before  # not touched
+    assert host.session.name != "talk" and host.session.name.startswith("chat-")
+    assert host.session.sources == kept.sources and host.session.turns == []
     ask(host, "ATP?")
     assert prompts(script.seen[-1]) == ["ATP?"]
+    host.close()
+    assert [t.question for t in SessionStore().load("talk").turns] == ["Capital?"]
+    assert [t.question for t in SessionStore().load(host.session.name).turns] == ["ATP?"]
+
+
+def test_a_haiku_named_session_cleared_and_left_keeps_its_answered_question(kb: Workspace) -> None:
+    script = StreamScript(*grounded("capital of France", "Paris [1]."), *grounded("cells", "ATP [1]."))
+    host = open_host(kb, script, session=None)
+    ask(host, "Capital?")
+    answered = host.session.name
+    kept = host.clear()
+    assert kept is not None and kept.name == answered
+    host.close()  # the new, empty session goes; the answered one stays
+    [listed] = SessionStore().summaries().sessions
+    assert (listed.name, listed.questions) == (answered, 1)
+    resumed = open_host(kb, script, session=answered)
+    assert [t.question for t in resumed.session.turns] == ["Capital?"]
+    ask(resumed, "ATP?")
+    assert prompts(script.seen[-1]) == ["Capital?", "ATP?"]
+
+
+def test_clear_before_any_question_keeps_the_same_session(kb: Workspace) -> None:
+    host = open_host(kb, StreamScript(), session=None)
+    name = host.session.name
+    assert host.clear() is None and host.session.name == name
+    host.close()
+    assert SessionStore().summaries().sessions == []
+
+
+def test_leaving_never_deletes_a_session_answered_elsewhere(kb: Workspace) -> None:
+    script = StreamScript(*grounded("capital of France", "Paris [1]."))
+    idle = open_host(kb, script, session=None)
+    # Another chat resumes the name haiku gave and answers in it before this one leaves.
+    ask(open_host(kb, script, session=idle.session.name), "Capital?")
+    idle.close()
+    assert [t.question for t in SessionStore().load(idle.session.name).turns] == ["Capital?"]
 
 
 def test_session_files_stay_in_the_data_dir(kb: Workspace, isolated: Path) -> None:
     ask(open_host(kb, StreamScript(*grounded("capital", "Paris [1]."))), "Capital?")
-    assert [p.name for p in (isolated / "data" / "sessions").iterdir()] == ["talk.json"]
+    # Beside the sessions: the key sealing what each covers.
+    assert sorted(p.name for p in (isolated / "data" / "sessions").iterdir()) == [".scope-key", "talk.json"]
 
 
 def test_analysis_chat_lets_the_model_compute_or_search(kb: Workspace) -> None:
@@ -417,9 +458,69 @@ def test_a_tampered_session_file_cannot_reach_an_unconfigured_database(kb: Works
         session["sources"] = sources
         session["state"]["retrieval"]["sources"] = sources
         path.write_text(json.dumps(session))
-        with pytest.raises(InputError, match=refused):
+        with pytest.raises(InputError, match="was changed outside haiku"):
             open_host(kb, script)
+        # Even accepted as edited, the file reaches only what the user may reach.
+        with pytest.raises(InputError, match=refused):
+            open_host(kb, script, rescope=True)
     # The user who started a session with --db gives the path again: the command line is the authority.
     session["sources"] = [{"name": "planted", "path": str(planted)}]
     path.write_text(json.dumps(session))
-    assert open_host(kb, script, selection=kb.select_many(paths=[planted])).selection.names == ["planted"]
+    with pytest.raises(InputError, match="was changed outside haiku"):
+        open_host(kb, script, selection=kb.select_many(paths=[planted]))
+    opened = open_host(kb, script, selection=kb.select_many(paths=[planted]), rescope=True)
+    assert opened.selection.names == ["planted"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "covers"),
+    [
+        ({"sources": [{"name": "papers", "path": None}]}, "papers (filter \"title = 'France'\")"),
+        ({"sources": []}, "no database (filter \"title = 'France'\")"),
+        ({"document_filter": None}, "notes"),
+        ({"scope_seal": None}, None),
+    ],
+)
+def test_a_session_file_whose_scope_was_edited_is_refused_unless_rescoped(
+    kb: Workspace, edit: dict[str, Any], covers: str
+) -> None:
+    script = StreamScript(*grounded("capital of France", "Paris [1]."), *grounded("cells", "ATP [1]."))
+    started = open_host(kb, script, selection=kb.select_many(["notes"]), document_filter="title = 'France'")
+    ask(started, "Capital of France?")
+    path = SessionStore().path("talk")
+    assert open_host(kb, script).selection.names == ["notes"]  # untouched: resumed as started
+    session = {**json.loads(path.read_text()), **edit}
+    path.write_text(json.dumps(session))
+    with pytest.raises(InputError) as refused:
+        open_host(kb, script)
+    if covers is None:  # no seal: not said to be edited, since that cannot be known
+        assert str(refused.value) == (
+            "session 'talk' has no seal of what it covers (written by an older haiku, or the seal removed): "
+            "its file names notes (filter \"title = 'France'\"); resume it with --rescope to accept that, "
+            "or --database NAME --rescope to choose"
+        )
+    else:
+        assert str(refused.value).startswith("session 'talk' was changed outside haiku: its file now covers ")
+        assert f"covers {covers}, not what haiku saved; resume it with --rescope" in str(refused.value)
+    assert SessionStore().path("talk").read_text() == json.dumps(session)  # nothing written
+    if session["sources"]:
+        # Accepted: the next answer seals the file's scope again, and it resumes without --rescope.
+        ask(open_host(kb, script, rescope=True), "What makes ATP?")
+        assert open_host(kb, script).session.revision == 2
+    else:
+        with pytest.raises(InputError, match="names no database; resume it with --database NAME --rescope"):
+            open_host(kb, script, rescope=True)
+        moved = open_host(kb, script, selection=kb.select_many(["papers"]), rescope=True)
+        ask(moved, "What makes ATP?")
+        assert open_host(kb, script).selection.names == ["papers"]
+
+
+def test_a_removed_key_makes_every_session_ask_for_rescope(kb: Workspace) -> None:
+    script = StreamScript(*grounded("capital of France", "Paris [1]."))
+    ask(open_host(kb, script), "Capital of France?")
+    (SessionStore().root / ".scope-key").unlink()
+    with pytest.raises(
+        InputError, match=r"cannot be checked, as the key sealing sessions \(.*\.scope-key\) is gone"
+    ):
+        open_host(kb, script)
+    assert open_host(kb, script, rescope=True).selection.names == ["notes", "papers"]

@@ -55,7 +55,7 @@ def test_save_is_atomic_and_leaves_no_temporary_files(monkeypatch: pytest.Monkey
     with pytest.raises(OSError):
         store.save(answered(first, "q2"))
     assert store.path("s1").read_bytes() == before
-    assert [p.name for p in store.root.iterdir()] == ["s1.json"]
+    assert sorted(p.name for p in store.root.iterdir()) == [".scope-key", "s1.json"]
 
 
 def test_a_save_over_another_process_save_is_refused() -> None:
@@ -96,9 +96,11 @@ def test_unreadable_session_names_the_file_and_the_way_out() -> None:
     store = SessionStore()
     store.root.mkdir(parents=True)
     store.path("bad").write_text('{"name": "bad"}', encoding="utf-8")
-    with pytest.raises(InputError, match=r"session 'bad' .*bad\.json.* is unreadable .*--delete-session bad"):
+    with pytest.raises(
+        InputError, match=r"session 'bad' .*bad\.json.* is unreadable .*haiku chat delete bad"
+    ):
         store.load("bad")
-    with pytest.raises(InputError, match="no session named 'missing'"):
+    with pytest.raises(InputError, match=r"no session named 'missing'; see haiku chat list"):
         store.load("missing")
 
 
@@ -106,3 +108,14 @@ def test_unreadable_session_names_the_file_and_the_way_out() -> None:
 def test_unsafe_names_are_refused(name: str) -> None:
     with pytest.raises(InputError, match="invalid session name"):
         SessionStore().path(name)
+
+
+def test_the_scope_is_sealed_with_a_key_only_the_user_can_read() -> None:
+    store = SessionStore()
+    saved = store.save(Session.start("s1", [Source(name="notes")]))
+    assert store.scope_intact(saved) and store.scope_intact(store.load("s1"))
+    assert (store.root / ".scope-key").stat().st_mode & 0o777 == 0o600
+    assert not store.scope_intact(saved.rescoped([Source(name="papers")], None))
+    assert not store.scope_intact(saved.rescoped([Source(name="notes")], "title = 'x'"))
+    # Saving what the host rescoped seals it again.
+    assert store.scope_intact(store.save(saved.rescoped([Source(name="papers")], None)))

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from pathlib import Path
 
 import pexpect
 import pytest
+from rich.console import Console
 
+from haiku_cli.capabilities.citations import Citation
 from haiku_cli.chat.sessions import SessionStore
+from haiku_cli.cli import output, render
 from tests.capabilities.conftest import kb, kb_template
 from tests.cli.chat_script import conversation
 from tests.cli.test_ask_command import openai_env
@@ -99,3 +103,18 @@ def test_chat_in_a_terminal(kb, openai_env) -> None:
     users = [m["content"] for m in stub.requests[-1]["messages"] if m["role"] == "user"]
     assert users == ["What is the capital of France?", "How much sun does basil need?", "What makes ATP?"]
     assert len(SessionStore().load("tty").turns) == 3
+
+
+def test_citations_wrap_with_a_hanging_indent_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    screen = io.StringIO()
+    monkeypatch.setattr(output, "out", Console(file=screen, force_terminal=True, width=80, color_system=None))
+    prose = "The river Seine runs through Paris, the capital of France, " * 5
+    cited = Citation(
+        index=1, database="notes", document_id="d1", document_title="France", chunk_id="c1", content=prose
+    )
+    render.citations([cited], "capital of France", heading=False)
+    head, *body = screen.getvalue().splitlines()
+    assert head.startswith("[1] France") and head.endswith("[notes]")
+    assert len(body) >= 3 and all(len(line) <= 80 for line in body)
+    assert all(line.startswith("    ") and not line.startswith("     ") for line in body)  # hanging, alike
+    assert " ".join(" ".join(body).split()) == " ".join(prose.split())

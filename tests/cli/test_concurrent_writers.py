@@ -67,7 +67,7 @@ def test_ctrl_c_during_an_add_keeps_what_was_written_and_a_rerun_finds_it_unchan
     (gate / "data-written.go").touch()
     assert add.wait(60) == ExitCode.INTERRUPTED
     assert add.stderr.read().splitlines()[-1] == (
-        "haiku: interrupted: the documents written so far are kept; run the same add-src to add the rest"
+        "haiku: interrupted: kept 3 documents (3 chunks); run the same add-src to add the rest"
     )
     again = json.loads(cli("add-src", str(folder), "--db", str(db), "--json").stdout)
     assert [o["status"] for o in again["outcomes"]] == ["unchanged"] * 3

@@ -632,8 +632,8 @@ def test_databases_of_different_embedders_point_to_the_flags_that_chose_them(
 
 
 def test_what_a_folder_holds_and_is_not_read_is_counted_and_listed_with_verbose(cli, docs: Path) -> None:
-    (docs / "fig.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
-    (docs / "plot.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (docs / "fig.gif").write_bytes(b"GIF89a\x00\x00")
+    (docs / "plot.gif").write_bytes(b"GIF89a\x00\x00")
     (docs / "notes.org").write_text("* Org heading\nOrg notes about lanterns.\n")
     (docs / ".gitignore").write_text("build/\n")
     (docs / "build").mkdir()
@@ -642,11 +642,11 @@ def test_what_a_folder_holds_and_is_not_read_is_counted_and_listed_with_verbose(
     assert plain.exit_code == 0
     summary = plain.stderr.strip().splitlines()[-1]
     assert summary == (
-        f"default: 2 added; left out: 3 unsupported (.png 2, .org 1), 1 ignored (by {docs / '.gitignore'}); "
+        f"default: 2 added; left out: 3 unsupported (.gif 2, .org 1), 1 ignored (by {docs / '.gitignore'}); "
         "--verbose lists them"
     )
     verbose = cli("add-src", str(docs), "--verbose", "--include", "*.org", "--exclude", "guide/")
-    assert f"left out: {docs / 'fig.png'} (excluded: --include)" in verbose.stderr
+    assert f"left out: {docs / 'fig.gif'} (excluded: --include)" in verbose.stderr
     assert f"left out: {docs / 'build'} (ignored: {docs / '.gitignore'}: build/)" in verbose.stderr
     assert f"left out: {docs / 'guide'} (excluded: --exclude guide/)" in verbose.stderr
     assert f"added     {docs / 'notes.org'}" in verbose.stdout  # read as plain text, as asked

@@ -142,17 +142,18 @@ def test_alt_text_is_searchable(cli, tmp_path: Path) -> None:
 
 
 def test_an_image_a_markdown_file_shows_is_not_counted_as_left_out(cli, tmp_path: Path) -> None:
-    from tests.support.pictures import png
+    from tests.support.pictures import gif
 
     folder = tmp_path / "garden"
     (folder / "img").mkdir(parents=True)
-    (folder / "img" / "bird one.png").write_bytes(png())
-    (folder / "photo.png").write_bytes(png())  # shown by no document: still left out
-    (folder / "notes.md").write_text("# Garden notes\n\n![A kookaburra](img/bird%20one.png)\n")
+    # GIF: not a document of its own (PNG and JPEG files are, read by OCR).
+    (folder / "img" / "bird one.gif").write_bytes(gif())
+    (folder / "photo.gif").write_bytes(gif())  # shown by no document: still left out
+    (folder / "notes.md").write_text("# Garden notes\n\n![A kookaburra](img/bird%20one.gif)\n")
     for status in ("added", "unchanged"):  # a re-add reads the pictures the unchanged document stored
         result = cli("add-src", str(folder), "--json")
         assert result.exit_code == 0, result.stderr
         report = json.loads(result.stdout)
         assert [o["status"] for o in report["outcomes"]] == [status]
-        assert [o["source"] for o in report["left_out"]] == [str(folder / "photo.png")]
-    assert "left out: 1 unsupported (.png 1)" in cli("add-src", str(folder)).stderr
+        assert [o["source"] for o in report["left_out"]] == [str(folder / "photo.gif")]
+    assert "left out: 1 unsupported (.gif 1)" in cli("add-src", str(folder)).stderr

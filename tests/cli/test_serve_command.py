@@ -74,3 +74,25 @@ def test_open_hands_the_url_to_the_browser(kb, tmp_path: Path) -> None:
         while not opened.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
     assert opened.read_text(encoding="utf-8") == url
+
+
+def test_without_the_model_key_it_serves_and_the_first_question_says_why(
+    kb, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with haiku_serve() as (url, process):
+        asked = {"threadId": "t", "runId": "r", "messages": [{"id": "u", "role": "user", "content": "Hi?"}]}
+        for _ in range(2):  # and the server stays up for the next one
+            response = httpx.post(url + "api/agui", json={**asked, "state": None, "tools": [], "context": []})
+            assert response.status_code == 503
+            assert '"type":"RUN_ERROR"' in response.text
+            assert "set the OPENAI_API_KEY environment variable" in response.text
+            assert process.poll() is None
+    errors = process.stderr.read() if process.stderr else ""
+    assert "OPENAI_API_KEY" not in errors  # nothing said at start: the page says it when asked
+
+
+def test_a_model_with_an_unknown_provider_is_refused_at_start(cli, kb) -> None:
+    result = cli("serve", "--model", "nonsense:gpt-4o")
+    assert result.exit_code == 4
+    assert result.stderr.startswith("haiku: unknown model provider 'nonsense' in 'nonsense:gpt-4o'")

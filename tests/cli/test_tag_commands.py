@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import lancedb
+import pytest
 
 from haiku_cli.errors import ExitCode
 
@@ -211,17 +212,22 @@ def _rebuilt_since_the_tag(cli) -> None:
     assert cli("rebuild").exit_code == 0
 
 
-def test_a_restore_across_a_rebuild_killed_after_its_last_commit_stands(cli, tmp_path: Path) -> None:
+@pytest.mark.parametrize("point", ["journal-written", "before-commit"])
+def test_a_restore_across_a_rebuild_killed_before_its_commit_is_undone(
+    cli, tmp_path: Path, point: str
+) -> None:
     _rebuilt_since_the_tag(cli)
-    # Killed after the commit that makes the tag's chunks table live, before its journal went: that
-    # journal's chunk version is the other table's, and must not be applied to the live one.
-    _killed_restore(tmp_path, "before-commit")
-    assert _titles(cli) == {"Kestrels"}  # a reader: the restore is whole
-    assert _hits(cli, "birds") == {("default", "Kestrels")}
-    assert cli("add", "Herons wade.", "--title", "Herons").exit_code == 0  # a writer takes over
-    assert _titles(cli) == {"Kestrels", "Herons"}
+    # Killed with every step done but the commit that removes its journal and makes the tag's chunks
+    # table live (or before any step): as without a rebuild between, the restore is all or nothing.
+    _killed_restore(tmp_path, point)
+    assert _titles(cli) == {"Kestrels", "Owls"}  # a reader while the journal is pending: the state before
+    assert _hits(cli, "birds") == {("default", "Kestrels"), ("default", "Owls")}
+    assert cli("add", "Herons wade.", "--title", "Herons").exit_code == 0  # a writer undoes the restore
+    assert _titles(cli) == {"Kestrels", "Owls", "Herons"}
     doctor = cli("doctor", "--json")
     assert doctor.exit_code == 0 and json.loads(doctor.stdout)["ok"], doctor.stdout
+    assert cli("tag", "restore", "old", "--yes").exit_code == 0  # and the restore, run again, is whole
+    assert _titles(cli) == {"Kestrels"} and _hits(cli, "birds") == {("default", "Kestrels")}
 
 
 def test_a_restore_killed_before_dropping_the_replaced_chunks_leaves_it_to_vacuum(

@@ -89,3 +89,4 @@ def small_batches(monkeypatch, chunks: int, commit_every: int | None = None) -> 
 
     monkeypatch.setattr(pipeline, "BATCH_CHUNKS", chunks)
     monkeypatch.setattr(writes, "COMMIT_ROWS", commit_every or chunks)
+    monkeypatch.setattr(writes.HeldWrites, "bound", lambda self, rows, seconds: None)  # not [ingest]'s

@@ -161,8 +161,8 @@ def test_convert_bytes_dispatch() -> None:
         b"hello", uri="https://x.test/files/report.txt", content_type="application/octet-stream"
     )
     assert plain.title == "report" and plain.text == "hello"
-    with pytest.raises(ConversionError, match="unsupported content type image/png"):
-        convert_bytes(b"\x89PNG", uri="https://x.test/a.png", content_type="image/png")
+    with pytest.raises(ConversionError, match="unsupported content type image/gif"):
+        convert_bytes(b"GIF89a", uri="https://x.test/a.gif", content_type="image/gif")
 
 
 def test_document_text_joins_segments() -> None:

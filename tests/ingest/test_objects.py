@@ -52,7 +52,7 @@ def test_add_src_reads_a_prefix_with_the_local_rules_and_sync_follows_it(
     _put(bucket, f"{top}/deep/draft.md", "# Draft\n\nNot for the index.\n")
     _put(bucket, f"{top}/.hidden/secret.md", "hidden")
     _put(bucket, f"{top}/node_modules/lib.md", "a dependency")
-    _put(bucket, f"{top}/photo.png", b"\x89PNG\r\n\x1a\n")
+    _put(bucket, f"{top}/photo.gif", b"GIF89a")
     _put(bucket, f"{top}/huge.txt", "owls " * 400)  # 2000 bytes, over max_text_mb
     prefix = f"s3://lab/{top}/"
     added = cli("add-src", prefix, "-d", "notes", "--exclude", "draft.md", "--json")
@@ -63,7 +63,7 @@ def test_add_src_reads_a_prefix_with_the_local_rules_and_sync_follows_it(
         f"{prefix}huge.txt": "failed",
     }
     left_out = {(e["source"], e["why"]) for e in json.loads(added.stdout)["left_out"]}
-    assert left_out == {(f"{prefix}deep/draft.md", "excluded"), (f"{prefix}photo.png", "unsupported")}
+    assert left_out == {(f"{prefix}deep/draft.md", "excluded"), (f"{prefix}photo.gif", "unsupported")}
     hit = json.loads(cli("search", "hovering kestrels", "-d", "notes", "--json", "--limit", "1").stdout)
     assert hit["hits"][0]["document_uri"] == f"{prefix}kestrels.md"
     (source,) = json.loads(cli("sources", "-d", "notes", "--json").stdout)["sources"]

@@ -113,3 +113,16 @@ def test_pictures_off_by_limit(tmp_path: Path) -> None:
     data = pdf_with_images(["Text."], [(0, (72, 500, 100, 100), "red")])
     doc = convert_bytes(data, uri="", content_type="application/pdf", limits=IngestSettings(max_pictures=0))
     assert doc.pictures == () and "picture:" not in doc.text
+
+
+def test_tiles_and_repeated_logos_do_not_crowd_out_a_real_figure(tmp_path: Path) -> None:
+    # As some PDFs paint a page: many 16x16 tiles first (more than max_pictures), a figure after them.
+    tiles = [(0, (10 + 8 * (i % 60), 10 + 8 * (i // 60), 16, 16), "red") for i in range(150)]
+    logos = [(page, (500, 740, 40, 40), "green") for page in range(3)]
+    figure = [(1, (72, 400, 120, 80), "blue")]
+    data = pdf_with_images(["Tiles.", "Figure 1: Throughput", "Last page."], tiles + logos + figure)
+    doc = convert_file(write(tmp_path, "tiled.pdf", data), IngestSettings(max_pictures=100))
+    assert [(p.reference, p.width, p.height) for p in doc.pictures] == [("p1-151", 40, 40), ("p2-2", 120, 80)]
+    notes = "\n".join(doc.notes)
+    assert "150 small and 2 repeated image(s) skipped" in notes
+    assert "over the limit" not in notes

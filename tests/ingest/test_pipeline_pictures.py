@@ -91,17 +91,17 @@ def test_a_failed_add_leaves_no_pictures_and_no_table(
     (tmp_path / "later.md").write_text("# Later\n\nA document embedded after the paper was written.\n")
     small_batches(monkeypatch, 1)  # the paper's pages are written before the failure
     seen: list[bool] = []
-    real_commit = HeldWrites.commit
+    real_commit = HeldWrites._commit
 
-    def commit(held: HeldWrites) -> None:
+    def commit(held: HeldWrites, group) -> None:
         if seen:
             raise ModelError("cannot reach embedding model test: Connection error.")  # a later batch fails
-        real_commit(held)
+        real_commit(held, group)
         seen.append(db.pictures is not None and db.pictures.count_rows() > 0)
         # A reader opening now sees the state before the add: no pictures table yet.
         assert open_database(db.location).pictures is None
 
-    monkeypatch.setattr(HeldWrites, "commit", commit)
+    monkeypatch.setattr(HeldWrites, "_commit", commit)
     with pytest.raises(ModelError):
         add(db, embedder, paper(tmp_path), tmp_path / "later.md")
     assert seen == [True]  # the pictures were written, and then undone
@@ -109,7 +109,7 @@ def test_a_failed_add_leaves_no_pictures_and_no_table(
     assert again.pictures is None
     assert schema.PICTURES not in again.conn.list_tables().tables
     assert [d.title for d in wait(reads.list_documents(again))] == ["Kept"]
-    monkeypatch.setattr(HeldWrites, "commit", real_commit)
+    monkeypatch.setattr(HeldWrites, "_commit", real_commit)
     add(again, embedder, paper(tmp_path))
     assert again.pictures is not None and again.pictures.count_rows() == 2
 

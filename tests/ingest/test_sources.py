@@ -51,7 +51,7 @@ def test_walk_is_recursive_sorted_and_filtered(tmp_path: Path) -> None:
         "sub/c.pdf",
         "sub/deeper/d.docx",
         "sub/page.HTML",
-        "image.png",
+        "image.gif",
         "archive.tar.gz",
         ".hidden.md",
         ".git/config.txt",
@@ -231,7 +231,7 @@ def test_unsupported_and_ignored_entries_are_reported_with_the_reason(tmp_path: 
     touch(tmp_path, ".gitignore", b"# built\nbuild/\n*.log\n")
     for rel in [
         "a.md",
-        "fig.PNG",
+        "fig.GIF",
         "notes.org",
         "build/out.md",
         "run.log",
@@ -243,7 +243,7 @@ def test_unsupported_and_ignored_entries_are_reported_with_the_reason(tmp_path: 
     ignore = f"{tmp_path / '.gitignore'}"
     assert left_out(tmp_path) == [
         ("build", "ignored", f"{ignore}: build/"),
-        ("fig.PNG", "unsupported", ".png"),
+        ("fig.GIF", "unsupported", ".gif"),
         ("notes.org", "unsupported", ".org"),
         ("run.log", "ignored", f"{ignore}: *.log"),
         ("tool", "unsupported", "binary"),

@@ -25,6 +25,7 @@ ROUTES: dict[str, tuple[int, str, bytes]] = {
     "/doc.pdf": (200, "application/pdf", make_pdf(["pdf over http"])),
     "/empty.txt": (200, "text/plain", b""),
     "/image.png": (200, "image/png", b"\x89PNG\r\n"),
+    "/image.gif": (200, "image/gif", b"GIF89a"),
     "/figures.html": (
         200,
         "text/html",
@@ -124,7 +125,10 @@ def test_http_errors(server: str) -> None:
         fetch_url(f"{server}/missing")
     with pytest.raises(ConversionError, match="is empty"):
         fetch_url(f"{server}/empty.txt")
-    with pytest.raises(ConversionError, match="unsupported content type image/png"):
+    with pytest.raises(ConversionError, match="unsupported content type image/gif"):
+        fetch_url(f"{server}/image.gif")
+    # Images are read by OCR (the `ocr` extra, which the tests install): a damaged one is refused.
+    with pytest.raises(ConversionError, match=r"image\.png: not an image haiku can read"):
         fetch_url(f"{server}/image.png")
 
 

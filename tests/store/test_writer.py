@@ -326,3 +326,43 @@ def test_a_waiting_writer_says_so_once_and_when_it_is_done(tmp_path: Path, monke
     second[0].release()
     assert len(heard) == 2 and heard[1] == "done"
     assert heard[0].startswith("waiting for database 'notes': it is being written by pid")
+
+
+def test_a_waiting_writer_is_served_before_the_holder_takes_the_lock_again(tmp_path: Path) -> None:
+    # `haiku watch` syncs source after source, each a write of its own: it lets the lock go and asks for
+    # it again at once. A writer already waiting goes first (it waited out its whole wait before).
+    import threading
+
+    from haiku_cli.store.writer_line import is_marker
+
+    holder = writer.acquire(tmp_path, "notes", WaitPolicy())
+    served: list[str] = []
+
+    def write(name: str) -> None:
+        lock = writer.acquire(tmp_path, "notes", WaitPolicy(60))
+        served.append(name)
+        lock.release()
+
+    waiting = threading.Thread(target=write, args=("waiting",))
+    waiting.start()
+    deadline = time.monotonic() + 60
+    while not any(is_marker(p.name) for p in tmp_path.iterdir()):  # it joined the line
+        assert time.monotonic() < deadline and waiting.is_alive()
+        time.sleep(0.01)
+    holder.release()
+    write("holder again")  # at once, as a watch's next sync does
+    waiting.join(60)
+    assert served == ["waiting", "holder again"]
+    assert not any(is_marker(p.name) for p in tmp_path.iterdir())  # each left the line
+
+
+def test_a_waiter_killed_in_the_line_holds_up_no_one(tmp_path: Path) -> None:
+    from haiku_cli.store.writer_line import Place
+
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    marker = Place(tmp_path, "dead").join()
+    marker.path.write_text(json.dumps({"pid": int(gone.stdout), "host": os.uname().nodename, "at": 0}))
+    writer.acquire(tmp_path, "notes", WaitPolicy(0)).release()  # not refused: the dead waiter is passed
+    assert not marker.path.exists()

@@ -131,3 +131,19 @@ def test_kill_between_tables_leaves_no_partial_document(tmp_path: Path) -> None:
     write_documents(writer, [_write("after")])
     assert "pending_write" not in writer.meta
     assert wait(reads.count_documents(writer)) == 2 and wait(reads.get_document(writer, "half")) is None
+
+
+def test_a_group_held_past_its_time_commits_its_whole_documents_as_a_keep_point(db) -> None:
+    from haiku_cli.store.writer import exclusive
+    from haiku_cli.store.writes import HeldWrites
+
+    with exclusive(db), atomic_write(db):
+        # Far from the group's size, but past its time: the whole document is committed and kept.
+        held = HeldWrites(db, commit_rows=1_000_000, commit_seconds=0.0)
+        held.write([_write("whole one")])
+        assert not held.held and db.kept_counts == (1, 2)
+        # A document that goes on in the next write is held whatever the time: it is not whole yet.
+        held.write([_write("cut one", n_chunks=3)], boundary=False)
+        assert held.held and db.kept_counts == (1, 2)
+        held.commit()
+        assert not held.held and db.kept_counts == (2, 5)

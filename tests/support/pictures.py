@@ -20,6 +20,15 @@ def png(width: int = 64, height: int = 48, color: str = "red", mark: str = "blue
     return out.getvalue()
 
 
+def gif(width: int = 64, height: int = 48) -> bytes:
+    """A GIF like `png()`'s picture: a format haiku keeps as a picture but does not read as a document."""
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.open(io.BytesIO(png(width, height))).save(out, format="GIF")
+    return out.getvalue()
+
+
 def pdf_with_images(
     pages: Sequence[str], images: Sequence[tuple[int, tuple[float, float, float, float], str]] = ()
 ) -> bytes:

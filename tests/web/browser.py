@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import shutil
 import socket
 import subprocess
@@ -69,6 +70,57 @@ class Browser:
     def screenshot(self, path: Path) -> None:
         """Save what the page looks like now as a PNG."""
         path.write_bytes(base64.b64decode(self._call("GET", "/screenshot")))
+
+
+class Page:
+    """The page as a user works it, with a screenshot of each state it reaches."""
+
+    def __init__(self, browser: Browser, folder: Path) -> None:
+        self.browser = browser
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def shot(self, name: str) -> Path:
+        """Save the page as `name.png` in this test's screenshot folder; its path."""
+        path = self.folder / f"{name}.png"
+        self.browser.screenshot(path)
+        return path
+
+    def open(self, url: str) -> None:
+        """Load (or reload) the page and wait until it knows what the server covers."""
+        self.browser.open(url)
+        self.ready()
+
+    def ready(self) -> None:
+        """Wait until the page knows what the server covers."""
+        self.browser.wait("document.body.dataset.ready === '1'")
+
+    def ask(self, question: str) -> None:
+        self.browser.js(
+            "document.getElementById('question').value = arguments[0];"
+            "document.getElementById('ask').requestSubmit();",
+            question,
+        )
+
+    def answered(self, turns: int) -> list[dict[str, object]]:
+        """Wait for `turns` answers on the page; what each shows (answer, citation labels)."""
+        self.browser.wait(
+            "document.querySelectorAll('.turn[data-turn]').length === arguments[0] "
+            "&& document.getElementById('send').hidden === false",
+            turns,
+        )
+        return self.browser.js(
+            "return Array.from(document.querySelectorAll('.turn[data-turn]')).map(t => ({"
+            "answer: t.querySelector('.answer').innerText,"
+            "html: t.querySelector('.answer').innerHTML,"
+            "citations: Array.from(t.querySelectorAll('.citations li')).map(li => li.innerText)}));"
+        )
+
+    def status(self) -> str:
+        return self.browser.js("return document.getElementById('status').innerText;")
+
+    def stored(self) -> dict[str, object]:
+        return json.loads(self.browser.js("return localStorage.getItem('haiku-serve:conversation');"))
 
 
 @contextmanager

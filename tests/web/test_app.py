@@ -16,8 +16,10 @@ from pydantic_ai.models.function import AgentInfo, DeltaToolCalls
 from haiku_cli.capabilities.compaction import CAPSULE_HEADING
 from haiku_cli.capabilities.policy import QUOTE_TAG
 from haiku_cli.databases.workspace import Workspace
+from haiku_cli.errors import ModelError
 from haiku_cli.web.app import WebApp
 from haiku_cli.web.runs import MAX_STATE_BYTES
+from haiku_cli.web.welcome import GENERIC, examples
 from tests.capabilities.conftest import kb, kb_template
 from tests.capabilities.script import Step, call, chunk_ids, cite_first, returns, search, text
 from tests.chat.streaming import StreamScript
@@ -288,3 +290,91 @@ def test_an_answer_quoting_what_its_citation_does_not_hold_streams_and_is_flagge
     assert [(q["verified"], q["chunk"]) for q in custom["value"]["quotes"]] == [
         (True, chunk_ids(script.seen[-1])[0])
     ]
+
+
+def test_a_follow_up_narrowed_in_the_picker_is_offered_only_its_databases_chunks(kb: Workspace) -> None:
+    first = StreamScript(search("mitochondria ATP cells"), cite_first(), text("ATP [1]."))
+    app = open_app(kb, first, ["notes", "papers"])
+    found = events(request(app, "POST", "/api/agui", json=run_input([question("What makes ATP?")])))
+    [custom] = of_type(found, "CUSTOM")
+    [cells] = custom["value"]["citations"]
+    assert cells["database"] == "papers"
+    [messages] = of_type(found, "MESSAGES_SNAPSHOT")
+    [state] = of_type(found, "STATE_SNAPSHOT")
+    narrowed = state["snapshot"]
+    narrowed["retrieval"]["sources"] = [{"name": "notes", "path": None}]  # one tick off in the picker
+    history = [*messages["messages"], question("And the capital of France?", 2)]
+    again = StreamScript(
+        call(("cite", {"chunk_ids": [cells["chunk_id"]]})),
+        search("capital of France"),
+        cite_first(),
+        text("Paris [1]."),
+    )
+    found = events(
+        request(
+            open_app(kb, again, ["notes", "papers"]), "POST", "/api/agui", json=run_input(history, narrowed)
+        )
+    )
+    assert not of_type(found, "RUN_ERROR")
+    [capsule] = [r for r in returns(again.seen[0], "search") if CAPSULE_HEADING in r]
+    assert cells["chunk_id"] not in capsule and cells["content"] not in capsule
+    assert "[Cited from the database papers, which this question does not cover: Cells" in capsule
+    assert (
+        "is a chunk of the database papers, which this question does not cover"
+        in returns(again.seen[1], "cite")[-1]
+    )
+    [custom] = of_type(found, "CUSTOM")
+    assert custom["value"]["grounded"] and {c["database"] for c in custom["value"]["citations"]} == {"notes"}
+
+    # A client that keeps the evidence states but drops the policy's is refused, as for the others.
+    dropped = {k: v for k, v in state["snapshot"].items() if k != "citation_policy"}
+    refused = events(
+        request(
+            open_app(kb, StreamScript(text("Paris.")), ["notes", "papers"]),
+            "POST",
+            "/api/agui",
+            json=run_input(history, dropped),
+        )
+    )
+    [error] = of_type(refused, "RUN_ERROR")
+    assert "deps.state['citation_policy'] has no record" in error["message"]
+
+
+def test_info_says_what_is_in_scope_with_example_questions_from_the_titles(kb: Workspace) -> None:
+    app = open_app(kb, StreamScript(), ["notes", "papers"])
+    welcome = request(app, "GET", "/api/info").json()["welcome"]
+    assert welcome["databases"] == [
+        {"name": "notes", "documents": 2, "chunks": 2, "error": None},
+        {"name": "papers", "documents": 2, "chunks": 2, "error": None},
+    ]
+    assert welcome["examples"] == [
+        "What is \u201cFrance\u201d about?",
+        "What are the key points of \u201cPlants\u201d?",
+        "What topics do these documents cover?",
+    ]
+    # Fewer titles to go by: questions that fit any collection make up the rest.
+    assert examples(["Plants"]) == ["What is \u201cPlants\u201d about?", *GENERIC[:2]]
+    assert examples([]) == list(GENERIC)
+
+
+def test_a_model_without_its_key_is_refused_on_each_question_not_at_start(
+    kb: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    app = anyio.run(lambda: WebApp.open(kb, kb.select_many(["notes"]), "openai-chat:gpt-4o"))
+    for _ in range(2):
+        response = request(app, "POST", "/api/agui", json=run_input([question("Capital?")]))
+        assert response.status_code == 503
+        [error] = of_type(events(response), "RUN_ERROR")
+        assert error["message"] == (
+            "cannot use model 'openai-chat:gpt-4o': set the OPENAI_API_KEY environment variable (or, for an "
+            "OpenAI-compatible server that needs no key, OPENAI_BASE_URL or [model] base_url); "
+            "then restart haiku serve"
+        )
+    assert request(app, "GET", "/api/info").status_code == 200
+
+
+def test_an_unknown_model_provider_is_refused_at_start(kb: Workspace) -> None:
+    with pytest.raises(ModelError, match="unknown model provider 'nonsense'"):
+        anyio.run(lambda: WebApp.open(kb, kb.select_many(["notes"]), "nonsense:gpt-4o"))

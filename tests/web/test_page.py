@@ -17,8 +17,7 @@ from tests.cli.chat_script import conversation
 from tests.cli.openai_stub import Reply, answer, tool_call
 from tests.cli.test_ask_command import openai_env
 from tests.support.pictures import pdf_with_images
-from tests.web.browser import Browser, available, chromium
-from tests.web.conftest import FAILED
+from tests.web.browser import Page, available
 from tests.web.serving import haiku_serve
 
 __all__ = ["kb", "kb_template", "openai_env"]
@@ -126,74 +125,6 @@ PAPER = ["Measuring recall of hybrid retrieval.\n\n\n\n\n\n\n\n\nFigure 1: Recal
 
 
 PROGRAM = "print('documents:', len(list_documents()))"
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    """One headless Chromium for this module's tests (starting one takes seconds): each test's server
-    is another origin (its own port), so the page's saved state is each test's own; `page` clears it."""
-    with chromium(tmp_path_factory.mktemp("browser") / "profile") as shared:
-        yield shared
-
-
-@pytest.fixture
-def page(request: pytest.FixtureRequest, browser: Browser, tmp_path: Path) -> Iterator[Page]:
-    """The page in the module's headless Chromium; a screenshot `failure.png` is kept if the test fails.
-    Afterwards the origin's saved state is cleared, as a port the next server is given may be the same."""
-    shown = Page(browser, tmp_path / "screens")
-    yield shown
-    if request.node.stash.get(FAILED, False):
-        shown.shot("failure")
-    browser.js("localStorage.clear(); sessionStorage.clear();")
-    browser.open("about:blank")
-
-
-class Page:
-    """The page as a user works it, with a screenshot of each state it reaches."""
-
-    def __init__(self, browser: Browser, folder: Path) -> None:
-        self.browser = browser
-        self.folder = folder
-        folder.mkdir(parents=True, exist_ok=True)
-
-    def shot(self, name: str) -> None:
-        self.browser.screenshot(self.folder / f"{name}.png")
-
-    def open(self, url: str) -> None:
-        """Load (or reload) the page and wait until it knows what the server covers."""
-        self.browser.open(url)
-        self.ready()
-
-    def ready(self) -> None:
-        """Wait until the page knows what the server covers."""
-        self.browser.wait("document.body.dataset.ready === '1'")
-
-    def ask(self, question: str) -> None:
-        self.browser.js(
-            "document.getElementById('question').value = arguments[0];"
-            "document.getElementById('ask').requestSubmit();",
-            question,
-        )
-
-    def answered(self, turns: int) -> list[dict[str, object]]:
-        """Wait for `turns` answers on the page; what each shows (answer, citation labels)."""
-        self.browser.wait(
-            "document.querySelectorAll('.turn[data-turn]').length === arguments[0] "
-            "&& document.getElementById('send').hidden === false",
-            turns,
-        )
-        return self.browser.js(
-            "return Array.from(document.querySelectorAll('.turn[data-turn]')).map(t => ({"
-            "answer: t.querySelector('.answer').innerText,"
-            "html: t.querySelector('.answer').innerHTML,"
-            "citations: Array.from(t.querySelectorAll('.citations li')).map(li => li.innerText)}));"
-        )
-
-    def status(self) -> str:
-        return self.browser.js("return document.getElementById('status').innerText;")
-
-    def stored(self) -> dict[str, object]:
-        return json.loads(self.browser.js("return localStorage.getItem('haiku-serve:conversation');"))
 
 
 def test_a_conversation_in_the_browser(server, page: Page) -> None:

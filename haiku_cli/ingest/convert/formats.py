@@ -6,7 +6,19 @@ last resort of the dispatcher, not of this list.
 
 from __future__ import annotations
 
-from haiku_cli.ingest.convert import code, docx, epub, html, mail, markdown, pdf, pptx, sheets, text
+from haiku_cli.ingest.convert import (
+    code,
+    docx,
+    epub,
+    html,
+    image_file,
+    mail,
+    markdown,
+    pdf,
+    pptx,
+    sheets,
+    text,
+)
 from haiku_cli.ingest.convert.registry import register
 
 register(pdf.CONVERTER)
@@ -19,5 +31,6 @@ register(markdown.CONVERTER)
 register(sheets.DELIMITED)
 register(mail.EML)
 register(mail.MBOX)
+register(image_file.CONVERTER)
 register(code.CONVERTER)
 register(text.CONVERTER)

@@ -6,6 +6,7 @@ declaring a bomb's pixel count), scaled down to `max_picture_pixels`, and kept a
 
 from __future__ import annotations
 
+import hashlib
 import io
 import warnings
 from collections.abc import Iterator
@@ -20,8 +21,9 @@ from haiku_cli.store.markers import clean_caption
 if TYPE_CHECKING:
     from PIL.Image import Image
 
-# Smaller images are bullets, rules and spacers, not figures.
-MIN_SIDE = 16
+# Smaller images are bullets, rules, spacers and the tiles some PDFs paint backgrounds with, not figures.
+# (Their byte count tells nothing more: PDF streams of plain 64x64 pictures take 27-60 bytes.)
+MIN_SIDE = 32
 # An image declaring more than this many times max_picture_pixels is not decoded at all.
 BOMB_FACTOR = 25
 _KEPT_FORMATS = {"PNG": "png", "JPEG": "jpeg"}
@@ -40,6 +42,9 @@ class PictureCollector:
         self.notes: list[str] = []
         self._over_count = 0
         self._seen = 0
+        self._small = 0
+        self._repeats = 0
+        self._digests: set[bytes] = set()
 
     def next_reference(self, prefix: str = "image") -> str:
         """The reference of the next image met in document order (`image-1`, `image-2`, ...)."""
@@ -58,15 +63,36 @@ class PictureCollector:
             return True
         return False
 
-    def add_encoded(self, data: bytes, reference: str, **place: Any) -> Picture | None:
-        """Add an encoded image (a file's or a download's bytes); None when it is skipped."""
-        if self.over_limit():
+    def decoration(
+        self, width: int, height: int, data: bytes | None = None, *, repeats: bool = False
+    ) -> bool:
+        """Whether an image is too small to be a figure, or (`repeats`) the same as one met before in this
+        document (a logo on every page of a PDF): counted for a note, never kept. Asked before
+        `over_limit`, so that such images do not use up `max_pictures`. `data`: the image as stored."""
+        if min(width, height) < MIN_SIDE:
+            self._small += 1
+            return True
+        if repeats and data is not None:
+            digest = hashlib.blake2b(data, digest_size=16).digest()
+            if digest in self._digests:
+                self._repeats += 1
+                return True
+            self._digests.add(digest)
+        return False
+
+    def add_encoded(self, data: bytes, reference: str, *, check: bool = True, **place: Any) -> Picture | None:
+        """Add an encoded image (a file's or a download's bytes); None when it is skipped. `check=False`:
+        the caller asked `decoration` and `over_limit` already."""
+        if check and self.over_limit():
             return None
         from PIL import Image, UnidentifiedImageError
 
         try:
             with _quiet_bombs(), Image.open(io.BytesIO(data)) as probe:
                 if self.declared_too_large(*probe.size, reference):
+                    return None
+                if min(probe.size) < MIN_SIDE:
+                    self._small += 1
                     return None
                 kept = _KEPT_FORMATS.get(probe.format or "")
                 probe.draft("RGB", _fit(probe.size, self.limits.max_picture_pixels))  # JPEG: decode smaller
@@ -83,14 +109,13 @@ class PictureCollector:
         as_is = kept is not None and image.size == probe.size and image.mode in ("RGB", "L", "RGBA", "P")
         if as_is and len(data) <= self._max_bytes and not _too_many(image.size, self.limits):
             return self._keep(data, kept or "png", image.size, reference, **place)
-        return self.add_image(image, reference, **place)
+        return self.add_image(image, reference, check=False, **place)
 
-    def add_image(self, image: Image, reference: str, **place: Any) -> Picture | None:
-        """Add a decoded image, scaled down and encoded; None when it is skipped."""
-        if self.over_limit():
+    def add_image(self, image: Image, reference: str, *, check: bool = True, **place: Any) -> Picture | None:
+        """Add a decoded image, scaled down and encoded; None when it is skipped (`check` as for
+        add_encoded)."""
+        if check and (self.decoration(*image.size) or self.over_limit()):
             return None
-        if min(image.size) < MIN_SIDE:
-            return None  # decoration: not worth a note
         try:
             image, data, fmt = self._encoded(image)
         except (OSError, ValueError) as exc:  # a mode or depth Pillow cannot convert or write
@@ -118,6 +143,12 @@ class PictureCollector:
     def finish(self) -> tuple[tuple[Picture, ...], tuple[str, ...]]:
         """The pictures kept, and the notes (one for all those over `max_pictures`)."""
         notes = list(self.notes)
+        small = [f"{n} {what}" for n, what in ((self._small, "small"), (self._repeats, "repeated")) if n]
+        if small:
+            notes.append(
+                f"{self.label}: {' and '.join(small)} image(s) skipped: under {MIN_SIDE} pixels a side, or "
+                "the same image again (decoration, not figures)"
+            )
         if self._over_count and self.limits.max_pictures > 0:  # 0: pictures are off, nothing to say
             notes.append(
                 f"{self.label}: {self._over_count} more picture(s) not stored, over the limit of "

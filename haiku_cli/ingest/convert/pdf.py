@@ -5,10 +5,14 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert.garbled import unreadable
+from haiku_cli.ingest.convert.pdf_glyphs import map_unmapped
+from haiku_cli.ingest.convert.pdf_scans import read_scans
 from haiku_cli.ingest.convert.pdf_streams import check_pdf_streams
 from haiku_cli.ingest.convert.pdf_title import largest_type, pick_title
 from haiku_cli.ingest.convert.registry import Converter, RawDocument
@@ -47,7 +51,8 @@ def convert_pdf(
     from haiku_cli.ingest.convert.pdf_pictures import page_pictures, place_markers
 
     collector = PictureCollector(label, limits)
-    check_pdf_streams(data, label, limits or IngestSettings())
+    limits = collector.limits
+    check_pdf_streams(data, label, limits)
 
     with _PDFIUM_LOCK:
         try:
@@ -57,11 +62,17 @@ def convert_pdf(
             raise ConversionError(f"{label}: {reason}") from exc
         try:
             read = [_page_lines(pdf, i) for i in range(len(pdf))]
-            # A garbled page keeps its place, empty.
-            garbled = [i + 1 for i, lines in enumerate(read) if lines is None]
-            pages = [lines or [] for lines in read]
+            scans = read_scans(pdf, read, limits, label, _unlocked, _page_ranges)
+            # A garbled page OCR did not read keeps its place, empty.
+            garbled = [i + 1 for i, lines in enumerate(read) if lines is None and i not in scans.lines]
+            recovered = [i + 1 for i, lines in enumerate(read) if lines is None and i in scans.lines]
+            pages = [scans.lines.get(i) or lines or [] for i, lines in enumerate(read)]
             first = next((i for i, lines in enumerate(pages[:2]) if any(x.strip() for x in lines)), None)
-            font_title = _largest_type(pdf, first) if first is not None else None
+            # Type sizes come from the text layer: a page read by OCR offers its first line instead.
+            if first is not None and first in scans.lines:
+                font_title = scans.first_line(first)
+            else:
+                font_title = _largest_type(pdf, first) if first is not None else None
             first_text = "\n".join(pages[first]) if first is not None else ""
             title = pick_title(pdf.get_metadata_dict().get("Title"), first_text, font_title)
             # A garbled page is not a scan: its images are kept, but it is not rendered.
@@ -76,9 +87,11 @@ def convert_pdf(
             raise ConversionError(f"{label}: the text layer is unreadable (garbled fonts); nothing to index")
         raise ConversionError(f"{label}: no text layer (scanned?)")
     notes: tuple[str, ...] = ()
-    if garbled:
-        which = f"page{'' if len(garbled) == 1 else 's'} {_page_ranges(garbled)}"
-        notes = (f"{label}: {which} left out: the text layer is unreadable (garbled fonts)",)
+    for numbers, done in ((garbled, "left out"), (recovered, "read by OCR instead")):
+        if numbers:
+            which = f"page{'' if len(numbers) == 1 else 's'} {_page_ranges(numbers)}"
+            notes += (f"{label}: {which} {done}: the text layer is unreadable (garbled fonts)",)
+    notes += tuple(scans.notes)
     _drop_running_lines(pages)
     _mark_headings(pages, bookmarks)
     for lines, here in zip(pages, placed, strict=True):
@@ -93,6 +106,16 @@ def convert_pdf(
         pictures=pictures,
         notes=notes + picture_notes,
     )
+
+
+@contextmanager
+def _unlocked() -> Iterator[None]:
+    """PDFium free for other threads while this one (holding the lock) does long work without it."""
+    _PDFIUM_LOCK.release()
+    try:
+        yield
+    finally:
+        _PDFIUM_LOCK.acquire()
 
 
 def _pictures(pdf: Any, index: int, lines: list[str] | None, collector: Any, collect: Any) -> list[Any]:
@@ -124,7 +147,7 @@ def _page_lines(pdf: Any, index: int) -> list[str] | None:
     try:
         textpage = page.get_textpage()
         try:
-            raw = textpage.get_text_range()
+            raw = map_unmapped(textpage.get_text_range(), textpage)
         finally:
             textpage.close()
     finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+from typing import Any
 
 from haiku_cli.ingest.convert.pdf import _PDFIUM_LOCK
 from haiku_cli.ingest.document import ConversionError
@@ -48,10 +49,13 @@ def highlight_page(data: bytes, page: int, text: str, *, label: str) -> tuple[by
                     boxes.append(
                         (left * _SCALE, (height - top) * _SCALE, right * _SCALE, (height - bottom) * _SCALE)
                     )
+            scanned = textpage.count_chars() == 0
             textpage.close()
             pdf_page.close()
         finally:
             pdf.close()
+    if scanned:
+        boxes, found = _ocr_boxes(image, text)
     overlay = Image.new("RGBA", image.size, (0, 0, 0, 0))
     draw = ImageDraw.Draw(overlay)
     for box in boxes:
@@ -59,6 +63,23 @@ def highlight_page(data: bytes, page: int, text: str, *, label: str) -> tuple[by
     out = io.BytesIO()
     Image.alpha_composite(image, overlay).convert("RGB").save(out, format="PNG")
     return out.getvalue(), found
+
+
+def _ocr_boxes(image: Any, text: str) -> tuple[list[tuple[float, float, float, float]], int]:
+    """For a page without a text layer (its text was read by OCR): the boxes of the lines OCR reads on
+    the drawn page that hold a line of `text`, and how many of the text's lines were found."""
+    from haiku_cli.ingest.convert.ocr import ocr_available, read_lines
+
+    if not ocr_available():
+        return [], 0
+    read = [(" ".join(line.lower().split()), box) for line, box in read_lines(image.convert("RGB"), 60)]
+    boxes, found = [], 0
+    for line in highlight_lines(text):
+        wanted = line.lower()
+        hits = [box for seen, box in read if len(seen) >= _MIN_LINE and (seen in wanted or wanted in seen)]
+        found += bool(hits)
+        boxes.extend(hits)
+    return boxes, found
 
 
 def highlight_lines(text: str) -> list[str]:

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from haiku_cli.ingest.convert.images import MIN_SIDE, PictureCollector
+from haiku_cli.ingest.convert.images import PictureCollector
 from haiku_cli.store.markers import marker
 
 # Lines that caption a figure: "Figure 3: ...", "Fig. 2.", "Table 1 -", "Plate IV".
@@ -74,20 +74,22 @@ def _scan(page: Any, number: int, collector: PictureCollector) -> list[Placed]:
 
 
 def _image(obj: Any, reference: str, collector: PictureCollector, **place: Any) -> Any:
-    if collector.over_limit():
-        return None
     width, height = obj.get_px_size()
-    if collector.declared_too_large(width, height, reference) or min(width, height) < MIN_SIDE:
+    if collector.declared_too_large(width, height, reference):
         return None
     try:
+        # The stream as stored: its size and digest tell tiles and repeated logos before any decoding.
+        stored = bytes(obj.get_data(decode_simple=False))
+        if collector.decoration(width, height, stored, repeats=True) or collector.over_limit():
+            return None
         if obj.get_filters() == ["DCTDecode"]:
             # A JPEG as stored: kept as it is when within the limits, no re-encoding.
-            return collector.add_encoded(bytes(obj.get_data(decode_simple=False)), reference, **place)
+            return collector.add_encoded(stored, reference, check=False, **place)
         image = obj.get_bitmap(render=False).to_pil()
     except Exception as exc:  # PDFium's failures on a damaged or exotic image object
         collector.skip(reference, f"cannot be decoded ({type(exc).__name__})")
         return None
-    return collector.add_image(image, reference, **place)
+    return collector.add_image(image, reference, check=False, **place)
 
 
 def _raw_lines(page: Any) -> tuple[list[float], list[int]]:

@@ -7,6 +7,8 @@ import re
 import unicodedata
 from typing import Any
 
+from haiku_cli.ingest.convert.title_cleanup import generic, lines_after, strip_stamps, tidy
+
 # Office and print drivers record the application and the file name instead of a title.
 _APP_PREFIX = re.compile(r"^(?:Microsoft (?:Word|PowerPoint|Excel)|Word|PowerPoint)\s+-\s+", re.IGNORECASE)
 _FILE_NAME = re.compile(r"^[^\s/\\]+\.[A-Za-z][A-Za-z0-9]{0,4}$|^\S*[/\\]\S*$")
@@ -50,10 +52,13 @@ _NO_BOX: _Box = (0.0, 0.0, 0.0, 0.0)
 
 def pick_title(metadata: str | None, first_page: str, font_title: str | None) -> str | None:
     """The metadata title when it looks like a title for this document, else the largest-type title."""
-    meta = clean_metadata_title(metadata)
+    meta = tidy(clean_metadata_title(metadata))
     if meta is not None and (font_title is None or _on_page(meta, first_page)):
         return meta
-    return font_title
+    if font_title is None:
+        return None
+    # A title broken over lines in type of different sizes: its rest is on the lines after it.
+    return tidy(font_title, lines_after(font_title, first_page))
 
 
 def clean_metadata_title(title: str | None) -> str | None:
@@ -145,8 +150,8 @@ def _lines_of_size(text: str, sizes: list[float], boxes: list[_Box], size: float
             break  # the run of large lines ended
         line, matching = [], 0
         widest_gap, last = 0.0, None
-    title = " ".join(" ".join(lines).split())
-    if not title or len(title) > _MAX_TITLE_CHARS or not reads_as_words(title):
+    title = strip_stamps(" ".join(lines))  # a stamp in the largest type leaves the next size to look at
+    if generic(title) or len(title) > _MAX_TITLE_CHARS or not reads_as_words(title):
         return None
     return title
 

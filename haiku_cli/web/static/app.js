@@ -177,75 +177,50 @@ function programsOf(messages, userId) {
   return programs;
 }
 
-// ---- Markdown: escape everything, then allow a small safe subset ----
-
-function esc(s) {
-  return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
-    .replace(/"/g, "&quot;").replace(/'/g, "&#39;");
-}
-
-function inline(text) {
-  return String(text).split(/(`[^`\n]+`)/).map((piece, i) => {
-    if (i % 2) return "<code>" + esc(piece.slice(1, -1)) + "</code>";
-    let s = esc(piece);
-    s = s.replace(/!\[([^\]]*)\]\(picture:([^)\s]+)\)/g,
-      (_, alt, ref) => '<img class="pic" data-ref="' + ref + '" alt="' + alt + '">');
-    s = s.replace(/\[([^\]]+)\]\((https?:\/\/[^)\s]+)\)/g,
-      (_, label, url) => '<a href="' + url + '" target="_blank" rel="noopener noreferrer">' + label + "</a>");
-    s = s.replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>");
-    s = s.replace(/(^|[^*\w])\*([^*\s][^*]*)\*/g, "$1<em>$2</em>");
-    s = s.replace(/\[(\d+)\](?!\()/g, '<a class="cite" data-n="$1">[$1]</a>');
-    return s;
-  }).join("");
-}
-
-function markdown(src) {
-  const lines = String(src || "").replace(/\r\n?/g, "\n").split("\n");
-  const out = [];
-  let para = [];
-  let list = null; // "ul" or "ol"
-  const flush = () => {
-    if (para.length) out.push("<p>" + para.map(inline).join("<br>") + "</p>");
-    para = [];
-  };
-  const close = () => { if (list) out.push("</" + list + ">"); list = null; };
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    let m;
-    if (/^\s*```/.test(line)) {
-      flush(); close();
-      const code = [];
-      while (++i < lines.length && !/^\s*```/.test(lines[i])) code.push(lines[i]);
-      out.push("<pre><code>" + esc(code.join("\n")) + "</code></pre>");
-    } else if ((m = /^(#{1,6})\s+(.*)$/.exec(line))) {
-      flush(); close();
-      const level = Math.min(m[1].length + 2, 6); // answers sit under the page's own headings
-      out.push("<h" + level + ">" + inline(m[2]) + "</h" + level + ">");
-    } else if ((m = /^\s*([-*+]|\d+[.)])\s+(.*)$/.exec(line))) {
-      flush();
-      const kind = /\d/.test(m[1]) ? "ol" : "ul";
-      if (list !== kind) { close(); out.push("<" + kind + ">"); list = kind; }
-      out.push("<li>" + inline(m[2]) + "</li>");
-    } else if ((m = /^>\s?(.*)$/.exec(line))) {
-      flush(); close();
-      out.push("<blockquote>" + inline(m[1]) + "</blockquote>");
-    } else if (!line.trim()) {
-      flush(); close();
-    } else {
-      close();
-      para.push(line);
-    }
-  }
-  flush(); close();
-  return out.join("\n");
-}
-
 // ---- rendering ----
+
+const ANSWER = { cites: true }; // in an answer, `[n]` opens citation n
+
+function plural(n, one) {
+  return n + " " + one + (n === 1 ? "" : "s");
+}
+
+// The first view: what questions are asked over, and a few to start with (a click puts one in the box).
+function welcomeView() {
+  const w = info.welcome || { databases: [], examples: [] };
+  const el = document.createElement("div");
+  el.id = "welcome";
+  let html = "<h2>Ask about your documents</h2><p>Answers cite the passages they rest on: open a citation " +
+    "to read it in its document." + (info.analysis ? " The model may also run Python over the documents." : "") +
+    '</p><h3>In scope</h3><ul class="scope">';
+  for (const db of w.databases) {
+    html += '<li data-database="' + esc(db.name) + '"><strong>' + esc(db.name) + "</strong> " +
+      (db.error ? '<span class="bad">cannot be read: ' + esc(db.error) + "</span>"
+        : '<span class="counts">' + plural(db.documents || 0, "document") + " · " +
+          plural(db.chunks || 0, "passage") + "</span>") + "</li>";
+  }
+  for (const name of info.not_created || []) {
+    html += '<li class="not-created" data-database="' + esc(name) + '"><strong>' + esc(name) +
+      '</strong> <span class="counts">nothing added yet: left out until something is</span></li>';
+  }
+  html += "</ul>";
+  if (w.examples.length) {
+    html += '<h3>Try</h3><div class="examples">' + w.examples.map((q) =>
+      '<button type="button" class="example">' + esc(q) + "</button>").join("") + "</div>";
+  }
+  el.innerHTML = html;
+  el.querySelectorAll("button.example").forEach((b) => b.addEventListener("click", () => {
+    $("question").value = b.textContent;
+    $("question").focus();
+  }));
+  return el;
+}
 
 function render() {
   const root = $("conversation");
   root.textContent = "";
   convo.turns.forEach((turn, n) => root.appendChild(turnView(turn, n)));
+  if (!convo.turns.length && !running && info) root.appendChild(welcomeView());
   if (running) {
     const el = document.createElement("div");
     el.className = "turn";
@@ -260,7 +235,7 @@ function render() {
 function renderPending() {
   const el = $("pending");
   if (!el || !running) return;
-  el.innerHTML = running.answer ? markdown(running.answer)
+  el.innerHTML = running.answer ? markdown(running.answer, ANSWER)
     : '<p class="ungrounded">' + esc(running.tools.length ? "working: " + running.tools.join(", ") + "…" : "thinking…") + "</p>";
 }
 
@@ -269,7 +244,7 @@ function turnView(turn, n) {
   el.className = "turn";
   el.dataset.turn = String(n);
   let html = '<div class="question">' + esc(turn.question) + "</div>";
-  html += '<div class="answer">' + markdown(turn.answer) + "</div>";
+  html += '<div class="answer">' + markdown(turn.answer, ANSWER) + "</div>";
   // The answer streamed as it was written, so a quote its cited passages do not hold is flagged here.
   for (const q of (turn.quotes || []).filter((x) => !x.verified)) {
     html += '<p class="unverified">Not found in the cited passages: \u201c' + esc(q.text) + "\u201d</p>";
@@ -327,6 +302,28 @@ function pickerChanged() {
   renderPicker();
 }
 
+// A document as its chunks, each rendered as Markdown under the headings it sits in (a chunk's text
+// leaves them out: they are in its heading path), the cited one highlighted.
+function documentView(doc, citedId) {
+  const title = doc.document.title || "";
+  let path = [];
+  let html = "";
+  for (const chunk of doc.chunks) {
+    const headings = chunk.heading_path || [];
+    let same = 0;
+    while (same < headings.length && same < path.length && headings[same] === path[same]) same += 1;
+    for (let depth = same; depth < headings.length; depth++) {
+      if (depth === 0 && headings[0] === title) continue; // the pane's own heading already says it
+      const level = Math.min(depth + 3, 6);
+      html += '<h' + level + ' class="heading">' + inline(headings[depth]) + "</h" + level + ">";
+    }
+    path = headings;
+    html += '<div class="chunk' + (chunk.id === citedId ? " cited" : "") + '" data-chunk="' +
+      esc(chunk.id) + '">' + markdown(chunk.text) + "</div>";
+  }
+  return html;
+}
+
 // A citation opens its document at the cited passage, with the pictures that passage covers.
 async function openCitation(c) {
   const reader = $("reader");
@@ -351,10 +348,7 @@ async function openCitation(c) {
       html += '<figure class="page"><img class="page" data-page="' + Number(page) + '" alt="page ' +
         Number(page) + '"><figcaption>Page ' + Number(page) + ", the passage highlighted</figcaption></figure>";
     }
-    for (const chunk of doc.chunks) {
-      html += '<div class="chunk' + (chunk.id === c.chunk_id ? " cited" : "") + '" data-chunk="' +
-        esc(chunk.id) + '">' + markdown(chunk.text) + "</div>";
-    }
+    html += documentView(doc, c.chunk_id);
     body.innerHTML = html;
     body.querySelectorAll("img.pic").forEach(async (img) => {
       try {
@@ -367,8 +361,15 @@ async function openCitation(c) {
         img.src = await getBlobURL("/api/page?" + where + "&page=" + img.dataset.page);
       } catch (_) { img.closest("figure").remove(); } // not a PDF added from a file here: no page to draw
     });
+    // The cited passage in view, kept there while the pictures above it load (unless the reader scrolls).
     const cited = body.querySelector(".chunk.cited");
-    if (cited) cited.scrollIntoView({ block: "center" });
+    if (cited) {
+      let moved = false;
+      const keep = () => { if (!moved) cited.scrollIntoView({ block: "center" }); };
+      reader.addEventListener("wheel", () => { moved = true; }, { once: true });
+      body.querySelectorAll("img").forEach((img) => img.addEventListener("load", keep, { once: true }));
+      keep();
+    }
   } catch (err) {
     body.innerHTML = '<p class="ungrounded">' + esc(err.message || err) + "</p>";
   }
