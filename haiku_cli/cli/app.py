@@ -118,7 +118,14 @@ def _commands_group() -> type:
     import typer
     from typer.core import TyperGroup
 
+    from haiku_cli.cli.coercion import defer_coercion
+
     class Commands(TyperGroup):
+        def get_params(self, ctx: Any) -> list[Any]:
+            params = super().get_params(ctx)  # typer's completion options are made here, each time
+            defer_coercion(params)
+            return params
+
         def list_commands(self, ctx: Any) -> list[str]:
             return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
 
