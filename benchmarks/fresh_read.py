@@ -85,40 +85,47 @@ def _check_tree(tree: Path, env: dict[str, str], cwd: Path) -> None:
     assert Path(found).resolve().is_relative_to(tree.resolve()), f"{tree} is shadowed by {found}"
 
 
-def _importtime(env: dict[str, str], cwd: Path, runs: int = 3) -> dict[str, float]:
-    """Medians over `runs` of all imports' time, haiku modules' own time and count, typer's adapters."""
-    rows: list[dict[str, float]] = []
+def _importtimes(envs: dict[str, dict[str, str]], cwd: Path, runs: int = 5) -> dict[str, dict[str, float]]:
+    """Per tree, medians over `runs` (the trees alternating) of all imports' own time, haiku's modules'
+    own time and count, and typer's adapter module with what it imported (0: not imported)."""
+    rows: dict[str, list[dict[str, float]]] = {label: [] for label in envs}
     for _ in range(runs):
-        done = subprocess.run(
-            [sys.executable, "-X", "importtime", "-c", LAUNCH, "search", "--type", "fts", QUERY],
-            env=env,
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        total = own = adapters = 0
-        modules = 0
-        for line in done.stderr.splitlines():
-            m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)", line)
-            if not m:
-                continue
-            self_us, cumulative, name = int(m[1]), int(m[2]), m[4]
-            total += self_us
-            if name.startswith("haiku_cli"):
-                own += self_us
-                modules += 1
-            if name == "typer._adapters":
-                adapters = cumulative
-        rows.append(
-            {
-                "all_imports_ms": total / 1000,
-                "haiku_own_ms": own / 1000,
-                "typer_adapters_ms": adapters / 1000,
-                "haiku_modules": modules,
-            }
-        )
-    return {k: round(statistics.median(r[k] for r in rows), 1) for k in rows[0]}
+        for label, env in envs.items():
+            rows[label].append(_one_importtime(env, cwd))
+    return {
+        label: {k: round(statistics.median(r[k] for r in found), 1) for k in found[0]}
+        for label, found in rows.items()
+    }
+
+
+def _one_importtime(env: dict[str, str], cwd: Path) -> dict[str, float]:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", LAUNCH, "search", "--type", "fts", QUERY],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    total = own = adapters = 0
+    modules = 0
+    for line in done.stderr.splitlines():
+        m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)", line)
+        if not m:
+            continue
+        self_us, cumulative, name = int(m[1]), int(m[2]), m[4]
+        total += self_us
+        if name.startswith("haiku_cli"):
+            own += self_us
+            modules += 1
+        if name == "typer._adapters":
+            adapters = cumulative
+    return {
+        "all_imports_ms": total / 1000,
+        "haiku_own_ms": own / 1000,
+        "typer_adapters_ms": adapters / 1000,
+        "haiku_modules": modules,
+    }
 
 
 def _daemon_pid(sock: Path) -> int | None:
@@ -188,12 +195,13 @@ def run(before: Path | None, docs: int, rounds: int, work: Path) -> dict:
         )
     argv = [sys.executable, "-c", LAUNCH, "search", "--type", "fts", QUERY]
     cases = {"fresh": Case(argv, {**after_env, **off})}
-    importtime = {"after": _importtime({**after_env, **off}, work)}
+    trees = {"after": {**after_env, **off}}
     if before is not None:
         before_env = _tree_env(before, base)
         _check_tree(before, before_env, work)
         cases["fresh (before)"] = Case(argv, {**before_env, **off})
-        importtime["before"] = _importtime({**before_env, **off}, work)
+        trees["before"] = {**before_env, **off}
+    importtime = _importtimes(trees, work)
     sock = runtime / "daemon.sock"
     daemon = Case(argv, after_env)
     samples: dict[str, list[tuple[float, float]]] = {k: [] for k in (*cases, "second, daemon")}

@@ -4,8 +4,9 @@ typer (0.2x) coerces every parameter's value through a pydantic TypeAdapter buil
 parameter, given or not: for `haiku search` that is a dozen schemas and typer's adapter module on every
 fresh start. A value that is already what its plain annotation asks (a `str` for `str`, digits for `int`,
 `bool` for `bool`, strings for `list[str]`) comes out of those adapters unchanged (or as `int(...)`,
-`list(...)`), so it is passed on here; anything else goes to typer's own coercion, built then, and is
-checked and worded exactly as before. With a typer without this layer nothing is changed.
+`list(...)`, or what the option's own parser returns), so it is passed on here; anything else goes to
+typer's own coercion, built then, and is checked and worded exactly as before. With a typer without this
+layer nothing is changed.
 """
 
 from __future__ import annotations
@@ -58,16 +59,27 @@ def _deferred_class(base: type, build: Any) -> type:
 
 
 _NOT_PLAIN = object()
+# ParameterInfo fields whose rules typer's coercion applies to a value (range, parser, click type).
+_TYPER_HOOKS = ("parser", "click_type", "min", "max")
 
 
 def _as_is(annotation: Any, info: Any, value: Any) -> Any:
     """What typer's adapter would make of `value`, when that is plain to see; else _NOT_PLAIN."""
+    parser = getattr(info, "parser", None)
+    if parser is not None and get_origin(annotation) is not list:
+        # What typer's adapter does with a parser: calls it, its BadParameter going out unchanged; a
+        # ValueError it words itself, so that case is left to it.
+        try:
+            return parser(value)
+        except (ValueError, AssertionError):
+            return _NOT_PLAIN
+    if any(getattr(info, hook, None) is not None for hook in _TYPER_HOOKS):
+        return _NOT_PLAIN  # a click type or range of its own: typer's coercion applies them
     if annotation is str and type(value) is str:
         return value
     if annotation is bool and type(value) is bool:
         return value
-    bounded = getattr(info, "min", None) is not None or getattr(info, "max", None) is not None
-    if annotation is int and not bounded:
+    if annotation is int:
         if type(value) is int:
             return value
         if type(value) is str and _DIGITS.fullmatch(value):
