@@ -9,7 +9,8 @@ different abstracts fill the table to `--size`. Queries: CISI's 76 queries and 2
 (not in the table), embedded as queries. The table is written as a haiku database (store schema), in
 files of WRITE_ROWS as adds and compaction leave them, and indexed by the store's `create_vector_index`
 (in segments of at most `vector_segments.SEGMENT_ROWS`; `--whole`: one graph over every row, LanceDB's
-way, as before 2026-12-06), timed with the build's peak RSS; each ef is searched as `find_candidates`
+way, as haiku built it before the segments), timed with the build's peak RSS; each ef is searched as
+`find_candidates`
 searches (refine factor 5, `ef` per segment), and recall@10 is against an exact cosine ranking computed
 with numpy. `default_ef` is the breadth a search of this table asks now.
 

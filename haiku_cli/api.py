@@ -43,6 +43,13 @@ Tags (a named state of a database's tables; `ws.read_at(TAG)` reads every databa
     `find_tag(ws, location, name) -> DatabaseTag` (a missing database or tag fails naming it),
     `check_tag(ws, selection)` (every written database of the selection opened at `ws`'s tag, or an error).
 
+Publishing (`haiku publish`, docs/sharing.md; a database's consistent state copied for others to read)
+    `publish(ws, location, to, *, tag=None) -> PublishReport` (`to`: a URI, a path or a configured
+    database's name; only what the target lacks is copied; `unchanged` when it held this state already),
+    `PublishInfo` (`DatabaseInfo.published`, `DatabaseOverview.published`: which publish a copy holds),
+    `describe_publish(info) -> str`, `newer_than_reader(name, info) -> str | None` (one line when a newer
+    haiku published it).
+
 Health (`haiku doctor`)
     `check_health(ws, selection, *, fix=False) -> DoctorReport` (`databases`: a `DatabaseHealth` each, its
     `checks` a `Check` each: `check`, `status` ok/warn/fail, `detail`, `fix`, `safe_fix`, `fixed`).
@@ -134,6 +141,7 @@ if TYPE_CHECKING:
         visualize_chunk,
         write_pictures,
     )
+    from haiku_cli.databases.publishing import publish
     from haiku_cli.databases.queries import get_document, info, list_documents, overview
     from haiku_cli.databases.queries import search as search_hits
     from haiku_cli.databases.queries import search_results as search
@@ -187,6 +195,9 @@ if TYPE_CHECKING:
     from haiku_cli.store.outcomes import WriteOutcome
     from haiku_cli.store.outcomes import mark as write_mark
     from haiku_cli.store.outcomes import since as writes_since
+    from haiku_cli.store.published import PublishInfo, newer_than_reader
+    from haiku_cli.store.published import describe as describe_publish
+    from haiku_cli.store.publishing import PublishReport
     from haiku_cli.store.records import (
         ChunkRecord,
         DocumentRecord,

@@ -155,3 +155,43 @@ def test_no_folder_has_an_import_circle() -> None:
     for module in graph:
         visit(module, [module])
     assert circles == []
+
+
+def _all_imports(path: Path, modules: set[str]) -> set[str]:
+    """The haiku_cli modules (packages as their `__init__`) a file imports: at run time, inside
+    functions, and for type checking alike."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("haiku_cli"):
+            for alias in node.names:
+                name = f"{node.module}.{alias.name}"
+                found.add(name if name in modules else node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("haiku_cli"))
+    return found & modules
+
+
+def test_no_module_is_in_an_import_circle_type_checking_imports_included() -> None:
+    # A circle through a TYPE_CHECKING import still ties two modules together: neither can be read,
+    # moved or tested without the other.
+    def name(path: Path) -> str:
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        return ".".join(("haiku_cli", *(parts[:-1] if parts[-1] == "__init__" else parts)))
+
+    paths = {name(path): path for path in PACKAGE.rglob("*.py")}
+    graph = {module: _all_imports(path, set(paths)) - {module, "haiku_cli"} for module, path in paths.items()}
+    circles: list[list[str]] = []
+    done: set[str] = set()
+
+    def visit(module: str, trail: list[str]) -> None:
+        for target in sorted(graph[module]):
+            if target in trail:
+                circles.append([*trail[trail.index(target) :], target])
+            elif target not in done:
+                visit(target, [*trail, target])
+        done.add(module)
+
+    for module in sorted(graph):
+        if module not in done:
+            visit(module, [module])
+    assert [" -> ".join(c) for c in circles] == []

@@ -44,7 +44,7 @@ def build_app() -> "typer.Typer":
             "  haiku list --filter \"metadata.year = '2024'\"\n"
             '  haiku ask "What does the thesis say?" --model openai:gpt-4o\n'
             "  haiku chat -d notes                      a saved conversation\n\n"
-            "haiku COMMAND --help shows a command's options; README.md has the rest."
+            "haiku COMMAND --help shows a command's options; haiku help lists the documentation's topics."
         ),
     )
 
@@ -106,8 +106,10 @@ COMMANDS: dict[str, str] = {
     "mcp": "mcp_command",
     "serve": "serve_command",
     "tag": "tag_commands",
+    "publish": "publish_command",
     "doctor": "doctor_command",
     "daemon": "daemon_command",
+    "help": "help_command",
 }
 
 

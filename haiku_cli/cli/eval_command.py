@@ -77,7 +77,7 @@ def eval_(
     json: Json = False,
     at: At = None,
 ) -> None:
-    """Measure search quality on judged questions over the selected databases (docs/eval.md).
+    """Measure search quality on judged questions over the selected databases (haiku help eval).
 
     nDCG@10, MRR@10, recall@k and hits@k for fts, vector and hybrid, by document and by chunk. Exit 0
     whatever the scores, unless --min-ndcg is given and not met (exit 1). --compare at=TAG,now compares
@@ -136,7 +136,7 @@ def _generated(made: GeneratedQuestions, json: bool) -> None:
         return
     output.out.print(
         f"wrote {made.questions} draft questions to {made.path}: review them before trusting scores on them "
-        "(docs/eval.md)",
+        "(haiku help eval)",
         markup=False,
         soft_wrap=True,
     )

@@ -65,7 +65,7 @@ def mcp(
         # Run by hand, a stdio server just waits: say what it is waiting for.
         output.err.print(
             f"haiku: MCP server on stdio for {', '.join(selection.names)}; MCP clients launch this command "
-            "themselves (see docs/mcp.md). Ctrl-C to stop.",
+            "themselves (see haiku help mcp). Ctrl-C to stop.",
             markup=False,
             soft_wrap=True,
         )

@@ -66,13 +66,13 @@ ModelName = Annotated[
         metavar="MODEL",
     ),
 ]
-Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text (shapes: docs/json.md).")]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text (shapes: haiku help json).")]
 Filter = Annotated[
     str | None,
     typer.Option(
         "--filter",
         help="SQL condition over document fields: uri, title, metadata.KEY, created_at (ISO dates), e.g. "
-        "\"metadata.year = '2024'\" (docs/search.md).",
+        "\"metadata.year = '2024'\" (haiku help search).",
         metavar="SQL",
     ),
 ]

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         IngestReport,
         LeftOut,
         PictureMark,
+        PublishInfo,
         ResolvedConfig,
         SearchHit,
         SourceList,
@@ -246,6 +247,8 @@ def database_info(facts: DatabaseInfo) -> None:
         ("schema", f"{facts.schema_version} ({facts.upgrade})" if facts.upgrade else facts.schema_version),
         ("versions", ", ".join(f"{k} v{v}" for k, v in facts.versions.items())),
     ]
+    if facts.published is not None:
+        rows.append(("published", api.describe_publish(facts.published)))
     for idx in facts.indexes:
         rows.append(
             (
@@ -256,17 +259,29 @@ def database_info(facts: DatabaseInfo) -> None:
     if not facts.indexes:
         rows.append(("indexes", "none (exact search)"))
     table(["", ""], rows)
+    _note_newer_publisher(facts.database, facts.published)
+
+
+def _note_newer_publisher(name: str, published: PublishInfo | None) -> None:
+    note = api.newer_than_reader(name, published) if published is not None else None
+    if note is not None:
+        output.err.print(note, markup=False, style="yellow", soft_wrap=True)
 
 
 def databases(rows: Sequence[DatabaseOverview], *, show_locations: bool) -> None:
     """`haiku databases`: one row per configured database; errors follow on stderr."""
     columns = ["name", "kind", "exists", "documents", "chunks", "embedder"]
+    published = any(r.published for r in rows)
+    if published:
+        columns.append("published")
     if show_locations:
         columns.append("location")
     cells = []
     for r in rows:
         exists = "yes" if r.exists else ("error" if r.error else "no")
         row: list[object] = [r.database, r.kind, exists, r.documents, r.chunks, r.embedder]
+        if published:
+            row.append(api.describe_publish(r.published) if r.published else "")
         if show_locations:
             row.append(r.location)
         cells.append(row)
@@ -275,6 +290,8 @@ def databases(rows: Sequence[DatabaseOverview], *, show_locations: bool) -> None
     for r in rows:
         if r.error:
             output.error(r.error)
+        elif r.published is not None:
+            _note_newer_publisher(r.database, r.published)
 
 
 def ingest_report(report: IngestReport, *, verbose: bool = False) -> None:

@@ -120,9 +120,34 @@ def _plain_usage(param: TyperArgument, ctx: Any) -> list[str]:
     return [f"{name}..." if param.nargs != 1 else name]
 
 
+# The `haiku help TOPIC` page each command module's commands are documented on (docs/TOPIC.md).
+HELP_TOPICS = {
+    "ingest_commands": "ingest",
+    "source_commands": "watch",
+    "search_command": "search",
+    "eval_command": "eval",
+    "admin_commands": "search",
+    "picture_commands": "search",
+    "ask_command": "ask",
+    "analyze_command": "ask",
+    "chat_command": "chat",
+    "config_commands": "configuration",
+    "tag_commands": "snapshots",
+    "publish_command": "sharing",
+    "doctor_command": "doctor",
+    "daemon_command": "daemon",
+    "mcp_command": "mcp",
+    "serve_command": "web",
+}
+
+
 def add_command(app: typer.Typer, name: str, command: Callable[..., None]) -> None:
     """Register `command` as `haiku NAME`: its databases resolved, all of it inside the error boundary."""
-    app.command(name, cls=_Command)(boundary(taking_global_options(resolving_databases(command))))
+    topic = HELP_TOPICS.get(command.__module__.rsplit(".", 1)[-1])
+    epilog = f"More: haiku help {topic}" if topic else None
+    app.command(name, cls=_Command, epilog=epilog)(
+        boundary(taking_global_options(resolving_databases(command)))
+    )
 
 
 _DebugAfter = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]

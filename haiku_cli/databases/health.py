@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 
 import anyio.to_thread
 from pydantic import BaseModel
@@ -91,5 +92,12 @@ def _not_created(loc: Location) -> DatabaseHealth:
 async def _checks(ws: Workspace, loc: Location, embedder: str | None) -> list[Check]:
     db = await ws.pool.open_one(loc)
     reach = "object store answered" if loc.local_path is None else "local folder"
-    found = await anyio.to_thread.run_sync(lambda: doctor.check_database(db, embedder))
+    found = await anyio.to_thread.run_sync(lambda: doctor.check_database(db, embedder, _local_path))
     return [Check(check="reachable", status="ok", detail=reach), *found]
+
+
+def _local_path(source: str) -> Path | None:
+    """Where a remembered source lives on this machine (its kind says), for the `sources` check."""
+    from haiku_cli.ingest.kinds import kind_of
+
+    return kind_of(source).local_path(source)

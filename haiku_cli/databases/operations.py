@@ -4,7 +4,6 @@ The reading ones live in queries.py (importing none of the write path) and are n
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -103,8 +102,9 @@ async def add_sources(
     `on_note` is told.
     """
     from haiku_cli.ingest import pipeline
-    from haiku_cli.ingest.objects import ObjectStores, is_object_uri
-    from haiku_cli.ingest.sources import FileChoice, as_source, display_path, is_url, unread_scheme
+    from haiku_cli.ingest.kinds import kind_of, unread_scheme
+    from haiku_cli.ingest.objects import ObjectStores
+    from haiku_cli.ingest.sources import FileChoice, as_source, display_path
 
     # Checked before the database is opened, so that bad input never creates an empty one.
     if not sources:
@@ -113,13 +113,9 @@ async def add_sources(
     unread = [reason for reason in map(unread_scheme, sources) if reason]
     if unread:
         raise InputError("\n".join(unread))
-    missing = [
-        s
-        for s in sources
-        if not is_url(s) and not is_object_uri(s) and not os.path.lexists(Path(s).expanduser())
-    ]
+    missing = [why for why in (kind_of(s).absent(s) for s in sources) if why is not None]
     if len(missing) == len(sources):
-        raise InputError("\n".join(f"{display_path(s)}: no such file or directory" for s in missing))
+        raise InputError("\n".join(missing))
     cluster = _ray_engine(ws, ray_address, on_note) if engine == "ray" else None
     return await _adding(
         ws,
@@ -142,20 +138,10 @@ async def add_sources(
 
 
 def _ray_engine(ws: Workspace, address: str | None, on_note: Callable[[str], None]) -> RayEngine:
-    """The Ray engine of an add; without Ray installed, or with an embedder its workers cannot make (one
-    given to this workspace rather than configured), the add stops before any database is opened."""
-    from haiku_cli.embed import DEFAULT_EMBEDDER_NAME
-    from haiku_cli.ingest.cluster import RayEngine, require_ray
+    """The Ray engine of an add, checked before any database is opened (ingest/cluster.py)."""
+    from haiku_cli.ingest.cluster import ray_engine
 
-    require_ray()
-    configured = ws.settings.embedder.model or DEFAULT_EMBEDDER_NAME
-    if ws.embedder.name != configured:
-        raise InputError(
-            f"--engine ray embeds with the configured embedder ({configured}), not {ws.embedder.name}"
-        )
-    engine = RayEngine(ws.settings.ray, ws.settings.embedder, address=address, note=on_note)
-    engine.check_address()
-    return engine
+    return ray_engine(ws.settings, ws.embedder.name, address=address, note=on_note)
 
 
 async def _adding(

@@ -25,6 +25,7 @@ from haiku_cli.store import facts, reads
 from haiku_cli.store.database import Database, exists
 from haiku_cli.store.location import Location
 from haiku_cli.store.pictures import pictures_of
+from haiku_cli.store.published import published_info
 
 
 async def search(
@@ -146,6 +147,7 @@ async def overview(ws: Workspace, selection: Selection | None = None) -> list[Da
                 counts = await asyncio.gather(reads.count_documents(db), reads.count_chunks(db))
                 row.documents, row.chunks = counts
                 row.embedder = db.embedder.name
+                row.published = published_info(db.meta)
         except (DatabaseError, InputError) as exc:  # InputError: a configured folder of other files
             row.error = str(exc)
         return row

@@ -3,9 +3,7 @@ added from."""
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 from haiku_cli.databases.short_ids import short_ids
 from haiku_cli.errors import Hint, InputError, echoed
@@ -114,9 +112,8 @@ def not_found(reference: str, location: Location) -> NotFound:
 def _uris(reference: str) -> list[str]:
     """The uris a reference may have been stored under: as given, and as `add-src` stores a path."""
     # Imported here: the ingest package is not needed by searches, which reach this module too.
-    from haiku_cli.ingest.sources import as_source, is_url
+    from haiku_cli.ingest.kinds import kind_of
+    from haiku_cli.ingest.sources import as_source
 
     source = as_source(reference)
-    if is_url(source):
-        return [reference, source]
-    return [reference, Path(os.path.abspath(os.path.expanduser(source))).as_uri()]
+    return [reference, kind_of(source).stored_uri(source)]

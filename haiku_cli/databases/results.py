@@ -9,6 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from haiku_cli.search.hits import SearchHit
+from haiku_cli.store.published import PublishInfo
 from haiku_cli.store.records import ChunkRecord, DocumentRecord, DocumentSummary, PictureInfo
 
 
@@ -80,4 +81,5 @@ class DatabaseOverview(BaseModel):
     documents: int | None = None
     chunks: int | None = None
     embedder: str | None = None
+    published: PublishInfo | None = None  # which publish a published copy holds (haiku publish)
     error: str | None = None

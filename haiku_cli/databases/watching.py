@@ -23,6 +23,7 @@ from haiku_cli.databases import operations
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import HaikuError
 from haiku_cli.ingest.ignore import IGNORE_FILES
+from haiku_cli.ingest.kinds import kind_of
 from haiku_cli.ingest.reports import SourceSync
 from haiku_cli.store.database import Database
 from haiku_cli.store.handle import catch_up
@@ -140,9 +141,9 @@ class _Run:
         folders, parents = set(), set()
         for watched in self.watched:
             for source in watched.sources:
-                if source.kind == "url":
+                path = kind_of(source.source).local_path(source.source)
+                if path is None:
                     continue
-                path = Path(source.source)
                 if path.is_dir():
                     folders.add(path)
                 elif path.parent.is_dir():
@@ -190,8 +191,8 @@ class _Run:
                 path = path.parent  # what the folder holds may have changed
             for index, watched in enumerate(self.watched):
                 for source in watched.sources:
-                    root = Path(source.source)
-                    if source.kind != "url" and (path == root or root in path.parents):
+                    root = kind_of(source.source).local_path(source.source)
+                    if root is not None and (path == root or root in path.parents):
                         self.pending.setdefault((index, source.source), set()).add(path)
         if self.pending:
             self.wake.set()
@@ -238,7 +239,7 @@ class _Run:
         """A full sync of every path source (with `urls`, of every source), one at a time."""
         for watched in self.watched:
             for source in list(watched.sources):
-                if urls or source.kind != "url":
+                if urls or not kind_of(source.source).polled:
                     await self._sync(watched, source, None)
 
     async def _sync(self, watched: _Watched, source: RememberedSource, scope: Sequence[Path] | None) -> bool:

@@ -18,32 +18,26 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
 
 from haiku_cli.errors import HaikuError, InputError, ModelError
-from haiku_cli.ingest.objects import ObjectFile
-from haiku_cli.ingest.pipeline import Item, Prepared, item_label, read_item
-from haiku_cli.ingest.sources import TextFile
+from haiku_cli.ingest.cluster_pool import Pool, first_line
+from haiku_cli.ingest.cluster_tasks import Job, list_contents
+from haiku_cli.ingest.items import Item, Prepared
+from haiku_cli.ingest.kinds import item_kind
 
 if TYPE_CHECKING:
-    import numpy as np
-    import pyarrow as pa
-
-    from haiku_cli.config.settings import EmbedderSettings, IngestSettings, RaySettings
-    from haiku_cli.embed import Embedder
-    from haiku_cli.ingest.chunking import Chunk
-    from haiku_cli.ingest.convert.url import Fetched
-    from haiku_cli.ingest.objects import Listing, ObjectStores
-    from haiku_cli.ingest.sources import FileChoice
+    from haiku_cli.config.settings import EmbedderSettings, IngestSettings, RaySettings, Settings
+    from haiku_cli.ingest.ingestor import Ingestor
+    from haiku_cli.ingest.kinds.base import Contents, Kind, ListRequest, Reading
+    from haiku_cli.ingest.objects import ObjectStores
+    from haiku_cli.ingest.remembering import Seen
     from haiku_cli.store.fragments import FragmentTarget
-    from haiku_cli.store.records import DocumentSummary, NewChunk
-
-_T = TypeVar("_T")
 
 RAY_EXTRA = "pip install 'haiku-cli[ray]'"
 # A call takes up to this many items or bytes: enough to make Ray's per-call cost (milliseconds) small
@@ -53,15 +47,7 @@ _TASK_BYTES = 1 << 20
 # Calls in flight per actor (one per cluster CPU): one running, one waiting, so no worker idles while the
 # driver holds a bounded number of results.
 _IN_FLIGHT_PER_CPU = 2
-# An actor writes the rows it holds as one fragment once they reach either bound: an add's fragments
-# (and the driver's metadata of them, ~1.2 KB each) grow with its rows / 8,192, not with its calls, while
-# an actor holds a few tens of MB of Arrow rows.
-_FRAGMENT_ROWS = 8192
-_FRAGMENT_BYTES = 64 << 20
 _CONNECT_SECONDS = 5.0
-# How long a failed or interrupted add waits for its killed actors to end before it removes the
-# fragments they wrote.
-_CANCEL_WAIT_SECONDS = 30.0
 # A test hook: a file path; the first actor to find it missing when it writes a fragment creates it and
 # kills its own worker process once the fragment is written (never to be committed).
 _DIE_ONCE = "HAIKU_TEST_RAY_DIE"
@@ -80,24 +66,23 @@ def require_ray() -> None:
         raise InputError(f"--engine ray needs Ray, which is not installed: {RAY_EXTRA}")
 
 
-@dataclass(frozen=True)
-class _Job:
-    """What every task of one add needs, put in the cluster's object store once."""
+def ray_engine(
+    settings: Settings, embedder_name: str, *, address: str | None, note: Callable[[str], None]
+) -> RayEngine:
+    """The Ray engine of an add; without Ray installed, or with an embedder its workers cannot make (one
+    given to the workspace, `embedder_name`, rather than configured), or an address that does not
+    answer, the add stops before any database is opened."""
+    from haiku_cli.embed import DEFAULT_EMBEDDER_NAME
 
-    limits: IngestSettings
-    objects: ObjectStores | None
-    embedder: EmbedderSettings
-    title: str | None
-    die_once: str | None = None
-    pause: str | None = None  # HAIKU_TEST_PAUSE of the driver, for the tasks' `ray-task` checkpoint
-    # Where new documents' chunks go as fragments (None: every chunk comes back to the driver).
-    target: FragmentTarget | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)  # --meta, which new documents' chunks copy
-    # A given title or metadata may change a stored document: then every item is chunked and embedded.
-    reembed: bool = False
-    # Content hashes of documents a sync found gone from their source: a new file with one of them takes
-    # its document's id over (a move), so its chunks go back to the writer rather than into a fragment.
-    moved: frozenset[str] = frozenset()
+    require_ray()
+    configured = settings.embedder.model or DEFAULT_EMBEDDER_NAME
+    if embedder_name != configured:
+        raise InputError(
+            f"--engine ray embeds with the configured embedder ({configured}), not {embedder_name}"
+        )
+    engine = RayEngine(settings.ray, settings.embedder, address=address, note=note)
+    engine.check_address()
+    return engine
 
 
 @dataclass
@@ -127,6 +112,11 @@ class RayEngine:
         self.address = address or settings.address
         self.note = note
         self._started = False  # this process joined (or started) the cluster: it leaves it when done
+
+    @property
+    def fragments(self) -> bool:
+        """Whether new documents' chunks are written by the workers as fragments (`[ray] fragments`)."""
+        return self.settings.fragments
 
     def check_address(self) -> None:
         """Stop at once, before any database is opened, when a `host:port` address does not answer."""
@@ -158,7 +148,7 @@ class RayEngine:
         metadata: dict[str, Any],
         target: FragmentTarget | None,
         moved: frozenset[str] = frozenset(),
-        fetched: dict[str, Fetched] | None = None,
+        fetched: dict[Any, Any] | None = None,
     ) -> AsyncIterator[ClusterWork]:
         """Connect to the cluster and yield the items prepared by it, in order; on exit (Ctrl-C or a
         failure too) cancel what is still running and wait for it to end, and leave a cluster this add
@@ -168,11 +158,11 @@ class RayEngine:
 
         self._join()
         hooks = os.environ.get(_DIE_ONCE), os.environ.get("HAIKU_TEST_PAUSE")
-        job = _Job(
+        job = Job(
             limits, objects, self.embedder, title, *hooks, target, metadata, bool(title or metadata), moved
         )
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        pool = _Pool(ray.put(job), cpus, self.settings.max_retries)
+        pool = Pool(ray.put(job), cpus, self.settings.max_retries)
         work = ClusterWork(_nothing())
         work.prepared = _results(items, known, fetched or {}, pool, work)
         try:
@@ -186,9 +176,9 @@ class RayEngine:
                 self._started = False
 
     def lists_on_cluster(self) -> bool:
-        """Whether object-storage prefixes are listed by a task on the cluster: only one running already
-        (an address given, or joined by this process), never one started just to list (a small add
-        would then wait for a cluster it does not use)."""
+        """Whether sources listed over the network (object-storage prefixes) are listed by a task on the
+        cluster: only one running already (an address given, or joined by this process), never one
+        started just to list (a small add would then wait for a cluster it does not use)."""
         import sys
 
         if self.address or os.environ.get("RAY_ADDRESS"):
@@ -196,21 +186,76 @@ class RayEngine:
         ray = sys.modules.get("ray")  # not imported for this: an add that stays here never pays for it
         return ray is not None and ray.is_initialized()
 
-    async def listing(self, objects: ObjectStores, source: str, choice: FileChoice) -> Listing:
-        """List a source on object storage in a task on the cluster, near the bucket (a listing is one
-        request per 1,000 keys, each a round trip from wherever it runs)."""
+    async def listing(self, kind: Kind, source: str, request: ListRequest) -> Contents:
+        """What a source holds; a kind listed over the network is listed in a task on a cluster already
+        running (near the bucket: a listing is one request per 1,000 keys, each a round trip from
+        wherever it runs), any other here."""
         import asyncio
 
+        if not (kind.listed_remotely and self.lists_on_cluster()):
+            return await anyio.to_thread.run_sync(kind.contents, source, request)
         import ray
 
         self._join()
-        task = ray.remote(max_retries=self.settings.max_retries, retry_exceptions=False)(_list)
+        task = ray.remote(max_retries=self.settings.max_retries, retry_exceptions=False)(list_contents)
         try:
-            return await asyncio.wrap_future(task.remote(objects, source, choice).future())
+            return await asyncio.wrap_future(task.remote(kind, source, request).future())
         except ray.exceptions.RayError as exc:
             if isinstance(cause := getattr(exc, "cause", None), HaikuError):
                 raise cause from None  # the listing's own error (no such prefix), reported as locally
-            raise ModelError(f"the Ray cluster failed to list {source}: {_first_line(exc)}") from None
+            raise ModelError(f"the Ray cluster failed to list {source}: {first_line(exc)}") from None
+
+    async def write(
+        self,
+        ingestor: Ingestor,
+        items: Sequence[tuple[int, Item]],
+        *,
+        title: str | None,
+        metadata: dict[str, Any],
+        reading: Reading,
+        fetched: dict[Any, Any] | None = None,
+    ) -> dict[int, Seen]:
+        """Have the cluster read, chunk and embed the items, and store them (inside the caller's write): the
+        documents and updates written here, new documents' chunks committed as the workers' fragments.
+
+        The cluster's work is entered inside the write, so that a failure ends every task (and what they
+        wrote) before the write is undone. A sync's documents that may have moved (`moved_from`) come back
+        with their chunks, for the writer to keep their ids; `fetched`: URLs a sync downloaded already (it
+        asked whether they changed), which the workers are sent rather than download again.
+        """
+        from haiku_cli.store.fragments import commit_fragments, fragment_target
+        from haiku_cli.store.reads import stored_hashes
+        from haiku_cli.store.transaction import storage_errors
+
+        db = ingestor.db
+        seen: dict[int, Seen] = {}
+        # A stored document's hash: a worker neither embeds one it finds unchanged nor writes its chunks.
+        known = await stored_hashes(db)
+        target = await anyio.to_thread.run_sync(fragment_target, db) if self.settings.fragments else None
+        ingestor.keep_points = target is None  # documents written are whole only once the fragments are in
+        ingestor.held.bound(reading.limits.commit_chunks, reading.limits.commit_seconds)
+        ingestor.progress.add_files(len(items))
+        running = self.running(
+            items,
+            title=title,
+            limits=reading.limits,
+            objects=reading.objects,
+            known=known,
+            metadata=metadata,
+            target=target,
+            moved=frozenset(ingestor.moved_from),
+            fetched=fetched,
+        )
+        async with running as work:
+            async with ingestor.pipelined():
+                await _add_prepared(ingestor, work.prepared, title=title, metadata=metadata, seen=seen)
+            if target is not None:
+                # Chunks of documents not stored after all (a source given twice) are deleted in the same
+                # write.
+                dropped = sorted(work.documents - ingestor.in_fragments)
+                with storage_errors(db, "cannot be written"):
+                    await anyio.to_thread.run_sync(commit_fragments, db, work.fragments, dropped)
+        return seen
 
     def _join(self) -> None:
         # On the calling (main) thread: Ray sets its signal handlers on the main one.
@@ -241,14 +286,14 @@ class RayEngine:
                 )
         except (ConnectionError, RuntimeError, ValueError) as exc:
             where = f"at {self.address}" if self.address else "(RAY_ADDRESS, or one running here)"
-            raise InputError(f"the Ray cluster {where} cannot be reached: {_first_line(exc)}") from None
+            raise InputError(f"the Ray cluster {where} cannot be reached: {first_line(exc)}") from None
         except Exception as exc:  # Ray's own `Exception` or `TimeoutError`: a cluster that did not start
             if self.address:
                 raise InputError(
-                    f"the Ray cluster at {self.address} cannot be reached: {_first_line(exc)}"
+                    f"the Ray cluster at {self.address} cannot be reached: {first_line(exc)}"
                 ) from None
             raise ModelError(
-                f"a local Ray cluster did not start: {_first_line(exc)}; start one yourself (ray start "
+                f"a local Ray cluster did not start: {first_line(exc)}; start one yourself (ray start "
                 "--head) and name it with --ray-address, or add without --engine ray"
             ) from None
         finally:
@@ -259,8 +304,8 @@ class RayEngine:
 async def _results(
     items: Sequence[tuple[int, Item]],
     known: dict[str, str],
-    fetched: dict[str, Fetched],
-    pool: _Pool,
+    fetched: dict[Any, Any],
+    pool: Pool,
     work: ClusterWork,
 ) -> AsyncIterator[Prepared]:
     """The items as the pool's actors prepare them, in order; the fragments they write go to `work`."""
@@ -273,7 +318,7 @@ async def _results(
     def send_next(slot: int) -> bool:
         batch = next(batches, None)
         if batch is not None:
-            urls = {item: fetched[item] for _, item in batch if isinstance(item, str) and item in fetched}
+            urls = {item: fetched[item] for _, item in batch if item in fetched}
             pool.send(slot, batch, _known_of(batch, known), urls)
         return batch is not None
 
@@ -290,7 +335,7 @@ async def _results(
         except ray.exceptions.RayError as exc:
             if isinstance(cause := getattr(exc, "cause", None), HaikuError):
                 raise cause from None  # a call's own failure (its fragments cannot be written)
-            raise ModelError(f"the Ray cluster failed to prepare the items: {_first_line(exc)}") from None
+            raise ModelError(f"the Ray cluster failed to prepare the items: {first_line(exc)}") from None
         pool.pending.popleft()
         prepared, fragments, written = done
         work.fragments.extend(fragments)
@@ -305,131 +350,37 @@ async def _results(
     pool.stop()  # every row is written: the actors' CPUs are free for other work while this one commits
 
 
-@dataclass
-class _Call:
-    """A call in flight to an actor: a batch to prepare, or one whose rows the actor's predecessor held
-    and lost (`redo`: the document id and content hash each item's rows had), or the actor's finish
-    (`batch` None). `tries`: the actors that died while it was theirs."""
-
-    ref: Any
-    slot: int
-    batch: list[tuple[int, Item]] | None
-    known: dict[str, str] = field(default_factory=dict)
-    fetched: dict[str, Fetched] = field(default_factory=dict)
-    redo: dict[int, tuple[str, str]] | None = None
-    tries: int = 0
-
-
-@dataclass
-class _Held:
-    """A batch taken from an actor whose rows it holds unwritten: what to prepare again if it dies."""
-
-    batch: list[tuple[int, Item]]  # those of its items whose rows it holds
-    fetched: dict[str, Fetched]
-    written: dict[int, tuple[str, str]]
-    tries: int
-
-
-class _Pool:
-    """An add's actors, one per cluster CPU (made when first sent a batch), the calls in flight to them in
-    the order their results are taken, and the batches whose rows each actor holds unwritten.
-
-    An actor runs its calls in the order sent, and writes every row it holds when it writes a fragment;
-    so a call that returns fragments means every row sent to that actor before is written.
-    """
-
-    def __init__(self, job: Any, size: int, max_retries: int) -> None:
-        import ray
-
-        self._remote = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(_Preparer)
-        self._job = job
-        self.size = size
-        self.max_retries = max_retries
-        self.actors: list[Any] = [None] * size
-        self.held: list[list[_Held]] = [[] for _ in range(size)]
-        self.pending: deque[_Call] = deque()
-        self._gone: list[Any] = []  # actors replaced: killed again at the end, in case one lingers
-
-    def _actor(self, slot: int) -> Any:
-        if self.actors[slot] is None:
-            self.actors[slot] = self._remote.remote(self._job)
-        return self.actors[slot]
-
-    def send(
-        self, slot: int, batch: list[tuple[int, Item]], known: dict[str, str], fetched: dict[str, Fetched]
-    ) -> None:
-        """Send a batch to the slot's actor, its result taken after those sent before."""
-        ref = self._actor(slot).prepare.remote(batch, known, fetched)
-        self.pending.append(_Call(ref, slot, batch, known, fetched))
-
-    def finish_all(self) -> None:
-        """Have every actor write what it holds, after the calls sent to it."""
-        for slot, actor in enumerate(self.actors):
-            if actor is not None:
-                self.pending.append(_Call(actor.finish.remote(), slot, None))
-
-    def took(self, call: _Call, flushed: bool, written: dict[int, tuple[str, str]]) -> None:
-        """Note a call's result: the rows its actor holds unwritten now (a redo's are checked)."""
-        if call.redo is not None and written != call.redo:
-            raise ModelError(
-                "the Ray cluster lost chunks it had made and could not make the same again (a source "
-                "changed while the add ran); run the add again"
+async def _add_prepared(
+    ingestor: Ingestor,
+    prepared: AsyncIterator[Prepared],
+    *,
+    title: str | None,
+    metadata: dict[str, Any],
+    seen: dict[int, Seen],
+) -> None:
+    """Queue items the cluster read, chunked and embedded, in order, as the in-process engine does."""
+    async for item in prepared:
+        ingestor.position = item.position
+        ingestor.progress.reading(item.label)
+        try:
+            if item.error is not None:
+                raise item.error
+            assert item.document is not None and item.seen is not None  # a worker sends either or an error
+            seen[item.position] = item.seen
+            await ingestor.add(
+                item.document, source=item.label, title=title, metadata=metadata, prepared=item
             )
-        if flushed or call.batch is None:
-            self.held[call.slot] = []
-        elif written:
-            batch = [(p, item) for p, item in call.batch if p in written]
-            self.held[call.slot].append(_Held(batch, call.fetched, written, call.tries))
-
-    def replace(self, slot: int, exc: BaseException) -> None:
-        """The slot's actor died: a new one prepares again the rows the old one held, then the calls still
-        in flight to it, in their order; past `max_retries` deaths of a call's actor the add fails."""
-        import ray
-
-        self._gone.append(self.actors[slot])
-        ray.kill(self.actors[slot], no_restart=True)
-        self.actors[slot] = None
-        actor = self._actor(slot)
-        again = [
-            _Call(None, slot, held.batch, fetched=held.fetched, redo=held.written) for held in self.held[slot]
-        ]
-        for call, held in zip(again, self.held[slot], strict=True):
-            call.tries = held.tries + 1
-        self.held[slot] = []
-        in_flight = [call for call in self.pending if call.slot == slot]
-        for call in in_flight:
-            call.tries += 1
-        for call in [*again, *in_flight]:  # sent in the order the new actor is to run them
-            if call.tries > self.max_retries:
-                raise ModelError(f"the Ray cluster failed to prepare the items: {_first_line(exc)}")
-            if call.batch is None:
-                call.ref = actor.finish.remote()
-            else:
-                call.ref = actor.prepare.remote(call.batch, call.known, call.fetched, call.redo)
-        self.pending.extendleft(reversed(again))  # taken first: they run first
-
-    def stop(self) -> None:
-        """Kill every actor (a finished add's too: it frees their CPUs) and wait until the ones with calls
-        in flight have ended, so no fragment is being written once this returns."""
-        import ray
-
-        for actor in [*self.actors, *self._gone]:
-            if actor is not None:
-                ray.kill(actor, no_restart=True)
-        refs = [call.ref for call in self.pending if call.ref is not None]
-        if refs:
-            ray.wait(refs, num_returns=len(refs), timeout=_CANCEL_WAIT_SECONDS)
-        self.pending.clear()
+        except HaikuError as exc:
+            if exc.exit_code != InputError.exit_code:
+                raise
+            ingestor.fail(item.label, str(exc))
+        finally:
+            ingestor.progress.file_done()
 
 
 async def _nothing() -> AsyncIterator[Prepared]:
     return
     yield
-
-
-def _list(objects: ObjectStores, source: str, choice: FileChoice) -> Listing:
-    """A Ray task: list a source on object storage as the driver would."""
-    return objects.get(source).listing(source, choice)
 
 
 def _reachable(address: str) -> None:
@@ -469,203 +420,10 @@ def _batches(items: Sequence[tuple[int, Item]]) -> Iterator[list[tuple[int, Item
 
 def _known_of(batch: list[tuple[int, Item]], known: dict[str, str]) -> dict[str, str]:
     """The stored content hashes of the uris a task's items will have (a task is sent only its own)."""
-    from haiku_cli.ingest.convert.dispatch import file_uri
-
-    uris = (
-        item.uri
-        if isinstance(item, ObjectFile)
-        else item
-        if isinstance(item, str)
-        else file_uri(item.path if isinstance(item, TextFile) else item)
-        for _, item in batch
-    )
+    uris = (item_kind(item).uri(item) for _, item in batch)
     return {uri: known[uri] for uri in uris if uri in known}
 
 
 def _size(item: Item) -> int:
     """An item's bytes as listed (a URL's are not known until it is fetched: 0)."""
-    if isinstance(item, ObjectFile):
-        return item.size
-    if isinstance(item, str):
-        return 0
-    try:
-        return (item.path if isinstance(item, TextFile) else Path(item)).stat().st_size
-    except OSError:
-        return 0  # reported when it is read
-
-
-class _Preparer:
-    """A Ray actor, one per cluster CPU of an add: prepares the batches it is sent and holds new documents'
-    chunk rows (as Arrow) until it has a fragment's worth, which it writes; a call returns the fragments
-    it wrote, and `finish` writes the rest."""
-
-    def __init__(self, job: _Job) -> None:
-        self.job = job
-        self.rows: list[pa.Table] = []
-        self.count = 0
-        self.bytes = 0
-
-    def prepare(
-        self,
-        batch: list[tuple[int, Item]],
-        known: dict[str, str],
-        fetched: dict[str, Fetched] | None = None,
-        redo: dict[int, tuple[str, str]] | None = None,
-    ) -> tuple[list[Prepared], list[Any], dict[int, tuple[str, str]]]:
-        """Prepare a batch as `_prepare` does, holding its new rows; the items (none for a `redo`), the
-        fragments written, and the document id and content hash of each item whose rows it holds."""
-        from haiku_cli.store.fragments import chunk_rows
-
-        prepared, written, ids = _prepare(batch, self.job, known, fetched, redo)
-        if written and self.job.target is not None:
-            target = self.job.target
-            rows = _fragment_step(lambda: chunk_rows(target, written), target)
-            self.rows.append(rows)
-            self.count += rows.num_rows
-            self.bytes += rows.nbytes
-        full = self.count >= _FRAGMENT_ROWS or self.bytes >= _FRAGMENT_BYTES
-        return ([] if redo is not None else prepared), (self._write() if full else []), ids
-
-    def finish(self) -> tuple[list[Prepared], list[Any], dict[int, tuple[str, str]]]:
-        """Write the rows held; shaped as `prepare`'s result."""
-        return [], self._write(), {}
-
-    def _write(self) -> list[Any]:
-        import pyarrow as pa
-
-        from haiku_cli.store.fragments import write_chunk_fragments
-
-        target = self.job.target
-        if not self.rows or target is None:
-            return []
-        rows = pa.concat_tables(self.rows)
-        self.rows, self.count, self.bytes = [], 0, 0
-        fragments = _fragment_step(lambda: write_chunk_fragments(target, rows), target)
-        if self.job.die_once and not os.path.exists(self.job.die_once):
-            Path(self.job.die_once).touch()
-            os._exit(1)  # as a worker that dies would, its fragment written: another prepares its rows again
-        return fragments
-
-
-def _prepare(
-    batch: list[tuple[int, Item]],
-    job: _Job,
-    known: dict[str, str],
-    fetched: dict[str, Fetched] | None = None,
-    redo: dict[int, tuple[str, str]] | None = None,
-) -> tuple[list[Prepared], list[tuple[DocumentSummary, NewChunk]], dict[int, tuple[str, str]]]:
-    """Read, chunk and embed a few items (each one's input error is returned, not raised); the items, the
-    chunks of new documents (to be written as fragments, when there is a target), and the document id and
-    content hash of each item whose chunks those are.
-
-    `known`: the content hash stored under an item's uri; a document that has it is not chunked or
-    embedded (the writer finds it unchanged, unless a given title or metadata changes it), and a
-    document stored under its uri comes back with its chunks, for the writer to update. `fetched`: URLs
-    downloaded already. `redo`: items whose chunks were made before and lost, to be made again under the
-    same document ids.
-    """
-    import anyio
-
-    from haiku_cli.ingest.chunking import chunk_document
-    from haiku_cli.ingest.embedding import embedding_text
-    from haiku_cli.ingest.stored import content_hash, stored_content
-    from haiku_cli.store.writer import checkpoint
-
-    if job.pause:
-        checkpoint("ray-task", job.pause)
-    embedder = _worker_embedder(job.embedder)
-    out: list[Prepared] = []
-    written: list[tuple[DocumentSummary, NewChunk]] = []  # new documents' chunks, for the fragments
-    ids: dict[int, tuple[str, str]] = {}
-    for position, item in batch:
-        label = item_label(item)
-        try:
-            got = fetched.get(item) if fetched and isinstance(item, str) else None
-            seen, doc = read_item(item, job.limits, job.objects, got)
-            digest = content_hash(stored_content(doc), [p.data for p in doc.pictures])
-            again = redo.get(position) if redo is not None else None
-            stored = known.get(doc.uri)
-            if again is None and stored == digest and not job.reembed:  # the writer finds it unchanged
-                out.append(Prepared(position, label, seen, doc))
-                continue
-            chunks = chunk_document(doc, embedder.count_tokens, max_tokens=embedder.max_tokens)
-            title = job.title or doc.title
-            texts = [embedding_text(title, c) for c in chunks]
-            vectors = anyio.run(embedder.embed_documents, texts) if texts else None
-            new = again is not None or (stored is None and digest not in job.moved and bool(doc.uri))
-            if job.target is None or not new or vectors is None:
-                out.append(Prepared(position, label, seen, doc, chunks, vectors, title))
-                continue
-            document = _new_document(doc.uri, title, job.metadata, again[0] if again else None)
-            written += [(document, c) for c in _rows_of(chunks, title, vectors)]
-            ids[position] = (document.id, digest)
-            out.append(
-                Prepared(
-                    position, label, seen, doc, title=title, document_id=document.id, written=len(chunks)
-                )
-            )
-        except HaikuError as exc:
-            out.append(Prepared(position, label, error=exc))
-    return out, written, ids
-
-
-def _new_document(
-    uri: str, title: str | None, metadata: dict[str, Any], given: str | None = None
-) -> DocumentSummary:
-    """The identity a new document's chunk rows carry: the id the writer then stores the document under
-    (`given`: the one it had when its rows were made before)."""
-    from datetime import UTC, datetime
-
-    from haiku_cli.store.records import DocumentSummary
-    from haiku_cli.store.writes import new_id
-
-    now = datetime.now(UTC)
-    return DocumentSummary(
-        id=given or new_id(), uri=uri, title=title, metadata=metadata, created_at=now, updated_at=now
-    )
-
-
-def _rows_of(chunks: list[Chunk], title: str | None, vectors: np.ndarray) -> list[NewChunk]:
-    """The chunks with their vectors as the store takes them (what a local add makes of them)."""
-    from haiku_cli.ingest.embedding import new_chunks
-
-    return new_chunks([(title, c) for c in chunks], list(vectors))
-
-
-def _fragment_step(step: Callable[[], _T], target: FragmentTarget) -> _T:
-    """Run a step of writing fragments; a storage failure is one line naming the database (exit 3)."""
-    try:
-        return step()
-    except HaikuError:
-        raise
-    except Exception as exc:
-        from haiku_cli.store.failures import storage_failure
-
-        raise storage_failure(target.location, "cannot be written", exc) from exc
-
-
-_embedders: dict[tuple[str | None, str | None, float, int], Embedder] = {}
-
-
-def _worker_embedder(settings: EmbedderSettings) -> Embedder:
-    """The worker process's embedder, made once: the bundled model runs on the CPUs Ray gave the task."""
-    import ray
-
-    from haiku_cli.embed import _bundle, load_embedder
-    from haiku_cli.embed.embedder import BundledEmbedder
-
-    cpus = int(ray.get_runtime_context().get_assigned_resources().get("CPU", 1)) or 1
-    key = (settings.model, settings.base_url, settings.timeout_seconds, cpus)
-    if key not in _embedders:
-        if (settings.model or _bundle.DEFAULT_EMBEDDER_NAME) == _bundle.DEFAULT_EMBEDDER_NAME:
-            _embedders[key] = BundledEmbedder(threads=cpus)
-        else:
-            _embedders[key] = load_embedder(
-                settings.model, base_url=settings.base_url, timeout=settings.timeout_seconds
-            )
-    return _embedders[key]
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    return item_kind(item).size(item)

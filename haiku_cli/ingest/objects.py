@@ -76,7 +76,8 @@ class ObjectStore:
             "connect_timeout": min(timeout_seconds, 10.0),
             "request_timeout": timeout_seconds,
         }
-        lowered = {k.lower(): v for k, v in options.items()}
+        # The environment first, as LanceDB reads it for `s3://` databases; given options win over it.
+        lowered = _from_environment() | {k.lower(): v for k, v in options.items()}
         endpoint = _first(lowered, "endpoint", "aws_endpoint", "endpoint_url", "aws_endpoint_url")
         if endpoint:
             parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
@@ -194,6 +195,29 @@ def _bucket_path(uri: str) -> str:
 
 def _uri_of(bucket_path: str) -> str:
     return "s3://" + bucket_path
+
+
+# The variables LanceDB's object store reads for an `s3://` database, by the option each stands for.
+_ENVIRONMENT = {
+    "aws_endpoint_url": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"),
+    "aws_region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
+    "aws_access_key_id": ("AWS_ACCESS_KEY_ID",),
+    "aws_secret_access_key": ("AWS_SECRET_ACCESS_KEY",),
+    "aws_session_token": ("AWS_SESSION_TOKEN", "AWS_TOKEN"),
+    "aws_virtual_hosted_style_request": ("AWS_VIRTUAL_HOSTED_STYLE_REQUEST",),
+}
+
+
+def _from_environment() -> dict[str, str]:
+    """Storage options from the AWS_* environment variables a database on `s3://` honours."""
+    import os
+
+    found = {}
+    for option, names in _ENVIRONMENT.items():
+        value = next((os.environ[n] for n in names if os.environ.get(n)), None)
+        if value:
+            found[option] = value
+    return found
 
 
 def _first(options: Mapping[str, str], *keys: str) -> str | None:

@@ -20,7 +20,6 @@ from haiku_cli.ingest.reports import LeftOut
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
 _SNIFF_BYTES = 4096
 _FILE_URI = re.compile(r"file://(?:localhost)?(/.*)", re.IGNORECASE | re.DOTALL)
-_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -89,16 +88,6 @@ def as_source(source: str) -> str:
         return unquote(match.group(1), errors="surrogateescape")
     scheme, sep, rest = source.partition("://")
     return scheme.lower() + sep + rest if sep and scheme.lower() in ("http", "https") else source
-
-
-def unread_scheme(source: str) -> str | None:
-    """Why `source` (after `as_source`) cannot be added: an address of a kind haiku does not read (`ftp://`)."""
-    if not _SCHEME.match(source) or is_url(source) or source.lower().startswith("s3://"):
-        return None
-    if os.path.lexists(source):
-        return None  # a local folder that happens to be named `ftp:`
-    where = " names a file on another host;" if source.lower().startswith("file://") else ""
-    return f"{display_path(source)}:{where} haiku reads only local paths, http(s) and s3:// addresses"
 
 
 Found = Path | TextFile | SkippedSource | LeftOut

@@ -15,6 +15,7 @@ from haiku_cli.store.failures import storage_failure, unanswered_failure
 from haiku_cli.store.handle import (
     CHUNKS_TABLE,
     PENDING_WRITE,
+    PUBLISHED,
     Database,
     EmbedderSpec,
     catch_up,
@@ -133,7 +134,18 @@ def open_database(
         from haiku_cli.store.journal import read_snapshot
 
         read_snapshot(db)
+    if PUBLISHED in db.meta:
+        _read_published(db)
     return db
+
+
+def _read_published(db: Database) -> None:
+    from haiku_cli.store.published import read_published
+
+    try:
+        read_published(db)
+    except Exception as exc:
+        raise storage_failure(db.location, "cannot be read at its publish", exc) from exc
 
 
 def _not_yet(location: Location) -> DatabaseError:
@@ -165,6 +177,8 @@ def refresh_reader(db: Database) -> None:
         from haiku_cli.store.journal import read_snapshot
 
         read_snapshot(db)
+    if PUBLISHED in db.meta:
+        _read_published(db)
     db.read_at = time.monotonic()
 
 

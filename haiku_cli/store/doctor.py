@@ -21,6 +21,8 @@ from haiku_cli.store.blocking import wait
 from haiku_cli.store.handle import PENDING_WRITE, Database
 from haiku_cli.store.indexes import MAX_INDEX_DELTAS, VECTOR_INDEX, IndexState, index_states
 from haiku_cli.store.maintenance import MAX_VERSIONS, database_info, vacuum
+from haiku_cli.store.published import describe as describe_publish
+from haiku_cli.store.published import published_info
 from haiku_cli.store.reads import in_list, rows_where
 from haiku_cli.store.sizes import human_size
 from haiku_cli.store.sources import read_sources
@@ -49,8 +51,11 @@ class Check(BaseModel):
     fixed: bool = False  # `doctor --fix` applied it
 
 
-def check_database(db: Database, embedder_name: str | None) -> list[Check]:
-    """Every check of one open database (a reader's handle)."""
+def check_database(
+    db: Database, embedder_name: str | None, local_path: Callable[[str], Path | None]
+) -> list[Check]:
+    """Every check of one open database (a reader's handle); `local_path`: where a remembered source
+    lives on this machine, None for one only the network can reach (asked by `sync`, not here)."""
     option = _option(db)
     checks = [_schema(db, option), _embedder(db, embedder_name, option), _indexes(db, option)]
     documents = _column_rows(db, db.documents, ["id", "uri", "content_hash", "updated_at"])
@@ -73,11 +78,20 @@ def check_database(db: Database, embedder_name: str | None) -> list[Check]:
         ),
         _duplicates(documents, option),
         _unfinished_write(db, option),
-        _versions(db, option),
-        _vanished_sources(db, option),
+        *_upkeep(db, option, local_path),
         _pictures(db, ids, option),
     ]
     return checks
+
+
+def _upkeep(db: Database, option: str, local_path: Callable[[str], Path | None]) -> list[Check]:
+    info = published_info(db.meta)
+    if info is None:
+        return [_versions(db, option), _vanished_sources(db, option, local_path)]
+    # A published copy's sources are on the publisher's machine, and its versions are its publishes'
+    # (kept for readers in the middle of one): neither is this reader's to mend.
+    detail = f"a copy of {describe_publish(info)}; its sources and versions are the publisher's"
+    return [Check(check="published", status="ok", detail=detail)]
 
 
 def _option(db: Database) -> str:
@@ -211,10 +225,10 @@ def _versions(db: Database, option: str) -> Check:
     return Check(check="versions", status="ok", detail=detail)
 
 
-def _vanished_sources(db: Database, option: str) -> Check:
+def _vanished_sources(db: Database, option: str, local_path: Callable[[str], Path | None]) -> Check:
     # Only local paths are looked at: a URL or an object-store prefix is asked by `sync`, over the network.
-    local = [s.source for s in read_sources(db) if s.kind != "url" and "://" not in s.source]
-    gone = [source for source in local if not os.path.exists(Path(source))]
+    local = [(s.source, path) for s in read_sources(db) if (path := local_path(s.source)) is not None]
+    gone = [source for source, path in local if not os.path.exists(path)]
     if not gone:
         return Check(check="sources", status="ok", detail="every remembered local source is there")
     return Check(

@@ -15,6 +15,7 @@ from haiku_cli.store import schema
 from haiku_cli.store.database import Database
 from haiku_cli.store.handle import read_errors
 from haiku_cli.store.index_reads import index_states
+from haiku_cli.store.published import PublishInfo, published_info
 from haiku_cli.store.reads import async_table, count_rows, rows_where
 from haiku_cli.store.records import UtcDatetime
 
@@ -45,6 +46,7 @@ class DatabaseInfo(BaseModel):
     upgrade: str | None = None  # how to bring an older layout up to this haiku's (None: current)
     versions: dict[str, int]
     indexes: list[dict[str, Any]]
+    published: PublishInfo | None = None  # which publish a published copy holds (haiku publish)
 
 
 async def database_info(db: Database) -> DatabaseInfo:
@@ -73,6 +75,7 @@ async def database_info(db: Database) -> DatabaseInfo:
         upgrade=_upgrade(db),
         versions=dict(zip(tables, versions, strict=True)),
         indexes=[s.__dict__ for s in indexes],
+        published=published_info(db.meta),
     )
 
 

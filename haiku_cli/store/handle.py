@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 PENDING_WRITE = "pending_write"
 CHUNKS_TABLE = "chunks_table"
+# A published copy's record of the publish its readers read (store/published.py).
+PUBLISHED = "published"
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from haiku_cli.store.deadline import within_requests
 from haiku_cli.store.failures import storage_failure, unanswered_failure
 from haiku_cli.store.handle import (
     PENDING_WRITE,
+    PUBLISHED,
     Database,
     catch_up,
     note_stall,
@@ -400,6 +401,13 @@ def exclusive(db: Database, policy: WaitPolicy | None = None) -> Iterator[None]:
     if db.at_tag is not None:
         raise DatabaseError(
             f"database '{db.name}' is open at tag '{db.at_tag}', which is read-only; it cannot be written"
+        )
+    if PUBLISHED in db.meta:
+        # Its readers read the versions its publish names: a write here would never be seen, and would
+        # stand in the way of the next publish.
+        raise DatabaseError(
+            f"database '{db.name}' is a published copy; it cannot be written (write the database it was "
+            "published from, then publish again)"
         )
     if db.writer_lock is not None:
         yield

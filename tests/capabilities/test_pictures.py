@@ -39,7 +39,13 @@ def figs(tmp_path: Path, write_config, workspace) -> Workspace:
     write_config(f'[databases]\nfigs = "{tmp_path / "figs.lancedb"}"\n')
     ws = workspace()
     report = anyio.run(
-        lambda: operations.add_sources(ws, ws.select_one(["figs"]), [str(folder)], title=None, metadata={})
+        lambda: operations.add_sources(
+            ws,
+            ws.select_one(["figs"]),
+            [str(folder / n) for n in ("chart.md", "plan.md")],
+            title=None,
+            metadata={},
+        )
     )
     assert [o.status for o in report.outcomes] == ["added", "added"]
     return ws
@@ -241,3 +247,26 @@ def test_the_capsule_builder_takes_fetched_pictures_and_does_no_io() -> None:
     out = compact([asked, called, returned, now], [_Earlier(2, 0, "[receipt]")], "CAPSULE", fresh)
     assert out[2].parts[0].content == ["[receipt]\n\nCAPSULE", *fresh]
     assert returned.parts[0].content[0] == "Results"  # the history itself is untouched
+
+
+def test_our_tag_with_no_image_after_it_is_the_users_text_and_reaches_the_model(figs: Workspace) -> None:
+    # A user pastes a label (tag and all) a text-only model was shown, then asks about it in words: no
+    # image follows the tag, so nothing of it is ours to take out.
+    script = Script(*grounded("sales chart revenue"), *declared("Seen."))
+    bot = agent(figs, script, compaction=True)
+    deps = HaikuDeps()
+    history = bot.run_sync("What does the chart show?", deps=deps).all_messages()
+    pasted = f"Picture image-1 of 'Sales chart' (database figs) {tag(PictureKey('figs', 'x', 'image-1'))}"
+    asked = "Which quarter had the tallest bar in that picture?"
+    history.append(ModelRequest(parts=[UserPromptPart([pasted, asked])]))
+    history.append(_answer("Noted."))
+    bot.run_sync("And then?", deps=deps, message_history=history)
+    sent = [
+        c
+        for m in script.seen[3]
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, UserPromptPart)
+        for c in (p.content if isinstance(p.content, list) else [])
+    ]
+    assert pasted in sent and asked in sent

@@ -234,3 +234,21 @@ def test_dropping_only_the_policy_state_is_refused_like_the_evidence_states(kb: 
     asked = [ModelRequest(parts=[UserPromptPart("What is the capital of France?")])]
     third = Script(search("capital of France"), cite_first(), text("Paris [1]."))
     assert agent(kb, third).run_sync(deps=fresh, message_history=asked).output == "Paris [1]."
+
+
+@pytest.mark.parametrize(("dropped", "tool"), [("analysis", "execute_code"), ("retrieval", "search")])
+def test_each_capabilitys_record_is_judged_on_its_own_when_one_of_two_is_dropped(
+    kb: Workspace, dropped: str, tool: str
+) -> None:
+    # Both capabilities served evidence; the host carries one's record and drops the other's. The record
+    # it kept says nothing of the other's returns, so the history is refused all the same.
+    deps = HaikuDeps()
+    first = Script(search("capital of France"), execute("print(1)"), cite_first(), text("Paris [1]."))
+    history = agent(kb, first, analysis=True).run_sync("Capital?", deps=deps).all_messages()
+    assert retrieval_state(deps).tool_calls and deps.get("analysis", AnalysisState).tool_calls
+    kept = carried(deps)
+    del kept.state[dropped]
+    second = Script(text("Paris."))
+    with pytest.raises(CarriedStateError, match=rf"`{tool}` results .*deps.state\['{dropped}'\]"):
+        agent(kb, second, analysis=True).run_sync("Again?", deps=kept, message_history=history)
+    assert second.seen == []

@@ -167,3 +167,17 @@ def test_with_quotes_flagged_a_streamed_answer_is_never_sent_back_for_its_quotes
     assert policy.held_back and not policy.quote_held_back and policy.outcome == "grounded"
     quote = "Paris has been the capital since the year 987"
     assert [(q.text, q.verified, q.chunk) for q in policy.quotes] == [(quote, False, None)]
+
+
+def test_a_quote_made_of_fragments_of_the_evidences_words_is_not_verified() -> None:
+    # "500" and "15" are fragments of the note's "1500": a misquoted figure, not a quote of the note.
+    cited = [_citation("At most 1500 requests per minute are allowed; bursts above 1500 are refused.")]
+    checks = check_quotes(
+        [
+            "500 requests per minute are allowed",  # the figure cut at its start
+            "bursts above 15",  # ... and at its end
+            "at most 1500 requests per minute",  # the note's own words
+        ],
+        cited,
+    )
+    assert [c.verified for c in checks] == [False, False, True]

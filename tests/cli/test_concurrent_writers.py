@@ -12,6 +12,7 @@ import pytest
 
 from haiku_cli.errors import ExitCode
 from tests.store.test_writer import _wait_for
+from tests.support.children import reaped, takes_ctrl_c
 
 pytestmark = pytest.mark.slow
 
@@ -30,14 +31,15 @@ def test_second_add_fails_at_once_naming_the_first_when_told_not_to_wait(
         stderr=subprocess.PIPE,
         text=True,
     )
-    _wait_for(lambda: any(gate.glob("*.reached")), "the first add to pause")
-    monkeypatch.setenv("HAIKU_WRITE_WAIT", "0")
-    second = cli("add", "Swifts sleep on the wing.", "--db", str(db))
-    assert second.exit_code == ExitCode.DATABASE
-    assert second.stderr.startswith(f"haiku: database 'notes' is being written by pid {first.pid} on ")
-    assert len(second.stderr.splitlines()) == 1
-    (gate / "data-written.go").touch()
-    assert first.wait(60) == 0, first.stderr.read()
+    with reaped(first):
+        _wait_for(lambda: any(gate.glob("*.reached")), "the first add to pause")
+        monkeypatch.setenv("HAIKU_WRITE_WAIT", "0")
+        second = cli("add", "Swifts sleep on the wing.", "--db", str(db))
+        assert second.exit_code == ExitCode.DATABASE
+        assert second.stderr.startswith(f"haiku: database 'notes' is being written by pid {first.pid} on ")
+        assert len(second.stderr.splitlines()) == 1
+        (gate / "data-written.go").touch()
+        assert first.wait(60) == 0, first.stderr.read()
     monkeypatch.delenv("HAIKU_WRITE_WAIT")
     listed = json.loads(cli("list", "--db", str(db), "--json").stdout)
     assert len(listed["documents"]) == 2
@@ -61,13 +63,15 @@ def test_ctrl_c_during_an_add_keeps_what_was_written_and_a_rerun_finds_it_unchan
         env=env,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=takes_ctrl_c,
     )
-    _wait_for(lambda: any(gate.glob("*.reached")), "the add to write its batch")
-    add.send_signal(signal.SIGINT)  # Ctrl-C while the batch is being committed
-    (gate / "data-written.go").touch()
-    assert add.wait(60) == ExitCode.INTERRUPTED
-    assert add.stderr.read().splitlines()[-1] == (
-        "haiku: interrupted: kept 3 documents (3 chunks); run the same add-src to add the rest"
-    )
+    with reaped(add):
+        _wait_for(lambda: any(gate.glob("*.reached")), "the add to write its batch")
+        add.send_signal(signal.SIGINT)  # Ctrl-C while the batch is being committed
+        (gate / "data-written.go").touch()
+        assert add.wait(60) == ExitCode.INTERRUPTED
+        assert add.stderr.read().splitlines()[-1] == (
+            "haiku: interrupted: kept 3 documents (3 chunks); run the same add-src to add the rest"
+        )
     again = json.loads(cli("add-src", str(folder), "--db", str(db), "--json").stdout)
     assert [o["status"] for o in again["outcomes"]] == ["unchanged"] * 3

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from haiku_cli.cli import daemon_client as wire
+from tests.support.children import reaped, takes_ctrl_c
 
 # `haiku` from this tree; HAIKU_TEST_PROBE names a file told who answered: this process or a daemon.
 LAUNCH = (
@@ -81,10 +82,11 @@ def daemon(runtime: Path, cli) -> Iterator[subprocess.Popen]:
     ):
         assert cli("add", text, "--title", title).exit_code == 0
     proc = start_daemon(runtime)
-    yield proc
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
+    with reaped(proc):
+        yield proc
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
 
 
 def haiku(*args: str, tmp: Path, env: dict[str, str] | None = None, stdin: str | None = None) -> tuple:
@@ -149,18 +151,20 @@ def test_ctrl_c_interrupts_the_command_in_the_daemon_as_in_process(daemon, tmp_p
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "HAIKU_TEST_PROBE": str(probe)},
+        preexec_fn=takes_ctrl_c,
     )
-    # The daemon's command waits reading the caller's standard input (read(0, ...) is syscall 0).
-    deadline = time.monotonic() + 120
-    while not Path(f"/proc/{daemon.pid}/syscall").read_text().startswith("0 0x0 "):
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=60) == 130
-    assert proc.stderr is not None and proc.stderr.read() == b"haiku: interrupted\n"
-    assert probe.read_text() == "daemon"
-    assert proc.stdin is not None
-    proc.stdin.close()
+    with reaped(proc):
+        # The daemon's command waits reading the caller's standard input (read(0, ...) is syscall 0).
+        deadline = time.monotonic() + 120
+        while not Path(f"/proc/{daemon.pid}/syscall").read_text().startswith("0 0x0 "):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 130
+        assert proc.stderr is not None and proc.stderr.read() == b"haiku: interrupted\n"
+        assert probe.read_text() == "daemon"
+        assert proc.stdin is not None
+        proc.stdin.close()
     assert haiku("info", tmp=tmp_path)[2:] == (0, "daemon")  # the daemon serves on
 
 
@@ -283,13 +287,11 @@ def test_a_killed_daemon_leaves_nothing_in_the_way(daemon, runtime, tmp_path) ->
     again.wait(timeout=60)
     assert sock.exists()
     replacement = start_daemon(runtime)
-    try:
+    with reaped(replacement):
         assert haiku("info", tmp=tmp_path)[3] == "daemon"
         replacement.send_signal(signal.SIGTERM)
         assert replacement.wait(timeout=60) == 0
         assert not sock.exists()
-    finally:
-        replacement.kill()
 
 
 @pytest.mark.slow

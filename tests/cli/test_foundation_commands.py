@@ -341,6 +341,7 @@ def test_config_path_show_and_databases(cli, write_config, tmp_path: Path) -> No
             "documents": 1,
             "chunks": 1,
             "embedder": "haiku:all-minilm-l6-v2",
+            "published": None,
             "error": None,
         }
     ]

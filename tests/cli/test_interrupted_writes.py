@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from haiku_cli.errors import ExitCode
+from tests.support.children import reaped, takes_ctrl_c
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +29,7 @@ def _haiku(*args: str, **kw) -> subprocess.CompletedProcess:
 
 def _interrupted(args: list[str], point: str, gate: Path) -> tuple[int, str]:
     """Run `haiku ARGS` until it reaches checkpoint `point`, send it SIGINT there and let it go on: its
-    exit code and stderr. The child handles SIGINT by default even when this process ignores it."""
+    exit code and stderr."""
     gate.mkdir()
     env = {**os.environ, "HAIKU_TEST_PAUSE": f"{point}:{gate}"}
     proc = subprocess.Popen(
@@ -37,9 +38,9 @@ def _interrupted(args: list[str], point: str, gate: Path) -> tuple[int, str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=takes_ctrl_c,
     )
-    try:
+    with reaped(proc):
         deadline = time.monotonic() + 240
         while not any(gate.glob(f"{point}.*.reached")):
             assert proc.poll() is None, f"haiku ended before {point}"
@@ -50,10 +51,6 @@ def _interrupted(args: list[str], point: str, gate: Path) -> tuple[int, str]:
         (gate / f"{point}.go").touch()
         _, err = proc.communicate(timeout=240)
         return proc.returncode, err
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
 
 
 def _delivered(pid: int, signum: int, deadline: float) -> None:

@@ -94,6 +94,8 @@ def test_docs_name_every_field_of_every_result_model() -> None:
         "VacuumReport",
         "RebuildReport",
         "DatabaseOverview",
+        "PublishReport",
+        "PublishInfo",
         "ResolvedConfig",
         "AskResult",
         "AnalyzeResult",

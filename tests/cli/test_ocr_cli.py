@@ -10,7 +10,8 @@ import pytest
 from haiku_cli.config.settings import IngestSettings
 from haiku_cli.errors import ExitCode
 from haiku_cli.ingest.convert.ocr import MISSING
-from haiku_cli.ingest.pipeline import read_item
+from haiku_cli.ingest.engine import read_showing_steps
+from haiku_cli.ingest.kinds.base import Reading
 from tests.support.scans import scanned_pdf, words_png
 
 PAGES = [["Quarterly harbour report"], ["Lantern maintenance schedule"]]
@@ -62,7 +63,7 @@ def test_progress_names_each_page_read_by_ocr(tmp_path: Path) -> None:
     path = tmp_path / "scan.pdf"
     path.write_bytes(scanned_pdf(PAGES))
     steps: list[str] = []
-    read_item(path, IngestSettings(), None, None, steps.append)
+    read_showing_steps(path, Reading(IngestSettings()), None, steps.append)
     assert steps == ["OCR page 1/2", "OCR page 2/2"]
 
 

@@ -72,14 +72,16 @@ def test_get_shows_metadata_as_key_value_lines_and_times_in_utc(cli) -> None:
     assert created.endswith(" UTC") and "+00:00" not in created
 
 
-def test_hits_and_citations_fit_80_columns_keeping_the_id_and_the_file_name(terminal: io.StringIO) -> None:
-    from haiku_cli.capabilities.citations import Citation
+DOC_ID = "3f2b8c1e-9a4d-4e57-b1c2-7d9e0f6a5b43"
+
+
+def _long_hit():
+    """A hit whose title and uri are each longer than a line of 80 columns."""
     from haiku_cli.search.hits import SearchHit
 
-    doc_id = "3f2b8c1e-9a4d-4e57-b1c2-7d9e0f6a5b43"
-    hit = SearchHit(
+    return SearchHit(
         database="papers",
-        document_id=doc_id,
+        document_id=DOC_ID,
         document_uri=URI,
         document_title=TITLE,
         chunk_id="c1",
@@ -88,6 +90,12 @@ def test_hits_and_citations_fit_80_columns_keeping_the_id_and_the_file_name(term
         rank=1,
         heading_path=["Tables"],
     )
+
+
+def test_hits_and_citations_fit_80_columns_keeping_the_id_and_the_file_name(terminal: io.StringIO) -> None:
+    from haiku_cli.capabilities.citations import Citation
+
+    doc_id, hit = DOC_ID, _long_hit()
     render.search_hits("tides", [hit])
     same = hit.model_dump(include={"database", "document_id", "document_uri", "document_title", "chunk_id"})
     render.citations([Citation(index=1, content="Tides rise.", **same)], "tides")
@@ -106,23 +114,10 @@ def test_hits_and_citations_fit_80_columns_keeping_the_id_and_the_file_name(term
 
 
 def test_a_files_line_adds_the_section_and_excerpt_where_the_terminal_has_room(monkeypatch) -> None:
-    from haiku_cli.search.hits import SearchHit
-
     screen = io.StringIO()
     wide = output._Console(file=screen, width=260, force_terminal=True, color_system=None, highlight=False)
     monkeypatch.setattr(output, "out", wide)
-    hit = SearchHit(
-        database="papers",
-        document_id="3f2b8c1e-9a4d-4e57-b1c2-7d9e0f6a5b43",
-        document_uri=URI,
-        document_title=TITLE,
-        chunk_id="c1",
-        content="Tides rise and fall twice a day.",
-        score=0.5,
-        rank=1,
-        heading_path=["Tables"],
-    )
-    render.search_hits("tides", [hit], files=True)
+    render.search_hits("tides", [_long_hit()], files=True)
     (line,) = screen.getvalue().splitlines()
     assert len(line) <= 260 and TITLE in line and URI in line
     assert line.endswith("asked-for.md  § Tables  — Tides rise and fall twice a day.")

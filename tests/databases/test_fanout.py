@@ -338,3 +338,30 @@ def test_full_text_over_two_databases_reads_its_hits_with_its_candidates() -> No
     assert fanout.reads_hits_apart("fts", fanout.candidate_depth(10, "fts", 3), 10, 3)
     assert fanout.reads_hits_apart("hybrid", fanout.candidate_depth(10, "hybrid", 2), 10, 2)
     assert not fanout.reads_hits_apart("vector", fanout.candidate_depth(10, "vector", 4), 10, 4)
+
+
+def test_a_database_giving_exactly_as_many_full_text_candidates_as_asked_is_not_taken_for_every_match(
+    tmp_path: Path,
+) -> None:
+    # `birds` holds 8 short heron chunks and 3 long ones that mention falcon once: its best 6 (what a
+    # search of 2 over two databases asks each for) are all heron, exactly 6, so they are not every match:
+    # falcon is in 3 of its chunks, and the set's falcon scores must count them.
+    birds = [f"heron heron heron reed{i}" for i in range(8)]
+    birds += ["falcon " + " ".join(f"grass{i}x{j}" for j in range(120)) for i in range(3)]
+    birds += [f"marsh mud{i}" for i in range(30)]
+    rocks = ["falcon falcon " + " ".join(["slate"] * n) for n in range(1, 5)]
+    rocks += [f"quartz{i} mica" for i in range(30)]
+    texts = birds + rocks
+    single_chunk_database(tmp_path / "whole.lancedb", texts, [[1.0, 0.0]] * len(texts))
+    single_chunk_database(tmp_path / "birds.lancedb", birds, [[1.0, 0.0]] * len(birds))
+    single_chunk_database(tmp_path / "rocks.lancedb", rocks, [[1.0, 0.0]] * len(rocks))
+    whole = Selection((Location("whole", str(tmp_path / "whole.lancedb")),))
+    split = Selection(tuple(Location(n, str(tmp_path / f"{n}.lancedb")) for n in ("birds", "rocks")))
+    assert fanout.candidate_depth(2, "fts", 2) == 6
+    own = _ranking(Selection((Location("birds", str(tmp_path / "birds.lancedb")),)), "falcon heron", "fts", 7)
+    assert [text.split()[0] for text, _ in own] == ["heron"] * 7  # its best 6, and more, are heron
+    one = _ranking(whole, "falcon heron", "fts", 2)
+    assert one[0][0].startswith("falcon falcon")  # scored by how many chunks hold falcon, birds' too
+    ranked = _ranking(split, "falcon heron", "fts", 2)
+    # (Birds' heron chunks tie: which of them comes is not the point.)
+    assert [(text.split()[0], score) for text, score in ranked] == [(t.split()[0], s) for t, s in one]

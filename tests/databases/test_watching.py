@@ -18,9 +18,11 @@ import pytest
 
 from haiku_cli.databases import operations
 from haiku_cli.databases.watching import WatchEvent, watch
+from haiku_cli.errors import ExitCode
 from haiku_cli.store import open_database, reads
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.location import Location
+from tests.support.children import reaped, takes_ctrl_c
 from tests.support.etag_server import serve_page
 
 # How long a test waits for a change to show; a bound on a hang, not a performance target.
@@ -273,21 +275,23 @@ def test_killed_with_sigkill_and_restarted_it_catches_up(tmp_path: Path, notes: 
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=takes_ctrl_c,  # stopped by Ctrl-C below, as a person stops it
         )
 
     first = start()  # as a person runs it: one line per change on stderr
-    said: list[str] = []
-    threading.Thread(target=lambda: said.extend(iter(first.stderr.readline, "")), daemon=True).start()
-    (notes / "n0.md").write_text("Note 0 on the tides of the estuary.\n")
-    deadline = time.monotonic() + 120
-    while not any(line.startswith(f"added     {notes / 'n0.md'} → ") for line in said):
-        assert time.monotonic() < deadline, f"no line for n0.md; said: {said}"
-        time.sleep(0.1)
-    for i in range(1, 20):
-        (notes / f"n{i}.md").write_text(f"Note {i} on the tides of the estuary.\n")
-    time.sleep(1.0)
-    first.send_signal(signal.SIGKILL)  # perhaps in the middle of writing them
-    first.wait(30)
+    with reaped(first):
+        said: list[str] = []
+        threading.Thread(target=lambda: said.extend(iter(first.stderr.readline, "")), daemon=True).start()
+        (notes / "n0.md").write_text("Note 0 on the tides of the estuary.\n")
+        deadline = time.monotonic() + 120
+        while not any(line.startswith(f"added     {notes / 'n0.md'} → ") for line in said):
+            assert time.monotonic() < deadline, f"no line for n0.md; said: {said}"
+            time.sleep(0.1)
+        for i in range(1, 20):
+            (notes / f"n{i}.md").write_text(f"Note {i} on the tides of the estuary.\n")
+        time.sleep(1.0)  # whether the kill lands before, during or after their sync, the restart catches up
+        first.send_signal(signal.SIGKILL)  # perhaps in the middle of writing them
+        first.wait(30)
     (notes / "apples.md").unlink()
     second = start("--json")  # its first sweep catches up: the notes not yet written, apples.md gone
     printed: list[dict] = []
@@ -295,7 +299,7 @@ def test_killed_with_sigkill_and_restarted_it_catches_up(tmp_path: Path, notes: 
         target=lambda: printed.extend(json.loads(line) for line in iter(second.stdout.readline, "")),
         daemon=True,
     ).start()
-    try:
+    with reaped(second):
         deadline = time.monotonic() + 120
         while not any(line["status"] == "deleted" for line in printed):
             assert time.monotonic() < deadline, f"apples.md not deleted; printed: {printed}"
@@ -306,9 +310,55 @@ def test_killed_with_sigkill_and_restarted_it_catches_up(tmp_path: Path, notes: 
             capture_output=True,
             text=True,
         )
-    finally:
         second.send_signal(signal.SIGINT)
-        second.wait(30)
+        assert second.wait(60) == ExitCode.INTERRUPTED  # Ctrl-C stops it
     assert [line["path"] for line in printed if line["status"] == "deleted"] == [str(notes / "apples.md")]
     uris = {d["uri"] for d in json.loads(found.stdout)["documents"]}
     assert uris == {(notes / f"n{i}.md").as_uri() for i in range(20)}
+
+
+def _syncs(ws, location: Location) -> int:
+    """How many syncs wrote the database, as `haiku history` lists them."""
+    history = anyio.run(lambda: operations.history(ws, location))
+    return sum(w.operation.startswith("sync ") for w in history.writes)
+
+
+def test_a_burst_of_saves_is_one_sync(workspace, tmp_path: Path, notes: Path) -> None:
+    ws, location = workspace(), Location("w", str(tmp_path / "w.lancedb"))
+    _added(ws, location, notes)
+    names = [f"n{i:02}.md" for i in range(20)]
+    with Watching(ws, location, debounce_ms=500) as watching:
+        for name in names:  # as a `git checkout` or an unzip writes them, a few milliseconds apart
+            (notes / name).write_text(f"Note {name} on the tides of the estuary.\n")
+            time.sleep(0.01)  # 50 times within the quiet spell (500 ms) that ends a burst
+        watching.wait_for(
+            lambda events: {Path(e.path).name for e in events if e.status == "added"} >= set(names)
+        )
+    assert _syncs(workspace(), location) == 1
+
+
+def test_a_database_inside_the_watched_folder_does_not_set_off_syncs_of_its_own(
+    workspace, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its own writes change files under the watched folder: those are not changes of the source, and
+    # syncing them (however little each finds) would keep a watch busy after every write it makes.
+    from haiku_cli.databases import watching as watching_module
+
+    synced: list[Path] = []
+    real_sync = operations.sync_source
+
+    async def sync_source(ws, db, source, *, scope=None):
+        synced.extend(scope or [])
+        return await real_sync(ws, db, source, scope=scope)
+
+    monkeypatch.setattr(watching_module.operations, "sync_source", sync_source)
+    ws, location = workspace(), Location("w", str(notes / "w.lancedb"))
+    _added(ws, location, notes)
+    with Watching(ws, location, debounce_ms=100) as watching:
+        (notes / "kiwis.md").write_text("Kiwis are fuzzy.\n")
+        watching.wait_for(_seen("added", notes / "kiwis.md"))
+        (notes / "pears.md").write_text("Pears ripen off the tree.\n")
+        watching.wait_for(_seen("added", notes / "pears.md"))
+    assert {p.name for p in synced} == {"kiwis.md", "pears.md"}  # never a file of the database
+    assert _syncs(workspace(), location) == 2  # one write for each saved note
+    assert sorted(Path(e.path).name for e in watching.events) == ["kiwis.md", "pears.md"]

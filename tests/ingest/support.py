@@ -84,9 +84,9 @@ def vectors_by_id(db) -> dict[str, list[float]]:
 def small_batches(monkeypatch, chunks: int, commit_every: int | None = None) -> None:
     """Batches of `chunks` chunks, committed every `commit_every` chunks (default: each batch on its own),
     so that a few small documents make an add of several commits."""
-    from haiku_cli.ingest import pipeline
+    from haiku_cli.ingest import ingestor
     from haiku_cli.store import writes
 
-    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", chunks)
+    monkeypatch.setattr(ingestor, "BATCH_CHUNKS", chunks)
     monkeypatch.setattr(writes, "COMMIT_ROWS", commit_every or chunks)
     monkeypatch.setattr(writes.HeldWrites, "bound", lambda self, rows, seconds: None)  # not [ingest]'s

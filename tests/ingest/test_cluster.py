@@ -15,6 +15,7 @@ import pytest
 
 from haiku_cli.errors import ExitCode
 from haiku_cli.store import Location, open_database
+from tests.support.children import reaped, takes_ctrl_c
 
 
 @pytest.fixture(scope="module")
@@ -274,8 +275,9 @@ def test_ctrl_c_ends_the_cluster_work_and_leaves_the_database_as_it_was(
     before = _stored(_location(cli, "local_ray"))
     add, reached = _ray_add_held_at("ray-task", tmp_path)
     workers = [int(p.name.split(".")[1]) for p in reached]
-    add.send_signal(signal.SIGINT)  # the tasks are held until ray-task.go exists, which it never does
-    assert add.wait(60) == ExitCode.INTERRUPTED
+    with reaped(add):
+        add.send_signal(signal.SIGINT)  # the tasks are held until ray-task.go exists, which it never does
+        assert add.wait(60) == ExitCode.INTERRUPTED
     assert add.stderr is not None
     assert add.stderr.read().splitlines() == [
         "haiku: interrupted: an add on the Ray cluster commits its chunks at its end, so none of it is "
@@ -301,8 +303,13 @@ def _ray_add_held_at(point: str, tmp_path: Path) -> tuple[subprocess.Popen[str],
         env={**os.environ, "HAIKU_TEST_PAUSE": f"{point}:{gate}"},
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=takes_ctrl_c,
     )
-    _wait_for(lambda: any(gate.glob("*.reached")), f"the add to reach {point}")
+    try:
+        _wait_for(lambda: any(gate.glob("*.reached")), f"the add to reach {point}")
+    except BaseException:
+        with reaped(add):
+            raise
     return add, list(gate.glob("*.reached"))
 
 
@@ -324,7 +331,7 @@ def _wait_for(done, what: str, seconds: float = 120.0) -> None:
 
 
 def test_a_local_cluster_that_does_not_start_is_one_line_and_exit_4(
-    cli, write_config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    write_config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Ray's session folder cannot be made (a file squats its place): the start fails within seconds, as
     # one that timed out does, with an exception Ray raises as it is (not one haiku knew of: exit 70).
@@ -335,8 +342,11 @@ def test_a_local_cluster_that_does_not_start_is_one_line_and_exit_4(
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     write_config("[ray]\nmin_mb = 0\n")
     (tmp_path / "a.md").write_text("# A\n\nSome text.\n")
-    out = cli("add-src", str(tmp_path / "a.md"), "--db", str(tmp_path / "x.lancedb"), "--engine", "ray")
-    assert out.exit_code == ExitCode.MODEL, out.stderr
+    # In a process of its own: one that already joined a cluster (an earlier test's) would use it.
+    args = ["add-src", str(tmp_path / "a.md"), "--db", str(tmp_path / "x.lancedb"), "--engine", "ray"]
+    command = [sys.executable, "-m", "haiku_cli", *args]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert out.returncode == ExitCode.MODEL, out.stderr
     assert out.stderr == (
         f"haiku: a local Ray cluster did not start: [Errno 20] Not a directory: '{squat}/ray'; start one "
         "yourself (ray start --head) and name it with --ray-address, or add without --engine ray\n"
@@ -370,7 +380,8 @@ def test_a_task_does_not_embed_a_document_whose_content_is_stored_under_its_uri(
     import ray
 
     from haiku_cli.config.settings import EmbedderSettings, IngestSettings
-    from haiku_cli.ingest.cluster import _Job, _prepare
+    from haiku_cli.ingest.cluster_tasks import Job as _Job
+    from haiku_cli.ingest.cluster_tasks import prepare_items as _prepare
     from haiku_cli.ingest.convert.dispatch import file_uri
     from haiku_cli.ingest.stored import content_hash, stored_content
 
@@ -420,9 +431,10 @@ def test_fragments_of_an_add_killed_before_its_commit_are_removed_by_the_next_wr
     _config(write_config, tmp_path, s3_server)
     assert cli("add", "Kestrels hover over fields hunting voles.", "-d", "local_ray").exit_code == 0
     add, _ = _ray_add_held_at("fragments-commit", tmp_path)
-    assert _unnamed_chunk_files(_location(cli, "local_ray"))  # written by the workers, not committed
-    add.send_signal(signal.SIGKILL)
-    add.wait(60)
+    with reaped(add):
+        assert _unnamed_chunk_files(_location(cli, "local_ray"))  # written by the workers, not committed
+        add.send_signal(signal.SIGKILL)
+        add.wait(60)
     # The next writer undoes the dead add, fragments included.
     assert cli("add", "Falcons stoop.", "-d", "local_ray").exit_code == 0
     assert _unnamed_chunk_files(_location(cli, "local_ray")) == []
@@ -528,7 +540,9 @@ def test_calls_in_flight_to_an_actor_that_dies_go_to_a_new_one_in_their_order(
     import ray
 
     from haiku_cli.config.settings import EmbedderSettings, IngestSettings
-    from haiku_cli.ingest.cluster import ClusterWork, _Job, _nothing, _Pool, _results
+    from haiku_cli.ingest.cluster import ClusterWork, _nothing, _results
+    from haiku_cli.ingest.cluster_pool import Pool as _Pool
+    from haiku_cli.ingest.cluster_tasks import Job as _Job
 
     folder = tmp_path / "notes"
     folder.mkdir()

@@ -185,3 +185,19 @@ def test_re_adding_a_prefix_names_the_objects_that_left_it(
     report = json.loads(again.stdout)
     assert _outcomes(again.stdout) == {f"s3://lab/{top}/wrens.md": "unchanged"}
     assert report["gone"] == [f"s3://lab/{top}/robins.md"]  # kept until a sync
+
+
+def test_add_src_reads_the_endpoint_and_region_from_the_environment_as_databases_do(
+    cli, write_config, bucket, s3_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No [sources] entry and a local database: only AWS_ENDPOINT_URL says where the bucket is.
+    write_config(f'[databases]\nnotes = "{tmp_path}/notes.lancedb"\n')
+    top = f"env-{tmp_path.name}"
+    _put(bucket, f"{top}/herons.md", "# Herons\n\nGrey herons stand still in shallow water.\n")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    added = cli("add-src", f"s3://lab/{top}/", "-d", "notes", "--json")
+    assert added.exit_code == 0, added.stderr
+    assert _outcomes(added.stdout) == {f"s3://lab/{top}/herons.md": "added"}
+    (report,) = json.loads(cli("sync", "-d", "notes", "--json").stdout)["databases"]
+    assert report["sources"][0]["unchanged"] == 1

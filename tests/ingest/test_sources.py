@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from haiku_cli.ingest.kinds import unread_scheme
 from haiku_cli.ingest.reports import LeftOut
 from haiku_cli.ingest.sources import (
     FileChoice,
@@ -14,7 +15,6 @@ from haiku_cli.ingest.sources import (
     TextFile,
     as_source,
     iter_source_files,
-    unread_scheme,
 )
 
 

@@ -214,7 +214,7 @@ def test_the_vector_index_is_built_and_grown_in_segments_of_bounded_size(db: Dat
         assert all(s.unindexed_rows == 0 for s in wait(indexes.index_states(db.chunks)))
     assert sorted(segments.values()) == [50, 150, 250, 250, 250, 250]
     assert all(_finds_itself(db, w.chunks[3]) for w in written[::7])
-    assert next(c for c in check_database(db, None) if c.check == "indexes").status == "ok"
+    assert next(c for c in check_database(db, None, Path) if c.check == "indexes").status == "ok"
     vacuum(db)  # every small segment merged, none larger than the bound
     assert all(rows <= 250 for rows in _vector_segment_files(db).values())
     assert all(_finds_itself(db, w.chunks[3]) for w in written[::11])

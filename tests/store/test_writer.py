@@ -320,7 +320,8 @@ def test_a_waiting_writer_says_so_once_and_when_it_is_done(tmp_path: Path, monke
     second: list[object] = []
     waiter = threading.Thread(target=lambda: second.append(writer.acquire(tmp_path, "notes", policy)))
     waiter.start()
-    time.sleep(1.5)  # several polls while the first holds the lock
+    _wait_for(lambda: len(heard) == 1, "the waiting writer to say why it waits")
+    time.sleep(1.0)  # several polls (every 0.1 s) while the first holds the lock: none says it again
     first.release()
     waiter.join(30)
     second[0].release()

@@ -147,3 +147,46 @@ def test_a_group_held_past_its_time_commits_its_whole_documents_as_a_keep_point(
         assert held.held and db.kept_counts == (1, 2)
         held.commit()
         assert not held.held and db.kept_counts == (2, 5)
+
+
+def test_a_killed_write_that_made_the_pictures_table_is_undone_table_and_all(tmp_path: Path) -> None:
+    """Killed after its pictures were written: the next writer undoes the write, and the pictures table
+    that write created goes with its rows (a database that never held a picture has no such table)."""
+    path = tmp_path / "p.lancedb"
+    loc = Location("p", str(path))
+    db = open_database(loc, create_with=SPEC, writable=True)
+    write_documents(db, [_write("survivor")])
+    assert db.pictures is None
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from haiku_cli.store import Location, open_database
+        from haiku_cli.store.records import PictureRecord
+        from haiku_cli.store.transaction import atomic_write
+        from haiku_cli.store.writer import exclusive
+        from haiku_cli.store.writes import HeldWrites
+        from tests.store.test_writes import _write
+        from tests.support.pictures import png
+
+        db = open_database(Location("p", {str(path)!r}), writable=True)
+        data = png()
+        picture = PictureRecord(
+            document_id="", reference="p1-1", width=64, height=48, format="png", size=len(data), data=data
+        )
+        write = _write("figure").model_copy(update={{"pictures": [picture]}})
+        with exclusive(db), atomic_write(db):
+            HeldWrites(db, commit_rows=0).write([write])
+            assert db.pictures is not None and db.pictures.count_rows() == 1
+            os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert (path / "pictures.lance").exists()  # left by the killed writer
+    assert open_database(loc).pictures is None  # a reader meanwhile sees the state before the write
+    writer = open_database(loc, writable=True)
+    write_documents(writer, [_write("after")])  # the next writer undoes the dead one's write first
+    assert "pending_write" not in writer.meta
+    assert sorted(d.title for d in wait(reads.list_documents(writer))) == ["after", "survivor"]
+    assert "pictures" not in writer.conn.list_tables().tables and writer.pictures is None
+    assert open_database(loc).pictures is None

@@ -1,0 +1,65 @@
+"""`haiku help [TOPIC]`: the docs pages, shipped inside the package, read offline."""
+
+from __future__ import annotations
+
+import tomllib
+from importlib.resources import files
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_help_prints_the_json_page(cli) -> None:
+    result = cli("help", "json")
+    assert result.exit_code == 0
+    assert result.stdout == (ROOT / "docs" / "json.md").read_text(encoding="utf-8")  # `> json.md` is the page
+
+
+def test_help_lists_every_page_as_a_topic(cli) -> None:
+    result = cli("help")
+    assert result.exit_code == 0
+    listed = [line.split()[0] for line in result.stdout.splitlines()]
+    pages = {p.stem for p in (ROOT / "docs").glob("*.md")} - {"index"}
+    assert sorted(listed) == sorted(pages)
+    assert listed[:2] == ["install", "ingest"]  # the reading order of docs/index.md
+
+
+def test_an_unknown_topic_names_the_topics(cli) -> None:
+    result = cli("help", "jsn")
+    assert result.exit_code == 1
+    assert "no help topic 'jsn'" in result.stderr and "json" in result.stderr
+    assert result.stdout == ""
+
+
+def test_options_point_at_help_topics_not_at_files_a_pip_install_lacks(cli) -> None:
+    shown = " ".join(cli("search", "--help").stdout.split())
+    assert "haiku help json" in shown and "docs/" not in shown
+
+
+def test_the_package_carries_the_pages_a_wheel_ships() -> None:
+    # haiku_cli/docs is the docs folder (a link in the checkout); the package data takes every page.
+    inside = {p.name for p in (files("haiku_cli") / "docs").iterdir() if p.name.endswith(".md")}
+    assert inside == {p.name for p in (ROOT / "docs").glob("*.md")}
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "docs/*.md" in config["tool"]["setuptools"]["package-data"]["haiku_cli"]
+
+
+def test_every_command_help_names_its_help_topic(cli) -> None:
+    import typer
+
+    from haiku_cli.cli.app import app
+    from haiku_cli.cli.help_command import topics
+
+    known = dict(topics())
+    root = typer.main.get_command(app)
+    paths = []
+    for name in root.list_commands(None):  # type: ignore[attr-defined]
+        command = root.get_command(None, name)  # type: ignore[attr-defined]  # loads its module
+        if hasattr(command, "commands"):  # a group: tag, config
+            paths += [[name, sub] for sub in command.commands]
+        elif name != "help":
+            paths.append([name])
+    assert len(paths) > 20
+    for path in paths:
+        last = cli(*path, "--help").stdout.rstrip().splitlines()[-1].split()
+        assert last[:3] == ["More:", "haiku", "help"] and last[3] in known, path
