@@ -128,11 +128,9 @@ def get(
     Examples:
 
     \b
-      haiku get 3f2b8c1e              the id's start, as list and search show it
-      haiku get ~/notes/tides.md      the path it was added from (or its uri)
-      haiku get 3f2b8c1e --lines 12:30
-      haiku get --chunk CHUNK_ID      the part a hit or a citation stands for
-      haiku get 3f2b8c1e --json
+      haiku get 3f2b8c1e                        the id's start, as list shows it
+      haiku get ~/notes/tides.md --lines 12:30  by the path it was added from
+      haiku get --chunk CHUNK_ID --json         the part a citation stands for
     """
     from haiku_cli import api
     from haiku_cli.errors import InputError

@@ -89,8 +89,6 @@ def eval_(
       haiku eval ~/cisi                           a BEIR folder
       haiku eval questions.jsonl -d notes --k 5   {"query", "expected", "lines"} a line
       haiku eval ~/cisi --compare vector_weight=0.3,0.5,0.7
-      haiku eval ~/cisi --min-ndcg 0.3 --json     fail a script below 0.3
-      haiku eval draft.jsonl --generate 20 -m openai:gpt-4o
     """
     from haiku_cli import api
 

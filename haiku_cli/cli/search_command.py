@@ -59,7 +59,6 @@ def search(
     Examples:
 
     \b
-      haiku search "tide tables" --limit 5
       haiku search "tide tables" --files        one line per document
       haiku search "recall" --filter "metadata.year = '2024'" --json
       haiku search --from queries.txt --json    one query per line
