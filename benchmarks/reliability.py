@@ -49,6 +49,9 @@ sys.path.insert(0, str(REPO))
 from haiku_cli.store.writer import LOCK_FILE  # noqa: E402
 from tests.support.hash_embedder import serve_hash_embedder  # noqa: E402
 
+# Fresh processes are what is timed: no command goes to, or starts, a background daemon (docs/daemon.md).
+os.environ.setdefault("HAIKU_NO_DAEMON", "1")
+
 EMBEDDER = "ollama:hash"
 DIMENSION = 64
 WORDS = [

@@ -114,25 +114,26 @@ if TYPE_CHECKING:
     from haiku_cli.databases.fanout import MAX_QUERY_CHARS
     from haiku_cli.databases.health import DatabaseHealth, DoctorReport, check_health
     from haiku_cli.databases.holding import database_holding
+    from haiku_cli.databases.log_results import (
+        DatabaseHistory,
+        ForgottenSource,
+        SourceList,
+        SourceSummary,
+        SyncRun,
+    )
     from haiku_cli.databases.operations import (
         add_sources,
         add_text,
         delete_document,
         forget_source,
-        get_document,
         history,
-        info,
-        list_documents,
         list_sources,
-        overview,
         rebuild,
         show_config,
         sync,
         vacuum,
         writable_databases,
     )
-    from haiku_cli.databases.operations import search as search_hits
-    from haiku_cli.databases.operations import search_results as search
     from haiku_cli.databases.parts import DocumentPart, get_part, parse_lines
     from haiku_cli.databases.pictures import (
         DocumentPictures,
@@ -143,19 +144,17 @@ if TYPE_CHECKING:
         write_pictures,
     )
     from haiku_cli.databases.publishing import publish
+    from haiku_cli.databases.queries import get_document, info, list_documents, overview
+    from haiku_cli.databases.queries import search as search_hits
+    from haiku_cli.databases.queries import search_results as search
     from haiku_cli.databases.refreshing import sync_changed
     from haiku_cli.databases.results import (
-        DatabaseHistory,
         DatabaseOverview,
         DeletedDocument,
         DocumentList,
         DocumentWithChunks,
-        ForgottenSource,
         RebuildReport,
         SearchResults,
-        SourceList,
-        SourceSummary,
-        SyncRun,
         VacuumReport,
     )
     from haiku_cli.databases.selection import Selection
@@ -194,8 +193,8 @@ if TYPE_CHECKING:
     from haiku_cli.search.candidates import SearchType
     from haiku_cli.search.hits import SearchHit
     from haiku_cli.store.doctor import Check
+    from haiku_cli.store.facts import DatabaseInfo, TableVersion
     from haiku_cli.store.location import Location
-    from haiku_cli.store.maintenance import DatabaseInfo, TableVersion
     from haiku_cli.store.outcomes import WriteOutcome
     from haiku_cli.store.outcomes import mark as write_mark
     from haiku_cli.store.outcomes import since as writes_since

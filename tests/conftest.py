@@ -43,6 +43,8 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HAIKU_CONFIG", str(tmp_path / "config.toml"))
     monkeypatch.setenv("HAIKU_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("COLUMNS", "200")
+    # No read command starts a background daemon unless a test of it asks (tests/cli/test_daemon_auto.py).
+    monkeypatch.setenv("HAIKU_NO_DAEMON", "1")
     return tmp_path
 
 

@@ -29,7 +29,7 @@ from haiku_cli.capabilities.state import (
     Source,
     state_of,
 )
-from haiku_cli.databases import operations
+from haiku_cli.databases import queries
 from haiku_cli.databases.pictures import PictureKey, fetch_pictures
 from haiku_cli.databases.resolve import Resolution, ResolvedChunk
 from haiku_cli.databases.selection import Selection
@@ -175,7 +175,7 @@ class RetrievalCapability(EvidenceCapability):
         if spent == "response_full":
             return f"At most {self.per_response} searches per response; this one was not run."
         selection = self.selection(ctx.deps)
-        hits = await operations.search(
+        hits = await queries.search(
             self.workspace,
             selection,
             query,

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from haiku_cli.cli import interrupted, output, render
+from haiku_cli.cli import ingest_render, interrupted, output, render
 from haiku_cli.cli.options import (
     ONE_DATABASE,
     ONE_DATABASE_HOLDING,
@@ -255,7 +255,7 @@ def rebuild(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False
     if json:
         output.print_model(done)
         return
-    kept = render.kept_ids(done.kept_chunk_ids)
+    kept = ingest_render.kept_ids(done.kept_chunk_ids)
     chunks = f"{done.chunks} chunk{'s' * (done.chunks != 1)}"
     output.out.print(f"rebuilt {done.database}: {chunks}{kept} ({done.embedder})", markup=False)
 

@@ -120,7 +120,14 @@ def _commands_group() -> type:
     import typer
     from typer.core import TyperGroup
 
+    from haiku_cli.cli.coercion import defer_coercion
+
     class Commands(TyperGroup):
+        def get_params(self, ctx: Any) -> list[Any]:
+            params = super().get_params(ctx)  # typer's completion options are made here, each time
+            defer_coercion(params)
+            return params
+
         def list_commands(self, ctx: Any) -> list[str]:
             return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
 
@@ -169,6 +176,9 @@ def main() -> None:
     code = forward(sys.argv)
     if code is not None:
         sys.exit(code)
+    from haiku_cli.cli.daemon_start import start_if_absent
+
+    start_if_absent(sys.argv)  # this command still runs here; the next ones go to it
     # A command's start builds a few hundred thousand objects that live until exit (pydantic, numpy,
     # pyarrow, LanceDB). With a young collection every 700 new objects, the older generations'
     # collections, which walk all of them, run many times: about 0.035 of a search's 0.48 CPU-seconds.

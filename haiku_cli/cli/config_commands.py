@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from haiku_cli.cli import output, render
+from haiku_cli.cli import config_render, output, render
 from haiku_cli.cli.options import Json, workspace
 from haiku_cli.cli.running import add_command, run
 
@@ -61,7 +61,7 @@ def show(ctx: typer.Context, json: Json = False) -> None:
     if json:
         output.print_model(shown)
     else:
-        render.config(shown)
+        config_render.config(shown)
 
 
 def databases(

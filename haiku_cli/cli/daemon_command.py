@@ -12,6 +12,7 @@ import typer
 
 from haiku_cli.cli import daemon_client as wire
 from haiku_cli.cli import output
+from haiku_cli.cli.daemon_start import AUTO_ENV
 from haiku_cli.cli.options import workspace
 from haiku_cli.cli.running import add_command
 from haiku_cli.errors import InputError
@@ -36,12 +37,18 @@ def daemon(
     cost. Without a daemon, or when it was started with another config file, haiku version or Python,
     they run in their own process as always.
 
+    A read command that finds no daemon starts one in the background itself (`[daemon] auto`, on
+    unless set false or HAIKU_NO_DAEMON=1); that one exits after `[daemon] idle_minutes` (15) unasked,
+    or once haiku's code or its config file changed. One started here runs until stopped.
+
     Examples:
 
     \b
       haiku daemon &                 later searches answer from it
       haiku daemon --stop
     """
+    started_by_a_command = os.environ.pop(AUTO_ENV, None) == "1"
+    wire.STARTUP_ENV.pop(AUTO_ENV, None)  # what a fresh process starts with, as its caller started
     if not wire.supported():
         raise InputError("haiku daemon needs unix sockets that name their peer (Linux)")
     path = wire.socket_path()
@@ -52,6 +59,9 @@ def daemon(
     from haiku_cli.config.paths import config_path
 
     ws = workspace(ctx)  # the config is read and checked as any command's is
+    if started_by_a_command and not ws.settings.daemon.auto:
+        return
+    idle = ws.settings.daemon.idle_minutes * 60 if started_by_a_command else None
     root = ctx.find_root()
     served = Daemon(root.command, ConfigFile.read(config_path((root.obj or {}).get("config"))), path)
     bundled = ws.settings.embedder.model is None or ws.settings.embedder.model.startswith("haiku:")
@@ -64,7 +74,7 @@ def daemon(
         output.note(
             f"daemon answering search, list, info and get on {path} (pid {os.getpid()}); Ctrl-C stops it"
         )
-        served.serve(sock)
+        served.serve(sock, idle_seconds=idle)
     finally:
         served.close(sock)
     output.note("daemon stopped")

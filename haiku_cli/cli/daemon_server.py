@@ -20,6 +20,7 @@ import socket
 import stat
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any, TextIO
 
 from haiku_cli.cli import daemon_client as wire
 from haiku_cli.cli import output
+from haiku_cli.cli.daemon_start import hold_lock
 from haiku_cli.config.paths import config_path, read_config_bytes
 from haiku_cli.errors import HaikuError
 
@@ -110,6 +112,7 @@ class Daemon:
         self.stopping = False
         self._client_interrupt = False
         self._mark = (0, 0)
+        self._last_request = time.monotonic()
 
     # -- listening -----------------------------------------------------------------------------------
 
@@ -134,6 +137,8 @@ class Daemon:
         if st.st_mode & 0o077:
             os.chmod(folder, 0o700)  # ours, but others could reach it: make it private first
         self._refuse_live_daemon()
+        if hold_lock(folder) is None:
+            raise HaikuError(f"cannot serve: another haiku daemon is starting in {folder}")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         temporary = os.path.join(folder, f".daemon-{os.getpid()}.sock")
         with contextlib.suppress(FileNotFoundError):
@@ -179,8 +184,9 @@ class Daemon:
             if _mark(self.path) == self._mark:
                 os.unlink(self.path)
 
-    def serve(self, sock: socket.socket) -> None:
-        """Answer connections one at a time until stopped (SIGINT, SIGTERM) or stale."""
+    def serve(self, sock: socket.socket, idle_seconds: float | None = None) -> None:
+        """Answer connections one at a time until stopped (SIGINT, SIGTERM) or stale; with `idle_seconds`,
+        also once that long passed without a request, or once its code or config changed unasked."""
         signal.signal(signal.SIGINT, self._on_signal)
         signal.signal(signal.SIGTERM, self._on_signal)
         # A daemon started in the background of a terminal must not be stopped by reading or writing it.
@@ -193,7 +199,9 @@ class Daemon:
             # A stop signal may land anywhere in here (`stopping` then says so); a caller's Ctrl-C that
             # lands after its command ended only ends this round.
             try:
-                conn, _ = sock.accept()
+                conn = self._next(sock, idle_seconds)
+                if conn is None:
+                    continue
                 try:
                     self.handle(conn)
                 except OSError:
@@ -205,6 +213,21 @@ class Daemon:
                 gc.collect()
             except KeyboardInterrupt:
                 continue
+
+    def _next(self, sock: socket.socket, idle_seconds: float | None) -> socket.socket | None:
+        """The next connection; None when a wait for it ended (`stopping` says whether to go on)."""
+        if idle_seconds is None:
+            return sock.accept()[0]
+        # Woken at least every minute to look at its code and config, so a stale daemon does not linger.
+        sock.settimeout(min(idle_seconds, _LOOK_AGAIN_S))
+        try:
+            conn = sock.accept()[0]
+        except TimeoutError:
+            stale = code_fingerprint() != self.code or ConfigFile.read(Path(self.config.path)) != self.config
+            self.stopping = stale or time.monotonic() - self._last_request >= idle_seconds
+            return None
+        self._last_request = time.monotonic()
+        return conn
 
     def _on_signal(self, signum: int, frame: object) -> None:
         if not self._client_interrupt:
@@ -384,6 +407,9 @@ class Daemon:
     def _note(self, message: str) -> None:
         with contextlib.suppress(OSError):
             os.write(2, f"haiku: daemon: {message}\n".encode())
+
+
+_LOOK_AGAIN_S = 60.0
 
 
 def _mark(path: str) -> tuple[int, int]:

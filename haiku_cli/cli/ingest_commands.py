@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from haiku_cli.cli import interrupted, output, render
+from haiku_cli.cli import ingest_render, interrupted, output
 from haiku_cli.cli.options import ONE_DATABASE, Engine, Json, RayAddress, workspace
 from haiku_cli.cli.running import add_command, chosen_engine, exit_with, run
 from haiku_cli.cli.stdin import read_text
@@ -160,7 +160,7 @@ def _report(report: IngestReport, as_json: bool, *, verbose: bool = False) -> No
     if as_json:
         output.print_model(report)
     else:
-        render.ingest_report(report, verbose=verbose)
+        ingest_render.ingest_report(report, verbose=verbose)
     if report.failed:
         # Nothing usable at all is bad input; some failures among successes is a partial batch.
         exit_with(ExitCode.INPUT if len(report.failed) == len(report.outcomes) else ExitCode.PARTIAL)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -14,7 +13,7 @@ from rich.text import Text
 
 from haiku_cli import api
 from haiku_cli.cli import output, tables
-from haiku_cli.cli.output import printable, quoted_name
+from haiku_cli.cli.output import printable
 from haiku_cli.cli.places import link_style, place
 
 if TYPE_CHECKING:
@@ -27,11 +26,8 @@ if TYPE_CHECKING:
         DocumentWithChunks,
         Execution,
         ForgottenSource,
-        IngestReport,
-        LeftOut,
         PictureMark,
         PublishInfo,
-        ResolvedConfig,
         SearchHit,
         SourceList,
         SourceSync,
@@ -313,78 +309,6 @@ def databases(rows: Sequence[DatabaseOverview], *, show_locations: bool) -> None
             _note_newer_publisher(r.database, r.published)
 
 
-def ingest_report(report: IngestReport, *, verbose: bool = False) -> None:
-    """What happened to each source (failures on stderr), then a one-line summary on stderr.
-
-    The summary counts what folders held and was left out (each listed when `verbose`), and the stored
-    files that left them.
-    """
-    shown = api.short_ids([o.document_id for o in report.outcomes if o.document_id])
-    said: set[str] = set()  # a note many documents share (how to install OCR) is said once
-    for o in report.outcomes:
-        name = quoted_name(o.source)
-        if o.status == "failed":
-            # The message names the source as it is: quoted, a name with a newline stays on one line.
-            output.error((o.error or o.source).replace(o.source, name))
-        elif o.status == "skipped":
-            line = f"skipped: {name}: {printable(o.note or '')}"
-            output.err.print(line, markup=False, style="yellow", soft_wrap=True)
-        else:
-            kept = kept_ids(o.kept_chunk_ids)
-            detail = f" ({o.chunks} chunk{'' if o.chunks == 1 else 's'}{kept})" if o.chunks else ""
-            to = shown.get(o.document_id or "", o.document_id)
-            output.out.print(f"{o.status:9} {name} → {to}{detail}", markup=False)
-            parts = [p for p in (o.note or "").split("; ") if p and p not in said]
-            said.update(parts)
-            if parts:
-                output.err.print(f"note: {'; '.join(parts)}", markup=False, style="yellow")
-    if verbose:
-        for left in report.left_out:
-            line = f"left out: {quoted_name(left.source)} ({left.why}: {printable(left.detail)})"
-            output.err.print(line, markup=False, style="dim", soft_wrap=True)
-        for path in report.gone:
-            line = f"no longer in the folder: {quoted_name(path)} (still stored)"
-            output.err.print(line, markup=False, style="dim", soft_wrap=True)
-    statuses = ("added", "updated", "unchanged", "skipped")
-    counts = {s: sum(1 for o in report.outcomes if o.status == s) for s in statuses}
-    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    if report.failed:
-        summary += (", " if summary else "") + f"{len(report.failed)} failed"
-    summary = summary or "nothing to add"
-    for part in (left_out_summary(report.left_out, verbose), gone_summary(report.gone)):
-        summary += f"; {part}" if part else ""
-    output.err.print(f"{report.database}: {printable(summary)}", markup=False, style="dim", soft_wrap=True)
-
-
-def left_out_summary(left_out: Sequence[LeftOut], verbose: bool) -> str:
-    """What folders held and was not read: `273 unsupported (.png 250, .py 20), 3 ignored (by FILE)`."""
-    if not left_out:
-        return ""
-    parts = []
-    for why in ("unsupported", "ignored", "excluded"):
-        # Ignored entries are counted by the ignore file that left them out, not by its pattern.
-        details = Counter(
-            o.detail.rsplit(": ", 1)[0] if why == "ignored" else o.detail for o in left_out if o.why == why
-        )
-        if details:
-            shown = ", ".join(f"{d} {n}" if why == "unsupported" else d for d, n in details.most_common(5))
-            more = ", …" if len(details) > 5 else ""
-            by = "by " if why == "ignored" else ""
-            parts.append(f"{sum(details.values())} {why} ({by}{shown}{more})")
-    hint = "" if verbose else "; --verbose lists them"
-    return "left out: " + ", ".join(parts) + hint
-
-
-def gone_summary(gone: Sequence[str]) -> str:
-    """What a re-added folder lost: `2 no longer in the folder: kept; use sync`."""
-    return f"{len(gone)} no longer in the folder: kept; use sync" if gone else ""
-
-
-def kept_ids(n: int | None) -> str:
-    """What follows a count of chunks written again: ", N kept their ids" (nothing when none did)."""
-    return f", {n} kept {'its id' if n == 1 else 'their ids'}" if n else ""
-
-
 def answer(text: str) -> None:
     """The answer: rendered Markdown on a terminal, the text as written when piped."""
     if output.out.is_terminal:
@@ -491,66 +415,6 @@ def executions(runs: Sequence[Execution]) -> None:
             if text:
                 output.out.print(Text(text.rstrip("\n"), style=style), soft_wrap=True)
         output.out.print()
-
-
-def config(shown: ResolvedConfig) -> None:
-    """`haiku config show`: the settings as TOML that loads as a config file, sources as comments.
-
-    Secrets (the MCP token, secret-looking storage options) are named in comments, never given a value.
-    """
-    exists = "" if shown.config_exists else " (not there yet: defaults apply)"
-    output.out.print(f"# config file: {shown.config_file}{exists}", markup=False, style="dim")
-    output.out.print(f"# data dir:    {shown.data_dir}", markup=False, style="dim")
-    data = shown.settings.model_dump(mode="json")
-    if not data["databases"]:
-        where = f"{shown.data_dir}/default.lancedb"
-        output.out.print(f"\n# no databases configured: the default one is at {where}", markup=False)
-    for section, values in data.items():
-        if not values:
-            continue
-        output.out.print(f"\n[{section}]", style="bold", markup=False)
-        for key, value in values.items():
-            if value is None:
-                line = f"# {key} is not set"
-            elif value == shown.HIDDEN:
-                line = f"# {key} is set but not shown (a secret)"
-            else:
-                line = f"{_toml_key(key)} = {_toml(value, leave_out=shown.HIDDEN)}"
-                if secrets := _hidden_keys(value, shown.HIDDEN):
-                    line += f"  # not shown (secrets): {', '.join(secrets)}"
-            output.out.print(line, markup=False)
-
-
-def _hidden_keys(value: object, mark: str, prefix: str = "") -> list[str]:
-    # Secrets are left out of the TOML rather than printed as a placeholder that would load as their value.
-    if not isinstance(value, dict):
-        return []
-    found = []
-    for k, v in value.items():
-        found += [f"{prefix}{k}"] if v == mark else _hidden_keys(v, mark, f"{prefix}{k}.")
-    return found
-
-
-def _toml_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
-
-
-def _toml(value: object, leave_out: str | None = None) -> str:
-    """A value in TOML syntax (strings quoted, tables inline, unset keys and `leave_out` values left out)."""
-    if isinstance(value, dict):
-        items = [
-            f"{_toml_key(k)} = {_toml(v, leave_out)}"
-            for k, v in value.items()
-            if v is not None and v != leave_out
-        ]
-        return "{ " + ", ".join(items) + " }" if items else "{}"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    return str(value)
 
 
 def remembered_sources(listed: SourceList) -> None:

@@ -17,6 +17,7 @@ import typer
 from typer.core import TyperArgument, TyperCommand
 
 from haiku_cli.cli import output
+from haiku_cli.cli.coercion import defer_coercion
 from haiku_cli.cli.options import resolving_databases, with_parameters
 from haiku_cli.errors import ExitCode, HaikuError, Hint
 
@@ -97,6 +98,11 @@ class _Command(TyperCommand):
             if isinstance(param, TyperArgument):
                 # typer writes a required argument as `{DOC}` in the usage line; the convention is `DOC`.
                 param.get_usage_pieces = functools.partial(_plain_usage, param)  # type: ignore[method-assign]
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)  # with the help option, made on first use
+        defer_coercion(params)
+        return params
 
     def get_short_help_str(self, limit: int = 45) -> str:
         """The first sentence of the help, whole: `haiku --help` wraps it rather than cut it at 45 chars."""

@@ -176,6 +176,13 @@ class McpSettings(_Strict):
     http_token: str | None = Field(default=None, min_length=MIN_TOKEN_CHARS)  # HAIKU_MCP_TOKEN overrides
 
 
+class DaemonSettings(_Strict):
+    """The background process that answers read commands (docs/daemon.md)."""
+
+    auto: bool = True  # a read command that finds none starts one (HAIKU_NO_DAEMON=1 turns it off too)
+    idle_minutes: float = Field(default=15.0, gt=0)  # one started so exits after this long unasked
+
+
 class Settings(_Strict):
     """The whole configuration file."""
 
@@ -188,6 +195,7 @@ class Settings(_Strict):
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     ray: RaySettings = Field(default_factory=RaySettings)
+    daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     # Sources on object storage, by URI prefix (the longest matching one applies; none: the database's).
     sources: dict[str, SourceSettings] = Field(default_factory=dict)
 

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import anyio
 
 from haiku_cli.config.settings import Settings
-from haiku_cli.databases.results import SourceSummary
+from haiku_cli.databases.log_results import SourceSummary
 from haiku_cli.ingest.kinds import Freshness, Reading, freshness, kind_of
 from haiku_cli.ingest.kinds.local import path_of
 from haiku_cli.search.hits import SourceState

@@ -31,7 +31,7 @@ from haiku_cli.store.failures import (
     unanswered_failure,
 )
 from haiku_cli.store.location import Location
-from haiku_cli.store.writer import WaitPolicy
+from haiku_cli.store.wait_policy import WaitPolicy
 
 T = TypeVar("T")
 

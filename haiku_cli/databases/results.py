@@ -8,13 +8,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from haiku_cli.ingest.reports import SyncReport
 from haiku_cli.search.hits import SearchHit, SourceState
-from haiku_cli.store.maintenance import TableVersion
 from haiku_cli.store.published import PublishInfo
 from haiku_cli.store.records import ChunkRecord, DocumentRecord, DocumentSummary, PictureInfo
-from haiku_cli.store.sources import RememberedSource
-from haiku_cli.store.write_log import WriteRecord
 
 
 class SearchResults(BaseModel):
@@ -56,15 +52,6 @@ class DeletedDocument(BaseModel):
     chunks: int  # how many chunks went with it
 
 
-class DatabaseHistory(BaseModel):
-    """`haiku history`: the write commands that made a database, and every version of its tables, newest
-    first (a database written before commands were logged has versions without commands)."""
-
-    database: str
-    writes: list[WriteRecord] = Field(default_factory=list)
-    versions: list[TableVersion]
-
-
 class VacuumReport(BaseModel):
     """`haiku vacuum`: size on disk before and after (None for object storage), whether the database's
     older layout was upgraded to this haiku's, and how many older chunks were given their place."""
@@ -98,39 +85,3 @@ class DatabaseOverview(BaseModel):
     embedder: str | None = None
     published: PublishInfo | None = None  # which publish a published copy holds (haiku publish)
     error: str | None = None
-
-
-class SourceSummary(RememberedSource):
-    """A remembered source and how many documents it holds now, and how many of those changed or
-    vanished since they were read (`haiku sync` brings them up to date)."""
-
-    documents: int = 0
-    changed: int = 0
-    missing: int = 0
-
-
-class SourceList(BaseModel):
-    """What `haiku sources` lists: the sources one database remembers."""
-
-    database: str
-    sources: list[SourceSummary]
-
-
-class ForgottenSource(BaseModel):
-    """What `haiku forget-src` did: the source forgotten and the documents deleted with it."""
-
-    database: str
-    source: str
-    deleted_documents: int  # 0 with --keep-documents
-    kept_documents: int  # documents left: kept on request, or given by another source too
-
-
-class SyncRun(BaseModel):
-    """What `haiku sync` did, per database."""
-
-    databases: list[SyncReport]
-
-    @property
-    def failed(self) -> bool:
-        """Whether some item or source of some database could not be read."""
-        return any(r.failed for r in self.databases)

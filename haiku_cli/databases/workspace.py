@@ -15,7 +15,7 @@ from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection, configured, lookup, select_many, select_one
 from haiku_cli.store.database import EmbedderSpec
 from haiku_cli.store.location import Location
-from haiku_cli.store.writer import WaitPolicy
+from haiku_cli.store.wait_policy import WaitPolicy
 
 if TYPE_CHECKING:
     from haiku_cli.embed import Embedder

@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlparse
 
-from haiku_cli.databases import operations
+from haiku_cli.databases import queries
 from haiku_cli.databases.reading import read_one
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
@@ -72,7 +72,7 @@ async def load_index(ws: Workspace, selection: Selection) -> DocumentIndex:
     for location in selection.locations:
         offset = 0
         while True:
-            page = await operations.list_documents(ws, location, limit=_PAGE, offset=offset)
+            page = await queries.list_documents(ws, location, limit=_PAGE, offset=offset)
             for doc in page.documents:
                 index.add(location.name, doc)
             if not page.truncated:

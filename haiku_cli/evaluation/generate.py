@@ -13,7 +13,7 @@ from pydantic_ai import Agent
 from pydantic_ai.models import Model
 
 from haiku_cli.agents.models import model_errors, model_name, resolve_model, whole_request
-from haiku_cli.databases import operations
+from haiku_cli.databases import queries
 from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError
@@ -64,7 +64,7 @@ async def generate_questions(
     agent = Agent(chosen, output_type=str, instructions=INSTRUCTIONS)
     lines = []
     for n, (database, doc_id) in enumerate(picked, 1):
-        doc = await operations.get_document(ws, locations[database], doc_id)
+        doc = await queries.get_document(ws, locations[database], doc_id)
         if not doc.chunks:
             continue
         chunk = rng.choice(doc.chunks)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from haiku_cli.databases import operations
+from haiku_cli.databases import queries
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.sandbox.bounds import check_result_size
@@ -54,7 +54,7 @@ class HostFunctions:
             raise ValueError(f"search() limit must be an integer from 1 to {MAX_SEARCH_LIMIT}")
         if not query.strip():
             raise ValueError("search() query is empty")
-        hits = await operations.search(
+        hits = await queries.search(
             self._ws, self._selection, query, search_type="auto", limit=limit, document_filter=self._filter
         )
         found = [hit_dict(hit) for hit in hits]

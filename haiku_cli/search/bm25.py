@@ -19,7 +19,7 @@ import numpy as np
 from haiku_cli.search.candidates import Candidate, CandidateQuery
 from haiku_cli.search.lookups import Reads, Shape, VersionFacts, each
 from haiku_cli.store.database import Database
-from haiku_cli.store.maintenance import corpus_totals
+from haiku_cli.store.facts import corpus_totals
 from haiku_cli.store.reads import async_table
 
 K1 = 1.2

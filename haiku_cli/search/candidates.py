@@ -15,7 +15,7 @@ from haiku_cli.search.lookups import Reads, Shape, Unbounded, each
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
 from haiku_cli.store.failures import is_read_failure, storage_failure
-from haiku_cli.store.indexes import FTS_INDEX, VECTOR_INDEX
+from haiku_cli.store.index_reads import FTS_INDEX, VECTOR_INDEX
 from haiku_cli.store.reads import document_ids, in_list
 from haiku_cli.store.schema import DOCUMENT_FIELDS, SPAN_FIELDS, TERMS_FIELD
 

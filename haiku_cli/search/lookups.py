@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 from haiku_cli.store.database import Database
 from haiku_cli.store.handle import read_errors
-from haiku_cli.store.indexes import VECTOR_INDEX, analyze
+from haiku_cli.store.index_reads import VECTOR_INDEX, analyze
 from haiku_cli.store.location import Location
 from haiku_cli.store.reads import async_table
 

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from operator import attrgetter
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from haiku_cli.store import vector_segments
 from haiku_cli.store.blocking import wait
-from haiku_cli.store.handle import Database
 from haiku_cli.store.heap import release_freed
-from haiku_cli.store.reads import async_table
+from haiku_cli.store.index_reads import FTS_INDEX as FTS_INDEX
+from haiku_cli.store.index_reads import VECTOR_INDEX as VECTOR_INDEX
+from haiku_cli.store.index_reads import IndexState as IndexState
+from haiku_cli.store.index_reads import analyze as analyze
+from haiku_cli.store.index_reads import has_vector_index as has_vector_index
+from haiku_cli.store.index_reads import index_states as index_states
 from haiku_cli.store.vector_segments import build, current, pack, plan
 
 if TYPE_CHECKING:
@@ -26,8 +28,6 @@ if TYPE_CHECKING:
 # once by the write that crosses it; at 25k an exact scan cost 46 ms against 14 ms. Below 10k the scan
 # is exact and within a few ms of the index, and small databases keep no index to build or maintain.
 VECTOR_INDEX_MIN_ROWS = 10_000
-FTS_INDEX = "text_idx"
-VECTOR_INDEX = "vector_idx"
 # Each write after an index exists adds a delta segment that every query then searches too (at 110k
 # chunks, 171 vector segments made vector search 2x slower). Past this many deltas beside the base,
 # the newest are merged among themselves (cost proportional to their rows, not the table's)...
@@ -42,17 +42,6 @@ MAX_VECTOR_SEGMENTS = 8
 # during ingest, chunks of a document): without an index each lookup reads the whole column.
 CHUNK_KEYS = ("id", "document_id")
 DOCUMENT_KEYS = ("id", "uri", "content_hash")
-
-
-@dataclass(frozen=True)
-class IndexState:
-    """One index as `info` reports it."""
-
-    name: str
-    kind: str
-    indexed_rows: int
-    unindexed_rows: int
-    segments: int = 1
 
 
 def create_fts_index(chunks: Table, *, replace: bool = False) -> None:
@@ -70,52 +59,6 @@ def create_fts_index(chunks: Table, *, replace: bool = False) -> None:
             name=FTS_INDEX,
             replace=replace,
         )
-
-
-# Analyzing costs about a millisecond per call whatever the length, so many texts go in one call,
-# joined by a word no text holds and the analyzer keeps as it is.
-_SEPARATOR = "zzhaikutextbreakzz"
-
-
-async def analyze(chunks: Table, texts: Sequence[str]) -> list[list[str]]:
-    """The terms the full-text index makes of each text (lower-cased, stemmed, stop words dropped), in one
-    call to its analyzer: what a write counts as each chunk's length and a search rescores BM25 with."""
-    table = async_table(chunks)
-
-    async def tokens(text: str) -> list[str]:
-        return list(map(_TEXT, await table.tokenize(text, index_name=FTS_INDEX)))
-
-    joined = _joined(texts)
-    if joined is not None and (split := _split(await tokens(joined), len(texts))) is not None:
-        return split
-    return list(await asyncio.gather(*(tokens(t) for t in texts)))
-
-
-_TEXT = attrgetter("text")
-
-
-def _joined(texts: Sequence[str]) -> str | None:
-    if len(texts) < 2:
-        return None
-    joined = f" {_SEPARATOR} ".join(texts)
-    # The separator within a text would cut it in two (and the analyzer folds case, so any case).
-    if joined.lower().count(_SEPARATOR) != len(texts) - 1:
-        return None
-    return joined
-
-
-def _split(terms: list[str], count: int) -> list[list[str]] | None:
-    # Cut at each separator by list.index, which scans in C: a search analyses thousands of terms.
-    out: list[list[str]] = []
-    start = 0
-    while True:
-        try:
-            end = terms.index(_SEPARATOR, start)
-        except ValueError:
-            out.append(terms[start:])
-            return out if len(out) == count else None
-        out.append(terms[start:end])
-        start = end + 1
 
 
 class LanceHandle:
@@ -434,25 +377,3 @@ def _compact_if_fragmented(lance: LanceHandle) -> None:
         return
     finally:
         lance.committed()
-
-
-def has_vector_index(db: Database) -> bool:
-    """Whether searches go through an ANN index (and so want refinement)."""
-    return any(i.name == VECTOR_INDEX for i in db.chunks.list_indices())
-
-
-async def index_states(chunks: Table) -> list[IndexState]:
-    """Each index on a chunks table with how many rows it covers."""
-    table = async_table(chunks)
-    listed = await table.list_indices()
-    stats = await asyncio.gather(*(table.index_stats(idx.name) for idx in listed))
-    return [
-        IndexState(
-            name=idx.name,
-            kind=str(idx.index_type),
-            indexed_rows=found.num_indexed_rows if found else 0,
-            unindexed_rows=found.num_unindexed_rows if found else 0,
-            segments=(found.num_indices or 1) if found else 0,
-        )
-        for idx, found in zip(listed, stats, strict=True)
-    ]

@@ -2,39 +2,38 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
-import os
 import warnings
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import BaseModel
 
 from haiku_cli.errors import DatabaseError, HaikuError, Hint
 from haiku_cli.store import schema
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import PENDING_WRITE, Database
+from haiku_cli.store.facts import CORPUS_TOTALS as CORPUS_TOTALS
+from haiku_cli.store.facts import DatabaseInfo as DatabaseInfo
+from haiku_cli.store.facts import TableVersion as TableVersion
+from haiku_cli.store.facts import corpus_totals as corpus_totals
+from haiku_cli.store.facts import count_totals, dir_size
+from haiku_cli.store.facts import database_info as database_info
+from haiku_cli.store.facts import history as history
 from haiku_cli.store.failures import failure_reason
-from haiku_cli.store.handle import read_errors
 from haiku_cli.store.heap import release_freed, return_large_buffers
 from haiku_cli.store.indexes import (
     DOCUMENT_KEYS,
     analyze,
-    index_states,
     lance_dataset,
     refresh_indexes,
     refresh_keys,
 )
 from haiku_cli.store.pictures import drop_orphans
-from haiku_cli.store.published import PublishInfo, published_info
-from haiku_cli.store.reads import async_table, count_rows, rows_where
-from haiku_cli.store.records import UtcDatetime
+from haiku_cli.store.reads import rows_where
 from haiku_cli.store.tag_records import drop_stray_chunk_tables
 from haiku_cli.store.transaction import storage_errors
 from haiku_cli.store.writer import checkpoint, ensure_held, exclusive
@@ -50,97 +49,7 @@ KEEP_SUPERSEDED = timedelta(hours=1)
 # they have been superseded for READER_GRACE, longer than any one search or write takes.
 MAX_VERSIONS = 20
 READER_GRACE = timedelta(minutes=2)
-CORPUS_TOTALS = "corpus_totals"
 _NEVER = timedelta(days=36500)
-
-
-class TableVersion(BaseModel):
-    """One version of one table."""
-
-    table: str
-    version: int
-    timestamp: UtcDatetime
-
-
-class DatabaseInfo(BaseModel):
-    """What `haiku info` reports."""
-
-    database: str
-    kind: str
-    read_only: bool = False  # configured so: haiku never writes it
-    documents: int
-    chunks: int
-    pictures: int = 0
-    size_bytes: int | None
-    embedder: str
-    dimension: int
-    schema_version: int
-    upgrade: str | None = None  # how to bring an older layout up to this haiku's (None: current)
-    versions: dict[str, int]
-    indexes: list[dict[str, Any]]
-    published: PublishInfo | None = None  # which publish a published copy holds (haiku publish)
-
-
-async def database_info(db: Database) -> DatabaseInfo:
-    """Counts, size on disk, embedder, schema, table versions and index state, read at once."""
-    path = db.location.local_path
-    side = await asyncio.to_thread(db.side_tables)  # opening a side table lists the database's folder
-    tables = {schema.DOCUMENTS: db.documents, schema.CHUNKS: db.chunks, **side}
-    pictures = side.get(schema.PICTURES)
-    size, counts, versions, indexes = await asyncio.gather(
-        asyncio.to_thread(_dir_size, path) if path is not None else _nothing(),
-        asyncio.gather(*(count_rows(db, t) for t in (db.documents, db.chunks, pictures) if t is not None)),
-        asyncio.gather(*(async_table(t).version() for t in tables.values())),
-        index_states(db.chunks),
-    )
-    return DatabaseInfo(
-        database=db.name,
-        kind=db.location.kind,
-        read_only=db.location.read_only,
-        documents=counts[0],
-        chunks=counts[1],
-        pictures=counts[2] if pictures is not None else 0,
-        size_bytes=size,
-        embedder=db.embedder.name,
-        dimension=db.embedder.dimension,
-        schema_version=db.schema_version,
-        upgrade=_upgrade(db),
-        versions=dict(zip(tables, versions, strict=True)),
-        indexes=[s.__dict__ for s in indexes],
-        published=published_info(db.meta),
-    )
-
-
-async def _nothing() -> None:
-    return None
-
-
-def _upgrade(db: Database) -> str | None:
-    # Versions 1 to 3 keep working; 1 only looks each search's documents up (a few ms per database),
-    # 2 does not know where its chunks stand in their documents, 3 analyses a fan-out's candidates.
-    if db.chunks_carry_documents and db.chunks_carry_spans and db.chunks_carry_terms:
-        return None
-    if db.chunks_carry_spans:
-        older = "older layout: full-text search over several databases analyses its candidates again"
-    elif db.chunks_carry_documents:
-        older = "older layout: chunks do not say where they stand in their documents"
-    else:
-        older = "older layout: each search also looks its documents up"
-    if db.location.read_only:  # vacuum would refuse it here
-        return f"{older}; vacuuming it (where it is not configured read_only) upgrades it"
-    return f"{older}; haiku vacuum upgrades it in place (nothing is re-embedded)"
-
-
-async def history(db: Database) -> list[TableVersion]:
-    """Every version of the documents and chunks tables, newest first."""
-    names = (schema.DOCUMENTS, schema.CHUNKS)
-    with read_errors(db):
-        listed = await asyncio.gather(*(async_table(t).list_versions() for t in (db.documents, db.chunks)))
-    out = []
-    for name, versions in zip(names, listed, strict=True):
-        for v in versions:
-            out.append(TableVersion(table=name, version=v["version"], timestamp=v["timestamp"]))
-    return sorted(out, key=lambda v: (v.timestamp, v.table), reverse=True)
 
 
 def after_write(db: Database) -> None:
@@ -172,27 +81,13 @@ def after_write(db: Database) -> None:
             ) from exc
 
 
-async def corpus_totals(db: Database, version: int) -> tuple[int, int]:
-    """Chunk count and total length in index terms (for BM25) at `version` of the chunks table (the one its
-    handle reads); kept in meta by each write, else counted."""
-    stored = json.loads(db.meta.get(CORPUS_TOTALS) or "{}")
-    if stored.get("table") == db.chunks_table_name and stored.get("version") == version:
-        return int(stored["chunks"]), int(stored["tokens"])
-    return await _count_totals(db)
-
-
-async def _count_totals(db: Database) -> tuple[int, int]:
-    lengths = await rows_where(db, db.chunks, None, ["search_tokens"])
-    return lengths.num_rows, int(pc.sum(lengths.column("search_tokens")).as_py() or 0)
-
-
 def _store_corpus_totals(db: Database) -> None:
     # Keyed by table and version: a later write, or its undoing, makes it stale, never wrong.
     stored = json.loads(db.meta.get(CORPUS_TOTALS) or "{}")
     known = stored.get("fragments", {}) if stored.get("table") == db.chunks_table_name else {}
     fragments = _fragment_totals(db.chunks, known)
     if fragments is None:
-        chunks, tokens = wait(_count_totals(db))
+        chunks, tokens = wait(count_totals(db))
     else:
         chunks, tokens = sum(f[0] for f in fragments.values()), sum(f[1] for f in fragments.values())
     totals = {"table": db.chunks_table_name, "version": db.chunks.version, "chunks": chunks, "tokens": tokens}
@@ -289,7 +184,7 @@ def vacuum(
     after, whether the layout was upgraded, and how many chunks were placed.
     """
     path = db.location.local_path
-    before = _dir_size(path) if path is not None else None
+    before = dir_size(path) if path is not None else None
     with exclusive(db), warnings.catch_warnings(), storage_errors(db, "cannot be vacuumed"):
         # Dropping old versions is what vacuum is for; LanceDB warns about it to other callers.
         warnings.simplefilter("ignore", UserWarning)
@@ -315,7 +210,7 @@ def vacuum(
         for table in (db.documents, db.chunks, db.meta_table, *side):
             ensure_held(db)
             _drop_old_versions(db, table)
-    after = _dir_size(path) if path is not None else None
+    after = dir_size(path) if path is not None else None
     return before, after, upgraded, placed
 
 
@@ -383,16 +278,3 @@ def upgrade_layout(db: Database) -> bool:
 
 
 _ANALYZED_AT_ONCE = 2_000  # search texts per analyzer call when an upgrade fills their terms
-
-
-def _dir_size(path: Path) -> int:
-    # Another process's write may remove old versions' files while they are being counted: a file or
-    # folder gone by the time it is looked at counts for nothing (os.walk skips folders it cannot list).
-    total = 0
-    for folder, _, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.stat(os.path.join(folder, name)).st_size
-            except FileNotFoundError:
-                continue
-    return total

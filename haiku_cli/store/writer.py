@@ -35,6 +35,8 @@ from haiku_cli.store.handle import (
     catch_up,
     note_stall,
 )
+from haiku_cli.store.wait_policy import DEFAULT_WAIT_SECONDS as DEFAULT_WAIT_SECONDS
+from haiku_cli.store.wait_policy import WaitPolicy as WaitPolicy
 from haiku_cli.store.writer_line import Place, someone_before
 
 T = TypeVar("T")
@@ -49,7 +51,6 @@ LEASE_TTL_SECONDS = 60.0
 _RENEW_FRACTION = 1 / 6
 _HOLD_FRACTION = 1 / 2
 _RETRY_RENEWAL_SECONDS = 1.0
-DEFAULT_WAIT_SECONDS = 120.0
 _POLL_SECONDS = 0.2
 # Each of the reads taking a lease makes (the versions listed, with the manifest when another writer
 # moved them; the lease row's data file, its footer then its rows) is two requests when the store
@@ -93,19 +94,6 @@ class Owner:
             return cls(**json.loads(text))
         except (ValueError, TypeError):
             return None
-
-
-@dataclass(frozen=True)
-class WaitPolicy:
-    """How long a second writer waits for the first, and where it says that it is waiting.
-
-    `notify` is told once when a wait begins, `waited` once when it ends (the lock taken, or given up).
-    """
-
-    seconds: float | None = DEFAULT_WAIT_SECONDS  # None: wait as long as it takes; 0: fail at once
-    notify: Callable[[str], None] | None = None
-    lease_seconds: float | None = None  # an object-store lease's time-to-live (None: LEASE_TTL_SECONDS)
-    waited: Callable[[], None] | None = None
 
 
 class _Lock:

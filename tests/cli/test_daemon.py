@@ -34,6 +34,7 @@ LAUNCH = (
     "        open(probe, 'w').write('in-process' if 'typer' in sys.modules else 'daemon')\n"
 )
 START_TIMEOUT_S = 240
+NO_AUTO_START = "[daemon]\nauto = false\n"
 
 
 @pytest.fixture
@@ -42,6 +43,8 @@ def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="hd-", dir="/tmp"))
     monkeypatch.setenv(wire.RUNTIME_ENV, str(folder / "haiku"))
     monkeypatch.delenv(wire.OFF_ENV, raising=False)
+    # The daemons here are started by the tests; a command finding none starts none (test_daemon_auto).
+    Path(os.environ["HAIKU_CONFIG"]).write_text(NO_AUTO_START, encoding="utf-8")
     yield folder / "haiku"
     shutil.rmtree(folder, ignore_errors=True)
 
@@ -168,7 +171,7 @@ def test_ctrl_c_interrupts_the_command_in_the_daemon_as_in_process(daemon, tmp_p
 @pytest.mark.slow
 def test_a_changed_config_is_not_served_and_the_daemon_stops(daemon, runtime, tmp_path) -> None:
     config = tmp_path / "config.toml"
-    config.write_text("[search]\n", encoding="utf-8")
+    config.write_text(f"[search]\n{NO_AUTO_START}", encoding="utf-8")
     *theirs, who = haiku("search", "--type", "fts", "moon tides", tmp=tmp_path)
     assert who == "in-process" and theirs == list(
         in_process("search", "--type", "fts", "moon tides", tmp=tmp_path)[:3]

@@ -17,6 +17,7 @@ from haiku_cli.store import (
     EmbedderSpec,
     Location,
     NewChunk,
+    facts,
     indexes,
     maintenance,
     open_database,
@@ -478,7 +479,7 @@ def test_corpus_totals_kept_per_write_equal_a_full_count(db: Database, monkeypat
             assert stored["version"] == db.chunks.version
             assert len(stored["fragments"]) == len(db.chunks.to_lance().get_fragments())
         kept = wait(maintenance.corpus_totals(db, db.chunks.version))
-        assert kept == wait(maintenance._count_totals(db)), (step, action)
+        assert kept == wait(facts.count_totals(db)), (step, action)
     assert wait(maintenance.corpus_totals(db, db.chunks.version))[0] == db.chunks.count_rows() > 0
 
 
