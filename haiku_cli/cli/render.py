@@ -13,6 +13,7 @@ from rich.text import Text
 
 from haiku_cli import api
 from haiku_cli.cli import output, tables
+from haiku_cli.cli.freshness_render import part_source
 from haiku_cli.cli.output import printable
 from haiku_cli.cli.places import link_style, place
 
@@ -224,23 +225,9 @@ def document_part(part: DocumentPart) -> None:
         head.append(f"  {printable(part.document_uri)}", style="dim")
     head.append(f"  {at}" if at else "", style="dim")
     output.err.print(head, soft_wrap=True)
-    output.err.print(printable(_part_source(part)), style="dim" if not part.differs else "bold red")
+    output.err.print(printable(part_source(part)), style="dim" if not part.differs else "bold red")
     text = printable(part.text.replace("\f", "\n\n"))
     output.out.print(text, markup=False, highlight=False, soft_wrap=True)
-
-
-def _part_source(part: DocumentPart) -> str:
-    """Which text `get --lines`/`--chunk` prints, and whether the source still says it."""
-    sync = f"run `haiku sync -d {part.database}`"
-    if part.source_state == "missing":
-        return f"the stored text (as indexed); the source is gone: {sync}"
-    if part.source_state != "changed":
-        return "the stored text (as indexed)"
-    if part.differs:
-        return f"the stored text (as indexed); the file changed since and its lines here now differ: {sync}"
-    if part.differs is False:
-        return f"the stored text (as indexed); the file changed since, these lines still match: {sync}"
-    return f"the stored text (as indexed); the source changed since: {sync}"
 
 
 def _meta_value(value: object) -> str:
@@ -444,19 +431,6 @@ def forgotten_source(done: ForgottenSource) -> None:
     if done.kept_documents:
         line += f", {done.kept_documents} kept"
     output.out.print(line, markup=False)
-
-
-def synced_before_search(database: str, done: SourceSync) -> None:
-    """`search --sync`: one line on stderr per source synced first (stdout stays the results)."""
-    if done.error:
-        output.error(f"{database}: {done.error}")
-        return
-    counts = ", ".join(
-        f"{n} {what}"
-        for what, n in (("added", done.added), ("updated", done.updated), ("deleted", done.deleted))
-        if n
-    )
-    output.note(f"synced {printable(done.source)} [{database}]: {counts or 'nothing changed'}")
 
 
 def source_sync(done: SourceSync) -> None:

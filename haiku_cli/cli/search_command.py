@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from haiku_cli.cli import output, render
+from haiku_cli.cli import freshness_render, output, render
 from haiku_cli.cli.options import DATABASE_SET, At, CheckRemote, Filter, Json, Limit, completing, workspace
 from haiku_cli.cli.running import add_command, run, usage_error
 from haiku_cli.cli.stdin import read_text
@@ -92,7 +92,7 @@ def search(
     async def each() -> None:
         if sync:
             for database, done in await api.sync_changed(ws, selection, on_note=output.note):
-                render.synced_before_search(database, done)
+                freshness_render.synced_before_search(database, done)
         noted: set[str] = set()  # a skipped database is named once, not once per query
         for qid, text in queries:
             found = await api.search(
