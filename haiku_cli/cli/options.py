@@ -80,6 +80,14 @@ AllDatabases = Annotated[
     bool,
     typer.Option("--all", help="Every configured database that is not read_only (instead of -d/--db)."),
 ]
+SyncFirst = Annotated[
+    bool,
+    typer.Option(
+        "--sync",
+        help="First sync the remembered sources whose files changed or vanished (read_only databases "
+        "are searched as they are).",
+    ),
+]
 CheckRemote = Annotated[
     bool,
     typer.Option(

@@ -8,13 +8,23 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import freshness_render, output, render
-from haiku_cli.cli.options import DATABASE_SET, At, CheckRemote, Filter, Json, Limit, completing, workspace
+from haiku_cli.cli.options import (
+    DATABASE_SET,
+    At,
+    CheckRemote,
+    Filter,
+    Json,
+    Limit,
+    SyncFirst,
+    completing,
+    workspace,
+)
 from haiku_cli.cli.running import add_command, run, usage_error
 from haiku_cli.cli.stdin import read_text
 from haiku_cli.errors import InputError
 
 if TYPE_CHECKING:
-    from haiku_cli.api import SearchType, Selection
+    from haiku_cli.api import SearchType, Selection, Workspace
 
 
 def register(app: typer.Typer) -> None:
@@ -50,14 +60,7 @@ def search(
         bool,
         typer.Option("--files", help="One line per document (its best chunk); --limit counts documents."),
     ] = False,
-    sync: Annotated[
-        bool,
-        typer.Option(
-            "--sync",
-            help="First sync the remembered sources whose files changed or vanished (read_only databases "
-            "are searched as they are).",
-        ),
-    ] = False,
+    sync: SyncFirst = False,
     selection: Selection = DATABASE_SET,
     json: Json = False,
     at: At = None,
@@ -91,8 +94,7 @@ def search(
 
     async def each() -> None:
         if sync:
-            for database, done in await api.sync_changed(ws, selection, on_note=output.note):
-                freshness_render.synced_before_search(database, done)
+            await _sync_first(ws, selection)
         noted: set[str] = set()  # a skipped database is named once, not once per query
         for qid, text in queries:
             found = await api.search(
@@ -126,6 +128,14 @@ def _search_type(value: str) -> SearchType:
     if value not in ("hybrid", "vector", "fts"):
         raise InputError(f"unknown --type {value!r}; use hybrid, vector or fts")
     return value  # type: ignore[return-value]
+
+
+async def _sync_first(ws: Workspace, selection: Selection) -> None:
+    """`--sync`: the changed remembered sources synced before the search, a line each on stderr."""
+    from haiku_cli import api
+
+    for database, done in await api.sync_changed(ws, selection, on_note=output.note):
+        freshness_render.synced_before_search(database, done)
 
 
 def read_queries(source: str) -> list[tuple[str, str]]:
