@@ -78,14 +78,7 @@ def search(
     from haiku_cli import api
 
     kind = _search_type(search_type)
-    if from_file is not None and query is not None:
-        raise usage_error("give a QUERY or --from FILE, not both", ctx)
-    if from_file is None and query is None:
-        raise usage_error("give a QUERY to search for (or --from FILE)", ctx)
-    queries = read_queries(from_file) if from_file is not None else [(None, query or "")]
-    if not queries:  # as an empty QUERY is: a script that meant to search learns nothing was searched
-        where = "standard input" if from_file == "-" else from_file
-        raise InputError(f"no queries in {where}; give one query per line")
+    queries = _queries(ctx, query, from_file)
     if sync and at is not None:
         raise usage_error("--sync brings the databases up to date: it cannot search a tag (--at)", ctx)
     ws = workspace(ctx)
@@ -128,6 +121,21 @@ def _search_type(value: str) -> SearchType:
     if value not in ("hybrid", "vector", "fts"):
         raise InputError(f"unknown --type {value!r}; use hybrid, vector or fts")
     return value  # type: ignore[return-value]
+
+
+def _queries(ctx: typer.Context, query: str | None, from_file: str | None) -> list[tuple[str | None, str]]:
+    """The QUERY, or the queries of --from FILE (each with its id), refusing neither or both."""
+    if from_file is not None and query is not None:
+        raise usage_error("give a QUERY or --from FILE, not both", ctx)
+    if from_file is None and query is None:
+        raise usage_error("give a QUERY to search for (or --from FILE)", ctx)
+    queries: list[tuple[str | None, str]] = [(None, query or "")]
+    if from_file is not None:
+        queries = list(read_queries(from_file))
+    if not queries:  # as an empty QUERY is: a script that meant to search learns nothing was searched
+        where = "standard input" if from_file == "-" else from_file
+        raise InputError(f"no queries in {where}; give one query per line")
+    return queries
 
 
 async def _sync_first(ws: Workspace, selection: Selection) -> None:
