@@ -180,18 +180,25 @@ def test_a_changed_config_is_not_served_and_the_daemon_stops(daemon, runtime, tm
     assert not (runtime / wire.SOCKET_NAME).exists()
 
 
+@pytest.fixture
+def code_stamp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A file the daemon counts as its code (set before it starts): edited as haiku's own would be."""
+    from haiku_cli.cli.daemon_server import CODE_STAMP_ENV
+
+    stamp = tmp_path / "stamp.py"
+    stamp.write_text("")
+    monkeypatch.setenv(CODE_STAMP_ENV, str(stamp))
+    return stamp
+
+
 @pytest.mark.slow
-def test_a_daemon_whose_code_changed_stops_whoever_asks(daemon, runtime, tmp_path) -> None:
+def test_a_daemon_whose_code_changed_stops_whoever_asks(code_stamp, daemon, runtime, tmp_path) -> None:
     # An upgrade or edit of haiku's files after the daemon started: it must not answer with the old code,
     # also when the caller would be declined for another reason (here its hash seed).
-    source = Path(wire.__file__).parent / "completions.py"
-    before = source.stat()
-    os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
-    try:
-        assert haiku("info", tmp=tmp_path, env={"PYTHONHASHSEED": "7"})[3] == "in-process"
-        assert daemon.wait(timeout=60) == 0
-    finally:
-        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
+    before = code_stamp.stat()
+    os.utime(code_stamp, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    assert haiku("info", tmp=tmp_path, env={"PYTHONHASHSEED": "7"})[3] == "in-process"
+    assert daemon.wait(timeout=60) == 0
     assert not (runtime / wire.SOCKET_NAME).exists()
 
 
