@@ -195,3 +195,18 @@ def test_no_module_is_in_an_import_circle_type_checking_imports_included() -> No
         if module not in done:
             visit(module, [module])
     assert [" -> ".join(c) for c in circles] == []
+
+
+def test_modules_and_functions_stay_small() -> None:
+    # A module over 500 lines or a function over 80 is where a reader loses the thread: split it.
+    too_long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        if source.count("\n") > 500:
+            too_long.append(f"{path.relative_to(PACKAGE)}: {source.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None:
+                length = node.end_lineno - node.lineno + 1
+                if length > 80:
+                    too_long.append(f"{path.relative_to(PACKAGE)}: {node.name} is {length} lines")
+    assert too_long == []

@@ -32,34 +32,39 @@ def register(app: typer.Typer) -> None:
     add_command(app, "search", search)
 
 
+TypeOption = Annotated[
+    str,
+    typer.Option(
+        "--type",
+        "-t",
+        help="hybrid, vector or fts.",
+        case_sensitive=False,
+        metavar="TYPE",
+        autocompletion=completing("hybrid", "vector", "fts"),
+    ),
+]
+FromFile = Annotated[
+    str | None,
+    typer.Option(
+        "--from",
+        help="Run one query per line of FILE ('-' for standard input): plain text or JSON {id, query}.",
+        metavar="FILE",
+    ),
+]
+Files = Annotated[
+    bool,
+    typer.Option("--files", help="One line per document (its best chunk); --limit counts documents."),
+]
+
+
 def search(
     ctx: typer.Context,
     query: Annotated[str | None, typer.Argument(help="What to look for.", metavar="QUERY")] = None,
     limit: Limit = None,
-    search_type: Annotated[
-        str,
-        typer.Option(
-            "--type",
-            "-t",
-            help="hybrid, vector or fts.",
-            case_sensitive=False,
-            metavar="TYPE",
-            autocompletion=completing("hybrid", "vector", "fts"),
-        ),
-    ] = "hybrid",
+    search_type: TypeOption = "hybrid",
     filter_: Filter = None,
-    from_file: Annotated[
-        str | None,
-        typer.Option(
-            "--from",
-            help="Run one query per line of FILE ('-' for standard input): plain text or JSON {id, query}.",
-            metavar="FILE",
-        ),
-    ] = None,
-    files: Annotated[
-        bool,
-        typer.Option("--files", help="One line per document (its best chunk); --limit counts documents."),
-    ] = False,
+    from_file: FromFile = None,
+    files: Files = False,
     sync: SyncFirst = False,
     selection: Selection = DATABASE_SET,
     json: Json = False,
