@@ -14,21 +14,22 @@ import stat as stat_mode
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import anyio
 
 from haiku_cli.config.settings import Settings
-from haiku_cli.databases.log_results import SourceSummary
-from haiku_cli.ingest.kinds import Freshness, Reading, freshness, kind_of
-from haiku_cli.ingest.kinds.local import path_of
 from haiku_cli.search.hits import SourceState
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
-from haiku_cli.store.doctor import Check
 from haiku_cli.store.published import PUBLISHED
 from haiku_cli.store.reads import in_list, rows_where
+from haiku_cli.store.source_state import Freshness, by_stat, path_of
 from haiku_cli.store.sources import DELETE_BATCH, FileState, file_states, read_sources, states_of_documents
+
+if TYPE_CHECKING:
+    from haiku_cli.databases.log_results import SourceSummary
+    from haiku_cli.store.doctor import Check
 
 NOT_REMEMBERED = "not added by add-src: no remembered state to compare"
 REMOTE = "a URL or object: not checked (--check-remote asks)"
@@ -67,6 +68,7 @@ class RemoteCheck:
     settings: Settings
 
     def ask(self, db: Database, state: FileState) -> SourceCheck:
+        from haiku_cli.ingest.kinds import Reading, kind_of
         from haiku_cli.ingest.objects import ObjectStores
 
         reading = Reading(self.settings.ingest, ObjectStores(self.settings, db.location.storage_options))
@@ -99,7 +101,7 @@ async def check_documents(
         if state is None:
             checks[doc_id] = SourceCheck(Freshness.UNKNOWN, NOT_REMEMBERED)
             continue
-        found = freshness(state)
+        found = first_look(state)
         if found is Freshness.CHANGED and state.size is not None:
             moved.append(doc_id)  # size or time moved: the content decides
         checks[doc_id] = SourceCheck(found, _note(state.uri, found))
@@ -138,8 +140,23 @@ async def _by_content(db: Database, moved: dict[str, FileState], checks: dict[st
     for doc_id, state in moved.items():
         stored = hashes.get(doc_id)
         if stored:
-            found = await anyio.to_thread.run_sync(freshness, state, stored)
+            found = await anyio.to_thread.run_sync(_by_kind, state, stored)
             checks[doc_id] = SourceCheck(found, _note(state.uri, found))
+
+
+def first_look(state: FileState) -> Freshness:
+    """A source's state at a glance: a local file by its size and time (its content compared only when
+    those moved); any other kind as it answers without being asked over the network."""
+    if state.uri.startswith("file://"):
+        return by_stat(state)
+    return _by_kind(state)
+
+
+def _by_kind(state: FileState, content_hash: str | None = None) -> Freshness:
+    # The kinds, and the converters a moved file is read with, load only when one is looked at this way.
+    from haiku_cli.ingest.kinds import freshness
+
+    return freshness(state, content_hash)
 
 
 def _note(uri: str, found: Freshness) -> str | None:
@@ -182,10 +199,10 @@ def stale_by_source(db: Database, states: Sequence[FileState]) -> dict[str, Stal
 def _looked_at(db: Database, states: Sequence[FileState]) -> list[tuple[FileState, Freshness]]:
     """Each state's file as it is now: a stat each, and the content hash compared for those whose stat
     moved (a `touch` is not a change)."""
-    looked = [(state, freshness(state)) for state in states]
+    looked = [(state, first_look(state)) for state in states]
     hashes = _stored_hashes(db, [s.document_id for s, found in looked if found is Freshness.CHANGED])
     return [
-        (state, freshness(state, hashes[state.document_id]) if hashes.get(state.document_id) else found)
+        (state, _by_kind(state, hashes[state.document_id]) if hashes.get(state.document_id) else found)
         if found is Freshness.CHANGED
         else (state, found)
         for state, found in looked
@@ -194,6 +211,8 @@ def _looked_at(db: Database, states: Sequence[FileState]) -> list[tuple[FileStat
 
 def stale_check(db: Database, option: str) -> Check:
     """`doctor`'s count of documents whose local source changed or vanished since they were indexed."""
+    from haiku_cli.store.doctor import Check  # doctor's, not a search's
+
     if PUBLISHED in db.meta:
         return Check(check="stale_sources", status="ok", detail=A_PUBLISHED_COPY)
     states = [s for s in file_states(db) if s.uri.startswith("file://")]
@@ -228,6 +247,8 @@ def _stored_hashes(db: Database, document_ids: Sequence[str]) -> dict[str, str]:
 
 def summarised_sources(db: Database) -> list[SourceSummary]:
     """`haiku sources`: each remembered source with its documents, and how many changed or vanished."""
+    from haiku_cli.databases.log_results import SourceSummary  # `haiku sources`' own, not a search's
+
     states = file_states(db)
     counts, stale = Counter(state.source for state in states), stale_by_source(db, states)
     return [

@@ -13,14 +13,13 @@ from haiku_cli.databases.freshness import RemoteCheck, check_documents
 from haiku_cli.databases.reading import read_one
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError
-from haiku_cli.ingest.kinds import Freshness
-from haiku_cli.ingest.kinds.local import path_of
 from haiku_cli.ingest.stored import lines_before
 from haiku_cli.search.hits import SourceState
 from haiku_cli.store import reads
 from haiku_cli.store.database import Database
 from haiku_cli.store.location import Location
 from haiku_cli.store.records import DocumentRecord
+from haiku_cli.store.source_state import Freshness, path_of
 
 _LINES = re.compile(r"\s*(\d+)\s*(?:([:-])\s*(\d*)\s*)?")
 

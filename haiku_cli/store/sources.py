@@ -22,7 +22,6 @@ from haiku_cli.store.blocking import wait
 from haiku_cli.store.handle import Database, parse_json_object
 from haiku_cli.store.reads import in_list, rows_where, sql_string
 from haiku_cli.store.records import UtcDatetime
-from haiku_cli.store.transaction import storage_errors
 
 SourceKind = Literal["folder", "file", "url"]
 _TS = pa.timestamp("us", tz="UTC")
@@ -99,6 +98,8 @@ def has_sources(db: Database) -> bool:
 
 def prepare(db: Database) -> None:
     """Create the side tables if missing; a writer calls it holding the lock, before its journal."""
+    from haiku_cli.store.transaction import storage_errors  # a write's: reads of the states do without
+
     with storage_errors(db, "cannot be written"):
         db.create_side_table(schema.SOURCES, sources_schema())
         db.create_side_table(schema.SOURCE_FILES, source_files_schema())

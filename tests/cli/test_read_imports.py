@@ -28,7 +28,8 @@ WRITE_PATH = (
     "haiku_cli.store.vector_segments",
     "haiku_cli.store.tags",
     "haiku_cli.store.write_log",
-    "haiku_cli.store.sources",
+    # Not store.sources: a search reads its hits' remembered file states there (their freshness); its
+    # writes load the write path when they run.
     "haiku_cli.databases.operations",
     "haiku_cli.ingest",
 )

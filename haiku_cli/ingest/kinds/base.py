@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from haiku_cli.store.source_state import Freshness
 
 if TYPE_CHECKING:
     from haiku_cli.config.settings import IngestSettings
@@ -24,15 +25,6 @@ if TYPE_CHECKING:
     from haiku_cli.ingest.reports import SourceOutcome, SyncStatus
     from haiku_cli.ingest.sources import FileChoice
     from haiku_cli.store.sources import FileState, RememberedSource, SourceKind
-
-
-class Freshness(StrEnum):
-    """Whether a stored document's source is as it was when it was read."""
-
-    FRESH = "fresh"
-    CHANGED = "changed"  # size/time, or the content hash when those moved, differ from what was stored
-    MISSING = "missing"  # gone, or no longer a file
-    UNKNOWN = "unknown"  # not checked (a remote source unless asked), or it could not be looked at
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import itertools
 import os
-import stat as stat_mode
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
 
 from haiku_cli.ingest.convert.dispatch import file_uri, suffix_kind
 from haiku_cli.ingest.document import ConversionError
@@ -24,6 +22,7 @@ from haiku_cli.ingest.sources import (
     iter_source_files,
     iter_source_scope,
 )
+from haiku_cli.store.source_state import by_stat, path_of
 
 if TYPE_CHECKING:
     from haiku_cli.config.settings import IngestSettings
@@ -140,30 +139,17 @@ class LocalPaths:
     def freshness(
         self, state: FileState, content_hash: str | None = None, limits: IngestSettings | None = None
     ) -> Freshness:
-        path = path_of(state.uri)
-        try:
-            found = os.stat(path)
-        except FileNotFoundError:
-            return Freshness.MISSING
-        except OSError:
-            return Freshness.UNKNOWN  # unreadable, or on a mount that vanished
-        if not stat_mode.S_ISREG(found.st_mode):
-            return Freshness.MISSING  # a directory now, or a device: no longer the file stored
-        if state.size is not None and (found.st_size, found.st_mtime_ns) == (state.size, state.mtime_ns):
-            return Freshness.FRESH
+        found = by_stat(state)
+        if found is not Freshness.CHANGED:
+            return found
         if content_hash is None:
             return Freshness.CHANGED
-        return _by_content(Path(path), content_hash, limits)
+        return _by_content(Path(path_of(state.uri)), content_hash, limits)
 
     def asked_freshness(
         self, state: FileState, reading: Reading, timeout: float
     ) -> tuple[Freshness, str | None]:
         return self.freshness(state, None, reading.limits), None
-
-
-def path_of(uri: str) -> str:
-    """The local path a `file://` uri names."""
-    return unquote(urlsplit(uri).path, errors="surrogateescape")
 
 
 def _by_content(path: Path, stored_hash: str, limits: IngestSettings | None) -> Freshness:
