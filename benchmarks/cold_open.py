@@ -6,7 +6,7 @@ open, not the sum. This builds 8 small databases in s3://bench on a local S3-com
 fresh workspace (an empty pool):
 
 - `pool.clients_covering` for 1 database, for all 8 (concurrent), and for the 8 one after another;
-- a full hybrid `operations.search` over 1 and over 8 (embedder loaded beforehand, pool cold), and
+- a full hybrid `operations.search_hits` over 1 and over 8 (embedder loaded beforehand, pool cold), and
   the same search with the pool already open, which isolates the search's own round trips;
 - the same opens against the server directly (no added latency), for comparison.
 
@@ -82,7 +82,7 @@ async def open_sequentially(ws: Workspace, sel: Selection) -> object:
 
 async def search(ws: Workspace, sel: Selection, search_type: SearchType = "hybrid") -> object:
     """A full search (opens what is not open, candidates from each database, fusion, documents)."""
-    hits = await operations.search(ws, sel, QUERY, search_type=search_type)
+    hits = await operations.search_hits(ws, sel, QUERY, search_type=search_type)
     assert hits, "the benchmark databases returned no hits"
     return hits
 

@@ -32,7 +32,7 @@ async def sent(ws: Workspace, question: str, bound: int, memory: Sent | None = N
     """Characters of one search's result as the model reads it, and the seconds the context took; with
     `memory`, what earlier searches of the answer sent is left out (and `memory` grows)."""
     selection = ws.select_many(())
-    hits = await operations.search(ws, selection, question, search_type="auto", limit=10)
+    hits = await operations.search_hits(ws, selection, question, search_type="auto", limit=10)
     started = time.perf_counter()
     texts = await document_texts(ws.pool, selection, hits) if bound else {}
     shown = format_results(

@@ -194,18 +194,18 @@ def build_search_db(work: Path, corpus: dict[str, dict], name: str = "cisi") -> 
 
 
 async def library_latency(config: Path, queries: dict[str, str], passes: int) -> dict:
-    """Seconds per `operations.search` call on a warm workspace (pool open, embedder loaded)."""
+    """Seconds per `operations.search_hits` call on a warm workspace (pool open, embedder loaded)."""
     ws = Workspace.load(config)
     sel = ws.select_many(["cisi"])
     for t in TYPES:
-        await operations.search(ws, sel, "warm up the pool and the embedder", search_type=t)
+        await operations.search_hits(ws, sel, "warm up the pool and the embedder", search_type=t)
     samples: dict[str, list[float]] = {t: [] for t in TYPES}
     for p in range(passes):
         for i, text in enumerate(queries.values()):
             shift = (i + p) % len(TYPES)
             for t in TYPES[shift:] + TYPES[:shift]:
                 start = time.perf_counter()
-                await operations.search(ws, sel, text, search_type=t)
+                await operations.search_hits(ws, sel, text, search_type=t)
                 samples[t].append(time.perf_counter() - start)
     return {
         t: {

@@ -111,7 +111,9 @@ async def _measure(work: Path, files: int, rounds: int) -> dict[str, object]:
     from haiku_cli.databases.freshness import check_documents
 
     db = (await ws.pool.clients_covering(selection))[0]
-    shown = [h.document_id for h in await operations.search(ws, selection, QUERIES[0], search_type="fts")]
+    shown = [
+        h.document_id for h in await operations.search_hits(ws, selection, QUERIES[0], search_type="fts")
+    ]
     w, c = time.perf_counter(), time.process_time()
     for _ in range(rounds * 10):
         await check_documents(db, shown)

@@ -144,9 +144,7 @@ if TYPE_CHECKING:
         write_pictures,
     )
     from haiku_cli.databases.publishing import publish
-    from haiku_cli.databases.queries import get_document, info, list_documents, overview
-    from haiku_cli.databases.queries import search as search_hits
-    from haiku_cli.databases.queries import search_results as search
+    from haiku_cli.databases.queries import get_document, info, list_documents, overview, search, search_hits
     from haiku_cli.databases.refreshing import sync_changed
     from haiku_cli.databases.results import (
         DatabaseOverview,

@@ -175,7 +175,7 @@ class RetrievalCapability(EvidenceCapability):
         if spent == "response_full":
             return f"At most {self.per_response} searches per response; this one was not run."
         selection = self.selection(ctx.deps)
-        hits = await queries.search(
+        hits = await queries.search_hits(
             self.workspace,
             selection,
             query,

@@ -25,7 +25,7 @@ from haiku_cli.databases.queries import info as info
 from haiku_cli.databases.queries import list_documents as list_documents
 from haiku_cli.databases.queries import overview as overview
 from haiku_cli.databases.queries import search as search
-from haiku_cli.databases.queries import search_results as search_results
+from haiku_cli.databases.queries import search_hits as search_hits
 from haiku_cli.databases.reading import in_thread, read_one
 from haiku_cli.databases.results import (
     DeletedDocument,

@@ -29,7 +29,7 @@ from haiku_cli.store.pictures import pictures_of
 from haiku_cli.store.published import published_info
 
 
-async def search(
+async def search_hits(
     ws: Workspace,
     selection: Selection,
     query: str,
@@ -38,7 +38,7 @@ async def search(
     limit: int | None = None,
     document_filter: str | None = None,
 ) -> list[SearchHit]:
-    """`haiku search`: one fused, labelled ranking over the selection."""
+    """One fused, labelled ranking over the selection (every database in it must exist)."""
     return await fanout.search_set(
         ws.pool,
         selection,
@@ -53,7 +53,7 @@ async def search(
     )
 
 
-async def search_results(
+async def search(
     ws: Workspace,
     selection: Selection,
     query: str,
@@ -64,7 +64,7 @@ async def search_results(
     query_id: str | None = None,
     per_document: bool = False,
 ) -> SearchResults:
-    """`haiku search`: like `search`, but a local database not written yet is skipped and named.
+    """`haiku search`: like `search_hits`, but a local database not written yet is skipped and named.
 
     A set is searched as long as one of its databases exists; object storage is never guessed at, so a
     missing remote database still fails with its name. With `per_document`, each document is one hit (its
@@ -73,7 +73,7 @@ async def search_results(
     # One look at each local folder (object storage is not looked at), done here: handing it to a worker
     # thread would cost far more than the look, a noticeable share of a warm full-text search.
     searched, not_created = searchable(selection)
-    find = partial(search, ws, searched, query, search_type=search_type, document_filter=document_filter)
+    find = partial(search_hits, ws, searched, query, search_type=search_type, document_filter=document_filter)
     wanted = ws.settings.search.limit if limit is None else limit
     if not per_document:
         hits = await find(limit=wanted)

@@ -75,10 +75,10 @@ async def _one(
     chunk_grades = await judge.grades(relevance)
     result = QueryResult(id=question.id, query=question.text, relevant_documents=len(relevance.grades))
     for kind in search_types:
-        docs = await queries.search_results(
+        docs = await queries.search(
             ws, selection, question.text, search_type=kind, limit=depth, per_document=True
         )
-        chunks = await queries.search_results(ws, selection, question.text, search_type=kind, limit=depth)
+        chunks = await queries.search(ws, selection, question.text, search_type=kind, limit=depth)
         doc_ranking = [(h.database, h.document_id) for h in docs.hits]
         result.document[kind] = score(doc_ranking, relevance.grades, k)
         result.chunk[kind] = score([(h.database, h.chunk_id) for h in chunks.hits], chunk_grades, k)

@@ -54,7 +54,7 @@ class HostFunctions:
             raise ValueError(f"search() limit must be an integer from 1 to {MAX_SEARCH_LIMIT}")
         if not query.strip():
             raise ValueError("search() query is empty")
-        hits = await queries.search(
+        hits = await queries.search_hits(
             self._ws, self._selection, query, search_type="auto", limit=limit, document_filter=self._filter
         )
         found = [hit_dict(hit) for hit in hits]

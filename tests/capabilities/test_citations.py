@@ -19,7 +19,7 @@ def _cited(make_db, workspace):
     ws, selection = workspace(), Selection((loc,))
 
     async def first_look() -> list[str]:
-        hits = await operations.search(ws, selection, "owls", search_type="fts")
+        hits = await operations.search_hits(ws, selection, "owls", search_type="fts")
         for db in await ws.pool.clients_covering(selection):
             db.read_at = float("inf")  # the handle is trusted, as in the second after it looked
         return [h.chunk_id for h in hits]

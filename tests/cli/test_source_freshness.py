@@ -79,7 +79,7 @@ def test_citations_and_the_models_results_carry_a_changed_source(workspace, tmp_
     async def go() -> tuple[list[Citation], str]:
         await operations.add_sources(ws, location, [str(path)], title=None, metadata={})
         path.write_text("Herons left the shallows.\n", encoding="utf-8")
-        hits = await operations.search(ws, selection, "herons", search_type="fts")
+        hits = await operations.search_hits(ws, selection, "herons", search_type="fts")
         shown = format_results("herons", hits, {}, show_database=False, units_left=3, context_chars=0)
         found = await resolve_citations(ws.pool, selection, [h.chunk_id for h in hits])
         return [Citation.from_resolved(1, f) for f in found.found.values()], shown
@@ -117,7 +117,7 @@ def test_a_long_lived_workspace_never_keeps_an_answer_past_the_files_change(
     selection = Selection((location,))
 
     async def state() -> str:
-        (hit,) = await operations.search(ws, selection, "herons", search_type="fts")
+        (hit,) = await operations.search_hits(ws, selection, "herons", search_type="fts")
         return hit.source_state
 
     async def go() -> list[str]:

@@ -42,7 +42,7 @@ def _hits(ws, location: Location) -> dict[str, list[tuple]]:
     out = {}
     selection = Selection((location,))
     for kind in KINDS:
-        hits = anyio.run(lambda kind=kind: operations.search(ws, selection, QUERY, search_type=kind))
+        hits = anyio.run(lambda kind=kind: operations.search_hits(ws, selection, QUERY, search_type=kind))
         out[kind] = [
             (h.rank, h.document_id, h.document_uri, h.document_title, h.metadata, h.content, h.heading_path)
             for h in hits
@@ -116,7 +116,9 @@ def test_an_old_layout_database_is_searched_written_and_upgraded_by_rebuild(v1_d
 
 def _chunk_ids(ws, location: Location) -> list[str]:
     selection = Selection((location,))
-    return [h.chunk_id for h in anyio.run(lambda: operations.search(ws, selection, QUERY, search_type="fts"))]
+    return [
+        h.chunk_id for h in anyio.run(lambda: operations.search_hits(ws, selection, QUERY, search_type="fts"))
+    ]
 
 
 def test_vacuum_upgrades_an_old_layout_in_place_without_re_embedding(
@@ -156,7 +158,7 @@ def test_vacuum_upgrades_an_old_layout_in_place_without_re_embedding(
 
 def _spans(ws, location: Location) -> list[tuple]:
     selection = Selection((location,))
-    hits = anyio.run(lambda: operations.search(ws, selection, QUERY, search_type="fts"))
+    hits = anyio.run(lambda: operations.search_hits(ws, selection, QUERY, search_type="fts"))
     return [(h.document_uri, h.char_start, h.char_end, h.line_start, h.line_end) for h in hits]
 
 
@@ -200,7 +202,7 @@ def test_a_new_databases_hits_say_where_they_stand(make_db, workspace, tmp_path:
 
 def _split_fts(ws, locations: list[Location]) -> list[tuple]:
     selection = Selection(tuple(locations))
-    hits = anyio.run(lambda: operations.search(ws, selection, QUERY, search_type="fts", limit=10))
+    hits = anyio.run(lambda: operations.search_hits(ws, selection, QUERY, search_type="fts", limit=10))
     return [(h.database, h.chunk_id, round(h.score, 5)) for h in hits]
 
 

@@ -37,7 +37,7 @@ PAPERS = [
 
 
 def _search(ws, selection, query, **kw):
-    return anyio.run(lambda: operations.search(ws, selection, query, **kw))
+    return anyio.run(lambda: operations.search_hits(ws, selection, query, **kw))
 
 
 def test_hits_from_every_database_are_labelled(make_db, workspace) -> None:

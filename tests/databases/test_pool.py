@@ -60,7 +60,7 @@ def test_a_search_right_after_another_handles_vacuum_reads_the_latest_version(
     reader, selection = workspace(), Selection((loc,))
 
     def search() -> list[str]:
-        hits = anyio.run(lambda: operations.search(reader, selection, "owls", search_type=search_type))
+        hits = anyio.run(lambda: operations.search_hits(reader, selection, "owls", search_type=search_type))
         return sorted(h.content for h in hits)
 
     assert search() == texts
@@ -132,7 +132,7 @@ def test_a_search_connects_to_each_database_once_and_never_lists_it(make_db, wor
 
     monkeypatch.setattr(database, "connect", counting)
     ws, selection = workspace(), Selection((notes, papers))
-    found = anyio.run(lambda: operations.search_results(ws, selection, "owls", search_type="fts"))
+    found = anyio.run(lambda: operations.search(ws, selection, "owls", search_type="fts"))
     assert len(found.hits) == 2
     assert sorted(connected) == ["notes", "papers"]
 
@@ -152,7 +152,7 @@ def test_a_search_looks_for_each_local_databases_meta_table_once(make_db, worksp
     # `searchable` skips unwritten local databases; opening the rest must not look at the folder again.
     monkeypatch.setattr(database, "written_here", counting)
     monkeypatch.setattr(selection, "written_here", counting)
-    found = anyio.run(lambda: operations.search_results(workspace(), Selection((notes,)), "owls"))
+    found = anyio.run(lambda: operations.search(workspace(), Selection((notes,)), "owls"))
     assert len(found.hits) == 1
     assert looked == ["notes"]
 
