@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output
-from haiku_cli.cli.options import DATABASE_SET, At, ModelName, listening, workspace
+from haiku_cli.cli.options import DATABASE_SET, At, ModelName, listening, warn_if_open, workspace
 from haiku_cli.cli.running import add_command, run
 
 if TYPE_CHECKING:
@@ -56,11 +56,9 @@ def mcp(
         # A database without the tag is named before serving, not in the answer to some later tool call.
         run(lambda: api.check_tag(ws, selection))
     token = ws.settings.mcp.http_token
-    if http and not is_loopback(host) and token is None:
-        output.error(
-            f"warning: listening on {host}: anyone who can reach this address can read "
-            f"{', '.join(selection.names)}; set [mcp] http_token or HAIKU_MCP_TOKEN to require a token"
-        )
+    if http:
+        how = "[mcp] http_token or HAIKU_MCP_TOKEN"
+        warn_if_open(host, is_loopback(host), selection.names, can="read", token=token, how=how)
     if not http and sys.stdin.isatty():
         # Run by hand, a stdio server just waits: say what it is waiting for.
         output.err.print(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
@@ -151,6 +151,21 @@ def listening(port: int, *, reached: str, when: str = "") -> Listening:
             None, "--allow-host", help=f"Another host name {reached} (repeatable).", metavar="HOST"
         ),
     )
+
+
+def warn_if_open(
+    host: str, loopback: bool, names: Sequence[str], *, can: str, token: str | None, how: str
+) -> None:
+    """The one warning of a server (`mcp --http`, `serve`) that listens beyond this machine (not
+    `loopback`) without a token: whoever reaches `host` `can` (read, ask questions over) the databases
+    `names`; `how` sets a token."""
+    from haiku_cli.cli import output
+
+    if token is None and not loopback:
+        output.error(
+            f"warning: listening on {host}: anyone who can reach this address can {can} {', '.join(names)}; "
+            f"set {how} to require a token"
+        )
 
 
 Limit = Annotated[

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output
-from haiku_cli.cli.options import DATABASE_SET, ModelName, listening, workspace
+from haiku_cli.cli.options import DATABASE_SET, ModelName, listening, warn_if_open, workspace
 from haiku_cli.cli.running import add_command, run
 
 if TYPE_CHECKING:
@@ -54,12 +54,8 @@ def serve(
 
     ws = workspace(ctx)
     token = serve_token(ws.settings)
-    if not is_loopback(host):
-        guarded = "" if token is not None else f"; set {TOKEN_ENV} to require a token"
-        output.error(
-            f"warning: listening on {host}: anyone who can reach this address can ask questions over "
-            f"{', '.join(selection.names)}{guarded}"
-        )
+    can = "ask questions over"
+    warn_if_open(host, is_loopback(host), selection.names, can=can, token=token, how=TOKEN_ENV)
 
     def announce(url: str) -> None:
         # The URL alone on stdout, for scripts; the human note on stderr.
