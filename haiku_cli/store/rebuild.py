@@ -31,6 +31,7 @@ class NewChunksTable:
         self.db = db
         self.dimension = dimension
         self.rows = 0
+        self.live = False  # switched to: the database's chunks from then on, never discarded
         with storage_errors(db, "cannot be rebuilt"):
             drop_stray_chunk_tables(db)
             self.name = f"{schema.CHUNKS}_{uuid.uuid4().hex[:12]}"
@@ -62,6 +63,7 @@ class NewChunksTable:
                     "embedder_dimension": str(self.dimension),
                 }
             )
+            self.live = True
             db.chunks = self.table
             note(WriteOutcome(db.name, stored=True, documents=0, chunks=self.rows))
             if live not in tagged_chunk_tables(db):  # a tag reads it: it goes with the tag's deletion
@@ -69,7 +71,13 @@ class NewChunksTable:
         after_write(db)
 
     def discard(self) -> None:
-        """Drop the new table; the live one was never touched."""
+        """Drop the new table; the live one was never touched.
+
+        Once the switch committed, the new table is the live one: what failed after it (dropping the old
+        table, the index upkeep, a Ctrl-C) leaves the rebuild stored, and the table stays.
+        """
+        if self.live:
+            return
         # If the store fails here too, the next rebuild drops it: the rebuild's own error is the news.
         with suppress(Exception):
             self.db.conn.drop_table(self.name)

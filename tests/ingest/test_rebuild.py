@@ -8,7 +8,7 @@ import anyio
 import numpy as np
 import pytest
 
-from haiku_cli.errors import ModelError
+from haiku_cli.errors import DatabaseError, ModelError
 from haiku_cli.ingest import pipeline, rebuild
 from haiku_cli.store import open_database, reads
 from haiku_cli.store.blocking import wait
@@ -152,3 +152,30 @@ def _rows(db) -> list[tuple[str, list[float], str]]:
 def _embedded(db, text: str) -> str:
     rows = open_database(db.location).chunks.to_arrow().select(["text", "search_text"]).to_pylist()
     return next(r["search_text"] for r in rows if r["text"] == text)
+
+
+@pytest.mark.parametrize("failure", [KeyboardInterrupt, DatabaseError])
+def test_a_rebuild_cut_short_after_its_switch_keeps_the_rebuilt_table(
+    tmp_path: Path, embedder, monkeypatch, failure: type[BaseException]
+) -> None:
+    # Ctrl-C (or a failure) in the upkeep after the switching commit: the rebuild is stored, and its
+    # new table is the live one. It was dropped as a failed rebuild's: the database no longer opened
+    # ("Table 'chunks_...' was not found"), every chunk gone.
+    from haiku_cli.store import maintenance
+
+    db = new_db(tmp_path, embedder)
+    folder = docs_folder(tmp_path, 3)
+    anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
+    before = _chunk_texts(db)
+
+    def cut(point: str, spec: str | None = None) -> None:
+        if point == "committed":
+            raise failure("database 'x' cannot be written: the disk is full")
+
+    monkeypatch.setattr(maintenance, "checkpoint", cut)
+    with pytest.raises(failure):
+        anyio.run(lambda: rebuild.rebuild(db, embedder))
+    again = open_database(db.location)
+    assert again.chunks_table_name != "chunks"  # the rebuilt table
+    assert _chunk_texts(again) == before
+    assert len(wait(reads.list_documents(again, limit=None))) == 3
