@@ -282,6 +282,7 @@ AREAS: tuple[Area, ...] = (
         "reliability.py",
         ("stress", "--seconds", "60"),
     ),
+    Area("crash_soak", "Crash-and-interrupt soak", "crash_soak.py", ("--minutes", "10")),
 )
 
 
