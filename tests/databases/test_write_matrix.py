@@ -7,6 +7,8 @@ acknowledged and what a Ctrl-C line said it kept. Derandomized: each run draws t
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
@@ -33,7 +35,10 @@ def test_random_writes_interrupted_at_every_checkpoint_keep_the_database_whole(e
     local = type(
         "LocalMatrix", (WriteMatrix,), {"embedder": embedder, "interruptions": interruptions_of(kinds)}
     )
+    before = Counter(WriteMatrix.counts)
     run_state_machine_as_test(local, settings=_settings(10, 8))
+    ran = WriteMatrix.counts - before
+    assert [k for k in kinds if not ran[k]] == []  # every kind of interruption was drawn
 
 
 def test_random_writes_to_object_storage_interrupted_keep_the_database_whole(
