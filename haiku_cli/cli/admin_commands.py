@@ -17,7 +17,7 @@ from haiku_cli.cli.options import (
     whole_number,
     workspace,
 )
-from haiku_cli.cli.running import add_command, run
+from haiku_cli.cli.running import add_command, run, run_to_a_stop
 
 if TYPE_CHECKING:
     from haiku_cli.api import DocumentPart, Location
@@ -184,7 +184,8 @@ def delete(
     from haiku_cli import api
 
     ws = workspace(ctx)
-    gone = run(lambda: api.delete_document(ws, loc, document_id))
+    with interrupted.saying(interrupted.whole_line("delete")):
+        gone = run_to_a_stop(lambda: api.delete_document(ws, loc, document_id))
     if json:
         output.print_model(gone)
         return
@@ -251,7 +252,7 @@ def rebuild(ctx: typer.Context, loc: Location = ONE_DATABASE, json: Json = False
 
     ws = workspace(ctx)
     with interrupted.saying(interrupted.rebuild_line), output.progress_bar(f"rebuilding {loc.name}") as bar:
-        done = run(lambda: api.rebuild(ws, loc, bar))
+        done = run_to_a_stop(lambda: api.rebuild(ws, loc, bar))
     if json:
         output.print_model(done)
         return

@@ -9,7 +9,7 @@ import typer
 
 from haiku_cli.cli import ingest_render, interrupted, output
 from haiku_cli.cli.options import ONE_DATABASE, Engine, Json, RayAddress, workspace
-from haiku_cli.cli.running import add_command, chosen_engine, exit_with, run
+from haiku_cli.cli.running import add_command, chosen_engine, exit_with, run_to_a_stop
 from haiku_cli.cli.stdin import read_text
 from haiku_cli.errors import ExitCode
 
@@ -83,7 +83,8 @@ def add(
     ws = workspace(ctx)
     if text == "-":
         text = read_text("-", what="the text to add", max_text_mb=ws.settings.ingest.max_text_mb)
-    report = run(lambda: api.add_text(ws, location, text, title=title, metadata=metadata))
+    with interrupted.saying(interrupted.whole_line("add")):
+        report = run_to_a_stop(lambda: api.add_text(ws, location, text, title=title, metadata=metadata))
     _report(report, json)
 
 
@@ -127,7 +128,7 @@ def add_src(
     fragments = chosen == "ray" and ws.settings.ray.fragments
     said = interrupted.saying(lambda ended: _interrupted_add(ended, fragments and not stayed))
     with said, output.progress_bar(f"adding to {location.name}") as bar:
-        report = run(
+        report = run_to_a_stop(
             lambda: api.add_sources(
                 ws,
                 location,

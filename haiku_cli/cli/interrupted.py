@@ -74,6 +74,18 @@ def watch_line(outcomes: Sequence[WriteOutcome]) -> str:
     return f"stopped watching: {'; '.join(parts)}; haiku sync or watch picks up the rest"
 
 
+def whole_line(command: str) -> Callable[[Sequence[WriteOutcome]], str]:
+    """The line of an all-or-nothing write (`add`, `delete`, `tag restore`, `forget-src`) that Ctrl-C
+    stopped: before its commit nothing changed; after it (during the upkeep) the write is stored."""
+
+    def line(outcomes: Sequence[WriteOutcome]) -> str:
+        if any(o.stored for o in outcomes):
+            return f"interrupted after the {command} was stored"
+        return f"interrupted: nothing was changed, the database is as it was; run haiku {command} again"
+
+    return line
+
+
 def rebuild_line(outcomes: Sequence[WriteOutcome]) -> str:
     """What an interrupted rebuild left: nothing until its one switching commit, all of it after."""
     if any(o.stored for o in outcomes):

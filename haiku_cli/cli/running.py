@@ -7,7 +7,9 @@ import functools
 import inspect
 import os
 import re
+import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
@@ -62,6 +64,43 @@ def run(fn: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs) -> T:
 
     async def call() -> T:
         return await fn(*args, **kwargs)
+
+    return anyio.run(call)
+
+
+def run_to_a_stop(fn: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs) -> T:
+    """`run` for a write command: Ctrl-C lets the step under way end, then stops the command at its next
+    await (as a host program cancelling the task does), and raises KeyboardInterrupt.
+
+    Left to asyncio, Ctrl-C abandons the worker thread a write's step runs in: the command said what
+    stood while that step went on to commit (or not) after the line. A second Ctrl-C stops at once.
+    """
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        return run(fn, *args, **kwargs)
+    stopped = False
+
+    async def call() -> T:
+        nonlocal stopped
+        work = anyio.CancelScope()
+
+        async def stop_on_ctrl_c() -> None:
+            nonlocal stopped
+            with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                async for _ in signals:
+                    stopped = True
+                    work.cancel()
+                    return  # the handler goes with the receiver: a second Ctrl-C interrupts at once
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(stop_on_ctrl_c)
+            with work:
+                done = await fn(*args, **kwargs)
+            group.cancel_scope.cancel()
+        if stopped:
+            raise KeyboardInterrupt
+        return done
 
     return anyio.run(call)
 

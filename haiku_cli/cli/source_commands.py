@@ -18,7 +18,7 @@ from haiku_cli.cli.options import (
     RayAddress,
     workspace,
 )
-from haiku_cli.cli.running import add_command, chosen_engine, exit_with, run, usage_error
+from haiku_cli.cli.running import add_command, chosen_engine, exit_with, run, run_to_a_stop, usage_error
 from haiku_cli.errors import ExitCode, InputError
 
 if TYPE_CHECKING:
@@ -74,7 +74,8 @@ def forget_src(
     from haiku_cli import api
 
     ws = workspace(ctx)
-    done = run(lambda: api.forget_source(ws, location, source, keep_documents=keep_documents))
+    with interrupted.saying(interrupted.whole_line("forget-src")):
+        done = run_to_a_stop(lambda: api.forget_source(ws, location, source, keep_documents=keep_documents))
     if json:
         output.print_model(done)
     else:
@@ -105,7 +106,7 @@ def sync(
     ws = workspace(ctx)
     locations = _chosen(ctx, ws, all_, database, db)
     with interrupted.saying(interrupted.sync_line), output.progress_bar("syncing") as bar:
-        done = run(
+        done = run_to_a_stop(
             lambda: api.sync(
                 ws,
                 locations,
@@ -194,7 +195,7 @@ def watch(
             render.watch_event(event, show_database=len(locations) > 1)
 
     with interrupted.saying(interrupted.watch_line):
-        run(
+        run_to_a_stop(
             lambda: api.watch(
                 ws,
                 locations,

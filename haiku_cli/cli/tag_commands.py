@@ -9,7 +9,7 @@ import typer
 
 from haiku_cli.cli import output, render
 from haiku_cli.cli.options import ONE_DATABASE, AllDatabases, DatabaseNames, DatabasePaths, Json, workspace
-from haiku_cli.cli.running import add_command, run, usage_error
+from haiku_cli.cli.running import add_command, run, run_to_a_stop, usage_error
 
 if TYPE_CHECKING:
     from haiku_cli.api import Location
@@ -146,7 +146,10 @@ def restore(
             raise InputError(f"restoring tag '{name}' replaces what {loc.name} holds now; confirm with --yes")
         if not typer.confirm(f"restore {loc.name} to tag {name}? what it holds now is replaced", err=True):
             raise typer.Exit(1)
-    done = run(lambda: api.restore_tag(ws, loc, name))
+    from haiku_cli.cli import interrupted
+
+    with interrupted.saying(interrupted.whole_line("tag restore")):
+        done = run_to_a_stop(lambda: api.restore_tag(ws, loc, name))
     if json:
         output.print_model(done)
     else:

@@ -217,3 +217,20 @@ def test_a_move_kept_by_an_interrupted_sync_is_not_deleted_by_the_next(write_con
     done = _haiku("sync", "--db", str(db), "--json")
     assert done.returncode == 0, done.stderr
     assert _stored(db) == (["Plover 0", "Plover 1"], 2)
+
+
+def test_an_interrupted_delete_says_what_stands_after_the_step_under_way(tmp_path: Path) -> None:
+    # Ctrl-C with the delete's journal written: its one step (in a worker thread) ends whole, committed,
+    # and the line says so. Left to asyncio, Ctrl-C abandoned that thread: "interrupted" (and a line
+    # of "nothing was changed") came while the delete went on to commit after it.
+    db = tmp_path / "d.lancedb"
+    for title in ("Heron", "Egret"):
+        assert _haiku("add", f"The {title} wades.", "--title", title, "--db", str(db)).returncode == 0
+    listed = json.loads(_haiku("list", "--db", str(db), "--json").stdout)["documents"]
+    heron = next(d["id"] for d in listed if d["title"] == "Heron")
+    code, err = _interrupted(["delete", heron, "--db", str(db)], "journal-written", tmp_path / "gate")
+    assert (code, err.strip().splitlines()[-1]) == (
+        ExitCode.INTERRUPTED,
+        "haiku: interrupted after the delete was stored",
+    )
+    assert _stored(db)[0] == ["Egret"]
