@@ -93,13 +93,19 @@ def run_to_a_stop(fn: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwar
                     work.cancel()
                     return  # the handler goes with the receiver: a second Ctrl-C interrupts at once
 
+        failed: BaseException | None = None
         async with anyio.create_task_group() as group:
             group.start_soon(stop_on_ctrl_c)
-            with work:
-                done = await fn(*args, **kwargs)
+            try:
+                with work:
+                    done = await fn(*args, **kwargs)
+            except BaseException as exc:  # raised as it is, not inside the task group's ExceptionGroup
+                failed = exc
             group.cancel_scope.cancel()
         if stopped:
             raise KeyboardInterrupt
+        if failed is not None:
+            raise failed
         return done
 
     return anyio.run(call)

@@ -234,3 +234,15 @@ def test_an_interrupted_delete_says_what_stands_after_the_step_under_way(tmp_pat
         "haiku: interrupted after the delete was stored",
     )
     assert _stored(db)[0] == ["Egret"]
+
+
+def test_a_write_command_stoppable_by_ctrl_c_still_fails_with_its_own_line(tmp_path: Path) -> None:
+    # The Ctrl-C watch around a write must not wrap its failure (it was `internal error: ExceptionGroup`).
+    db = tmp_path / "f.lancedb"
+    assert _haiku("add", "Herons wade.", "--db", str(db)).returncode == 0
+    gone = _haiku("delete", "nope", "--db", str(db))
+    assert (gone.returncode, gone.stderr.splitlines()[0]) == (
+        ExitCode.INPUT,
+        f"haiku: no document with id, id prefix, uri or path 'nope' in database 'f'; haiku list --db {db} "
+        "shows the ids",
+    )
