@@ -1,7 +1,7 @@
 """Fetching a page for the web kind: redirects are followed one hop at a time, and a public address is
 never followed to a loopback, link-local or private one (a page on the internet must not make haiku read
 a service on this machine or its network, such as a cloud's metadata address). Such an address given
-directly is read: that is the user's choice. See docs/sources.md."""
+directly is read: that is the user's choice. See haiku_cli/docs/sources.md."""
 
 from __future__ import annotations
 
