@@ -59,7 +59,7 @@ AREAS: tuple[Area, ...] = (
     Area("query", "query_path.py", ("--sizes", "100000", "--rounds", "3")),
     Area("fanout", "fanout_wall.py", ("--size", "100000", "--parts", "2,4,8")),
     Area("ingest", "add_memory_phases.py", ("--docs", "20000")),
-    Area("upkeep", "index_upkeep.py"),
+    Area("upkeep", "index_upkeep.py", ("keys", "--sizes", "100000,400000", "--writes", "12")),
     Area("conversation", "compaction.py", ("--docs", "300"), quick=True, work=True, cisi=True),
     Area("chat", "chat_requests.py", ("--docs", "300"), quick=True, work=True, cisi=True),
     Area("deferred", "deferred.py", ("--docs", "300"), quick=True, work=True, cisi=True),
