@@ -124,7 +124,10 @@ def main() -> None:
 def daemon_rows(table: Table, found: dict) -> None:
     """Each command's whole process, fresh and through the daemon (and qmd's when given)."""
     table.columns = ("command", "wall p50 s", "wall p95 s", "CPU p50 s", "the daemon's CPU, mean s")
-    table.comparison = f"medians of {found['runs']} alternating rounds over {found['docs']} CISI documents"
+    table.comparison = (
+        f"the same search as a fresh process (`HAIKU_NO_DAEMON=1`), in turn with it: medians of "
+        f"{found['runs']} rounds over {found['docs']} CISI documents"
+    )
     for case, got in found["rows"].items():
         daemon = got.get("daemon_cpu_mean_s")
         table.add(

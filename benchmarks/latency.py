@@ -290,7 +290,8 @@ def cold_rows(table: Table, cold: dict) -> None:
         "wall x `python -c pass`",
         "wall x `import lancedb`",
     )
-    table.comparison = f"medians of {cold['repeats']} alternating runs of each"
+    bare = "a bare `python -c pass` and `import lancedb`"
+    table.comparison = f"{bare}, started in turn with each (medians of {cold['repeats']})"
     for case, got in cold["rows"].items():
         table.add(
             f"`{case}`",
