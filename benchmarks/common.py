@@ -24,8 +24,9 @@ SHARED = next(
 )
 DEFAULT_DATA = SHARED / "cisi"
 DEFAULT_PDFS = SHARED / "pdfs"
-# Where the tables are written: `run_all.py` renders every JSON file here into benchmarks/README.md.
-RESULTS = Path(os.environ.get("HAIKU_BENCH_RESULTS", REPO / "benchmarks" / "results"))
+# Where the tables are written: `run_all.py` renders every JSON file here into benchmarks/README.md
+# (HAIKU_BENCH_RESULTS names another folder, e.g. for a trial run).
+RESULTS = REPO / "benchmarks" / "results"
 COLUMNS = ("figure", "value", "compared against", "ratio")
 # Options that say where things are on this machine, not what is measured: left out of the command shown.
 LOCAL_OPTIONS = ("--data", "--work", "--out", "--pdfs")
@@ -141,13 +142,18 @@ def result(area: str, title: str, **fields: object) -> Iterator[Table]:
         "rows": table.rows,
         "notes": table.notes or previous_notes(area),
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{area}.json"
+    folder = results_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{area}.json"
     path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"{area}: wrote {path}", file=sys.stderr)
 
 
+def results_folder() -> Path:
+    return Path(os.environ.get("HAIKU_BENCH_RESULTS", RESULTS))
+
+
 def previous_notes(area: str) -> str:
     """What the README says under an area beside its figures (prose kept across runs)."""
-    path = RESULTS / f"{area}.json"
+    path = results_folder() / f"{area}.json"
     return json.loads(path.read_text(encoding="utf-8")).get("notes", "") if path.exists() else ""
