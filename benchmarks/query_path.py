@@ -186,7 +186,8 @@ def main() -> None:
     parser.add_argument("--real", type=Path, help="also: a database built with the bundled model from --data")
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "cisi")
     args = parser.parse_args()
-    with result("query", "Query latency at 100k and 1M chunks") as table:
+    sizes = " and ".join(f"{int(n):,}" for n in args.sizes.split(",") if n)
+    with result("query", f"Query latency at {sizes} chunks") as table:
         corpus = Corpus()
         report: list[dict] = [
             run_size(corpus, int(s), args.work, args.rounds) for s in args.sizes.split(",") if s
