@@ -11,8 +11,8 @@ import anyio
 from haiku_cli.capabilities.citations import Citation, resolve_citations
 from haiku_cli.capabilities.context import format_results
 from haiku_cli.databases import operations
-from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.freshness import REMOTE
+from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Location
 from tests.capabilities.script import cite_first, search, text
 from tests.cli.scripted_model import MODEL, scripted

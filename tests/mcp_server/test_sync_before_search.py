@@ -143,3 +143,11 @@ def test_a_long_lived_server_says_changed_as_soon_as_the_file_is_edited(
 
     # Back as it was indexed is fresh again: each search looked at the file, none kept an answer.
     assert anyio.run(go) == ["fresh", "changed", "fresh"]
+
+
+def test_the_option_or_its_config_key_cannot_serve_a_tag(cli, write_config) -> None:
+    refused = cli("mcp", "--sync-before-search", "--at", "v1")
+    assert refused.exit_code == 2 and "cannot serve a tag (--at)" in refused.stderr
+    write_config("[mcp]\nsync_before_search = true\n")
+    refused = cli("mcp", "--at", "v1")
+    assert refused.exit_code == 2 and "[mcp] sync_before_search" in refused.stderr
