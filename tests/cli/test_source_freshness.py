@@ -175,7 +175,12 @@ def test_search_sync_first_syncs_changed_sources_and_leaves_read_only_databases(
     assert done.exit_code == 0, done.stderr
     assert f"synced {kept} [one]: 1 updated" in done.stderr
     assert "ro is read_only: searched as it is, not synced" in done.stderr
-    hits = {h["database"]: h for h in json.loads(done.stdout)["hits"]}
+    found = json.loads(done.stdout)
+    assert sorted(found["notes"]) == [
+        "ro is read_only: searched as it is, not synced",
+        f"synced {kept} [one]: 1 updated",
+    ]
+    hits = {h["database"]: h for h in found["hits"]}
     assert hits["one"]["source_state"] == "fresh" and "dusk" in hits["one"]["content"]
     assert hits["ro"]["source_state"] == "changed" and "reeds" in hits["ro"]["content"]
     again = cli("search", "herons", "--sync", "-d", "one")
