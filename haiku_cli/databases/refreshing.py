@@ -101,6 +101,8 @@ def _turn(pool: DatabasePool, location: Location) -> asyncio.Lock:
 
 def _changed_sources(db: Database) -> list[RememberedSource]:
     stale = stale_by_source(db, file_states(db))
+    if not stale:  # the usual case before a server's search: no read of the sources table
+        return []
     return [s for s in remembered_sources(db) if s.source in stale]
 
 
