@@ -20,7 +20,7 @@ from haiku_cli.ingest.reports import SourceSync
 from haiku_cli.store.database import Database
 from haiku_cli.store.handle import PUBLISHED
 from haiku_cli.store.location import Location
-from haiku_cli.store.sources import RememberedSource, file_states
+from haiku_cli.store.source_tables import RememberedSource, file_states
 
 
 async def sync_changed(
