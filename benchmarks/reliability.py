@@ -47,10 +47,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.common import Table, result  # noqa: E402
-from haiku_cli.store.writer import LOCK_FILE  # noqa: E402
+from haiku_cli.store.writer_lock import LOCK_FILE  # noqa: E402
 from tests.support.hash_embedder import serve_hash_embedder  # noqa: E402
 
-# Fresh processes are what is timed: no command goes to, or starts, a background daemon (docs/daemon.md).
+# Fresh processes are what is timed: no command goes to, or starts, a background daemon (haiku help daemon).
 os.environ.setdefault("HAIKU_NO_DAEMON", "1")
 
 EMBEDDER = "ollama:hash"
