@@ -40,6 +40,14 @@ _SECTION_PREFIX = re.compile(
 )
 
 
+def _unopened(exc: Exception) -> str:
+    """Why PDFium would not open a document, by the error code it gives for a load (not its message)."""
+    import pypdfium2.raw as pdfium_c
+
+    locked = getattr(exc, "err_code", None) == pdfium_c.FPDF_ERR_PASSWORD
+    return "password-protected PDF" if locked else "corrupt PDF"
+
+
 def convert_pdf(
     data: bytes, *, label: str, uri: str, fallback_title: str | None, limits: IngestSettings | None = None
 ) -> ConvertedDocument:
@@ -58,8 +66,7 @@ def convert_pdf(
         try:
             pdf = pdfium.PdfDocument(data)
         except pdfium.PdfiumError as exc:
-            reason = "password-protected PDF" if "password" in str(exc).lower() else "corrupt PDF"
-            raise ConversionError(f"{label}: {reason}") from exc
+            raise ConversionError(f"{label}: {_unopened(exc)}") from exc
         try:
             read = [_page_lines(pdf, i) for i in range(len(pdf))]
             scans = read_scans(pdf, read, limits, label, _unlocked, _page_ranges)
