@@ -4,7 +4,8 @@ A message is titled by its subject; its sender, recipients and date are shown be
 kept as metadata (`from`, `to`, `cc`, `date`); its body is its text. Each attachment haiku can read
 becomes a document of its own under `<mail uri>#attachment/<name>`, its metadata naming the mail
 (`attached_to`) and the file it was read out of (`part_of`). A mailbox is a short list of its messages;
-each message is a document of its own under `<mailbox uri>#message/<n>`, with its attachments.
+each message is a document of its own under `<mailbox uri>#message/<n>`, with its attachments
+(`...#message/<n>/attachment/<name>`).
 """
 
 from __future__ import annotations
@@ -162,8 +163,10 @@ def _attachment(part: EmailMessage, name: str, mail_uri: str, mail_label: str, p
     if converter is None or converter.name in _NOT_INSIDE:
         parts.unread.append(name)
         return
-    label = f"{mail_label}#attachment/{name}"
-    uri = f"{mail_uri}#attachment/{quote(name, safe='')}"
+    # A mailbox's message is a fragment of its file's uri already: its attachments go on beneath it.
+    joined = "/" if "#" in mail_uri else "#"
+    label = f"{mail_label}{joined}attachment/{name}"
+    uri = f"{mail_uri}{joined}attachment/{quote(name, safe='')}"
     data = part.get_payload(decode=True)
     limits = parts.raw.limits
     try:
