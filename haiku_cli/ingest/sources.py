@@ -12,6 +12,7 @@ from urllib.parse import unquote
 from pathspec import GitIgnoreSpec
 
 from haiku_cli.ingest.convert.dispatch import suffix_kind
+from haiku_cli.ingest.convert.registry import SNIFF_BYTES, mistaken_for
 from haiku_cli.ingest.convert.text import looks_binary
 from haiku_cli.ingest.ignore import IgnoreRules
 from haiku_cli.ingest.reports import LeftOut
@@ -249,7 +250,11 @@ class _Walk:
         elif is_dir:
             yield from self.directory(path, rules)
         elif path.suffix and suffix_kind(path) is not None:
-            yield path
+            other = self._mistaken(path)
+            if other is None:
+                yield path
+            else:
+                yield LeftOut(source=display_path(path), why="unsupported", detail=f"{path.suffix} ({other})")
         elif not path.suffix or self.choice.included(path.relative_to(self.root).as_posix()):
             # Read as text (suffix-less, or asked for), unless it is an executable, an image or the like.
             if not (self.known is not None and self.known(path)) and _binary(path):
@@ -258,6 +263,13 @@ class _Walk:
                 yield TextFile(path) if path.suffix else path
         else:
             yield LeftOut(source=display_path(path), why="unsupported", detail=path.suffix.lower())
+
+    def _mistaken(self, path: Path) -> str | None:
+        """What a file holds instead of what its suffix says (a video named `.ts`); only a format that
+        asks has its files' first bytes read, and a file a sync knows unchanged is not read again."""
+        if self.known is not None and self.known(path):
+            return None
+        return mistaken_for(path, lambda: _head(path))
 
     def _left_out(self, path: Path, is_dir: bool, rules: IgnoreRules) -> LeftOut | None:
         by = rules.ignored_by(path, is_dir=is_dir)
@@ -300,6 +312,14 @@ def _skip_dir(path: Path, name: str) -> bool:
         return True
     # Python virtual environments under any name.
     return (path / "pyvenv.cfg").is_file()
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as f:
+            return f.read(SNIFF_BYTES)
+    except OSError:
+        return b""  # reading it says what is wrong, in the report
 
 
 def _binary(path: Path) -> bool:
