@@ -267,9 +267,8 @@ class _Walk:
     def _mistaken(self, path: Path) -> str | None:
         """What a file holds instead of what its suffix says (a video named `.ts`); only a format that
         asks has its files' first bytes read, and a file a sync knows unchanged is not read again."""
-        if self.known is not None and self.known(path):
-            return None
-        return mistaken_for(path, lambda: _head(path))
+        known = self.known
+        return mistaken_for(path, lambda: b"" if known is not None and known(path) else _head(path))
 
     def _left_out(self, path: Path, is_dir: bool, rules: IgnoreRules) -> LeftOut | None:
         by = rules.ignored_by(path, is_dir=is_dir)

@@ -155,3 +155,16 @@ def test_malformed_mail_is_refused_with_one_line(tmp_path: Path, name: str, data
     with pytest.raises(ConversionError) as caught:
         convert_file(path)
     assert str(caught.value).startswith(f"{path}: {reason}") and "\n" not in str(caught.value)
+
+
+def test_attached_code_and_duplicate_names_are_documents_of_their_own(tmp_path: Path) -> None:
+    path = tmp_path / "review.eml"
+    code = b"def add(a, b):\n    return a + b\n"
+    attachments = [("tool.py", code), ("notes.md", b"# One\n\nfirst"), ("notes.md", b"# Two\n\nsecond")]
+    path.write_bytes(_message("Review", "Two versions of the notes.", attachments).as_bytes())
+    doc = convert_file(path)
+    assert [(c.uri.rpartition("#")[2], c.title) for c in doc.children] == [
+        ("attachment/tool.py", "tool.py"),  # code is titled by its file name, as a file of its own is
+        ("attachment/notes.md", "One"),
+        ("attachment/3-notes.md", "Two"),
+    ]
