@@ -12,7 +12,7 @@ from urllib.parse import unquote
 from pathspec import GitIgnoreSpec
 
 from haiku_cli.ingest.convert.dispatch import suffix_kind
-from haiku_cli.ingest.convert.registry import SNIFF_BYTES, mistaken_for
+from haiku_cli.ingest.convert.registry import SNIFF_BYTES, converter
 from haiku_cli.ingest.convert.text import looks_binary
 from haiku_cli.ingest.ignore import IgnoreRules
 from haiku_cli.ingest.reports import LeftOut
@@ -249,8 +249,8 @@ class _Walk:
             yield left_out
         elif is_dir:
             yield from self.directory(path, rules)
-        elif path.suffix and suffix_kind(path) is not None:
-            other = self._mistaken(path)
+        elif path.suffix and (format_name := suffix_kind(path)) is not None:
+            other = self._mistaken(path, format_name)
             if other is None:
                 yield path
             else:
@@ -264,11 +264,13 @@ class _Walk:
         else:
             yield LeftOut(source=display_path(path), why="unsupported", detail=path.suffix.lower())
 
-    def _mistaken(self, path: Path) -> str | None:
+    def _mistaken(self, path: Path, kind: str) -> str | None:
         """What a file holds instead of what its suffix says (a video named `.ts`); only a format that
         asks has its files' first bytes read, and a file a sync knows unchanged is not read again."""
-        known = self.known
-        return mistaken_for(path, lambda: b"" if known is not None and known(path) else _head(path))
+        mistaken = converter(kind).mistaken
+        if mistaken is None or (self.known is not None and self.known(path)):
+            return None
+        return mistaken(_head(path))
 
     def _left_out(self, path: Path, is_dir: bool, rules: IgnoreRules) -> LeftOut | None:
         by = rules.ignored_by(path, is_dir=is_dir)

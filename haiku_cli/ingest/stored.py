@@ -96,6 +96,7 @@ def stored_metadata(
 ) -> dict[str, Any]:
     """The metadata a document is stored with: what its format says (a mail's sender and date) beneath
     the metadata the add is given; none given keeps what is stored (`existing`), the format's refreshed."""
+    said = doc.metadata or {}
     if given:
-        return {**doc.metadata, **given} if doc.metadata else given
-    return {**(existing or {}), **doc.metadata}
+        return {**said, **given} if said else given
+    return {**(existing or {}), **said}

@@ -182,7 +182,7 @@ def _attachment(part: EmailMessage, name: str, mail_uri: str, mail_label: str, p
         parts.notes.append(over_limit(label, len(doc.text), "max_text_mb", limits.max_text_mb, "text of "))
         return
     parts.notes.extend(doc.notes)
-    metadata = {**doc.metadata, "attached_to": mail_uri, PART_OF: parts.raw.uri}
+    metadata = {**(doc.metadata or {}), "attached_to": mail_uri, PART_OF: parts.raw.uri}
     parts.documents.append(dataclasses.replace(doc, uri=uri, notes=(), metadata=metadata, children=()))
 
 

@@ -6,8 +6,8 @@ are mapped. Any other font's control code is marked with U+FFFD rather than drop
 up are kept as they are, since a text font without a map nearly always sets letters at their own codes.
 
 Asking PDFium which characters lack a map costs a call per character, so only a page whose text holds a
-raw control code (math pages: TeX sets the Greek letters and most relations below 32) is asked; every
-other page is read as fast as before.
+raw control code set in a TeX math font (TeX sets the Greek letters and most relations below 32) is
+asked; every other page is read as fast as before.
 """
 
 from __future__ import annotations
@@ -45,11 +45,15 @@ _FAMILIES = (("CMMI", _OML), ("CMBMI", _OML), ("CMSY", _OMS), ("CMBSY", _OMS), (
 def glyph_for(font: str, code: int) -> str:
     """The character an unmapped code stands for in `font`: a TeX math font's, else the mark for a
     control code and the code itself from 32 up."""
-    name = _SUBSET.sub("", font).upper()
-    for prefix, table in _FAMILIES:
-        if name.startswith(prefix):
-            return table[code] if 0 <= code < len(table) else MARK
+    table = _tex_table(font)
+    if table is not None:
+        return table[code] if 0 <= code < len(table) else MARK
     return MARK if code < 32 else chr(code)
+
+
+def _tex_table(font: str) -> str | None:
+    name = _SUBSET.sub("", font).upper()
+    return next((table for prefix, table in _FAMILIES if name.startswith(prefix)), None)
 
 
 def map_unmapped(text: str, textpage: Any) -> str:
@@ -61,15 +65,34 @@ def map_unmapped(text: str, textpage: Any) -> str:
         return UNMAPPED.sub(MARK, text)
     import pypdfium2.raw as raw
 
-    buffer = ctypes.create_string_buffer(128)
-    flags = ctypes.c_int()
-    unmapped = raw.FPDFText_HasUnicodeMapError
-    page = textpage.raw
+    font = _FontAt(textpage.raw)
     chars = list(text)
-    for i, char in enumerate(chars):
-        if char > "\x7f" or not unmapped(page, i):  # codes past a byte's are a real map's
-            continue
-        size = raw.FPDFText_GetFontInfo(page, i, buffer, len(buffer), ctypes.byref(flags))
-        font = buffer.value.decode("utf-8", "replace") if 0 < size <= len(buffer) else ""
-        chars[i] = glyph_for(font, ord(char))
+    tex = False
+    for match in UNMAPPED.finditer(text):
+        name = font.at(match.start())
+        chars[match.start()] = glyph_for(name, ord(match.group()))
+        tex = tex or _tex_table(name) is not None
+    if not tex:
+        return "".join(chars)
+    # A TeX math font's codes from 32 up are asked of every character (there is no asking by font).
+    unmapped = raw.FPDFText_HasUnicodeMapError
+    for i, char in enumerate(text):
+        if " " <= char < "\x80" and unmapped(font.page, i):
+            chars[i] = glyph_for(font.at(i), ord(char))
     return "".join(chars)
+
+
+class _FontAt:
+    """The name of the font a character of a text page is set in."""
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+        self._buffer = ctypes.create_string_buffer(128)
+        self._flags = ctypes.c_int()
+
+    def at(self, index: int) -> str:
+        import pypdfium2.raw as raw
+
+        buffer = self._buffer
+        size = raw.FPDFText_GetFontInfo(self.page, index, buffer, len(buffer), ctypes.byref(self._flags))
+        return buffer.value.decode("utf-8", "replace") if 0 < size <= len(buffer) else ""

@@ -150,14 +150,5 @@ def named_file(uri: str) -> PurePosixPath:
     return PurePosixPath(fragment if "/" in fragment else unquote(parts.path))
 
 
-def mistaken_for(path: PurePath | str, head: Callable[[], bytes]) -> str | None:
-    """What a file whose suffix a format reads holds instead, when its first bytes (`head`, read only for
-    a format that asks) say it is something else; None when it is what its suffix says."""
-    found = _BY_SUFFIX.get(_suffix(path))
-    if found is None or found.mistaken is None:
-        return None
-    return found.mistaken(head())
-
-
 def _suffix(path: PurePath | str) -> str:
     return (path if isinstance(path, PurePath) else PurePosixPath(path)).suffix.lower()
