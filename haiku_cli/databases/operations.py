@@ -260,13 +260,15 @@ async def forget_source(
             )
         ids = list(dict.fromkeys(s.document_id for s in sources.file_states(db, key)))
         doomed = [] if keep_documents else [i for i in ids if i not in sources.claimed(db, ids, besides=key)]
+        kept = len(ids) - len(doomed)
+        doomed += list(parts_of(db, doomed)) if doomed else []  # a mail's attachments go with it
         with atomic_write(db), storage_errors(db, "cannot be written"):
             sources.forget(db, key)
             if doomed:
                 writes.delete_documents(db, doomed)
         maintenance.after_write(db)
         return ForgottenSource(
-            database=db.name, source=key, deleted_documents=len(doomed), kept_documents=len(ids) - len(doomed)
+            database=db.name, source=key, deleted_documents=len(doomed), kept_documents=kept
         )
 
     try:

@@ -140,11 +140,15 @@ def test_each_message_of_a_mailbox_is_a_document_with_its_attachments(tmp_path: 
     assert [o.status for o in _add(db, embedder, str(path)).outcomes] == ["unchanged"] * 4
 
 
-def test_deleting_a_mail_deletes_its_attachments(cli, tmp_path: Path) -> None:
+def test_deleting_or_forgetting_a_mail_deletes_its_attachments(cli, tmp_path: Path) -> None:
     path = tmp_path / "note.eml"
     path.write_bytes(_mail("Minutes", [("minutes.md", b"# Minutes\n\nWe agreed on oil.")]))
     added = json.loads(cli("add-src", str(path), "--json").stdout)
     mail_id = added["outcomes"][0]["document_id"]
     gone = json.loads(cli("delete", mail_id, "--json").stdout)
     assert gone["parts"] == 1
+    assert json.loads(cli("list", "--json").stdout)["documents"] == []
+    cli("add-src", str(path))
+    forgotten = json.loads(cli("forget-src", str(path), "--json").stdout)
+    assert (forgotten["deleted_documents"], forgotten["kept_documents"]) == (2, 0)
     assert json.loads(cli("list", "--json").stdout)["documents"] == []
