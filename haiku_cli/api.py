@@ -187,7 +187,7 @@ if TYPE_CHECKING:
         RetrievalReport,
         TypeSummary,
     )
-    from haiku_cli.evaluation.retrieval import evaluate
+    from haiku_cli.evaluation.retrieval_quality import evaluate
     from haiku_cli.ingest.metadata import parse_metadata
     from haiku_cli.ingest.reports import IngestReport, LeftOut, SourceOutcome, SourceSync, SyncReport
     from haiku_cli.sandbox.runner import Execution
@@ -201,7 +201,6 @@ if TYPE_CHECKING:
     from haiku_cli.store.outcomes import since as writes_since
     from haiku_cli.store.published import PublishInfo, newer_than_reader
     from haiku_cli.store.published import describe as describe_publish
-    from haiku_cli.store.publishing import PublishReport
     from haiku_cli.store.records import (
         ChunkRecord,
         DocumentRecord,
@@ -211,6 +210,7 @@ if TYPE_CHECKING:
         PictureRecord,
     )
     from haiku_cli.store.sizes import human_size
+    from haiku_cli.store.state_copy import PublishReport
     from haiku_cli.store.tags import TagInfo
 
 

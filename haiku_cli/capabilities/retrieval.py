@@ -18,7 +18,7 @@ from haiku_cli.capabilities.evidence import (
     record_citations,
     record_return,
 )
-from haiku_cli.capabilities.pictures import MAX_PICTURES, keys_in, picture_items
+from haiku_cli.capabilities.picture_parts import MAX_PICTURES, keys_in, picture_items
 from haiku_cli.capabilities.scope import question_filter, question_selection
 from haiku_cli.capabilities.state import (
     EvidenceRef,

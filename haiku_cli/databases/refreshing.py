@@ -26,7 +26,7 @@ from haiku_cli.ingest.reports import SourceSync
 from haiku_cli.store.database import Database
 from haiku_cli.store.handle import PUBLISHED
 from haiku_cli.store.location import Location
-from haiku_cli.store.sources import RememberedSource, file_states
+from haiku_cli.store.source_tables import RememberedSource, file_states
 
 # One sync of a database at a time per process. The writer lock keeps other processes out, but it is
 # re-entrant per handle and a process shares one writable handle per database: two requests to one

@@ -303,7 +303,7 @@ def picture_content(found: DocumentPictures) -> list[TextContent | ImageContent]
     """Each picture as a label (the one models get from `search`) and the image, base64 as MCP wants it."""
     import base64
 
-    from haiku_cli.capabilities.pictures import label
+    from haiku_cli.capabilities.picture_parts import label
     from haiku_cli.databases.pictures import PictureKey
 
     blocks: list[TextContent | ImageContent] = []

@@ -13,7 +13,7 @@ from haiku_cli.ingest import pipeline
 from haiku_cli.ingest.convert.dispatch import file_uri
 from haiku_cli.ingest.sync import sync_source
 from haiku_cli.store import reads
-from haiku_cli.store import sources as stored
+from haiku_cli.store import source_tables as stored
 from haiku_cli.store.blocking import wait
 from tests.ingest.helpers import make_pdf
 from tests.ingest.support import new_db
