@@ -79,3 +79,11 @@ def test_every_command_help_names_its_help_topic(cli) -> None:
     for path in paths:
         last = cli(*path, "--help").stdout.rstrip().splitlines()[-1].split()
         assert last[:3] == ["More:", "haiku", "help"] and last[3] in known, path
+
+
+def test_nothing_names_a_page_under_a_top_level_docs_folder() -> None:
+    # The pages are haiku_cli/docs/NAME.md (in a page: a link, NAME.md; in a message: `haiku help NAME`).
+    stale = re.compile(r"(?<![\w/.-])docs/[\w.-]+\.md")
+    texts = [ROOT / "README.md", *DOCS.glob("*.md"), *(ROOT / "haiku_cli").rglob("*.py")]
+    found = [f"{p.relative_to(ROOT)}: {m[0]}" for p in texts for m in stale.finditer(p.read_text("utf-8"))]
+    assert found == []
