@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from haiku_cli.errors import HaikuError, InputError
-from haiku_cli.ingest.convert.url import Validators
+from haiku_cli.ingest.convert.url import Validators, fetch_if_changed
 from haiku_cli.ingest.kinds.base import Contents, Freshness, ListRequest, Reading, RemoteKind, Seen, SyncPlan
-from haiku_cli.ingest.kinds.web_fetch import asked_page, fetch_if_changed
+from haiku_cli.ingest.kinds.web_fetch import asked_page
 from haiku_cli.ingest.reports import SourceOutcome
 from haiku_cli.ingest.sources import is_url
 
