@@ -126,3 +126,29 @@ def make_docx(*, title: str | None = None) -> bytes:
 def words(text: str) -> int:
     """A stand-in tokenizer: one token per whitespace-separated word."""
     return len(text.split())
+
+
+def locked_pdf() -> bytes:
+    """A one-page PDF under the standard security handler whose user password is not empty: PDFium
+    refuses it with its password error, as any password-protected PDF."""
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] >>",
+        b"<< /Filter /Standard /V 1 /R 2 /O <" + b"11" * 32 + b"> /U <" + b"22" * 32 + b"> /P -4 >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R /Encrypt 4 0 R /ID [<%s> <%s>] >>\n" % (
+        len(objects) + 1,
+        b"33" * 16,
+        b"33" * 16,
+    )
+    out += b"startxref\n%d\n%%%%EOF\n" % xref
+    return bytes(out)

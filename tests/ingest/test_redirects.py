@@ -21,9 +21,9 @@ from haiku_cli.ingest.convert import fetch_url
 from haiku_cli.ingest.convert.download import is_public
 from haiku_cli.ingest.sync import sync_source
 from haiku_cli.store import reads
-from haiku_cli.store import sources as stored
+from haiku_cli.store import source_tables as stored
 from haiku_cli.store.blocking import wait
-from haiku_cli.store.pictures import pictures_of
+from haiku_cli.store.picture_table import pictures_of
 from tests.ingest.support import new_db
 from tests.support.pictures import png
 
