@@ -184,7 +184,7 @@ class DaemonSettings(_Strict):
 
 
 class ServerSettings(_Strict):
-    """Long-lived processes (`haiku mcp`, `haiku serve`, the daemon): what they keep open (docs/configuration.md)."""
+    """Long-lived processes (`haiku mcp`, `haiku serve`, the daemon): what they keep open."""
 
     # Each open database holds its tables' manifests and index pages cached; beyond this many, the least
     # recently searched one is closed (and opened again when next searched).

@@ -19,12 +19,13 @@ def test_missing_sdk_names_the_extra(cli, monkeypatch: pytest.MonkeyPatch) -> No
     )
 
 
-def test_a_taken_port_is_one_line(cli) -> None:
+def test_a_taken_port_is_one_line(cli, make_db) -> None:
+    notes, _ = make_db("notes", ["Owls hunt at night."])  # a database to serve, else that is the failure
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = cli("mcp", "--http", "--port", str(port))
+        result = cli("mcp", "--http", "--port", str(port), "--db", notes.uri)
     assert result.exit_code == 1
     assert result.stderr.startswith(f"haiku: cannot listen on 127.0.0.1:{port}: ")
     assert result.stderr.endswith("choose another --port\n") and result.stderr.count("\n") == 1
@@ -56,3 +57,19 @@ def test_the_docs_install_the_extra_from_the_checkout_not_from_an_index() -> Non
     for doc in ("README.md", "docs/mcp.md"):
         text = (root / doc).read_text(encoding="utf-8")
         assert "haiku-cli[mcp]" not in text and "pip install '.[mcp]'" in text, doc
+
+
+def test_a_database_nothing_was_added_to_is_named_before_serving(cli, tmp_path: Path) -> None:
+    result = cli("mcp", "--db", str(tmp_path / "empty.lancedb"), input="")
+    assert result.exit_code == 3
+    assert result.stderr.startswith("haiku: database 'empty' does not exist yet; add documents to it first")
+    assert result.stdout == ""  # never served: no answer to anything
+
+
+def test_with_some_databases_written_the_others_are_noted_and_the_rest_served(
+    cli, make_db, tmp_path: Path
+) -> None:
+    notes, _ = make_db("notes", ["Owls hunt at night."])
+    result = cli("mcp", "--db", notes.uri, "--db", str(tmp_path / "later.lancedb"), input="")
+    assert result.exit_code == 0  # served until stdin closed
+    assert result.stderr == "haiku: note: 'later' has nothing added yet; searches skip it until something is\n"
