@@ -106,13 +106,18 @@ def _stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
-def cold_search(env: dict[str, str], query: str) -> float:
-    process = _start(["search", "--type", "fts", query], env, stdout=subprocess.DEVNULL)
+def whole(argv: list[str], env: dict[str, str]) -> float:
+    """CPU of a whole process, start to exit."""
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
-        raise SystemExit(f"haiku search failed ({process.returncode})")
+        raise SystemExit(f"{argv[1:]} failed ({process.returncode})")
     return usage.ru_utime + usage.ru_stime
+
+
+def cold_search(env: dict[str, str], query: str) -> float:
+    return whole([sys.executable, "-c", LAUNCH, "search", "--type", "fts", query], env)
 
 
 def first_http(args: list[str], env: dict[str, str], request: Any) -> float:
@@ -162,6 +167,9 @@ def startup(env: dict[str, str], query: str, rounds: int) -> dict:
             lambda url: httpx.post(url, json=INITIALIZE, headers=mcp_post),
         ),
         "mcp stdio, tools/list": lambda: first_stdio(env),
+        # What no server can go below: importing the packages its first answer needs.
+        "MCP SDK import alone": lambda: whole([sys.executable, "-c", "import mcp.server.mcpserver"], env),
+        "pydantic-ai import alone": lambda: whole([sys.executable, "-c", "import pydantic_ai"], env),
     }
     samples: dict[str, list[float]] = {k: [] for k in cases}
     for _ in range(rounds):
