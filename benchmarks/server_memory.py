@@ -275,7 +275,8 @@ def main() -> None:
     with serve_hash_embedder(DIMENSION) as url, tempfile.TemporaryDirectory() as tmp:
         base = {**os.environ, "HAIKU_NO_DAEMON": "1", "OPENAI_API_KEY": "unused", "PYTHONPATH": str(REPO)}
         env = {**base, "HAIKU_CONFIG": str(write_config(Path(tmp) / "haiku.toml", url, paths, None))}
-        report["startup"] = startup(env, queries[0], args.rounds)
+        if args.rounds:
+            report["startup"] = startup(env, queries[0], args.rounds)
         report["memory"] = {
             "default": memory(env, [p.stem for p in paths], queries, args.searches, args.every)
         }
