@@ -32,6 +32,7 @@ from haiku_cli.store.failures import (
     kind_of,
     unanswered_failure,
 )
+from haiku_cli.store.heap import release_freed
 from haiku_cli.store.location import Location
 from haiku_cli.store.wait_policy import WaitPolicy
 
@@ -219,9 +220,13 @@ class DatabasePool:
             # Only readers are closed: a writer's handle is what a write in progress commits through.
             readers = [key for key in self._open if not key[2] and key not in self._pinned]
             surplus = sum(1 for key in self._open if not key[2]) - self.max_open
-            for key in readers[: max(0, surplus)]:
+            closed = readers[: max(0, surplus)]
+            for key in closed:
                 # A read still holding the handle finishes with it; the pool just stops offering it.
                 del self._open[key]
+            if closed:
+                # What the closed handles held goes back to the system, not to a heap left at its peak.
+                release_freed()
         return handles
 
     @property
