@@ -10,7 +10,9 @@ from its start until it has answered its first request:
 - a cold `haiku search --type fts` (HAIKU_NO_DAEMON=1): the whole command;
 - `haiku serve --port 0`: until `GET /` (the page) is answered;
 - `haiku mcp --http --port 0`: until an `initialize` POST is answered;
-- `haiku mcp` on stdio: until its answer to `tools/list` (after `initialize`).
+- `haiku mcp` on stdio: until its answer to `tools/list` (after `initialize`);
+- and, as the floors no server of them can go below, a process importing the MCP SDK alone, and one
+  importing pydantic-ai alone (`haiku serve` checks its model string with it before serving).
 
 Memory: one `haiku mcp` on stdio, every database in scope, driven by the MCP SDK's client: `--searches`
 `search` calls, round-robin over fts, vector and hybrid and over each database alone and all of them
@@ -20,7 +22,7 @@ the first round of every kind and database (warm), peak, final, and the slope ov
 (`[server] max_open_databases`), so databases are closed and reopened as the searches go round.
 
     python benchmarks/server_memory.py [--work DIR] [--chunks 50000] [--databases 4] [--searches 1000]
-        [--rounds 5] [--max-open N] [--out FILE]
+        [--rounds 5 (0: no start-up part)] [--max-open N] [--out FILE]
 """
 
 from __future__ import annotations
