@@ -171,9 +171,11 @@ class SourceSettings(_Strict):
 
 
 class McpSettings(_Strict):
-    """`haiku mcp --http`: the bearer token every request must carry (none: no token is asked for)."""
+    """`haiku mcp`: the bearer token every `--http` request must carry (none: no token is asked for), and
+    whether each search first syncs the sources that changed (`--sync-before-search`)."""
 
     http_token: str | None = Field(default=None, min_length=MIN_TOKEN_CHARS)  # HAIKU_MCP_TOKEN overrides
+    sync_before_search: bool = False
 
 
 class DaemonSettings(_Strict):

@@ -22,7 +22,7 @@ from haiku_cli.search.hits import SourceState
 from haiku_cli.store import reads
 from haiku_cli.store.database import Database
 from haiku_cli.store.location import Location
-from haiku_cli.store.pictures import get_pictures
+from haiku_cli.store.picture_table import get_pictures
 from haiku_cli.store.records import ChunkRecord, DocumentSummary, PictureInfo, PictureRecord
 
 

@@ -57,6 +57,9 @@ class Workspace:
         # `--check-remote`: hits and documents of URLs and objects are asked whether they changed (one
         # request each, bounded by [storage] timeout_seconds); only local files are looked at otherwise.
         self.check_remote = False
+        # `haiku mcp`/`serve --sync-before-search`: each search of a server first syncs the remembered
+        # sources whose files changed (databases/refreshing.py); the operator's choice, never a client's.
+        self.sync_before_search = False
 
     def read_at(self, tag: str | None) -> None:
         """Read every database at this tag from now on (`--at`; None: at their latest), writing none."""

@@ -19,7 +19,7 @@ from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError
 from haiku_cli.evaluation.documents import load_index, path_of
-from haiku_cli.evaluation.retrieval import Progress
+from haiku_cli.evaluation.retrieval_quality import Progress
 
 INSTRUCTIONS = (
     "You write one search question that the given passage answers, as a reader of these documents would "

@@ -129,7 +129,7 @@ def prepare_items(
     from haiku_cli.ingest.chunking import chunk_document
     from haiku_cli.ingest.embedding import embedding_text
     from haiku_cli.ingest.stored import content_hash, stored_content
-    from haiku_cli.store.writer import checkpoint
+    from haiku_cli.store.writer_lock import checkpoint
 
     if job.pause:
         checkpoint("ray-task", job.pause)
@@ -176,8 +176,8 @@ def _new_document(
     (`given`: the one it had when its rows were made before)."""
     from datetime import UTC, datetime
 
+    from haiku_cli.store.document_writes import new_id
     from haiku_cli.store.records import DocumentSummary
-    from haiku_cli.store.writes import new_id
 
     now = datetime.now(UTC)
     return DocumentSummary(

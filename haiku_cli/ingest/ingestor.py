@@ -21,10 +21,10 @@ from haiku_cli.ingest.stages import hand_on, two_stages
 from haiku_cli.ingest.stored import content_hash, picture_records, stored_content
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
+from haiku_cli.store.document_writes import HeldWrites, new_id
 from haiku_cli.store.heap import return_large_buffers
 from haiku_cli.store.reads import count_documents, find_by_hash, find_by_uri
 from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk, PictureRecord
-from haiku_cli.store.writes import HeldWrites, new_id
 
 if TYPE_CHECKING:
     import numpy as np

@@ -9,8 +9,8 @@ from haiku_cli.ingest.convert.url import Validators
 from haiku_cli.ingest.kinds import kind_of
 from haiku_cli.ingest.kinds.base import Seen
 from haiku_cli.ingest.reports import SourceOutcome
-from haiku_cli.ingest.sources import FileChoice
-from haiku_cli.store.sources import FileState, RememberedSource, SourceKind
+from haiku_cli.ingest.source_walk import FileChoice
+from haiku_cli.store.source_tables import FileState, RememberedSource, SourceKind
 
 __all__ = ["Seen", "remembered", "source_key", "states_of"]
 

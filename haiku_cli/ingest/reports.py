@@ -7,7 +7,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from haiku_cli.store.sources import SourceKind
+from haiku_cli.store.source_tables import SourceKind
 
 # "skipped": left out on purpose (a symlink out of the folder); "failed": could not be read or converted;
 # "deleted": `sync` removed the document of a file that left its source.

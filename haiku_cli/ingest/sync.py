@@ -23,13 +23,13 @@ from haiku_cli.ingest.kinds.base import Reading, SyncPlan
 from haiku_cli.ingest.objects import ObjectStores
 from haiku_cli.ingest.remembering import states_of
 from haiku_cli.ingest.reports import Progress, SourceOutcome, SourceSync
-from haiku_cli.store import sources as stored_sources
+from haiku_cli.store import source_tables as stored_sources
 from haiku_cli.store.blocking import wait
+from haiku_cli.store.document_writes import delete_documents
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import get_documents, in_list, rows_where
-from haiku_cli.store.sources import FileState, RememberedSource
+from haiku_cli.store.source_tables import FileState, RememberedSource
 from haiku_cli.store.transaction import atomic_write, storage_errors
-from haiku_cli.store.writes import delete_documents
 
 if TYPE_CHECKING:
     from haiku_cli.embed import Embedder

@@ -145,13 +145,15 @@ def _register_reading_tools(server: MCPServer, scope: ServerScope) -> None:
     from mcp_types import ToolAnnotations
 
     reading = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+    # Started with --sync-before-search, a search may write: it syncs the sources whose files changed.
+    searching = reading.model_copy(update={"read_only_hint": not scope.ws.sync_before_search})
 
     @server.tool(annotations=reading)
     async def list_databases() -> list[DatabaseOverview]:
         """The databases this server can read: name, whether it exists, documents, chunks and embedder."""
         return await scope.list_databases()
 
-    @server.tool(annotations=reading)
+    @server.tool(annotations=searching)
     async def search(
         query: Annotated[str, Field(description="What to look for.")],
         databases: Databases = None,
@@ -272,7 +274,7 @@ def picture_content(found: DocumentPictures) -> list[TextContent | ImageContent]
     """Each picture as a label (the one models get from `search`) and the image, base64 as MCP wants it."""
     import base64
 
-    from haiku_cli.capabilities.pictures import label
+    from haiku_cli.capabilities.picture_parts import label
     from haiku_cli.databases.pictures import PictureKey
 
     blocks: list[TextContent | ImageContent] = []

@@ -90,14 +90,20 @@ class ServerScope:
         if search_type not in SEARCH_TYPES:
             raise api.InputError(f"unknown search type '{search_type}'; use hybrid, vector or fts")
         _check_limit(limit)
-        return await api.search(
+        selection = self.narrow(databases)
+        # The operator's choice at start (`--sync-before-search`), never a client's: what was synced first,
+        # or left alone, is in the result's notes.
+        notes = await api.sync_before_search(self.ws, selection) if self.ws.sync_before_search else []
+        found = await api.search(
             self.ws,
-            self.narrow(databases),
+            selection,
             query,
             search_type=search_type,
             limit=limit,
             document_filter=document_filter or None,
         )
+        found.notes = notes
+        return found
 
     async def get_document(self, database: str, document_id: str) -> api.DocumentWithChunks:
         """One document of a database in scope, with its chunks."""

@@ -130,7 +130,7 @@ def open_database(
         )
     if PENDING_WRITE in db.meta:
         # A write is under way, or died half-way: read the state before it. Only a writer holding the
-        # lock may undo it (store.writer.exclusive), since only then is its writer provably gone.
+        # lock may undo it (store.writer_lock.exclusive), since only then is its writer provably gone.
         from haiku_cli.store.journal import read_snapshot
 
         read_snapshot(db)
@@ -186,7 +186,7 @@ def _create_exclusively(location: Location, spec: EmbedderSpec) -> Database:
     path = location.local_path
     if path is None:
         return _create(location, spec)
-    from haiku_cli.store.writer import WaitPolicy, acquire
+    from haiku_cli.store.writer_lock import WaitPolicy, acquire
 
     # Two first writers must not both create the tables: the second waits, then opens what the first made.
     made_folder = not path.is_dir()
@@ -206,7 +206,7 @@ def _create_exclusively(location: Location, spec: EmbedderSpec) -> Database:
 
 
 def _remove_uncreated(path: Path, *, made_folder: bool) -> None:
-    from haiku_cli.store.writer import remove_held_lock_file
+    from haiku_cli.store.writer_lock import remove_held_lock_file
 
     for table in (schema.DOCUMENTS, schema.CHUNKS):
         shutil.rmtree(path / f"{table}.lance", ignore_errors=True)
@@ -221,8 +221,8 @@ _DESKTOP_FILES = {".DS_Store", "Thumbs.db", "desktop.ini"}
 def _refuse_foreign_folder(location: Location, path: Path) -> None:
     # A typo'd --db or config path must not scatter tables among the user's own files. A folder holding
     # only haiku's tables and lock is a database whose first write died half-way: finishing it is fine.
-    from haiku_cli.store.writer import LOCK_FILE
     from haiku_cli.store.writer_line import is_marker
+    from haiku_cli.store.writer_lock import LOCK_FILE
 
     ours = (
         {LOCK_FILE}

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from haiku_cli.store import schema
 from haiku_cli.store.blocking import wait
+from haiku_cli.store.document_writes import delete_documents
 from haiku_cli.store.handle import PENDING_WRITE, Database
 from haiku_cli.store.indexes import MAX_INDEX_DELTAS, VECTOR_INDEX, IndexState, index_states
 from haiku_cli.store.maintenance import MAX_VERSIONS, database_info, vacuum
@@ -25,11 +26,10 @@ from haiku_cli.store.published import describe as describe_publish
 from haiku_cli.store.published import published_info
 from haiku_cli.store.reads import in_list, rows_where
 from haiku_cli.store.sizes import human_size
-from haiku_cli.store.sources import read_sources
+from haiku_cli.store.source_tables import read_sources
 from haiku_cli.store.transaction import atomic_write, storage_errors
 from haiku_cli.store.vector_segments import most_segments
-from haiku_cli.store.writer import LEASE_KEY, Owner, exclusive, try_lock
-from haiku_cli.store.writes import delete_documents
+from haiku_cli.store.writer_lock import LEASE_KEY, Owner, exclusive, try_lock
 
 if TYPE_CHECKING:
     import pyarrow as pa

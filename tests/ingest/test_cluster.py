@@ -154,9 +154,9 @@ def test_a_ray_add_stores_what_a_single_process_add_does(
     embed = BundledEmbedder._embed
     monkeypatch.setattr(BundledEmbedder, "_embed", _cannot_embed)
     # Nor does it make new documents' chunk rows: the workers write them as fragments it commits.
-    from haiku_cli.store import writes
+    from haiku_cli.store import document_writes
 
-    monkeypatch.setattr(writes, "make_chunk_rows", _no_chunk_rows(writes))
+    monkeypatch.setattr(document_writes, "make_chunk_rows", _no_chunk_rows(document_writes))
     args = ("--meta", "team=birds", "--engine", "ray", "--json")
     ray_add = cli("add-src", str(folder), "-d", "local_ray", *args)
     assert ray_add.exit_code == ExitCode.PARTIAL, ray_add.stderr

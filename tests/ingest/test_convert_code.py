@@ -12,7 +12,7 @@ import pytest
 from haiku_cli.ingest import pipeline
 from haiku_cli.ingest.chunking import chunk_document
 from haiku_cli.ingest.convert import code, convert_file
-from haiku_cli.ingest.sources import iter_source_files
+from haiku_cli.ingest.source_walk import iter_source_files
 from haiku_cli.ingest.stored import from_stored, stored_content
 from tests.ingest.support import new_db
 

@@ -19,7 +19,7 @@ from haiku_cli.ingest import pipeline
 from haiku_cli.ingest.kinds.web_fetch import is_public
 from haiku_cli.ingest.sync import sync_source
 from haiku_cli.store import reads
-from haiku_cli.store import sources as stored
+from haiku_cli.store import source_tables as stored
 from haiku_cli.store.blocking import wait
 from tests.ingest.support import new_db
 

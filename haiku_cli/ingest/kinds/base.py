@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from haiku_cli.ingest.document import ConvertedDocument
     from haiku_cli.ingest.objects import ObjectStores
     from haiku_cli.ingest.reports import SourceOutcome, SyncStatus
-    from haiku_cli.ingest.sources import FileChoice
-    from haiku_cli.store.sources import FileState, RememberedSource, SourceKind
+    from haiku_cli.ingest.source_walk import FileChoice
+    from haiku_cli.store.source_tables import FileState, RememberedSource, SourceKind
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,13 @@ from haiku_cli.ingest.document import ConversionError, SourceMissing
 from haiku_cli.ingest.kinds.base import Contents, Freshness, ListRequest, Reading, Seen, SyncPlan
 from haiku_cli.ingest.objects import ObjectFile, ObjectStores, is_object_uri
 from haiku_cli.ingest.reports import LeftOut
-from haiku_cli.ingest.sources import FileChoice
+from haiku_cli.ingest.source_walk import FileChoice
 
 if TYPE_CHECKING:
     from haiku_cli.config.settings import IngestSettings
     from haiku_cli.ingest.document import ConvertedDocument
     from haiku_cli.ingest.reports import SyncStatus
-    from haiku_cli.store.sources import FileState, RememberedSource
+    from haiku_cli.store.source_tables import FileState, RememberedSource
 
 
 @dataclass(frozen=True)

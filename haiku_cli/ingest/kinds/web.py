@@ -11,12 +11,12 @@ from haiku_cli.ingest.convert.url import Validators
 from haiku_cli.ingest.kinds.base import Contents, Freshness, ListRequest, Reading, Seen, SyncPlan
 from haiku_cli.ingest.kinds.web_fetch import asked_page, fetch_if_changed
 from haiku_cli.ingest.reports import SourceOutcome
-from haiku_cli.ingest.sources import is_url
+from haiku_cli.ingest.source_walk import is_url
 
 if TYPE_CHECKING:
     from haiku_cli.config.settings import IngestSettings
     from haiku_cli.ingest.document import ConvertedDocument
-    from haiku_cli.store.sources import FileState, RememberedSource
+    from haiku_cli.store.source_tables import FileState, RememberedSource
 
 
 class WebPages:
