@@ -72,4 +72,5 @@ def test_with_some_databases_written_the_others_are_noted_and_the_rest_served(
     notes, _ = make_db("notes", ["Owls hunt at night."])
     result = cli("mcp", "--db", notes.uri, "--db", str(tmp_path / "later.lancedb"), input="")
     assert result.exit_code == 0  # served until stdin closed
-    assert result.stderr == "haiku: note: 'later' has nothing added yet; searches skip it until something is\n"
+    note = "haiku: note: 'later' has nothing added yet; searches skip it until something is\n"
+    assert result.stderr == note
