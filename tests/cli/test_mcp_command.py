@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -74,3 +77,34 @@ def test_with_some_databases_written_the_others_are_noted_and_the_rest_served(
     assert result.exit_code == 0  # served until stdin closed
     note = "haiku: note: 'later' has nothing added yet; searches skip it until something is\n"
     assert result.stderr == note
+
+
+_SERVE_THEN_LIST = """
+import json, runpy, sys
+sys.argv = ["haiku", "mcp"]
+try:
+    runpy.run_module("haiku_cli", run_name="__main__")
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in sys.modules if m.startswith(("haiku_cli", "pydantic_ai", "lancedb")))))
+"""
+
+
+def test_without_a_model_a_server_loads_no_agent_and_opens_no_database(make_db, write_config) -> None:
+    # What it loads before its first answer is its start-up's cost (benchmarks/server_memory.py).
+    location, _ = make_db("notes", ["Owls hunt at night."])
+    write_config(f'[databases]\nnotes = "{location.uri}"\n')
+    env = {k: v for k, v in os.environ.items() if k != "HAIKU_MODEL"}
+    done = subprocess.run(
+        [sys.executable, "-c", _SERVE_THEN_LIST],
+        env={**env, "HAIKU_NO_DAEMON": "1"},
+        stdin=subprocess.DEVNULL,  # the client closes at once: served, then done
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout.splitlines()[-1])
+    assert "haiku_cli.mcp_server.server" in loaded  # it did serve
+    assert [m for m in loaded if m.startswith(("pydantic_ai", "haiku_cli.agents.question"))] == []
+    assert "lancedb" not in loaded  # no database opened: LanceDB loads with the first read
