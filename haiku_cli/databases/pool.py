@@ -148,64 +148,14 @@ class DatabasePool:
             loc: self._opening[_key(loc, writable)] for loc in missing if _key(loc, writable) in self._opening
         }
         mine = [loc for loc in missing if loc not in waiting]
-
-        def open_or_error(loc: Location) -> Database | DatabaseError:
-            try:
-                if writable and self.at is not None:
-                    raise DatabaseError(
-                        f"database '{loc.name}' is read at tag '{self.at}' (--at), which is read-only; "
-                        "it cannot be written"
-                    )
-                if writable:  # opening to write may create it: never abandoned half-way
-                    return open_database(loc, create_with=create_with, writable=True)
-                return self.bounded(loc, partial(self._open_reader, loc))
-            except DatabaseError as exc:
-                return exc  # collected, so that every unopenable database is named at once
-
-        def refresh_or_error(loc: Location) -> DatabaseError | None:
-            try:
-                self.bounded(loc, partial(refresh_reader, self._open[_key(loc, False)]))
-            except DatabaseError as exc:
-                return exc
-            return None
-
         # Reused reader handles catch up with writes made since they opened (see refresh_reader); one
         # that has just looked needs no worker thread to learn that it need not look again.
         cached = [] if writable else [loc for loc in selection.locations if loc not in missing]
         cached = [loc for loc in cached if not is_fresh(self._open[_key(loc, False)])]
         if not missing and not cached:
             return self._used(selection, writable)
-        claims = {loc: _Opening() for loc in mine}
-        for loc, claim in claims.items():
-            self._opening[_key(loc, writable)] = claim
-        try:
-            calls = [partial(open_or_error, loc) for loc in mine] + [
-                partial(refresh_or_error, loc) for loc in cached
-            ]
-            results = await in_threads(calls)
-            opened, refreshed = results[: len(mine)], results[len(mine) :]
-            errors = [r for r in (*refreshed, *opened) if isinstance(r, DatabaseError)]
-            for loc, result in zip(cached, refreshed, strict=True):
-                if isinstance(result, DatabaseError):
-                    self._open.pop(_key(loc, writable), None)
-            for loc, result in zip(mine, opened, strict=True):
-                if isinstance(result, Database):
-                    result.write_policy = self.write_policy
-                    self._open[_key(loc, writable)] = result
-                claims[loc].result = result
-        finally:
-            for loc, claim in claims.items():
-                self._opening.pop(_key(loc, writable), None)
-                claim.done.set()  # with no result if this call was cancelled: a waiter opens it itself
-        for loc, claim in waiting.items():
-            await claim.done.wait()
-            if claim.result is None:
-                try:
-                    await self.clients_covering(Selection((loc,)), writable=writable, create_with=create_with)
-                except DatabaseError as exc:
-                    errors.append(exc)
-            elif isinstance(claim.result, DatabaseError):
-                errors.append(claim.result)
+        errors = await self._open_and_refresh(mine, cached, writable, create_with)
+        errors += await self._opened_by_others(waiting, writable, create_with)
         if errors:
             raise DatabaseError.of_several(errors)
         return self._used(selection, writable)
@@ -258,6 +208,72 @@ class DatabasePool:
                 errors.append(exc)
         if errors:
             raise DatabaseError.of_several(errors)
+
+    async def _open_and_refresh(
+        self, mine: list[Location], cached: list[Location], writable: bool, create_with: EmbedderSpec | None
+    ) -> list[DatabaseError]:
+        """Open `mine` (claimed, so that other calls wait for them) and refresh `cached`, all at once."""
+        claims = {loc: _Opening() for loc in mine}
+        for loc, claim in claims.items():
+            self._opening[_key(loc, writable)] = claim
+        try:
+            calls = [partial(self._open_or_error, loc, writable, create_with) for loc in mine] + [
+                partial(self._refresh_or_error, loc) for loc in cached
+            ]
+            results = await in_threads(calls)
+            opened, refreshed = results[: len(mine)], results[len(mine) :]
+            errors = [r for r in (*refreshed, *opened) if isinstance(r, DatabaseError)]
+            for loc, result in zip(cached, refreshed, strict=True):
+                if isinstance(result, DatabaseError):
+                    self._open.pop(_key(loc, writable), None)
+            for loc, result in zip(mine, opened, strict=True):
+                if isinstance(result, Database):
+                    result.write_policy = self.write_policy
+                    self._open[_key(loc, writable)] = result
+                claims[loc].result = result
+        finally:
+            for loc, claim in claims.items():
+                self._opening.pop(_key(loc, writable), None)
+                claim.done.set()  # with no result if this call was cancelled: a waiter opens it itself
+        return errors
+
+    async def _opened_by_others(
+        self, waiting: dict[Location, _Opening], writable: bool, create_with: EmbedderSpec | None
+    ) -> list[DatabaseError]:
+        """Wait for the databases other calls were opening; one whose opener was cancelled is opened here."""
+        errors: list[DatabaseError] = []
+        for loc, claim in waiting.items():
+            await claim.done.wait()
+            if claim.result is None:
+                try:
+                    await self.clients_covering(Selection((loc,)), writable=writable, create_with=create_with)
+                except DatabaseError as exc:
+                    errors.append(exc)
+            elif isinstance(claim.result, DatabaseError):
+                errors.append(claim.result)
+        return errors
+
+    def _open_or_error(
+        self, loc: Location, writable: bool, create_with: EmbedderSpec | None
+    ) -> Database | DatabaseError:
+        try:
+            if writable and self.at is not None:
+                raise DatabaseError(
+                    f"database '{loc.name}' is read at tag '{self.at}' (--at), which is read-only; "
+                    "it cannot be written"
+                )
+            if writable:  # opening to write may create it: never abandoned half-way
+                return open_database(loc, create_with=create_with, writable=True)
+            return self.bounded(loc, partial(self._open_reader, loc))
+        except DatabaseError as exc:
+            return exc  # collected, so that every unopenable database is named at once
+
+    def _refresh_or_error(self, loc: Location) -> DatabaseError | None:
+        try:
+            self.bounded(loc, partial(refresh_reader, self._open[_key(loc, False)]))
+        except DatabaseError as exc:
+            return exc
+        return None
 
     def _open_reader(self, loc: Location) -> Database:
         db = open_database(loc)
