@@ -69,6 +69,11 @@ AREAS: tuple[Area, ...] = (
     Area("freshness", "sync_watch.py"),
     Area("source_state", "source_freshness.py", ("--rounds", "200"), quick=True),
     Area("serve", "serve.py", ("--passes", "20")),
+    Area(
+        "server_memory",
+        "server_memory.py",
+        ("--rounds", "5", "--max-open", "2", "--out", "benchmarks/results/raw/server_memory.json"),
+    ),
     Area("pdf", "pdf_reading.py", ("--rounds", "3")),
     Area("ray", "ray_ingest.py", ("--driver-only", "--copies", "3")),
     Area("reliability", "reliability.py", ("stress", "--seconds", "60")),
