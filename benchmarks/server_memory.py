@@ -265,7 +265,7 @@ def main() -> None:
     parser.add_argument("--max-open", type=int, action="append", default=[], help="repeatable")
     parser.add_argument("--out", type=Path, help="write the JSON here too")
     args = parser.parse_args()
-    title = "Long-lived servers: start-up CPU and memory over 1,000 searches"
+    title = f"Long-lived servers: start-up CPU and memory over {args.searches:,} searches"
     with result("server_memory", title) as table:
         server_memory_rows(table, run(args))
 
