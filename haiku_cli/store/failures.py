@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 from http import HTTPStatus
 
-from haiku_cli.errors import DatabaseError
+from haiku_cli.errors import DatabaseError, exception_reason
 from haiku_cli.store.location import Location
 
 
@@ -259,9 +259,7 @@ def stalled_reason(location: Location | None) -> str:
 
 def plain_first_line(exc: BaseException) -> str:
     """The first line of LanceDB's message without the Rust source locations it adds (`scanner.rs:834:33`)."""
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else type(exc).__name__
-    return re.sub(r",?\s*[\w/.-]+\.rs:\d+:\d+", "", first)[:300]
+    return re.sub(r",?\s*[\w/.-]+\.rs:\d+:\d+", "", exception_reason(exc, upto="line"))[:300]
 
 
 def is_missing_file(exc: BaseException | None) -> bool:

@@ -11,6 +11,7 @@ import socket
 from typing import TYPE_CHECKING
 
 from haiku_cli.config.settings import IngestSettings
+from haiku_cli.errors import exception_reason
 from haiku_cli.ingest.convert.dispatch import convert_bytes
 
 # The download module's size and speed bounds, shared rather than copied (it follows redirects blindly).
@@ -58,7 +59,7 @@ def asked_page(url: str, known: Validators, timeout: float) -> tuple[Freshness, 
         with client, client.stream("GET", url) as response:
             status, got = response.status_code, response.headers
     except httpx.HTTPError as exc:
-        return Freshness.UNKNOWN, f"the server could not be asked: {_reason(exc)}"
+        return Freshness.UNKNOWN, f"the server could not be asked: {exception_reason(exc)}"
     if status == 304:
         return Freshness.FRESH, None
     if status in (404, 410):
@@ -126,11 +127,11 @@ def _download(
     except httpx.TimeoutException as exc:
         raise ConversionError(f"{url}: timed out after {timeout:g}s") from exc
     except httpx.ConnectError as exc:
-        raise ConversionError(f"{url}: cannot connect ({_reason(exc)})") from exc
+        raise ConversionError(f"{url}: cannot connect ({exception_reason(exc)})") from exc
     except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
-        raise ConversionError(f"{url}: invalid URL ({_reason(exc)})") from exc
+        raise ConversionError(f"{url}: invalid URL ({exception_reason(exc)})") from exc
     except httpx.HTTPError as exc:
-        raise ConversionError(f"{url}: download failed ({_reason(exc)})") from exc
+        raise ConversionError(f"{url}: download failed ({exception_reason(exc)})") from exc
 
 
 def _follow(client: httpx.Client, url: str) -> httpx.Response:
@@ -157,8 +158,3 @@ def _host(url: str) -> str:
     from urllib.parse import urlsplit
 
     return urlsplit(url).hostname or ""
-
-
-def _reason(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__
