@@ -38,7 +38,10 @@ if TYPE_CHECKING:
     from haiku_cli.databases.log_results import SourceSummary
     from haiku_cli.store.doctor import Check
 
-NOT_REMEMBERED = "not added by add-src: no remembered state to compare"
+NOT_REMEMBERED = (
+    "no remembered file state to compare: not added by add-src, or read out of another document "
+    "(an attachment)"
+)
 REMOTE = "a URL or object: not checked (--check-remote asks)"
 ON_OBJECT_STORAGE = "a database on object storage: its sources are not checked"
 A_PUBLISHED_COPY = "a published copy: its sources are on the publisher's machine"

@@ -38,6 +38,7 @@ from haiku_cli.ingest import reports
 from haiku_cli.store import document_writes, maintenance, reads
 from haiku_cli.store.adding import adding, writing
 from haiku_cli.store.database import Database, exists
+from haiku_cli.store.document_parts import parts_of
 from haiku_cli.store.handle import read_errors as _read_errors
 from haiku_cli.store.location import Location
 
@@ -169,9 +170,11 @@ async def delete_document(ws: Workspace, location: Location, document_id: str) -
         found = doc.id
         write.operation = f"delete {found} ({doc.title or doc.uri or 'untitled'})"
         chunks = len(await reads.chunks_of(db, found))
-        await anyio.to_thread.run_sync(lambda: document_writes.delete_document(db, found))
+        # A mail's attachments, read out of it, go with it: no sync would ever remove them otherwise.
+        parts = await anyio.to_thread.run_sync(lambda: list(parts_of(db, [found])))
+        await anyio.to_thread.run_sync(lambda: document_writes.delete_documents(db, [found, *parts]))
     ws.pool.forget(location)
-    return DeletedDocument(database=db.name, document=doc.summary(), chunks=chunks)
+    return DeletedDocument(database=db.name, document=doc.summary(), chunks=chunks, parts=len(parts))
 
 
 async def history(ws: Workspace, location: Location) -> DatabaseHistory:
@@ -259,13 +262,15 @@ async def forget_source(
         doomed = (
             [] if keep_documents else [i for i in ids if i not in source_tables.claimed(db, ids, besides=key)]
         )
+        kept = len(ids) - len(doomed)
+        doomed += list(parts_of(db, doomed)) if doomed else []  # a mail's attachments go with it
         with atomic_write(db), storage_errors(db, "cannot be written"):
             source_tables.forget(db, key)
             if doomed:
                 document_writes.delete_documents(db, doomed)
         maintenance.after_write(db)
         return ForgottenSource(
-            database=db.name, source=key, deleted_documents=len(doomed), kept_documents=len(ids) - len(doomed)
+            database=db.name, source=key, deleted_documents=len(doomed), kept_documents=kept
         )
 
     try:

@@ -53,6 +53,7 @@ class DeletedDocument(BaseModel):
     database: str
     document: DocumentSummary
     chunks: int  # how many chunks went with it
+    parts: int = 0  # how many documents read out of it went with it (a mail's attachments)
 
 
 class VacuumReport(BaseModel):

@@ -53,7 +53,12 @@ def states_of(
     out = []
     for outcome in outcomes:
         position = outcome.position
-        if outcome.status not in _HELD or outcome.document_id is None or position not in owners:
+        if (
+            outcome.status not in _HELD
+            or outcome.document_id is None
+            or position not in owners
+            or outcome.part
+        ):
             continue
         looked = seen.get(position)
         if looked is None:

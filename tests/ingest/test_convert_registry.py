@@ -77,6 +77,7 @@ def test_every_built_in_format_is_registered() -> None:
         "eml",
         "mbox",
         "code",
+        "typescript",
         "image",  # with the ocr extra, which the test extra installs
     } <= names
 
