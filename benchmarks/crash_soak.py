@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -31,10 +30,18 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-RESULTS = REPO / "benchmarks" / "results"
+
+from benchmarks.common import Table, result, results_folder  # noqa: E402
 
 _KINDS = ["ctrl-c", "fault", "kill", "sigint", "disk-full"]
-_COMMAND = "python benchmarks/crash_soak.py --minutes 10"
+_NOTES = (
+    "Random sequences of write commands (add, add-src, sync, forget-src, delete, rebuild, vacuum, tag "
+    "create/restore), each perhaps interrupted by Ctrl-C, a failure, `kill -9` or SIGINT of a real `haiku` "
+    "process at a checkpoint the code declares, or a full disk; every step checked against what was "
+    "acknowledged and what a Ctrl-C line claimed. CI runs the same machines derandomized "
+    "(tests/databases/test_write_matrix.py); what each promise is and which test holds it: "
+    "docs/reliability.md."
+)
 
 
 def _isolate(work: Path) -> None:
@@ -97,7 +104,7 @@ def soak(minutes: float, *, s3: bool, examples: int, steps: int) -> dict[str, An
     )
     by_store: dict[str, Counter[str]] = {"local": Counter(), "s3": Counter()}
     violations: list[str] = []
-    load_before, started, cpu_before = os.getloadavg()[0], time.monotonic(), _cpu()
+    started, cpu_before = time.monotonic(), _cpu()
     deadline = started + minutes * 60
     batch = 0
     try:
@@ -126,50 +133,25 @@ def soak(minutes: float, *, s3: bool, examples: int, steps: int) -> dict[str, An
         "violation_traces": violations,
         "wall_s": round(time.monotonic() - started, 1),
         "cpu_s": round(_cpu() - cpu_before, 1),
-        "load": f"load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}",
         "disk_full": "disk-full" in kinds,
     }
 
 
-def _rows(raw: dict[str, Any]) -> list[dict[str, str]]:
-    def row(figure: str, value: str) -> dict[str, str]:
-        return {"figure": figure, "value": value, "against": "", "ratio": ""}
-
+def soak_rows(table: Table, raw: dict[str, Any]) -> None:
+    """The soak's table: violations first (the goal is 0), then how much was run and interrupted."""
     kinds = ", ".join(f"{k} {n:,}" for k, n in raw["interruptions"].items() if k != "whole")
-    return [
-        row("invariant violations found", f"**{raw['violations']}**"),
-        row(
-            "state machines run (local / `s3://` on moto)",
-            f"{raw['examples']['local']:,} / {raw['examples']['s3']:,}",
-        ),
-        row("write commands run (local / `s3://`)", f"{raw['steps']['local']:,} / {raw['steps']['s3']:,}"),
-        row("commands interrupted, by kind", kinds),
-        row("commands run whole", f"{raw['interruptions']['whole']:,}"),
-        row(
-            "wall / CPU (this process and its `haiku` children)",
-            f"{raw['wall_s']:,.0f} s / {raw['cpu_s']:,.0f} s",
-        ),
-    ]
-
-
-def result(raw: dict[str, Any]) -> dict[str, Any]:
-    """The area's JSON as benchmarks/run_all.py renders it."""
-    return {
-        "key": "crash_soak",
-        "title": "Crash-and-interrupt soak",
-        "command": _COMMAND,
-        "machine": f"{os.cpu_count()} vCPUs, {platform.system()} {platform.machine()}",
-        "load": f"beside other work, {raw['load']}",
-        "rows": _rows(raw),
-        "notes": (
-            "Random sequences of write commands (add, add-src, sync, forget-src, delete, rebuild, vacuum, "
-            "tag create/restore), each perhaps interrupted by Ctrl-C, a failure, `kill -9` or SIGINT of a "
-            "real `haiku` process at a checkpoint the code declares, or a full disk; every step checked "
-            "against what was acknowledged and what a Ctrl-C line claimed. CI runs the same machines "
-            "derandomized for about a minute (tests/databases/test_write_matrix.py); what each promise is "
-            "and which test holds it: docs/reliability.md."
-        ),
-    }
+    table.add("invariant violations found", f"**{raw['violations']}**")
+    table.add(
+        "state machines run (local / `s3://` on moto)",
+        f"{raw['examples']['local']:,} / {raw['examples']['s3']:,}",
+    )
+    table.add("write commands run (local / `s3://`)", f"{raw['steps']['local']:,} / {raw['steps']['s3']:,}")
+    table.add("commands interrupted, by kind", kinds)
+    table.add("commands run whole", f"{raw['interruptions']['whole']:,}")
+    table.add(
+        "wall / CPU (this process and its `haiku` children)",
+        f"{raw['wall_s']:,.0f} s / {raw['cpu_s']:,.0f} s",
+    )
 
 
 def main() -> None:
@@ -180,18 +162,23 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=12, help="most commands per state machine")
     parser.add_argument("--json", action="store_true", help="print the raw figures; write no results")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="haiku-soak-") as work:
-        _isolate(Path(work))
-        raw = soak(args.minutes, s3=not args.no_s3, examples=args.examples, steps=args.steps)
+
+    def run() -> dict[str, Any]:
+        with tempfile.TemporaryDirectory(prefix="haiku-soak-") as work:
+            _isolate(Path(work))
+            return soak(args.minutes, s3=not args.no_s3, examples=args.examples, steps=args.steps)
+
     if args.json:
-        print(json.dumps(raw, indent=1))
+        print(json.dumps(run(), indent=1))
         return
-    (RESULTS / "raw").mkdir(parents=True, exist_ok=True)
-    (RESULTS / "raw" / "crash_soak.json").write_text(json.dumps(raw, indent=1) + "\n", encoding="utf-8")
-    text = json.dumps(result(raw), indent=1, ensure_ascii=False) + "\n"
-    (RESULTS / "crash_soak.json").write_text(text, encoding="utf-8")
-    for row in result(raw)["rows"]:
-        print(f"{row['figure']}: {row['value']}")
+    with result("crash_soak", "Crash-and-interrupt soak", notes=_NOTES) as table:
+        raw = run()
+        soak_rows(table, raw)
+    raw_file = results_folder() / "raw" / "crash_soak.json"
+    raw_file.parent.mkdir(parents=True, exist_ok=True)
+    raw_file.write_text(json.dumps(raw, indent=1) + "\n", encoding="utf-8")
+    for row in table.rows:
+        print(f"{row[0]}: {row[1]}")
     if raw["violations"]:
         sys.exit(1)
 

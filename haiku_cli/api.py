@@ -25,7 +25,7 @@ Operations (async; each is what one `haiku` command calls)
     chunk; refused naming them when several do)
     `add_text(ws, location, text, *, title, metadata) -> IngestReport`
     `add_sources(ws, location, sources, *, title, metadata, progress, include, exclude, engine="local",
-    ray_address=None, on_note) -> IngestReport` (`engine="ray"`: on a Ray cluster, docs/scale-out.md)
+    ray_address=None, on_note) -> IngestReport` (`engine="ray"`: on a Ray cluster, `haiku help scale-out`)
     `info(ws, location) -> DatabaseInfo`, `history(ws, location) -> DatabaseHistory`,
     `vacuum(ws, location) -> VacuumReport`, `rebuild(ws, location, progress) -> RebuildReport`,
     `overview(ws, selection=None) -> list[DatabaseOverview]` (every configured database, or a selection's),
@@ -43,7 +43,7 @@ Tags (a named state of a database's tables; `ws.read_at(TAG)` reads every databa
     `find_tag(ws, location, name) -> DatabaseTag` (a missing database or tag fails naming it),
     `check_tag(ws, selection)` (every written database of the selection opened at `ws`'s tag, or an error).
 
-Publishing (`haiku publish`, docs/sharing.md; a database's consistent state copied for others to read)
+Publishing (`haiku publish`, `haiku help sharing`; a database's consistent state copied for others to read)
     `publish(ws, location, to, *, tag=None) -> PublishReport` (`to`: a URI, a path or a configured
     database's name; only what the target lacks is copied; `unchanged` when it held this state already),
     `PublishInfo` (`DatabaseInfo.published`, `DatabaseOverview.published`: which publish a copy holds),
@@ -61,6 +61,9 @@ Remembered sources (what `add-src` added, read again by `sync` and `watch`)
     `writable_databases(ws) -> list[Location]`,
     `sync_changed(ws, selection, *, on_note) -> list[(database, SourceSync)]` (`search --sync`: only the
     sources whose files changed or vanished; read_only databases and published copies noted, not synced),
+    `sync_before_search(ws, selection) -> list[str]` (what `mcp`/`serve --sync-before-search` run before each
+    search: `sync_changed` per database, a failed one searched as it is; the notes a result carries),
+    `synced_note(database, source_sync) -> str` (one line on what syncing a source first did),
     `watch(ws, locations, *, on_change, on_note, sweep_seconds, poll_seconds, debounce_ms)` (until cancelled;
     each change a `WatchEvent`).
 
@@ -75,7 +78,7 @@ keeping the documents committed whole before its last keep point)
     `write_mark() -> int`, then `writes_since(mark) -> list[WriteOutcome]` (`database`, `stored`,
     `documents`, `chunks`).
 
-Evaluation (`haiku eval`, docs/eval.md; QRELS a BEIR folder or a questions file)
+Evaluation (`haiku eval`, `haiku help eval`; QRELS a BEIR folder or a questions file)
     `evaluate(ws, selection, qrels, *, k, search_types, progress) -> RetrievalReport` (nDCG@10, MRR@10,
     recall@k, hits@k per search type, documents and chunks; `TypeSummary`, `QueryResult`, `QueryScores`),
     `compare_settings(ws, selection, qrels, "KEY=A,B", *, k, search_types, progress) -> Comparison`
@@ -83,7 +86,7 @@ Evaluation (`haiku eval`, docs/eval.md; QRELS a BEIR folder or a questions file)
     `evaluate_answers(ws, selection, qrels, *, model, progress) -> AnswerReport` (`AnswerResult`),
     `generate_questions(ws, selection, path, count, *, model, seed, progress) -> GeneratedQuestions`.
 
-Result types (pydantic; `model_dump(mode="json")` is the CLI's `--json`, see docs/json.md)
+Result types (pydantic; `model_dump(mode="json")` is the CLI's `--json`, see `haiku help json`)
     `SearchResults`, `SearchHit`, `DocumentList`, `DocumentSummary`, `DocumentRecord`, `ChunkRecord`,
     `DocumentWithChunks`, `DeletedDocument`, `IngestReport`, `SourceOutcome`, `LeftOut`, `DatabaseInfo`,
     `DatabaseHistory`, `TableVersion`, `VacuumReport`, `RebuildReport`, `DatabaseOverview`, `AskResult`,
@@ -145,7 +148,7 @@ if TYPE_CHECKING:
     )
     from haiku_cli.databases.publishing import publish
     from haiku_cli.databases.queries import get_document, info, list_documents, overview, search, search_hits
-    from haiku_cli.databases.refreshing import sync_changed
+    from haiku_cli.databases.refreshing import sync_before_search, sync_changed, synced_note
     from haiku_cli.databases.results import (
         DatabaseOverview,
         DeletedDocument,
@@ -184,7 +187,7 @@ if TYPE_CHECKING:
         RetrievalReport,
         TypeSummary,
     )
-    from haiku_cli.evaluation.retrieval import evaluate
+    from haiku_cli.evaluation.retrieval_quality import evaluate
     from haiku_cli.ingest.metadata import parse_metadata
     from haiku_cli.ingest.reports import IngestReport, LeftOut, SourceOutcome, SourceSync, SyncReport
     from haiku_cli.sandbox.runner import Execution
@@ -198,7 +201,6 @@ if TYPE_CHECKING:
     from haiku_cli.store.outcomes import since as writes_since
     from haiku_cli.store.published import PublishInfo, newer_than_reader
     from haiku_cli.store.published import describe as describe_publish
-    from haiku_cli.store.publishing import PublishReport
     from haiku_cli.store.records import (
         ChunkRecord,
         DocumentRecord,
@@ -208,6 +210,7 @@ if TYPE_CHECKING:
         PictureRecord,
     )
     from haiku_cli.store.sizes import human_size
+    from haiku_cli.store.state_copy import PublishReport
     from haiku_cli.store.tags import TagInfo
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from haiku_cli.errors import DatabaseError, ExitCode
-from haiku_cli.store import EmbedderSpec, Location, open_database, reads, writer
+from haiku_cli.store import EmbedderSpec, Location, open_database, reads, writer_lock
 from haiku_cli.store.blocking import wait
+from haiku_cli.store.document_writes import delete_document, write_documents
 from haiku_cli.store.maintenance import vacuum
-from haiku_cli.store.writer import exclusive
-from haiku_cli.store.writes import delete_document, write_documents
-from tests.store.test_writes import _write
+from haiku_cli.store.writer_lock import exclusive
+from tests.store.test_document_writes import _write
 from tests.support.stall_proxy import StallingProxy
 
 SPEC = EmbedderSpec("test:e", 4)
@@ -42,8 +42,8 @@ def test_a_vacuum_longer_than_the_heartbeat_leaves_the_database_readable(
     # (as many as renewals every 2 s did during a 0.05 s-per-request vacuum of ~10 s). The lease keeps
     # 12 s and its 6 s hold: a 3 s hold is shorter than a renewal through the proxy can take on a loaded
     # 2-core machine; renewing more often leaves the hold as it is.
-    monkeypatch.setattr(writer, "LEASE_TTL_SECONDS", 12.0)
-    monkeypatch.setattr(writer, "_RENEW_FRACTION", 1 / 24)
+    monkeypatch.setattr(writer_lock, "LEASE_TTL_SECONDS", 12.0)
+    monkeypatch.setattr(writer_lock, "_RENEW_FRACTION", 1 / 24)
     direct = _location(s3_server, tmp_path, "slow")
     first = open_database(direct, create_with=SPEC, writable=True)
     for i in range(3):
@@ -64,7 +64,7 @@ def test_a_vacuum_longer_than_the_heartbeat_leaves_the_database_readable(
 def test_a_vacuum_whose_lease_lapsed_stops_before_removing_anything(
     s3_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(writer, "LEASE_TTL_SECONDS", 2.0)
+    monkeypatch.setattr(writer_lock, "LEASE_TTL_SECONDS", 2.0)
     loc = _location(s3_server, tmp_path, "lapse")
     db = open_database(loc, create_with=SPEC, writable=True)
     write_documents(db, [_write("kept")])
@@ -101,7 +101,7 @@ def _haiku(*args: str, env: dict[str, str]) -> subprocess.Popen:
 
 def _paused(tmp_path: Path, point: str, lease: str, *args: str) -> tuple[subprocess.Popen, Path]:
     """`haiku ARGS` stopped at the pause point `point` (a 1 s storage timeout and a `lease` s lease)."""
-    from tests.store.test_writer import _wait_for
+    from tests.store.test_writer_lock import _wait_for
 
     gate = tmp_path / "gate"
     gate.mkdir()
@@ -184,7 +184,7 @@ def test_vacuums_beside_a_writer_and_readers_all_succeed(
 def test_a_commit_whose_answer_was_lost_is_reported_as_stored(
     cli, write_config, s3_server: str, tmp_path: Path
 ) -> None:
-    from tests.store.test_writer import _wait_for
+    from tests.store.test_writer_lock import _wait_for
 
     with StallingProxy(int(s3_server.rsplit(":", 1)[1])) as proxy:
         _config(write_config, proxy.endpoint, tmp_path)

@@ -36,10 +36,10 @@ from haiku_cli.store import open_database, reads
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.handle import PENDING_WRITE
 from haiku_cli.store.location import Location
-from haiku_cli.store.writer import exclusive
+from haiku_cli.store.writer_lock import exclusive
 from tests.support import interrupting
 
-# Every checkpoint a write of this matrix passes (store.writer.checkpoint), by the modules declaring them.
+# Every checkpoint a write of this matrix passes (store.writer_lock.checkpoint), by the modules naming it.
 # (`places-dropped` fills in old chunks' places, `fragments-commit` is Ray's, `publish-*` publishing's:
 # their own tests interrupt them.)
 CHECKPOINTS = [
@@ -50,7 +50,7 @@ CHECKPOINTS = [
     "rebuild-batch",
     "committed",
 ]
-_MODULES = ["transaction", "writes", "tags", "rebuild", "maintenance"]
+_MODULES = ["transaction", "document_writes", "tags", "new_chunks_table", "maintenance"]
 _AFTER_COMMIT = {"tag-restored", "committed"}
 _WORDS = ["heron", "plover", "egret", "kestrel", "osprey", "curlew"]
 ROOM_KIB = [0, 16, 64, 256, 1024]  # what a full disk has left
@@ -273,7 +273,7 @@ class WriteMatrix(RuleBasedStateMachine):
         return {d.uri or d.title or "": d.content_hash for d in self._documents()}
 
     def _stored_sources(self) -> set[str]:
-        from haiku_cli.store.sources import read_sources
+        from haiku_cli.store.source_tables import read_sources
 
         db = self._reader()
         return set() if db is None else {s.source for s in read_sources(db)}
@@ -312,7 +312,7 @@ class WriteMatrix(RuleBasedStateMachine):
 
     def _folder_source(self) -> str:
         from haiku_cli.ingest.remembering import source_key
-        from haiku_cli.ingest.sources import as_source
+        from haiku_cli.ingest.source_walk import as_source
 
         return source_key(as_source(str(self.folder)))
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, get_args
@@ -21,6 +20,7 @@ from haiku_cli.embed.openai_compatible import (
     openai_headers,
 )
 from haiku_cli.errors import HaikuError, ModelError
+from haiku_cli.model_failures import install_hint
 
 if TYPE_CHECKING:
     from pydantic_ai.embeddings import EmbeddingModel
@@ -92,8 +92,7 @@ def _build_remote(spec: str, provider: str, base_url: str | None) -> Built:
     except HaikuError:
         raise
     except ImportError as exc:
-        hint = re.search(r'pip install "[^"]+"', str(exc))
-        how = hint.group(0) if hint else str(exc)
+        how = install_hint(exc)
         raise ModelError(f"embedding provider {provider!r} needs an extra package: {how}") from exc
     except Exception as exc:
         raise to_model_error(exc, spec) from exc
@@ -130,7 +129,6 @@ def _build_openai_compatible(
 
 def _build_inferred(spec: str, base_url: str | None) -> tuple[EmbeddingModel, Provider[Any] | None]:
     from pydantic_ai.embeddings import infer_embedding_model
-    from pydantic_ai.exceptions import UserError
     from pydantic_ai.providers import infer_provider_class
 
     made: list[Provider[Any]] = []
@@ -141,13 +139,9 @@ def _build_inferred(spec: str, base_url: str | None) -> tuple[EmbeddingModel, Pr
         made.append(make(base_url=base_url) if base_url else make())
         return made[-1]
 
-    try:
-        model = infer_embedding_model(spec, provider_factory=provider_factory)
-    except UserError as exc:
-        if "Unknown embeddings model" not in exc.message:
-            raise
-        provider = spec.partition(":")[0]
-        raise ModelError(f"provider {provider!r} offers no embedding models; try {EXAMPLES}") from exc
+    # A provider without embedding models was refused before this (`_offers_embeddings`); any UserError
+    # left (a missing key, say) is described by `to_model_error` like every other failure.
+    model = infer_embedding_model(spec, provider_factory=provider_factory)
     return model, (made[-1] if made else None)
 
 
