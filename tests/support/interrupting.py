@@ -21,7 +21,9 @@ from tests.support.children import reaped, takes_ctrl_c
 
 _LIMIT = 600.0  # a command of the matrix takes seconds; this bounds one stuck beside a busy machine
 FULL = "the disk is full; free some space on it, then run the command again"
-_FULL_LINE = re.compile(rf"^haiku: database '\w+' cannot be (written|created|rebuilt): {re.escape(FULL)}$")
+_FULL_LINE = re.compile(
+    rf"^haiku: database '\w+' cannot be (written|created|rebuilt|restored): {re.escape(FULL)}$"
+)
 # A write that committed before the disk filled: only the index upkeep after it is left undone.
 _STORED_LINE = re.compile(
     rf"^haiku: database '\w+': the write was stored, but the index upkeep after it failed: "

@@ -278,6 +278,14 @@ class WriteMatrix(RuleBasedStateMachine):
         db = self._reader()
         return set() if db is None else {s.source for s in read_sources(db)}
 
+    def _claimed_by(self, source: str) -> set[str]:
+        """The documents (by key) a remembered source claims, as stored."""
+        from haiku_cli.store.source_tables import file_states
+
+        db = self._reader()
+        ids = set() if db is None else {state.document_id for state in file_states(db, source)}
+        return {d.uri or d.title or "" for d in self._documents() if d.id in ids}
+
     def _chunks_of(self, keys: set[str]) -> int:
         ids = [d.id for d in self._documents() if (d.uri or d.title or "") in keys]
         db = self._reader()
@@ -347,8 +355,11 @@ class WriteMatrix(RuleBasedStateMachine):
     @rule(keep=st.booleans(), interrupt=_INTERRUPTION)
     def forget_src(self, keep: bool, interrupt: Any) -> None:
         source = self._folder_source()
-        prefix = self.folder.as_uri() + "/"
-        done = dict(self.model) if keep else {k: v for k, v in self.model.items() if not k.startswith(prefix)}
+        # Its documents are the ones it claims: a document kept by an earlier `--keep-documents` whose
+        # file left the folder before the source was added again is no longer the source's.
+        claimed = set() if keep else self._claimed_by(source)
+        assert all(k.startswith(self.folder.as_uri() + "/") for k in claimed), claimed
+        done = {k: v for k, v in self.model.items() if k not in claimed}
         call = lambda ws: api.forget_source(ws, self.location, source, keep_documents=keep)  # noqa: E731
         args = ["forget-src", source, *(["--keep-documents"] if keep else [])]
         self._command(args, call, interrupt, done, self.sources - {source})
