@@ -28,6 +28,7 @@ _TS = pa.timestamp("us", tz="UTC")
 # Deletes name their rows in batches of this many ids (one SQL filter each).
 DELETE_BATCH = 2000
 _MEMO = "source_states_by_document"
+_BY_URI = "source_states_by_uri"  # (the by-document memory it was made from, by uri)
 
 
 def sources_schema() -> pa.Schema:
@@ -192,6 +193,21 @@ async def states_of_documents(db: Database, document_ids: Sequence[str]) -> dict
             known.setdefault(state.document_id, state)
         db.read_memo[_MEMO] = known
     return {d: known[d] for d in document_ids if d in known}
+
+
+async def states_of_uris(db: Database, uris: Iterable[str]) -> dict[str, FileState]:
+    """A file state of each of these uris that a source gave (the files parts were read out of), from
+    the same memory as `states_of_documents`."""
+    wanted = set(uris)
+    if not wanted:
+        return {}
+    await states_of_documents(db, ())  # fills the memory on a cold handle
+    known: dict[str, FileState] = db.read_memo.get(_MEMO) or {}
+    by_uri = db.read_memo.get(_BY_URI)
+    if by_uri is None or by_uri[0] is not known:
+        by_uri = (known, {state.uri: state for state in known.values()})
+        db.read_memo[_BY_URI] = by_uri
+    return {u: by_uri[1][u] for u in wanted if u in by_uri[1]}
 
 
 def _below(uri: str, top: str) -> bool:

@@ -152,3 +152,22 @@ def test_deleting_or_forgetting_a_mail_deletes_its_attachments(cli, tmp_path: Pa
     forgotten = json.loads(cli("forget-src", str(path), "--json").stdout)
     assert (forgotten["deleted_documents"], forgotten["kept_documents"]) == (2, 0)
     assert json.loads(cli("list", "--json").stdout)["documents"] == []
+
+
+def test_an_attachment_is_as_fresh_as_its_mail_file(cli, tmp_path: Path) -> None:
+    path = tmp_path / "note.eml"
+    path.write_bytes(_mail("Minutes", [("minutes.md", b"# Minutes\n\nWe agreed on whale oil.")]))
+    cli("add-src", str(path))
+
+    def attachment_hit() -> dict:
+        hits = json.loads(cli("search", "agreed on whale oil", "--json").stdout)["hits"]
+        return next(h for h in hits if h["document_uri"].endswith("#attachment/minutes.md"))
+
+    assert attachment_hit()["source_state"] == "fresh"
+    path.write_bytes(_mail("Minutes", [("minutes.md", b"# Minutes\n\nWe agreed on candles.")]))
+    changed = attachment_hit()
+    assert changed["source_state"] == "changed"
+    shown = cli("search", "agreed on whale oil").stdout
+    assert "haiku sync" in shown
+    path.unlink()
+    assert attachment_hit()["source_state"] == "missing"
