@@ -171,3 +171,37 @@ def test_an_attachment_is_as_fresh_as_its_mail_file(cli, tmp_path: Path) -> None
     assert "haiku sync" in shown
     path.unlink()
     assert attachment_hit()["source_state"] == "missing"
+
+
+def _boxed(*messages: bytes) -> bytes:
+    return b"\n".join(b"From ada@example.com Mon Jun  1 10:00:00 2026\n" + m for m in messages)
+
+
+def _with_id(subject: str, message_id: str | None) -> bytes:
+    message = EmailMessage()
+    message["Subject"] = subject
+    message["From"] = "ada@example.com"
+    if message_id:
+        message["Message-ID"] = message_id
+    message.set_content(f"About {subject.lower()}.")
+    return message.as_bytes()
+
+
+def test_a_mailbox_message_keeps_its_uri_when_another_is_taken_out(tmp_path: Path, embedder) -> None:
+    path = tmp_path / "inbox.mbox"
+    wicks, oil, glass = (_with_id(s, f"<{s.lower()}@example.com>") for s in ("Wicks", "Oil", "Glass"))
+    path.write_bytes(_boxed(wicks, oil, glass, oil, _with_id("No id", None)))
+    db = new_db(tmp_path, embedder)
+    first = _add(db, embedder, str(path))
+    messages = [o.source.removeprefix(f"{path}#message/") for o in first.outcomes[1:]]
+    # Keyed by a short hash of the Message-ID; a repeated id, or none, by its place in the mailbox.
+    assert [len(m) for m in messages[:3]] == [12, 12, 12] and messages[3:] == ["4", "5"]
+    assert all(m.isalnum() for m in messages)
+
+    path.write_bytes(_boxed(oil, glass, oil, _with_id("No id", None)))
+    again = _add(db, embedder, str(path))
+    statuses = {o.source.removeprefix(f"{path}#message/"): o.status for o in again.outcomes}
+    assert {k: statuses[k] for k in messages[:3]} == {
+        messages[0]: "deleted",
+        **dict.fromkeys(messages[1:3], "unchanged"),
+    }

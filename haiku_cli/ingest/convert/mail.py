@@ -4,13 +4,15 @@ A message is titled by its subject; its sender, recipients and date are shown be
 kept as metadata (`from`, `to`, `cc`, `date`); its body is its text. Each attachment haiku can read
 becomes a document of its own under `<mail uri>#attachment/<name>`, its metadata naming the mail
 (`attached_to`) and the file it was read out of (`part_of`). A mailbox is a short list of its messages;
-each message is a document of its own under `<mailbox uri>#message/<n>`, with its attachments
-(`...#message/<n>/attachment/<name>`).
+each message is a document of its own under `<mailbox uri>#message/<key>`, with its attachments
+(`...#message/<key>/attachment/<name>`); the key is a short hash of the message's Message-ID, or its
+position when it has none.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 from email import policy
 from email.message import EmailMessage
@@ -34,6 +36,9 @@ _FROM_LINE = re.compile(rb"(?:\A|(?<=\n\n))From \S+ [^\n]*\d:\d\d[^\n]*\n")
 _QUOTED_FROM = re.compile(rb"^>(>*From )", re.MULTILINE)
 # Formats whose documents hold parts of their own are not read inside a mail.
 _NOT_INSIDE = ("eml", "mbox")
+# Hex digits of a Message-ID's SHA-256 naming a mailbox's message: 48 bits, no clash in any real mailbox;
+# twelve characters, so never the same as a position.
+_KEY_HEX = 12
 
 
 @dataclasses.dataclass
@@ -80,12 +85,14 @@ def read_mbox(raw: RawDocument) -> ConvertedDocument:
     ends = [*(m.start() for m in separators[1:]), len(raw.data)]
     parts = _Parts(raw)
     listed = []
+    keys: set[str] = set()
     for n, (start, end) in enumerate(zip(starts, ends, strict=True), start=1):
         message = _parse(_QUOTED_FROM.sub(rb"\1", raw.data[start:end]))
-        uri, label = f"{raw.uri}#message/{n}", f"{raw.label}#message/{n}"
+        key = message_key(message, n, keys)
+        uri, label = f"{raw.uri}#message/{key}", f"{raw.label}#message/{key}"
         at = len(parts.documents)
         subject, text, metadata = _message(message, uri, label, parts)
-        title = subject or f"{raw.fallback_title or 'mailbox'}: message {n}"
+        title = subject or f"{raw.fallback_title or 'mailbox'}: message {key}"
         own = ConvertedDocument(uri, title, [Segment(text)], metadata={**metadata, PART_OF: raw.uri})
         parts.documents.insert(at, own)  # before its attachments
         listed.append(
@@ -100,6 +107,18 @@ def read_mbox(raw: RawDocument) -> ConvertedDocument:
         children=tuple(parts.documents),
         owns_children=True,
     )
+
+
+def message_key(message: EmailMessage, position: int, taken: set[str]) -> str:
+    """A mailbox message's place in its uri: a short hash of its Message-ID, so that taking a message out
+    renumbers none of the others; its position (from 1) when it has none, or one an earlier message of
+    the mailbox has."""
+    message_id = " ".join(str(message.get("Message-ID", "")).split())
+    key = hashlib.sha256(message_id.encode("utf-8", "surrogateescape")).hexdigest()[:_KEY_HEX]
+    if not message_id or key in taken:
+        return str(position)
+    taken.add(key)
+    return key
 
 
 def _parse(data: bytes) -> EmailMessage:
