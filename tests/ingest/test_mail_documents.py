@@ -205,3 +205,61 @@ def test_a_mailbox_message_keeps_its_uri_when_another_is_taken_out(tmp_path: Pat
         messages[0]: "deleted",
         **dict.fromkeys(messages[1:3], "unchanged"),
     }
+
+
+def test_a_mail_attached_to_a_mail_is_a_mail_of_its_own_bounded_in_depth(tmp_path: Path, embedder) -> None:
+    inner = EmailMessage()
+    inner["Subject"] = "Original lantern order"
+    inner["From"] = "grace@example.com"
+    inner["Date"] = "Sun, 31 May 2026 09:00:00 +0000"
+    inner.set_content("Ten brass lanterns, please.")
+    inner.add_attachment(
+        b"# Order\n\nTen brass lanterns.", maintype="text", subtype="markdown", filename="order.md"
+    )
+    outer = EmailMessage()
+    outer["Subject"] = "Fwd: lantern order"
+    outer["From"] = "ada@example.com"
+    outer.set_content("See below.")
+    outer.add_attachment(inner, filename="order.eml")
+    path = tmp_path / "fwd.eml"
+    path.write_bytes(outer.as_bytes())
+    db = new_db(tmp_path, embedder)
+    report = _add(db, embedder, str(path))
+    mail = file_uri(path)
+    attached = f"{mail}#attachment/order.eml"
+    assert [o.source for o in report.outcomes] == [
+        str(path),
+        f"{path}#attachment/order.eml",
+        f"{path}#attachment/order.eml/attachment/order.md",
+    ]
+    docs = {d.uri: d for d in wait(reads.list_documents(db, limit=None))}
+    assert docs[attached].title == "Original lantern order"
+    assert docs[attached].metadata == {
+        "from": "grace@example.com",
+        "date": "2026-05-31T09:00:00+00:00",
+        "attached_to": mail,
+        "part_of": mail,
+    }
+    assert docs[f"{attached}/attachment/order.md"].metadata == {"attached_to": attached, "part_of": mail}
+
+    # Five mails, each inside the next: the three inside the outermost are read, the fourth is cut.
+    nested = EmailMessage()
+    nested["Subject"] = "Level 5"
+    nested.set_content("The innermost.")
+    for level in (4, 3, 2, 1):
+        wrapper = EmailMessage()
+        wrapper["Subject"] = f"Level {level}"
+        wrapper.set_content(f"Wrapping level {level + 1}.")
+        wrapper.add_attachment(nested, filename=f"level{level + 1}.eml")
+        nested = wrapper
+    deep = tmp_path / "deep.eml"
+    deep.write_bytes(nested.as_bytes())
+    outcomes = _add(db, embedder, str(deep)).outcomes
+    titles = [
+        d.title
+        for d in wait(reads.list_documents(db, limit=None))
+        if (d.uri or "").startswith(file_uri(deep))
+    ]
+    assert sorted(titles) == ["Level 1", "Level 2", "Level 3", "Level 4"]
+    assert "inside more than 3 mails; left out" in (outcomes[0].note or "")
+    assert "level5.eml" in (outcomes[0].note or "")

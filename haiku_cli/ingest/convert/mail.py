@@ -34,8 +34,11 @@ _HEADERS = ("From", "To", "Cc", "Date")
 # starting so as ">From ", and the date's time tells the rest of an unquoted one from a separator.
 _FROM_LINE = re.compile(rb"(?:\A|(?<=\n\n))From \S+ [^\n]*\d:\d\d[^\n]*\n")
 _QUOTED_FROM = re.compile(rb"^>(>*From )", re.MULTILINE)
-# Formats whose documents hold parts of their own are not read inside a mail.
-_NOT_INSIDE = ("eml", "mbox")
+# A mailbox is not read inside a mail (a mail is: `_attached_mail`).
+_NOT_INSIDE = ("mbox",)
+MAX_DEPTH = 3
+"""How many mails deep an attached mail is read (a mail in a mail in a mail); one deeper is left out, so
+a crafted mail cannot make a read without end."""
 # Hex digits of a Message-ID's SHA-256 naming a mailbox's message: 48 bits, no clash in any real mailbox;
 # twelve characters, so never the same as a position.
 _KEY_HEX = 12
@@ -128,10 +131,10 @@ def _parse(data: bytes) -> EmailMessage:
 
 
 def _message(
-    message: EmailMessage, uri: str, label: str, parts: _Parts
+    message: EmailMessage, uri: str, label: str, parts: _Parts, depth: int = 0
 ) -> tuple[str | None, str, dict[str, Any]]:
     """A message's subject, its Markdown (heading, headers, body, the names of its attachments) and its
-    metadata; its readable attachments join `parts`."""
+    metadata; its readable attachments join `parts` (`depth`: how many mails it is attached inside)."""
     subject = " ".join(str(message.get("Subject", "")).split()) or None
     blocks = [f"# {subject or '(no subject)'}"]
     headers = {h: " ".join(str(message[h]).split()) for h in _HEADERS if message.get(h)}
@@ -144,7 +147,7 @@ def _message(
         if name in names:
             name = f"{n}-{name}"  # two attachments of one name: each a uri of its own
         names.append(name)
-        _attachment(part, name, uri, label, parts)
+        _attachment(part, name, uri, label, parts, depth)
     if names:
         blocks.append("Attachments: " + ", ".join(names))
     metadata: dict[str, Any] = {h.lower(): v for h, v in headers.items()}
@@ -176,7 +179,9 @@ def _body(message: EmailMessage, uri: str, label: str) -> str:
     return str(content).strip()
 
 
-def _attachment(part: EmailMessage, name: str, mail_uri: str, mail_label: str, parts: _Parts) -> None:
+def _attachment(
+    part: EmailMessage, name: str, mail_uri: str, mail_label: str, parts: _Parts, depth: int
+) -> None:
     """An attachment of a format haiku reads, as a document of its own; others are counted, failures noted."""
     converter = registry.by_suffix(PurePosixPath(name)) or registry.by_media_type(part.get_content_type())
     if converter is None or converter.name in _NOT_INSIDE:
@@ -186,6 +191,9 @@ def _attachment(part: EmailMessage, name: str, mail_uri: str, mail_label: str, p
     joined = "/" if "#" in mail_uri else "#"
     label = f"{mail_label}{joined}attachment/{name}"
     uri = f"{mail_uri}{joined}attachment/{quote(name, safe='')}"
+    if converter.name == "eml":
+        _attached_mail(part, uri, label, mail_uri, parts, depth + 1)
+        return
     data = part.get_payload(decode=True)
     limits = parts.raw.limits
     try:
@@ -203,6 +211,34 @@ def _attachment(part: EmailMessage, name: str, mail_uri: str, mail_label: str, p
     parts.notes.extend(doc.notes)
     metadata = {**(doc.metadata or {}), "attached_to": mail_uri, PART_OF: parts.raw.uri}
     parts.documents.append(dataclasses.replace(doc, uri=uri, notes=(), metadata=metadata, children=()))
+
+
+def _attached_mail(
+    part: EmailMessage, uri: str, label: str, mail_uri: str, parts: _Parts, depth: int
+) -> None:
+    """A mail attached to a mail (forwarded as `message/rfc822`, or an `.eml` file): a mail of its own,
+    its attachments beneath it; no deeper than `MAX_DEPTH` mails inside one another."""
+    if depth > MAX_DEPTH:
+        parts.notes.append(
+            f"{label}: a mail inside more than {MAX_DEPTH} mails; left out with its attachments"
+        )
+        return
+    try:
+        content = part.get_content()
+    except (LookupError, ValueError, KeyError):  # an unknown charset or a broken transfer encoding
+        content = None
+    if isinstance(content, bytes | str):  # an `.eml` file attached as bytes
+        content = _parse(content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content)
+    if not isinstance(content, EmailMessage) or not any(
+        content.get(h) for h in ("From", "To", "Subject", "Date", "Message-ID")
+    ):
+        parts.notes.append(f"{label}: not an e-mail message; left out")
+        return
+    at = len(parts.documents)
+    subject, text, metadata = _message(content, uri, label, parts, depth)
+    title = subject or PurePosixPath(label.rsplit("/", 1)[-1]).stem
+    metadata = {**metadata, "attached_to": mail_uri, PART_OF: parts.raw.uri}
+    parts.documents.insert(at, ConvertedDocument(uri, title, [Segment(text)], metadata=metadata))
 
 
 EML = Converter(name="eml", read=read_eml, suffixes=(".eml",), media_types=("message/rfc822",))
