@@ -32,6 +32,7 @@ from haiku_cli.store.source_tables import (
     DELETE_BATCH,
     FileState,
     file_states,
+    has_file_states,
     read_sources,
     states_of_documents,
     states_of_uris,
@@ -133,8 +134,8 @@ async def _files_of_parts(db: Database, document_ids: list[str]) -> dict[str, Fi
     """For documents read out of another (a mail's attachments, a mailbox's messages), the file state of
     the file they were read out of (`part_of`): they are as fresh as it is. One read of the documents
     without a state of their own."""
-    if not document_ids:
-        return {}
+    if not document_ids or not await has_file_states(db):
+        return {}  # no file to be part of: no read of the documents
     rows = await rows_where(db, db.documents, in_list("id", document_ids), ["id", "metadata"])
     part_of: dict[str, str] = {}
     for row in rows.to_pylist():

@@ -3,7 +3,8 @@
 A message is titled by its subject; its sender, recipients and date are shown beneath the heading and
 kept as metadata (`from`, `to`, `cc`, `date`); its body is its text. Each attachment haiku can read
 becomes a document of its own under `<mail uri>#attachment/<name>`, its metadata naming the mail
-(`attached_to`) and the file it was read out of (`part_of`). A mailbox is a short list of its messages;
+(`attached_to`) and the file it was read out of (`part_of`); an attached mail is read as a mail, its
+own attachments beneath it, up to `MAX_DEPTH` mails deep. A mailbox is a short list of its messages;
 each message is a document of its own under `<mailbox uri>#message/<key>`, with its attachments
 (`...#message/<key>/attachment/<name>`); the key is a short hash of the message's Message-ID, or its
 position when it has none.
