@@ -263,3 +263,30 @@ def test_a_mail_attached_to_a_mail_is_a_mail_of_its_own_bounded_in_depth(tmp_pat
     assert sorted(titles) == ["Level 1", "Level 2", "Level 3", "Level 4"]
     assert "inside more than 3 mails; left out" in (outcomes[0].note or "")
     assert "level5.eml" in (outcomes[0].note or "")
+
+
+class _Counting:
+    """The real embedder, counting the texts it is given to embed."""
+
+    def __init__(self, embedder) -> None:
+        self._embedder, self.embedded = embedder, 0
+
+    def __getattr__(self, name: str):
+        return getattr(self._embedder, name)
+
+    async def embed_documents(self, texts, on_progress=None):
+        self.embedded += len(texts)
+        return await self._embedder.embed_documents(texts, on_progress)
+
+
+def test_an_unchanged_mailbox_added_again_embeds_nothing(tmp_path: Path, embedder) -> None:
+    path = tmp_path / "inbox.mbox"
+    mails = [_mail(f"Note {i}", [(f"n{i}.md", f"# N{i}\n\nWick {i}.".encode())]) for i in range(3)]
+    path.write_bytes(_boxed(*mails))
+    db = new_db(tmp_path, embedder)
+    counting = _Counting(embedder)
+    _add(db, counting, str(path))
+    assert counting.embedded >= 7  # the mailbox, 3 messages, 3 attachments
+    counting.embedded = 0
+    assert {o.status for o in _add(db, counting, str(path)).outcomes} == {"unchanged"}
+    assert counting.embedded == 0
