@@ -33,6 +33,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.common import Table, result  # noqa: E402
 from benchmarks.scale import CHUNKS_PER_DOC, DIMENSION, QUERIES, Corpus, bulk_build  # noqa: E402
 from haiku_cli.databases import fanout  # noqa: E402
 from haiku_cli.databases.pool import DatabasePool  # noqa: E402
@@ -161,6 +162,33 @@ def main() -> None:
     parser.add_argument("--build", action="store_true", help="write the splits missing from --work first")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    with result("fanout", "Fan-out over several databases") as table:
+        fanout_rows(table, run(args))
+
+
+def fanout_rows(table: Table, report: dict) -> None:
+    """Per type and layout: haiku's warm wall p50 over the bare queries' (the floor), and over one."""
+    table.columns = (
+        "type, databases",
+        "wall p50 (CPU p50)",
+        "the floor's wall p50",
+        "over the floor",
+        "over one",
+    )
+    table.comparison = "the bare concurrent LanceDB queries (target 1.25x for a split)"
+    for n, kinds in report["layouts"].items():
+        for kind, got in kinds.items():
+            ours, floor = got["haiku"], got["floor"]
+            table.add(
+                f"{kind}, {n}",
+                f"{ours['wall_p50_ms']} ms ({ours['cpu_p50_ms']} ms)",
+                f"{floor['wall_p50_ms']} ms",
+                f"{got['haiku_over_floor'].get('wall_p50_ms', '')}x",
+                f"{got['haiku_split_over_one']['wall_p50_ms']}x" if "haiku_split_over_one" in got else "",
+            )
+
+
+def run(args: argparse.Namespace) -> dict:
     folder = args.work / str(args.size)
     parts = [1, *(int(p) for p in args.parts.split(",") if p)]
     corpus = Corpus()
@@ -185,6 +213,7 @@ def main() -> None:
             }
     report["load_average_end"] = round(os.getloadavg()[0], 2)
     print(json.dumps(report) if args.json else json.dumps(report, indent=1))
+    return report
 
 
 if __name__ == "__main__":

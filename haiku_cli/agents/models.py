@@ -13,11 +13,11 @@ from pydantic_ai.models import Model, ModelRequestContext, infer_model, parse_mo
 from pydantic_ai.providers import Provider, infer_provider_class
 from pydantic_ai.settings import ModelSettings as RequestSettings
 
+from haiku_cli.agents.model_names import model_name
 from haiku_cli.config.settings import ModelSettings
-from haiku_cli.errors import Hint, ModelError
+from haiku_cli.errors import ModelError
 from haiku_cli.model_failures import describe_model_failure
 
-NO_MODEL = "no language model configured: set [model] name in the config file or HAIKU_MODEL"
 EXAMPLES = "openai:gpt-4o, anthropic:claude-sonnet-4-0 or ollama:llama3.2"
 
 
@@ -35,14 +35,6 @@ def whole_request(settings: ModelSettings) -> RequestSettings:
     not bounded as a whole: a long answer may take longer than any wait for its next part.)
     """
     return {"request_timeout": settings.timeout_seconds}
-
-
-def model_name(settings: ModelSettings, override: str | None = None) -> str:
-    """The model string: `--model`, else `HAIKU_MODEL` (folded into settings on load), else the config."""
-    name = (override or settings.name or "").strip()
-    if not name:
-        raise ModelError(NO_MODEL, hint=Hint("choose_model"))  # the CLI adds its --model
-    return name
 
 
 def build_model(name: str, base_url: str | None = None) -> Model:

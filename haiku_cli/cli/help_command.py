@@ -1,7 +1,7 @@
 """`haiku help [TOPIC]`: the documentation's pages, shipped inside the package, read offline.
 
-The pages are the top-level `docs/` folder (the docs site's source), which the package holds as
-`haiku_cli/docs` (a link in the checkout, copied as files into a wheel), so an install from pip has them.
+The pages are `haiku_cli/docs/`, the docs site's source (mkdocs.yml's docs_dir), shipped in the wheel as
+package data, so an install from pip reads the same files a checkout does.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from haiku_cli.errors import InputError
 
 # The index's reading order: "1. [Title](page.md): what it covers".
 _ENTRY = re.compile(r"^\d+\. \[(?P<title>[^\]]+)\]\((?P<page>[\w.-]+)\.md\)(?P<rest>.*)$", re.MULTILINE)
-# A page that includes a file of the source tree (docs/benchmarks.md) names it instead.
+# A page that includes a file of the source tree (haiku_cli/docs/benchmarks.md) names it instead.
 _INCLUDE = re.compile(r'^--8<-- "(?P<path>[^":]+)(?::\w+)?"$', re.MULTILINE)
 
 

@@ -74,6 +74,10 @@ def mcp(
     if at is not None:
         # A database without the tag is named before serving, not in the answer to some later tool call.
         run(lambda: api.check_tag(ws, selection))
+    # A database that cannot be read is named before serving too; tool calls open them as they need them.
+    _, not_created = run(lambda: ws.check_served(selection))
+    for name in not_created:
+        output.error(f"note: '{name}' has nothing added yet; searches skip it until something is")
     token = ws.settings.mcp.http_token
     if http:
         how = "[mcp] http_token or HAIKU_MCP_TOKEN"

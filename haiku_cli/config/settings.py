@@ -179,10 +179,18 @@ class McpSettings(_Strict):
 
 
 class DaemonSettings(_Strict):
-    """The background process that answers read commands (docs/daemon.md)."""
+    """The background process that answers read commands (haiku_cli/docs/daemon.md)."""
 
     auto: bool = True  # a read command that finds none starts one (HAIKU_NO_DAEMON=1 turns it off too)
     idle_minutes: float = Field(default=15.0, gt=0)  # one started so exits after this long unasked
+
+
+class ServerSettings(_Strict):
+    """Long-lived processes (`haiku mcp`, `haiku serve`, the daemon): what they keep open."""
+
+    # Each open database holds its tables' manifests and index pages cached; beyond this many, the least
+    # recently searched one is closed (and opened again when next searched).
+    max_open_databases: int = Field(default=8, ge=1)
 
 
 class Settings(_Strict):
@@ -198,6 +206,7 @@ class Settings(_Strict):
     mcp: McpSettings = Field(default_factory=McpSettings)
     ray: RaySettings = Field(default_factory=RaySettings)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
     # Sources on object storage, by URI prefix (the longest matching one applies; none: the database's).
     sources: dict[str, SourceSettings] = Field(default_factory=dict)
 

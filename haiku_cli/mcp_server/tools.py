@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
+
+from pydantic import Field
 
 from haiku_cli import api
-from haiku_cli.agents.models import model_name
+from haiku_cli.agents.model_names import model_name
 from haiku_cli.search.candidates import SearchType
 
 if TYPE_CHECKING:
@@ -15,6 +17,12 @@ if TYPE_CHECKING:
 
 SEARCH_TYPES: tuple[SearchType, ...] = ("hybrid", "vector", "fts")
 MAX_LIMIT = 100
+
+# The argument narrowing a tool to some databases in scope, as every tool taking it describes it.
+Databases = Annotated[
+    list[str] | None,
+    Field(description="Names of databases in scope to narrow to (default: all in scope)."),
+]
 
 
 @dataclass

@@ -277,9 +277,13 @@ def load_driver() -> None:
 # LanceDB keeps each version's manifest and the file metadata it read in a cache of up to 1 GiB per
 # connection by default. A long add commits a version per batch, each manifest listing every file so far,
 # so the cache grew with the square of its batches, to a multiple of what the add needs otherwise; this
-# bound keeps a long add's memory flat. What a search reads
-# of the latest version is a small part of it; the indexes have their own cache, left as it is.
+# bound keeps a long add's memory flat. What a search reads of the latest version is a small part of it.
 METADATA_CACHE_BYTES = 128 << 20
+# The indexes' pages a search read are cached too, up to 6 GiB per connection by default: a long-lived
+# server reading several databases could grow to many times the machine's memory. With `[server]
+# max_open_databases`, this bound per database bounds what a server's open databases hold; a search whose
+# index pages no longer fit reads them again from disk rather than growing.
+INDEX_CACHE_BYTES = 512 << 20
 
 
 def connect(location: Location) -> DBConnection:
@@ -288,7 +292,9 @@ def connect(location: Location) -> DBConnection:
     lancedb = import_lancedb()
     # A session of its own, as LanceDB gives each connection: shared, a connection would find what
     # another read in the cache and ask the store in another order.
-    session = lancedb.Session(metadata_cache_size_bytes=METADATA_CACHE_BYTES)
+    session = lancedb.Session(
+        index_cache_size_bytes=INDEX_CACHE_BYTES, metadata_cache_size_bytes=METADATA_CACHE_BYTES
+    )
 
     def connected() -> DBConnection:
         options = location.storage_options or None

@@ -2,26 +2,31 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
 import tomllib
 from importlib.resources import files
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "haiku_cli" / "docs"
 
 
 def test_help_prints_the_json_page(cli) -> None:
     result = cli("help", "json")
     assert result.exit_code == 0
-    assert result.stdout == (ROOT / "docs" / "json.md").read_text(encoding="utf-8")  # `> json.md` is the page
+    assert result.stdout == (DOCS / "json.md").read_text(encoding="utf-8")  # `> json.md` is the page
 
 
 def test_help_lists_every_page_as_a_topic(cli) -> None:
     result = cli("help")
     assert result.exit_code == 0
     listed = [line.split()[0] for line in result.stdout.splitlines()]
-    pages = {p.stem for p in (ROOT / "docs").glob("*.md")} - {"index"}
+    pages = {p.stem for p in DOCS.glob("*.md")} - {"index"}
     assert sorted(listed) == sorted(pages)
-    assert listed[:2] == ["install", "ingest"]  # the reading order of docs/index.md
+    assert listed[:2] == ["install", "ingest"]  # the reading order of haiku_cli/docs/index.md
 
 
 def test_an_unknown_topic_names_the_topics(cli) -> None:
@@ -36,12 +41,23 @@ def test_options_point_at_help_topics_not_at_files_a_pip_install_lacks(cli) -> N
     assert "haiku help json" in shown and "docs/" not in shown
 
 
-def test_the_package_carries_the_pages_a_wheel_ships() -> None:
-    # haiku_cli/docs is the docs folder (a link in the checkout); the package data takes every page.
-    inside = {p.name for p in (files("haiku_cli") / "docs").iterdir() if p.name.endswith(".md")}
-    assert inside == {p.name for p in (ROOT / "docs").glob("*.md")}
+def test_the_docs_are_one_real_folder_the_wheel_and_the_site_both_take() -> None:
+    # A link in git is a text file in a Windows checkout (core.symlinks=false): the pages are files, inside
+    # the package (so setuptools' package-data ships them), and the docs site is built from the same folder.
+    assert not DOCS.is_symlink() and not (ROOT / "docs").exists()
+    assert (files("haiku_cli") / "docs").joinpath("json.md").read_text(encoding="utf-8") == (
+        DOCS / "json.md"
+    ).read_text(encoding="utf-8")
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert "docs/*.md" in config["tool"]["setuptools"]["package-data"]["haiku_cli"]
+    assert re.search(r"^docs_dir: haiku_cli/docs$", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"), re.M)
+
+
+def test_git_tracks_no_symbolic_links() -> None:
+    listed = subprocess.run(["git", "ls-files", "-s"], cwd=ROOT, capture_output=True, text=True)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    assert [line for line in listed.stdout.splitlines() if line.startswith("120000 ")] == []
 
 
 def test_every_command_help_names_its_help_topic(cli) -> None:
@@ -63,3 +79,11 @@ def test_every_command_help_names_its_help_topic(cli) -> None:
     for path in paths:
         last = cli(*path, "--help").stdout.rstrip().splitlines()[-1].split()
         assert last[:3] == ["More:", "haiku", "help"] and last[3] in known, path
+
+
+def test_nothing_names_a_page_under_a_top_level_docs_folder() -> None:
+    # The pages are haiku_cli/docs/NAME.md (in a page: a link, NAME.md; in a message: `haiku help NAME`).
+    stale = re.compile(r"(?<![\w/.-])docs/[\w.-]+\.md")
+    texts = [ROOT / "README.md", *DOCS.glob("*.md"), *(ROOT / "haiku_cli").rglob("*.py")]
+    found = [f"{p.relative_to(ROOT)}: {m[0]}" for p in texts for m in stale.finditer(p.read_text("utf-8"))]
+    assert found == []

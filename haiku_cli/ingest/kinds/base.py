@@ -177,6 +177,32 @@ class Kind(Protocol):
         ...
 
 
+class RemoteKind:
+    """What the kinds named by an address elsewhere (a URL, an object) share: the address is the source,
+    its key and its stored uri; nothing of it lives on this machine, and only a request to its server
+    or store could say whether an item changed (`asked_freshness`)."""
+
+    def key(self, source: str) -> str:
+        return source
+
+    def stored_uri(self, source: str) -> str:
+        return source
+
+    def display(self, source: str) -> str:
+        return source
+
+    def local_path(self, key: str) -> Path | None:
+        return None
+
+    def absent(self, source: str) -> str | None:
+        return None  # asked over the network when it is listed or read
+
+    def freshness(
+        self, state: FileState, content_hash: str | None = None, limits: IngestSettings | None = None
+    ) -> Freshness:
+        return Freshness.UNKNOWN
+
+
 @dataclass(frozen=True, slots=True)  # a large add holds one per file
 class Seen:
     """A file's size and modification time, or a URL's or object's validators, taken before it was read."""
