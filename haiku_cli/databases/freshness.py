@@ -169,15 +169,17 @@ async def _by_content(db: Database, moved: dict[str, FileState], checks: dict[st
     except Exception:
         return  # the stat already said `changed`
     by_file: dict[str, dict[str, str]] = {}  # file's document id -> {uri: stored hash}
-    ids_by_uri: dict[str, str] = {}
+    ids_by_uri: dict[str, str] = {}  # a part's uri, or "" for a file's own document -> its id
     for doc_id, uri, stored in zip(
         *(rows.column(c).to_pylist() for c in ("id", "uri", "content_hash")), strict=True
     ):
-        if stored and uri:
-            by_file.setdefault(moved[doc_id].document_id, {})[uri] = stored
-            ids_by_uri[uri] = doc_id
-    for hashes in by_file.values():
-        state = moved[ids_by_uri[next(iter(hashes))]]
+        file_id = moved[doc_id].document_id
+        if stored and (uri or doc_id == file_id):
+            key = "" if doc_id == file_id else uri  # "": the file's own document, whatever its uri
+            by_file.setdefault(file_id, {})[key] = stored
+            ids_by_uri[key] = doc_id
+    for file_id, hashes in by_file.items():
+        state = next(s for s in moved.values() if s.document_id == file_id)
         found = await anyio.to_thread.run_sync(_documents_by_kind, state, hashes)
         for uri, freshness in found.items():
             checks[ids_by_uri[uri]] = SourceCheck(freshness, _note(state.uri, freshness))

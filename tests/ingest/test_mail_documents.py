@@ -164,6 +164,9 @@ def test_an_attachment_is_as_fresh_as_its_mail_file(cli, tmp_path: Path) -> None
         return next(h for h in hits if h["document_uri"].endswith("#attachment/minutes.md"))
 
     assert attachment_hit()["source_state"] == "fresh"
+    # Only the mail's own text changed: the attachment would be stored as it is.
+    path.write_bytes(_mail("Minutes, revised", [("minutes.md", b"# Minutes\n\nWe agreed on whale oil.")]))
+    assert attachment_hit()["source_state"] == "fresh"
     path.write_bytes(_mail("Minutes", [("minutes.md", b"# Minutes\n\nWe agreed on candles.")]))
     changed = attachment_hit()
     assert changed["source_state"] == "changed"

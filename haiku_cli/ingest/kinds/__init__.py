@@ -87,10 +87,11 @@ def freshness(
 def freshness_of_documents(
     state: FileState, stored: Mapping[str, str], limits: IngestSettings | None = None
 ) -> dict[str, Freshness]:
-    """`freshness` of each document stored from one file (by uri, its content hash: the file's own and
-    those read out of it), the file read at most once."""
+    """`freshness` of each document stored from one file (by uri, its content hash: the file's own
+    under "", and those read out of it), the file read at most once."""
     if not state.uri.startswith("file://"):
-        return {uri: freshness(state, digest, limits) for uri, digest in stored.items()}
+        # Only the file's own document is compared by content here: a part's hash is not the file's.
+        return {uri: freshness(state, None if uri else digest, limits) for uri, digest in stored.items()}
     found = by_stat(state)
     if found is not Freshness.CHANGED:
         return dict.fromkeys(stored, found)
