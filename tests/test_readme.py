@@ -57,13 +57,13 @@ def nav_pages() -> list[str]:
 
 
 def test_every_docs_page_is_in_the_nav_and_both_indexes_in_one_order() -> None:
-    pages = sorted(p.name for p in (ROOT / "haiku_cli" / "docs").glob("*.md"))
+    pages = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
     nav = nav_pages()
     assert sorted(nav) == pages
     readme_index = README[README.index("## Documentation") :]
     in_readme = [Path(link).name for link in re.findall(r"^\d+\. \[[^\]]+\]\(([^)]+)\)", readme_index, re.M)]
     in_readme = ["benchmarks.md" if link == "README.md" else link for link in in_readme]
-    site_index = (ROOT / "haiku_cli" / "docs" / "index.md").read_text(encoding="utf-8")
+    site_index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
     in_site = re.findall(r"^\d+\. \[[^\]]+\]\(([\w.-]+\.md)\)", site_index, flags=re.MULTILINE)
     assert in_readme == in_site == [page for page in nav if page != "index.md"]
 
@@ -74,9 +74,9 @@ def test_the_readme_links_resolve() -> None:
 
 
 def test_every_test_the_docs_name_exists() -> None:
-    # haiku_cli/docs/reliability.md names the test holding each promise as tests/FILE.py::NAME.
+    # docs/reliability.md names the test holding each promise as tests/FILE.py::NAME.
     named = set()
-    for page in (ROOT / "haiku_cli" / "docs").glob("*.md"):
+    for page in (ROOT / "docs").glob("*.md"):
         named |= set(re.findall(r"(tests/[a-z0-9_/]+\.py)(?:::(\w+))?", page.read_text(encoding="utf-8")))
     assert len(named) > 40
     for file, name in sorted(named):
@@ -94,7 +94,7 @@ def test_the_capabilities_page_example_answers_over_the_hosts_databases(tmp_path
             await api.add_text(ws, ws.select_one([name]), text, title=name, metadata={})
 
     anyio.run(fill)
-    page = (ROOT / "haiku_cli" / "docs" / "capabilities.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs" / "capabilities.md").read_text(encoding="utf-8")
     block = python_blocks(page)[0]
     code = compile(block, "capabilities.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     scope: dict = {"model": TestModel(call_tools=["search"])}
@@ -109,7 +109,7 @@ def test_the_capabilities_page_example_answers_over_the_hosts_databases(tmp_path
 
 @pytest.mark.parametrize(
     ("page", "heading"),
-    [("README.md", "## Cheat sheet"), ("haiku_cli/docs/index.md", "## Every command at a glance")],
+    [("README.md", "## Cheat sheet"), ("docs/index.md", "## Every command at a glance")],
 )
 def test_the_cheat_sheets_use_only_commands_and_options_haiku_has(cli, page: str, heading: str) -> None:
     text = (ROOT / page).read_text(encoding="utf-8")

@@ -2,7 +2,7 @@
 
 State lives in `HaikuDeps.state`, one JSON-compatible model per capability key; a conversation carries it
 with its messages. How a host composes these (both evidence capabilities on one agent, carried state,
-question identity, what a streaming host sees) is in haiku_cli/docs/capabilities.md.
+question identity, what a streaming host sees) is in docs/capabilities.md.
 """
 
 from haiku_cli.capabilities.analysis import AnalysisCapability, AnalysisState, ExecutionRecord

@@ -1,7 +1,7 @@
 """`haiku help [TOPIC]`: the documentation's pages, shipped inside the package, read offline.
 
-The pages are `haiku_cli/docs/`, the docs site's source (mkdocs.yml's docs_dir), shipped in the wheel as
-package data, so an install from pip reads the same files a checkout does.
+The pages are the checkout's `docs/`, the docs site's source; a wheel ships them as `haiku_cli/docs`
+(pyproject's package-dir), so an install from pip reads the same files a checkout does.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from importlib.resources import files
 from importlib.resources.abc import Traversable
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -19,7 +20,7 @@ from haiku_cli.errors import InputError
 
 # The index's reading order: "1. [Title](page.md): what it covers".
 _ENTRY = re.compile(r"^\d+\. \[(?P<title>[^\]]+)\]\((?P<page>[\w.-]+)\.md\)(?P<rest>.*)$", re.MULTILINE)
-# A page that includes a file of the source tree (haiku_cli/docs/benchmarks.md) names it instead.
+# A page that includes a file of the source tree (docs/benchmarks.md) names it instead.
 _INCLUDE = re.compile(r'^--8<-- "(?P<path>[^":]+)(?::\w+)?"$', re.MULTILINE)
 
 
@@ -29,8 +30,11 @@ def register(app: typer.Typer) -> None:
 
 
 def pages() -> Traversable:
-    """The folder of documentation pages inside the installed package."""
-    return files("haiku_cli") / "docs"
+    """The folder of documentation pages: inside an installed wheel, else the checkout's `docs/`."""
+    shipped = files("haiku_cli") / "docs"
+    if shipped.is_dir():
+        return shipped
+    return Path(__file__).resolve().parents[2] / "docs"
 
 
 def topics() -> list[tuple[str, str]]:

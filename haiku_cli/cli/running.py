@@ -120,7 +120,7 @@ def _plain_usage(param: TyperArgument, ctx: Any) -> list[str]:
     return [f"{name}..." if param.nargs != 1 else name]
 
 
-# The `haiku help TOPIC` page each command module's commands are documented on (haiku_cli/docs/TOPIC.md).
+# The `haiku help TOPIC` page each command module's commands are documented on (docs/TOPIC.md).
 HELP_TOPICS = {
     "ingest_commands": "ingest",
     "source_commands": "watch",

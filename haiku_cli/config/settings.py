@@ -179,7 +179,7 @@ class McpSettings(_Strict):
 
 
 class DaemonSettings(_Strict):
-    """The background process that answers read commands (haiku_cli/docs/daemon.md)."""
+    """The background process that answers read commands (docs/daemon.md)."""
 
     auto: bool = True  # a read command that finds none starts one (HAIKU_NO_DAEMON=1 turns it off too)
     idle_minutes: float = Field(default=15.0, gt=0)  # one started so exits after this long unasked

@@ -142,7 +142,7 @@ class Visualized(BaseModel):
     document_uri: str | None
     pages: list[HighlightedPage]
     # The pages are drawn from the file as it is now, the highlight from the stored text: a `changed`
-    # source may not hold it where it was (as a search hit's; haiku_cli/docs/json.md)
+    # source may not hold it where it was (as a search hit's; docs/json.md)
     source_state: SourceState = "unknown"
     source_note: str | None = None
 

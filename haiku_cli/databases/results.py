@@ -43,7 +43,7 @@ class DocumentWithChunks(BaseModel):
     document: DocumentRecord
     chunks: list[ChunkRecord]
     pictures: list[PictureInfo] = Field(default_factory=list)
-    source_state: SourceState = "unknown"  # as a search hit's (haiku_cli/docs/json.md)
+    source_state: SourceState = "unknown"  # as a search hit's (docs/json.md)
     source_note: str | None = None
 
 

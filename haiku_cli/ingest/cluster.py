@@ -10,7 +10,7 @@ back with its chunks and vectors, for the Ingestor to update as a local add does
 vectors). An actor that dies loses the rows it held: the items they came from are prepared again by a
 new actor under the same document ids. The driver writes documents, pictures and updates, then commits
 every fragment in one Append: all of it inside one journalled write under the writer lock, its indexes
-brought up to date afterwards as after any add (haiku_cli/docs/scale-out.md).
+brought up to date afterwards as after any add (docs/scale-out.md).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ it when the holder dies, so a held lock always means a live writer, and a free l
 left behind means the writer that wrote the journal is dead. Object stores have no locks; there a
 lease row in the meta table is taken by a conditional update and kept alive by a heartbeat, and a
 lease whose heartbeat is older than its time-to-live counts as abandoned, as does at once one whose
-holder ran on this machine and is gone (see haiku_cli/docs/reliability.md). Either way, writers that had
+holder ran on this machine and is gone (see docs/reliability.md). Either way, writers that had
 to wait are served in the order they came (store/writer_line.py).
 """
 
@@ -45,7 +45,7 @@ LEASE_KEY = "writer_lease"
 # A writer whose object-store lease went unrenewed this long is presumed dead and may be taken over. The
 # holder renews it every sixth of this (a failed renewal is retried within a second) and stops writing
 # once its last renewal is half of this old: a commit it started before then has the other half to land
-# before anyone may take over (see haiku_cli/docs/reliability.md for the measured renewal gaps).
+# before anyone may take over (see docs/reliability.md for the measured renewal gaps).
 LEASE_TTL_SECONDS = 60.0
 _RENEW_FRACTION = 1 / 6
 _HOLD_FRACTION = 1 / 2

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from haiku_cli import api
 
-DOCS = Path(__file__).resolve().parents[2] / "haiku_cli" / "docs" / "json.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "json.md"
 
 
 def _matches(data: dict, model: type[BaseModel]) -> None:

@@ -57,7 +57,7 @@ def test_a_port_that_is_not_one_says_what_to_give(cli, port: str, expected: str)
 
 def test_the_docs_install_the_extra_from_the_checkout_not_from_an_index() -> None:
     root = Path(__file__).parents[2]
-    for doc in ("README.md", "haiku_cli/docs/mcp.md"):
+    for doc in ("README.md", "docs/mcp.md"):
         text = (root / doc).read_text(encoding="utf-8")
         assert "haiku-cli[mcp]" not in text and "pip install '.[mcp]'" in text, doc
 

@@ -4,7 +4,7 @@ Redirects are followed one hop at a time, and a public address is never followed
 link-local or private one: a page on the internet must not make haiku read a service on this machine or
 its network (a cloud's metadata address, say), neither by redirecting there nor by linking a picture
 there. Such an address given directly is read, and may redirect on its own network: that is the user's
-choice. See haiku_cli/docs/sources.md.
+choice. See docs/sources.md.
 """
 
 from __future__ import annotations

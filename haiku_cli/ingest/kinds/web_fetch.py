@@ -1,5 +1,5 @@
 """Asking a page whether it changed, without reading it: `sync --check-remote`'s conditional request.
-A page is read by convert/url.py, whose download checks each redirect (see haiku_cli/docs/sources.md)."""
+A page is read by convert/url.py, whose download checks each redirect (see docs/sources.md)."""
 
 from __future__ import annotations
 
