@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from haiku_cli.errors import ExitCode
-from tests.store.test_writer import _wait_for
+from tests.store.test_writer_lock import _wait_for
 
 FIRST = "Kestrels hover over fields hunting voles."
 SECOND = "Peregrine falcons stoop at great speed onto prey."

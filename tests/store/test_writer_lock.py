@@ -21,7 +21,7 @@ from haiku_cli.store.blocking import wait
 from haiku_cli.store.document_writes import write_documents
 from haiku_cli.store.transaction import atomic_write
 from haiku_cli.store.writer_lock import LEASE_KEY, LEASE_TTL_SECONDS, Owner, WaitPolicy, exclusive
-from tests.store.test_writes import _write
+from tests.store.test_document_writes import _write
 
 SPEC = EmbedderSpec("test:e", 4)
 
@@ -33,7 +33,7 @@ _WRITER = textwrap.dedent(
     from haiku_cli.store.transaction import atomic_write
     from haiku_cli.store.writer_lock import WaitPolicy
     from haiku_cli.store.document_writes import write_documents
-    from tests.store.test_writes import _write
+    from tests.store.test_document_writes import _write
 
     path, fail, *texts = sys.argv[1:]
     options = json.loads(os.environ.get("TEST_STORAGE_OPTIONS", "{}"))
