@@ -9,8 +9,8 @@ answers the same question two ways, --passes times each after a warm-up:
 - through the server: `haiku serve`'s app under uvicorn on 127.0.0.1 in this process, an HTTP client
   posting the AG-UI request, timed from the POST to the first `TEXT_MESSAGE_CONTENT` event;
 - in process with the quotes held: the same composition under `ask`'s policy (`quotes="redirect"`, which
-  holds an answer until complete to check its quotes; `haiku serve` ran so from aa6113b until
-  `quotes="flag"`), to show what holding costs the first token.
+  holds an answer until complete to check its quotes, where `haiku serve` streams with `quotes="flag"`),
+  to show what holding costs the first token.
 
 `--word-ms N` waits N ms between the answer's words (0: as fast as the model function yields them; a
 hosted model writes some 20-100 words a second), so the held answer's cost shows.
