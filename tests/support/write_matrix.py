@@ -314,8 +314,11 @@ class WriteMatrix(RuleBasedStateMachine):
                 files[len(word) % len(files)].unlink()
 
     def _folder_model(self) -> Model:
+        """The documents once the folder's files are stored; a document of a file gone goes only if the
+        source claims it (one kept by `forget-src --keep-documents` is no longer synced)."""
         files = {p.as_uri(): _hash_of_file(p) for p in sorted(self.folder.iterdir())}
-        others = {k: v for k, v in self.model.items() if not k.startswith(self.folder.as_uri() + "/")}
+        claimed = self._claimed_by(self._folder_source())
+        others = {k: v for k, v in self.model.items() if k not in claimed}
         return {**others, **files}
 
     def _folder_source(self) -> str:
