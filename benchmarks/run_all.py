@@ -218,7 +218,10 @@ AREAS: tuple[Area, ...] = (
         ("--sizes", "100000", "--rounds", "3"),
     ),
     Area(
-        "fanout", "Fan-out over several databases", "fanout_wall.py", ("--size", "100000", "--parts", "2,4,8")
+        "fanout",
+        "Fan-out over several databases",
+        "fanout_floor.py",
+        ("--size", "100000", "--parts", "1,2,4,8"),
     ),
     Area("ingest", "Ingest throughput and memory", "add_memory_phases.py", ("--docs", "20000")),
     Area("upkeep", "Index upkeep per write", "index_upkeep.py", ()),

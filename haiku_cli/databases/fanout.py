@@ -18,7 +18,7 @@ from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import Hint, InputError
 from haiku_cli.search import bm25
 from haiku_cli.search.candidates import Candidate, CandidateQuery, SearchType, candidates_of, show
-from haiku_cli.search.fusion import DEFAULT_VECTOR_WEIGHT, as_one_pool, fuse
+from haiku_cli.search.fusion import DEFAULT_VECTOR_WEIGHT, as_one_pool, fuse, through_ties, tie_order
 from haiku_cli.search.hits import SearchHit
 from haiku_cli.search.lookups import Reads, takes_cheaply
 from haiku_cli.store.database import Database, EmbedderSpec, parse_json_object
@@ -172,10 +172,12 @@ async def _search_once(
     pooled = [c for cands in per_db for c in cands]
     if search_type == "hybrid" and len(dbs) > 1:
         pooled = as_one_pool(pooled, asked.k)  # fused from the pool one database would have had
-    ranked = fuse(pooled, search_type=search_type, vector_weight=vector_weight)[:limit]
+    ranked = through_ties(fuse(pooled, search_type=search_type, vector_weight=vector_weight), limit)
     if asked.lean:
         shown = {c.key: c for c in await show(reads, dbs, [c for c, _ in ranked])}
         ranked = [(shown[c.key], score) for c, score in ranked if c.key in shown]
+        ranked.sort(key=lambda cs: (-cs[1], *tie_order(cs[0])))  # ties now ordered by what they hold
+    ranked = ranked[:limit]
     documents = [(c.database, c.document_id) for c, _ in ranked]
     checks = await check_shown(dbs, documents, check_remote) if check_sources else {}
     return await _hydrate(dbs, ranked, checks)

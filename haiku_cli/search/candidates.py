@@ -89,7 +89,7 @@ def pool_ef(rows: int, limit: int, parts: int = 1, segments: int = 1) -> int:
 
     Fusion ranks the pool by exact similarity and BM25, so a neighbour the narrower search misses
     rarely reaches the top: the hybrid top 10 stays nearly that of a near-exact search, in less time
-    (benchmarks/fanout_wall.py searches at this breadth). The pool is the
+    (benchmarks/fanout_floor.py searches at this breadth). The pool is the
     set's top 50, deeper than vector search's top 10, so in a fan-out each part shares the floor with
     half as many: at 100k over 4 databases, ef 600 per part keeps the split's top 10 identical to one
     database's on 52 of 60 queries (ef 300: 51; 1,200: 52). In the largest tables the pool has its own,
@@ -175,14 +175,15 @@ class CandidateQuery:
                 breadth = ann_ef if vector_search else pool_ef
                 ef = breadth(shape.rows, self.k, self.parts, shape.vector_segments)
                 q = q.refine_factor(_REFINE_FACTOR if vector_search else _POOL_REFINE_FACTOR).ef(ef)
-            jobs.append(_rows(_where(q, where).select([*columns, "_distance"]), self.lean, self.k))
+            vector_query = _where(q, where).select([*columns, "_distance"])
+            jobs.append(_rows_through_ties(vector_query, self.lean, self.k, "_distance"))
         wants_text = self.search_type in ("fts", "hybrid") and bool(self.text.strip())
         if wants_text:
             counted = TERMS_FIELD if TERMS_FIELD in shape.columns else "search_text"
             extra = ["vector"] * (self.vector is not None) + [counted] * self.with_search_text
             q = table.query().nearest_to_text(self.text, columns="search_text")
             selected = shape.select([*columns, "_score", *extra])
-            jobs.append(_rows(_where(q, where).select(selected), self.lean, self.k))
+            jobs.append(_rows_through_ties(_where(q, where).select(selected), self.lean, self.k, "_score"))
         results = await asyncio.gather(*jobs, return_exceptions=True)
         vector_rows = results.pop(0) if self.search_type in ("vector", "hybrid") else None
         text_rows = results.pop(0) if wants_text else None
@@ -244,8 +245,24 @@ def _where(query: Any, where: str | None) -> Any:
     return query.where(where) if where else query
 
 
-def _rows(query: Any, lean: bool, k: int) -> Any:
-    return (query.with_row_id() if lean else query).limit(k).to_arrow()
+async def _rows_through_ties(query: Any, lean: bool, k: int, score: str) -> pa.Table:
+    """The top k by `score`, and every row scoring as the k-th: which of equally scored rows make a top
+    k must not be the index's choice, or a chunk's place would depend on the database holding it (see
+    fusion.tie_order). One row more than k tells whether the k-th is tied beyond it."""
+    if lean:
+        query = query.with_row_id()
+    asked = k + 1
+    rows = await query.limit(asked).to_arrow()
+    while rows.num_rows == asked and k > 0:
+        scores = rows.column(score)
+        if scores[asked - 1].as_py() != scores[k - 1].as_py():
+            break
+        asked *= 2
+        rows = await query.limit(asked).to_arrow()
+    if rows.num_rows <= k or k == 0:
+        return rows
+    scores = rows.column(score).to_pylist()
+    return rows.slice(0, k + sum(1 for s in scores[k:] if s == scores[k - 1]))
 
 
 async def candidates_of(

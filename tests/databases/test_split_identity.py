@@ -1,0 +1,80 @@
+"""A corpus split over several databases returns, for every query, exactly one database's top 10."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import numpy as np
+import pytest
+
+from haiku_cli.databases import fanout
+from haiku_cli.databases.pool import DatabasePool
+from haiku_cli.databases.selection import Selection
+from haiku_cli.store import Location
+from tests.support.hash_embedder import hash_vectors
+from tests.support.single_chunks import WORDS, single_chunk_database, word_texts
+
+DIMENSION = 16  # few slots: many chunks share a vector's neighbourhood, and some share a vector
+SPLITS = (2, 5)
+
+
+def _corpus() -> list[str]:
+    # 300 chunks over a vocabulary of 13 words: many equal BM25 scores (the same length, the same counts of
+    # the query's words), and 30 texts written twice, in different documents, so equal in every score.
+    rng = np.random.default_rng(43)
+    texts = word_texts(rng, 270)
+    texts += [texts[int(i)] for i in rng.integers(270, size=30)]
+    return [texts[int(i)] for i in rng.permutation(len(texts))]
+
+
+@pytest.fixture(scope="module")
+def layouts(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Selection]:
+    """The corpus in one database and split 2 and 5 ways (chunk i to part i % N)."""
+    folder = tmp_path_factory.mktemp("splits")
+    texts = _corpus()
+    vectors = hash_vectors(texts, DIMENSION).tolist()
+    out = {}
+    for parts in (1, *SPLITS):
+        locations = []
+        for i in range(parts):
+            path = folder / f"split{parts}" / f"part{i}.lancedb"
+            single_chunk_database(path, texts[i::parts], vectors[i::parts])
+            locations.append(Location(f"part{i}", str(path)))
+        out[parts] = Selection(tuple(locations))
+    return out
+
+
+def _queries() -> list[str]:
+    rng = np.random.default_rng(7)
+    return [*WORDS, *(" ".join(rng.choice(WORDS, size=int(rng.integers(2, 5)))) for _ in range(12))]
+
+
+def _top10(pool: DatabasePool, selection: Selection, query: str, kind: str) -> list[tuple[str, float]]:
+    vector = hash_vectors([query], DIMENSION)[0]
+
+    async def embed(_: str) -> np.ndarray:
+        return vector
+
+    hits = anyio.run(
+        lambda: fanout.search_set(
+            pool, selection, query, embed_query=embed, search_type=kind, limit=10, check_sources=False
+        )
+    )
+    return [(h.content, h.score) for h in hits]
+
+
+@pytest.mark.parametrize("kind", ["fts", "vector", "hybrid"])
+def test_every_query_ranks_the_same_top_10_over_every_split(layouts, kind: str, tmp_path: Path) -> None:
+    pool = DatabasePool()
+    tied = 0
+    for query in _queries():
+        one = _top10(pool, layouts[1], query, kind)
+        assert len(one) == 10
+        scores = [s for _, s in one]
+        tied += len(scores) - len(set(scores))
+        for parts in SPLITS:
+            split = _top10(pool, layouts[parts], query, kind)
+            assert [t for t, _ in split] == [t for t, _ in one], (query, parts)
+            assert [s for _, s in split] == pytest.approx(scores, rel=1e-5)
+    assert tied  # the corpus ties scores within a top 10: the order among them is what is checked
