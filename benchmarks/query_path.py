@@ -2,12 +2,13 @@
 
 Runs on the databases `benchmarks/fanout_floor.py --build` leaves in its work folder (`SIZE/one.lancedb`
 and the same corpus split over `SIZE/split4/part0..3.lancedb`), with the same queries, through
-`fanout.search_set` on a warm pool with the query vector precomputed (embedding excluded). The machine is shared, so beside wall time
-it reports CPU time per query (all threads of the process), and it interleaves one database and the
-split, type by type, over several rounds so both see the same load. Recall@10 is measured for vector
-search, one database and split, against an exact cosine ranking of the whole corpus computed with numpy.
-`split_same_top10_as_one` counts the queries whose split top 10 (texts, in order) is one database's.
-To compare two versions of haiku, run this script from each checkout in turn (same --work).
+`fanout.search_set` on a warm pool with the query vector precomputed (embedding excluded). The machine is
+shared, so beside wall time it reports CPU time per query (all threads of the process), and it interleaves
+one database and the split, type by type, over several rounds so both see the same load. Recall@10 is
+measured for vector search, one database and split, against an exact cosine ranking of the whole corpus
+computed with numpy. `split_same_top10_as_one` counts the queries whose split top 10 (texts, in order) is
+one database's. To compare two versions of haiku, run this script from each checkout in turn (same
+--work).
 
     python benchmarks/query_path.py --sizes 100000 [--rounds 3] [--json]
     python benchmarks/query_path.py --sizes "" --real WORK/single.lancedb --data ../shared/data/cisi
