@@ -168,7 +168,7 @@ async def _search_once(
     )
     # Every read of every database awaited here, at once: no worker thread, no other event loop.
     reads = Reads(pool)
-    per_db = await _find(reads, dbs, asked, rescoring)
+    per_db = await _find(reads, dbs, asked, rescoring, limit)
     pooled = [c for cands in per_db for c in cands]
     if search_type == "hybrid" and len(dbs) > 1:
         pooled = as_one_pool(pooled, asked.k)  # fused from the pool one database would have had
@@ -184,7 +184,7 @@ async def _search_once(
 
 
 async def _find(
-    reads: Reads, dbs: list[Database], asked: CandidateQuery, rescoring: bool
+    reads: Reads, dbs: list[Database], asked: CandidateQuery, rescoring: bool, limit: int
 ) -> list[list[Candidate]]:
     if not rescoring:
         return (await candidates_of(reads, dbs, asked))[1]
@@ -197,7 +197,9 @@ async def _find(
         analysing.cancel()
         raise
     terms = await analysing
-    await bm25.rescore_set(reads, dbs, found, per_db, asked, terms)  # see haiku_cli.search.bm25
+    # Full text ranks the set's best `limit`; hybrid fuses the set's best k of each kind.
+    needed = asked.k if asked.search_type == "hybrid" else limit
+    await bm25.rescore_set(reads, dbs, found, per_db, asked, terms, needed)  # see haiku_cli.search.bm25
     return per_db
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NoReturn
 
 import numpy as np
@@ -280,6 +280,16 @@ async def candidates_of(
 
     found = await each([(db, reads.within(db, find(db))) for db in dbs])
     return [shape for shape, _ in found], [cands for _, cands in found]
+
+
+async def text_candidates(reads: Reads, db: Database, query: CandidateQuery) -> list[Candidate]:
+    """One database's full-text candidates for `query` (its vector, if any, scores them)."""
+    where = await chunk_filter(db, query.document_filter)
+    table, shape = await reads.shape(db)
+    if where is False or shape.rows == 0:
+        return []
+    found = await replace(query, search_type="fts").find(db, table, shape, where)
+    return [c for c in found if c.bm25 is not None]
 
 
 def find_candidates(

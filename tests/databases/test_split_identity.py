@@ -78,3 +78,32 @@ def test_every_query_ranks_the_same_top_10_over_every_split(layouts, kind: str, 
             assert [t for t, _ in split] == [t for t, _ in one], (query, parts)
             assert [s for _, s in split] == pytest.approx(scores, rel=1e-5)
     assert tied  # the corpus ties scores within a top 10: the order among them is what is checked
+
+
+def test_a_database_is_searched_deeper_when_its_own_statistics_bury_the_sets_best(tmp_path: Path) -> None:
+    # `short` holds short chunks, so by its own average length its three long chunks, heron thrice in each,
+    # rank below all 40 short ones (heron once); `long`'s long chunks make the set's average long, under
+    # which the long three are the set's best. `short`'s best 3 x limit are all short ones.
+    short = [f"heron reed{i}" for i in range(40)]
+    short += ["heron heron heron " + " ".join(f"sedge{i}x{j}" for j in range(9)) for i in range(3)]
+    long = [" ".join(f"stone{i}x{j}" for j in range(60)) for i in range(60)]
+    texts = short + long
+    single_chunk_database(tmp_path / "whole.lancedb", texts, [[1.0, 0.0]] * len(texts))
+    single_chunk_database(tmp_path / "short.lancedb", short, [[1.0, 0.0]] * len(short))
+    single_chunk_database(tmp_path / "long.lancedb", long, [[1.0, 0.0]] * len(long))
+    pool = DatabasePool()
+
+    def top(*names: str) -> list[tuple[str, float]]:
+        selection = Selection(tuple(Location(n, str(tmp_path / f"{n}.lancedb")) for n in names))
+        found = anyio.run(
+            lambda: fanout.search_set(pool, selection, "heron", embed_query=None, search_type="fts", limit=2)
+        )
+        return [(h.content, h.score) for h in found]
+
+    own = top("short")
+    assert all(text.startswith("heron reed") for text, _ in own)
+    one = top("whole")
+    assert all(text.startswith("heron heron heron") for text, _ in one)
+    split = top("short", "long")
+    assert [t for t, _ in split] == [t for t, _ in one]
+    assert [s for _, s in split] == pytest.approx([s for _, s in one], rel=1e-5)
