@@ -176,14 +176,18 @@ class CandidateQuery:
                 ef = breadth(shape.rows, self.k, self.parts, shape.vector_segments)
                 q = q.refine_factor(_REFINE_FACTOR if vector_search else _POOL_REFINE_FACTOR).ef(ef)
             vector_query = _where(q, where).select([*columns, "_distance"])
-            jobs.append(_rows_through_ties(vector_query, self.lean, self.k, "_distance"))
+            jobs.append(_rows_through_ties(vector_query, self.lean, self.k, "_distance", 1))
         wants_text = self.search_type in ("fts", "hybrid") and bool(self.text.strip())
         if wants_text:
             counted = TERMS_FIELD if TERMS_FIELD in shape.columns else "search_text"
             extra = ["vector"] * (self.vector is not None) + [counted] * self.with_search_text
             q = table.query().nearest_to_text(self.text, columns="search_text")
             selected = shape.select([*columns, "_score", *extra])
-            jobs.append(_rows_through_ties(_where(q, where).select(selected), self.lean, self.k, "_score"))
+            text_query = _where(q, where).select(selected)
+            if self.with_search_text:  # rescored set-wide: bm25.rescore_set reads deeper where it must
+                jobs.append(_rows(text_query, self.lean, self.k))
+            else:
+                jobs.append(_rows_through_ties(text_query, self.lean, self.k, "_score", max(self.k // 2, 1)))
         results = await asyncio.gather(*jobs, return_exceptions=True)
         vector_rows = results.pop(0) if self.search_type in ("vector", "hybrid") else None
         text_rows = results.pop(0) if wants_text else None
@@ -245,13 +249,18 @@ def _where(query: Any, where: str | None) -> Any:
     return query.where(where) if where else query
 
 
-async def _rows_through_ties(query: Any, lean: bool, k: int, score: str) -> pa.Table:
+def _rows(query: Any, lean: bool, k: int) -> Any:
+    return (query.with_row_id() if lean else query).limit(k).to_arrow()
+
+
+async def _rows_through_ties(query: Any, lean: bool, k: int, score: str, beyond: int) -> pa.Table:
     """The top k by `score`, and every row scoring as the k-th: which of equally scored rows make a top
     k must not be the index's choice, or a chunk's place would depend on the database holding it (see
-    fusion.tie_order). One row more than k tells whether the k-th is tied beyond it."""
+    fusion.tie_order). `beyond` rows more than k tell whether the k-th is tied past them (a vector
+    search's cost grows with its limit, a full-text search's hardly: equal BM25 scores are common)."""
     if lean:
         query = query.with_row_id()
-    asked = k + 1
+    asked = k + beyond
     rows = await query.limit(asked).to_arrow()
     while rows.num_rows == asked and k > 0:
         scores = rows.column(score)
