@@ -262,7 +262,7 @@ async def _through_depth(
 
     A database ranks by its own statistics, so its best k need not hold every chunk of the set's best
     under the set's: one whose k-th own score, times its `reach`, still comes to the set's `needed`-th
-    score is asked for 4 times as many, until none can (the common case asks nothing more).
+    score is asked for twice as many, until none can (the common case asks nothing more).
     """
     combined, own = stats
     depth = [query.k] * len(dbs)
@@ -277,7 +277,7 @@ async def _through_depth(
         if not deeper:
             return
         for i in deeper:
-            depth[i] *= 4
+            depth[i] *= 2
         asked = [replace(query, search_type="fts", k=depth[i]) for i in deeper]
         pairs = list(zip(deeper, asked, strict=True))
         fetched = await each(
