@@ -37,8 +37,8 @@ def candidate_depth(limit: int, search_type: SearchType, parts: int = 1) -> int:
 
     Vector search ranks by similarity alone, and full-text search of one database by its own BM25, so
     there each database's top `limit` holds every final hit. Full-text search in a fan-out rescores
-    with the set's statistics, which moves a chunk only a few places: each database's top 3 x `limit`
-    gives the same top 10 as its top 50 on all 60 queries of the 100k benchmark (benchmarks/README.md).
+    with the set's statistics, which moves a chunk only a few places, so each database's top 3 x `limit`
+    nearly always holds it; where it might not, `bm25.rescore_set` reads that database deeper.
     Hybrid fusion takes a pool of 50 of each kind.
     """
     if search_type == "vector" or (search_type == "fts" and parts == 1):
@@ -52,11 +52,11 @@ def reads_hits_apart(search_type: SearchType, depth: int, limit: int, parts: int
     """Whether a search reads what its hits show apart from its candidates: a first read of each
     database's ids and scores alone, then a second of the hits' rows in each database holding one.
 
-    The second read costs about a millisecond of CPU per database holding a hit, whatever its rows;
-    it pays where the first read would otherwise fetch what a hit shows for many more candidates than
-    are shown: hybrid's pool of 50 of each kind (over 4 databases at 100k chunks: 68 vs 80 ms of CPU),
-    full text over 3 databases or more (8: 46 vs 53 ms). Full text over 2 databases, 30 candidates
-    each, costs less in one read (12.3 vs 13.2 ms of CPU, 12.0 vs 13.9 ms of wall; benchmarks/README.md).
+    The second read costs about as much per database holding a hit whatever its rows; it pays where
+    the first read would otherwise fetch what a hit shows for many more candidates than are shown:
+    hybrid's pool of 50 of each kind, full text over 3 databases or more. Full text over 2 databases,
+    30 candidates each, costs less in one read (benchmarks/fanout_floor.py measures each against the
+    bare queries).
     """
     if depth <= limit:
         return False
@@ -189,7 +189,7 @@ async def _find(
     if not rescoring:
         return (await candidates_of(reads, dbs, asked))[1]
     # The query's terms are analysed while the databases are searched: rescoring needs both. One task
-    # beside this one, not a task group (whose two tasks cost 0.14 ms of CPU, 1% of a search).
+    # beside this one, not a task group (whose two tasks cost CPU a search need not spend).
     analysing = asyncio.ensure_future(bm25.query_terms(reads, dbs[0], asked.text))
     try:
         found, per_db = await candidates_of(reads, dbs, asked)

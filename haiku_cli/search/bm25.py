@@ -137,8 +137,8 @@ async def analyzed(
 
     A candidate's terms are stored with its row (schema version 4); an older layout's are analysed
     here. Every haiku database analyzes with the same analyzer (`create_fts_index`'s), so `db`'s analyzes
-    the query and the candidates of all of them in one call: a call costs about a millisecond whatever
-    its length, and analysing 120 candidates' text took ~5 ms of CPU. `terms`: the query's, analysed
+    the query and the candidates of all of them in one call: a call's fixed cost outweighs its length.
+    `terms`: the query's, analysed
     already (`query_terms`).
     """
     words = query_words(query) if terms is None else []
