@@ -28,8 +28,8 @@ sys.path.insert(0, str(REPO))
 import lancedb  # noqa: E402
 
 from haiku_cli.store import Database, EmbedderSpec, Location, open_database  # noqa: E402
+from haiku_cli.store.document_writes import write_documents  # noqa: E402
 from haiku_cli.store.reads import async_table  # noqa: E402
-from haiku_cli.store.writes import write_documents  # noqa: E402
 from tests.store.test_writes import _write  # noqa: E402
 
 

@@ -56,7 +56,7 @@ from haiku_cli.databases.selection import Selection  # noqa: E402
 from haiku_cli.store import Location, indexes, open_database  # noqa: E402
 from haiku_cli.store.blocking import wait  # noqa: E402
 from haiku_cli.store.maintenance import after_write  # noqa: E402
-from haiku_cli.store.writer import exclusive  # noqa: E402
+from haiku_cli.store.writer_lock import exclusive  # noqa: E402
 from tests.support.hash_embedder import hash_vectors, serve_hash_embedder  # noqa: E402
 
 KINDS = ("vector", "hybrid")

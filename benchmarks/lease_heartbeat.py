@@ -32,8 +32,8 @@ from haiku_cli.store import (
     reads,
 )
 from haiku_cli.store.blocking import wait
-from haiku_cli.store.writer import WaitPolicy, exclusive
-from haiku_cli.store.writes import new_id, write_documents
+from haiku_cli.store.document_writes import new_id, write_documents
+from haiku_cli.store.writer_lock import WaitPolicy, exclusive
 
 DIM = 16
 

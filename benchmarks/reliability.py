@@ -46,7 +46,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from haiku_cli.store.writer import LOCK_FILE  # noqa: E402
+from haiku_cli.store.writer_lock import LOCK_FILE  # noqa: E402
 from tests.support.hash_embedder import serve_hash_embedder  # noqa: E402
 
 # Fresh processes are what is timed: no command goes to, or starts, a background daemon (docs/daemon.md).

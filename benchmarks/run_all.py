@@ -189,6 +189,40 @@ def _context(raw: dict) -> list[Row]:
     return rows
 
 
+def _server_memory(raw: dict) -> list[Row]:
+    each = raw["chunks"] // raw["databases"]
+    cold = raw["startup"]["cold fts search"]["cpu_s_p50"]
+    rows = [
+        _row(
+            f"{case}: CPU from start, p50",
+            f"{got['cpu_s_p50']} CPU-s",
+            f"a cold `haiku search --type fts`: {cold} CPU-s (goal: <= 1.0x)",
+            f"{got['x_cold_search']:.2f}x",
+        )
+        for case, got in raw["startup"].items()
+        if case != "cold fts search"
+    ]
+    for limit, run in raw["memory"].items():
+        label = (
+            f"`haiku mcp` RSS, {run['searches']:,} searches, {raw['databases']} databases of {each:,} chunks"
+        )
+        label += "" if limit == "default" else f", {limit}"
+        curve = " / ".join(f"{mb:.0f}" for n, mb in run["curve"] if n % 100 == 0)
+        rows += [
+            _row(
+                f"{label}: start / warm / peak / final",
+                " / ".join(f"{run[k]:.0f}" for k in ("start_mb", "warm_mb", "peak_mb", "final_mb")) + " MB",
+            ),
+            _row(f"{label}: every 100 searches", f"{curve} MB"),
+            _row(
+                f"{label}: growth over the last half",
+                f"{run['last_half_slope_mb_per_1000']:+.1f} MB per 1,000 searches",
+                "goal: flat after warm-up",
+            ),
+        ]
+    return rows
+
+
 CISI = ("data",)
 AREAS: tuple[Area, ...] = (
     Area(
@@ -277,6 +311,13 @@ AREAS: tuple[Area, ...] = (
         extract=_source_state,
     ),
     Area("serve", "`haiku serve` and `haiku mcp`", "serve.py", ("--passes", "20")),
+    Area(
+        "server_memory",
+        "Long-lived servers: start-up CPU and memory over 1,000 searches",
+        "server_memory.py",
+        ("--rounds", "5", "--max-open", "2", "--out", "benchmarks/results/raw/server_memory.json"),
+        extract=_server_memory,
+    ),
     Area("pdf", "Reading PDFs", "pdf_reading.py", ("--rounds", "3")),
     Area("ray", "Ingest on Ray", "ray_ingest.py", ("--driver-only", "--copies", "3")),
     Area(

@@ -45,11 +45,11 @@ from haiku_cli.store import (  # noqa: E402
 )
 from haiku_cli.store.blocking import wait  # noqa: E402
 from haiku_cli.store.database import Database  # noqa: E402
+from haiku_cli.store.document_writes import new_id, write_documents  # noqa: E402
 from haiku_cli.store.indexes import analyze, index_states  # noqa: E402
 from haiku_cli.store.maintenance import after_write  # noqa: E402
 from haiku_cli.store.transaction import atomic_write  # noqa: E402
-from haiku_cli.store.writer import exclusive  # noqa: E402
-from haiku_cli.store.writes import new_id, write_documents  # noqa: E402
+from haiku_cli.store.writer_lock import exclusive  # noqa: E402
 from tests.support.hash_embedder import hash_vectors, serve_hash_embedder, word_slot  # noqa: E402
 
 DIMENSION = 384

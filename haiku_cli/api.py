@@ -61,6 +61,9 @@ Remembered sources (what `add-src` added, read again by `sync` and `watch`)
     `writable_databases(ws) -> list[Location]`,
     `sync_changed(ws, selection, *, on_note) -> list[(database, SourceSync)]` (`search --sync`: only the
     sources whose files changed or vanished; read_only databases and published copies noted, not synced),
+    `sync_before_search(ws, selection) -> list[str]` (what `mcp`/`serve --sync-before-search` run before each
+    search: `sync_changed` per database, a failed one searched as it is; the notes a result carries),
+    `synced_note(database, source_sync) -> str` (one line on what syncing a source first did),
     `watch(ws, locations, *, on_change, on_note, sweep_seconds, poll_seconds, debounce_ms)` (until cancelled;
     each change a `WatchEvent`).
 
@@ -145,7 +148,7 @@ if TYPE_CHECKING:
     )
     from haiku_cli.databases.publishing import publish
     from haiku_cli.databases.queries import get_document, info, list_documents, overview, search, search_hits
-    from haiku_cli.databases.refreshing import sync_changed
+    from haiku_cli.databases.refreshing import sync_before_search, sync_changed, synced_note
     from haiku_cli.databases.results import (
         DatabaseOverview,
         DeletedDocument,
@@ -184,7 +187,7 @@ if TYPE_CHECKING:
         RetrievalReport,
         TypeSummary,
     )
-    from haiku_cli.evaluation.retrieval import evaluate
+    from haiku_cli.evaluation.retrieval_quality import evaluate
     from haiku_cli.ingest.metadata import parse_metadata
     from haiku_cli.ingest.reports import IngestReport, LeftOut, SourceOutcome, SourceSync, SyncReport
     from haiku_cli.sandbox.runner import Execution
@@ -198,7 +201,6 @@ if TYPE_CHECKING:
     from haiku_cli.store.outcomes import since as writes_since
     from haiku_cli.store.published import PublishInfo, newer_than_reader
     from haiku_cli.store.published import describe as describe_publish
-    from haiku_cli.store.publishing import PublishReport
     from haiku_cli.store.records import (
         ChunkRecord,
         DocumentRecord,
@@ -208,6 +210,7 @@ if TYPE_CHECKING:
         PictureRecord,
     )
     from haiku_cli.store.sizes import human_size
+    from haiku_cli.store.state_copy import PublishReport
     from haiku_cli.store.tags import TagInfo
 
 

@@ -7,17 +7,17 @@ from contextlib import contextmanager
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.exceptions import UnexpectedModelBehavior, UserError
+from pydantic_ai.exceptions import UnexpectedModelBehavior
 from pydantic_ai.messages import ModelResponse
-from pydantic_ai.models import Model, ModelRequestContext, infer_model
+from pydantic_ai.models import Model, ModelRequestContext, infer_model, parse_model_id
 from pydantic_ai.providers import Provider, infer_provider_class
 from pydantic_ai.settings import ModelSettings as RequestSettings
 
+from haiku_cli.agents.model_names import model_name
 from haiku_cli.config.settings import ModelSettings
-from haiku_cli.errors import Hint, ModelError
+from haiku_cli.errors import ModelError
 from haiku_cli.model_failures import describe_model_failure
 
-NO_MODEL = "no language model configured: set [model] name in the config file or HAIKU_MODEL"
 EXAMPLES = "openai:gpt-4o, anthropic:claude-sonnet-4-0 or ollama:llama3.2"
 
 
@@ -37,31 +37,38 @@ def whole_request(settings: ModelSettings) -> RequestSettings:
     return {"request_timeout": settings.timeout_seconds}
 
 
-def model_name(settings: ModelSettings, override: str | None = None) -> str:
-    """The model string: `--model`, else `HAIKU_MODEL` (folded into settings on load), else the config."""
-    name = (override or settings.name or "").strip()
-    if not name:
-        raise ModelError(NO_MODEL, hint=Hint("choose_model"))  # the CLI adds its --model
-    return name
-
-
 def build_model(name: str, base_url: str | None = None) -> Model:
     """A pydantic-ai model for any model string; `base_url` (from `[model]`) points its provider elsewhere.
 
     API keys are never passed here: providers read them from the environment.
     """
+    unknown = _unknown_model(name, checks_provider=base_url is None)
+    if unknown is not None:
+        raise ModelError(f"{unknown}: a model looks like provider:model, e.g. {EXAMPLES}")
     with model_errors(name):
+        if base_url is None:
+            return infer_model(name)
+        return infer_model(name, provider_factory=lambda provider: _provider_at(provider, base_url))
+
+
+def _unknown_model(name: str, *, checks_provider: bool) -> str | None:
+    """What is unknown about model string `name`, by pydantic-ai's own rules, else None.
+
+    These are the cases `infer_model` refuses with a bare "Unknown model: nonsense", which does not say
+    what a model name looks like; they are decided here, before it, so nothing reads its message. A
+    provider factory of our own (`[model] base_url`) checks the provider itself (`_provider_at`).
+    """
+    if name == "test":  # pydantic-ai's TestModel
+        return None
+    provider, _ = parse_model_id(name)
+    if provider is None:
+        return f"unknown model {name!r}"
+    if checks_provider:
         try:
-            if base_url is None:
-                return infer_model(name)
-            return infer_model(name, provider_factory=lambda provider: _provider_at(provider, base_url))
-        except UserError as exc:
-            if not str(exc).startswith("Unknown model"):
-                raise
-            # pydantic-ai's "Unknown model: nonsense" does not say what a model name looks like.
-            provider, colon, _ = name.partition(":")
-            what = f"unknown model provider '{provider}' in {name!r}" if colon else f"unknown model {name!r}"
-            raise ModelError(f"{what}: a model looks like provider:model, e.g. {EXAMPLES}") from exc
+            infer_provider_class(provider)
+        except ValueError:
+            return f"unknown model provider '{provider}' in {name!r}"
+    return None
 
 
 def resolve_model(settings: ModelSettings, model: str | Model | None = None) -> Model:

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import Field, computed_field
 
-from haiku_cli.databases.freshness import UNCHECKED, check_shown
+from haiku_cli.databases.freshness import UNCHECKED, RemoteCheck, check_shown
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.resolve import Resolution, ResolvedChunk, resolve_chunks
 from haiku_cli.databases.selection import Selection
@@ -68,15 +68,16 @@ def clean_ids(ids: Iterable[str]) -> list[str]:
 
 
 async def resolve_citations(
-    pool: DatabasePool, selection: Selection, ids: Sequence[str]
+    pool: DatabasePool, selection: Selection, ids: Sequence[str], remote: RemoteCheck | None = None
 ) -> Resolution[ResolvedChunk]:
     """Resolve chunk ids within the selection only (through `clients_covering`); collisions stay ambiguous.
-    Each found chunk carries its source's state, looked at now."""
+    Each found chunk carries its source's state, looked at now (with `remote`, `--check-remote`: a URL's
+    or object's asked too)."""
     resolution = await resolve_chunks(pool, selection, ids)
     found = list(resolution.found.values())
     if found:
         dbs = await pool.clients_covering(selection)
-        checks = await check_shown(dbs, [(f.database, f.chunk.document_id) for f in found])
+        checks = await check_shown(dbs, [(f.database, f.chunk.document_id) for f in found], remote)
         for f in found:
             f.source = checks.get((f.database, f.chunk.document_id), UNCHECKED)
     return resolution

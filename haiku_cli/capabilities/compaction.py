@@ -34,7 +34,7 @@ from haiku_cli.capabilities.evidence import (
     evidence_states,
     question_databases,
 )
-from haiku_cli.capabilities.pictures import keys_in, picture_items, without_owned
+from haiku_cli.capabilities.picture_parts import keys_in, picture_items, without_owned
 from haiku_cli.capabilities.state import EvidenceReturn, EvidenceState, HaikuDeps, state_of
 from haiku_cli.databases.pictures import PictureKey
 

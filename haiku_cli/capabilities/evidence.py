@@ -25,7 +25,7 @@ from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import DeferredToolRequests
 
 from haiku_cli.capabilities.citations import Citation
-from haiku_cli.capabilities.pictures import reads_images
+from haiku_cli.capabilities.picture_parts import reads_images
 from haiku_cli.capabilities.state import EvidenceState, HaikuDeps, Question, Source
 from haiku_cli.databases.pictures import PictureKey
 from haiku_cli.databases.resolve import ResolvedChunk

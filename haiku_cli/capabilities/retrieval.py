@@ -18,7 +18,7 @@ from haiku_cli.capabilities.evidence import (
     record_citations,
     record_return,
 )
-from haiku_cli.capabilities.pictures import MAX_PICTURES, keys_in, picture_items
+from haiku_cli.capabilities.picture_parts import MAX_PICTURES, keys_in, picture_items
 from haiku_cli.capabilities.scope import question_filter, question_selection
 from haiku_cli.capabilities.state import (
     EvidenceRef,
@@ -30,6 +30,7 @@ from haiku_cli.capabilities.state import (
     state_of,
 )
 from haiku_cli.databases import queries
+from haiku_cli.databases.freshness import RemoteCheck
 from haiku_cli.databases.pictures import PictureKey, fetch_pictures
 from haiku_cli.databases.resolve import Resolution, ResolvedChunk
 from haiku_cli.databases.selection import Selection
@@ -175,6 +176,7 @@ class RetrievalCapability(EvidenceCapability):
         if spent == "response_full":
             return f"At most {self.per_response} searches per response; this one was not run."
         selection = self.selection(ctx.deps)
+        synced = await _sync_first(self.workspace, selection)
         hits = await queries.search_hits(
             self.workspace,
             selection,
@@ -201,6 +203,8 @@ class RetrievalCapability(EvidenceCapability):
             sent=sent,
         )
         keep_sent(state, sent)
+        if synced:
+            text = "Before this search: " + "; ".join(synced) + ".\n\n" + text
         # The pictures of hits shown by an earlier search of this answer went out with them then.
         new = [h for h in hits if (h.database, h.chunk_id) not in earlier]
         keys = keys_in((h.database, h.document_id, h.content) for h in new)[:MAX_PICTURES]
@@ -240,10 +244,20 @@ class RetrievalCapability(EvidenceCapability):
         if not ids:
             return "No chunk ids given: pass ids from search results, or an empty list to declare no support."
         selection = self.selection(ctx.deps)
-        resolution = await resolve_citations(self.workspace.pool, selection, ids)
+        remote = RemoteCheck(self.workspace.settings) if self.workspace.check_remote else None
+        resolution = await resolve_citations(self.workspace.pool, selection, ids, remote)
         found = [resolution.found[i] for i in ids if i in resolution.found]
         citations = record_citations(ctx, state, found)
         return cite_report(citations, resolution, outside=_cited_outside(state, selection.names))
+
+
+async def _sync_first(ws: Workspace, selection: Selection) -> list[str]:
+    """`haiku serve --sync-before-search`: sync the sources whose files changed first; what was done."""
+    if not ws.sync_before_search:
+        return []
+    from haiku_cli.databases.refreshing import sync_before_search  # the write path, loaded only when on
+
+    return await sync_before_search(ws, selection)
 
 
 def sent_of(state: EvidenceState) -> Sent:

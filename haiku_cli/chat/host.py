@@ -20,7 +20,8 @@ from pydantic_ai.messages import AgentStreamEvent, PartDeltaEvent, PartStartEven
 from pydantic_ai.models import Model
 
 from haiku_cli.agents import ask as ask_agent
-from haiku_cli.agents.models import model_errors, model_name, resolve_model
+from haiku_cli.agents.model_names import model_name
+from haiku_cli.agents.models import model_errors, resolve_model
 from haiku_cli.agents.question import AskResult, build_agent, collect
 from haiku_cli.capabilities.analysis import AnalysisCapability, AnalysisState
 from haiku_cli.capabilities.compaction import EvidenceCompaction

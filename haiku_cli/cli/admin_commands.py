@@ -190,8 +190,9 @@ def delete(
         return
     doc = gone.document
     short = api.short_ids([doc.id])[doc.id]
+    parts = f" and the {gone.parts} documents read out of it" if gone.parts else ""
     output.out.print(
-        f"deleted {short} ({doc.title or doc.uri or 'untitled'}) from {gone.database}", markup=False
+        f"deleted {short} ({doc.title or doc.uri or 'untitled'}){parts} from {gone.database}", markup=False
     )
 
 

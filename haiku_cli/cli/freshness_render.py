@@ -28,12 +28,9 @@ def part_source(part: DocumentPart) -> str:
 
 def synced_before_search(database: str, done: SourceSync) -> None:
     """`search --sync`: one line on stderr per source synced first (stdout stays the results)."""
+    from haiku_cli import api
+
     if done.error:
         output.error(f"{database}: {done.error}")
         return
-    counts = ", ".join(
-        f"{n} {what}"
-        for what, n in (("added", done.added), ("updated", done.updated), ("deleted", done.deleted))
-        if n
-    )
-    output.note(f"synced {printable(done.source)} [{database}]: {counts or 'nothing changed'}")
+    output.note(printable(api.synced_note(database, done)))

@@ -9,8 +9,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output
-from haiku_cli.cli.options import DATABASE_SET, At, ModelName, listening, warn_if_open, workspace
-from haiku_cli.cli.running import add_command, run
+from haiku_cli.cli.options import (
+    DATABASE_SET,
+    At,
+    ModelName,
+    SyncBeforeSearch,
+    listening,
+    warn_if_open,
+    workspace,
+)
+from haiku_cli.cli.running import add_command, run, usage_error
 
 if TYPE_CHECKING:
     from haiku_cli.api import Selection
@@ -33,15 +41,19 @@ def mcp(
     port: int = _LISTENING.port,
     allow_host: list[str] | None = _LISTENING.allow_host,
     at: At = None,
+    sync_before_search: SyncBeforeSearch = False,
 ) -> None:
     """Serve the selected databases (all configured ones by default) as an MCP server, read-only.
+
+    With --sync-before-search (or [mcp] sync_before_search), each search first syncs the remembered
+    sources whose files changed, as search --sync does.
 
     Examples:
 
     \b
       haiku mcp                        stdio, for a desktop agent
       haiku mcp -d notes -d papers
-      haiku mcp --http --port 8790
+      haiku mcp --http --sync-before-search   each search first syncs changed files
     """
     from haiku_cli.mcp_server.server import require_sdk
     from haiku_cli.mcp_server.tools import ServerScope
@@ -52,9 +64,20 @@ def mcp(
 
     ws = workspace(ctx)
     ws.read_at(at)
+    ws.sync_before_search = sync_before_search or ws.settings.mcp.sync_before_search
+    if ws.sync_before_search and at is not None:
+        raise usage_error(
+            "--sync-before-search ([mcp] sync_before_search) brings the databases up to date: "
+            "it cannot serve a tag (--at)",
+            ctx,
+        )
     if at is not None:
         # A database without the tag is named before serving, not in the answer to some later tool call.
         run(lambda: api.check_tag(ws, selection))
+    # A database that cannot be read is named before serving too; tool calls open them as they need them.
+    _, not_created = run(lambda: ws.check_served(selection))
+    for name in not_created:
+        output.error(f"note: '{name}' has nothing added yet; searches skip it until something is")
     token = ws.settings.mcp.http_token
     if http:
         how = "[mcp] http_token or HAIKU_MCP_TOKEN"

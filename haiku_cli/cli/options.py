@@ -88,6 +88,14 @@ SyncFirst = Annotated[
         "are searched as they are).",
     ),
 ]
+SyncBeforeSearch = Annotated[
+    bool,
+    typer.Option(
+        "--sync-before-search",
+        help="Before each search, sync the remembered sources whose files changed, as search --sync does "
+        "(the server then writes; read_only databases are searched as they are).",
+    ),
+]
 CheckRemote = Annotated[
     bool,
     typer.Option(

@@ -91,8 +91,7 @@ def search(
     ws.check_remote = check_remote
 
     async def each() -> None:
-        if sync:
-            await _sync_first(ws, selection)
+        synced = await _sync_first(ws, selection) if sync else []
         noted: set[str] = set()  # a skipped database is named once, not once per query
         for qid, text in queries:
             found = await api.search(
@@ -105,6 +104,7 @@ def search(
                 query_id=qid,
                 per_document=files,
             )
+            found.notes, synced = synced, []  # the first result says what was synced before the searches
             render.not_created([name for name in found.not_created if name not in noted])
             noted.update(found.not_created)
             if from_file is None:
@@ -143,12 +143,21 @@ def _queries(ctx: typer.Context, query: str | None, from_file: str | None) -> li
     return queries
 
 
-async def _sync_first(ws: Workspace, selection: Selection) -> None:
-    """`--sync`: the changed remembered sources synced before the search, a line each on stderr."""
+async def _sync_first(ws: Workspace, selection: Selection) -> list[str]:
+    """`--sync`: the changed remembered sources synced before the search, a line each on stderr; the
+    lines, for the JSON's `notes`."""
     from haiku_cli import api
 
-    for database, done in await api.sync_changed(ws, selection, on_note=output.note):
+    notes: list[str] = []
+
+    def note(line: str) -> None:
+        notes.append(line)
+        output.note(line)
+
+    for database, done in await api.sync_changed(ws, selection, on_note=note):
         freshness_render.synced_before_search(database, done)
+        notes.append(api.synced_note(database, done))
+    return notes
 
 
 def read_queries(source: str) -> list[tuple[str, str]]:

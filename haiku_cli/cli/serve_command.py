@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from haiku_cli.cli import output
-from haiku_cli.cli.options import DATABASE_SET, ModelName, listening, warn_if_open, workspace
+from haiku_cli.cli.options import (
+    DATABASE_SET,
+    ModelName,
+    SyncBeforeSearch,
+    listening,
+    warn_if_open,
+    workspace,
+)
 from haiku_cli.cli.running import add_command, run
 
 if TYPE_CHECKING:
@@ -34,15 +41,19 @@ def serve(
     port: int = _LISTENING.port,
     allow_host: list[str] | None = _LISTENING.allow_host,
     open_: Annotated[bool, typer.Option("--open", help="Open the page in the default browser.")] = False,
+    sync_before_search: SyncBeforeSearch = False,
 ) -> None:
     """Serve the selected databases (all configured ones by default) as a web page to ask questions in.
+
+    With --sync-before-search, each search a question makes first syncs the remembered sources whose
+    files changed, as search --sync does.
 
     Examples:
 
     \b
       haiku serve --open
       haiku serve -d papers --model openai:gpt-4o
-      haiku serve --analysis --port 8781
+      haiku serve --analysis --sync-before-search
     """
     from haiku_cli.web.extra import require_web
 
@@ -53,6 +64,7 @@ def serve(
     from haiku_cli.web.guard import TOKEN_ENV, serve_token
 
     ws = workspace(ctx)
+    ws.sync_before_search = sync_before_search
     token = serve_token(ws.settings)
     can = "ask questions over"
     warn_if_open(host, is_loopback(host), selection.names, can=can, token=token, how=TOKEN_ENV)

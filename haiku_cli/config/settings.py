@@ -171,9 +171,11 @@ class SourceSettings(_Strict):
 
 
 class McpSettings(_Strict):
-    """`haiku mcp --http`: the bearer token every request must carry (none: no token is asked for)."""
+    """`haiku mcp`: the bearer token every `--http` request must carry (none: no token is asked for), and
+    whether each search first syncs the sources that changed (`--sync-before-search`)."""
 
     http_token: str | None = Field(default=None, min_length=MIN_TOKEN_CHARS)  # HAIKU_MCP_TOKEN overrides
+    sync_before_search: bool = False
 
 
 class DaemonSettings(_Strict):
@@ -181,6 +183,14 @@ class DaemonSettings(_Strict):
 
     auto: bool = True  # a read command that finds none starts one (HAIKU_NO_DAEMON=1 turns it off too)
     idle_minutes: float = Field(default=15.0, gt=0)  # one started so exits after this long unasked
+
+
+class ServerSettings(_Strict):
+    """Long-lived processes (`haiku mcp`, `haiku serve`, the daemon): what they keep open."""
+
+    # Each open database holds its tables' manifests and index pages cached; beyond this many, the least
+    # recently searched one is closed (and opened again when next searched).
+    max_open_databases: int = Field(default=8, ge=1)
 
 
 class Settings(_Strict):
@@ -196,6 +206,7 @@ class Settings(_Strict):
     mcp: McpSettings = Field(default_factory=McpSettings)
     ray: RaySettings = Field(default_factory=RaySettings)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
     # Sources on object storage, by URI prefix (the longest matching one applies; none: the database's).
     sources: dict[str, SourceSettings] = Field(default_factory=dict)
 

@@ -1,7 +1,8 @@
 """Whether the sources of the documents a command shows changed since they were read.
 
 The remembered file states are read once per database handle (kept until it catches up with a write,
-store/sources.py), then each call makes a `stat` per document shown (`haiku_cli.ingest.kinds.freshness`);
+store/source_tables.py), then each call makes a `stat` per document shown
+(`haiku_cli.ingest.kinds.freshness`);
 the stored content hash is read, and the file converted, only for the documents whose size or time
 moved. No answer about a file is kept: a daemon, `mcp`, `serve` or `watch` looks again at each request.
 """
@@ -25,13 +26,22 @@ from haiku_cli.store.database import Database
 from haiku_cli.store.published import PUBLISHED
 from haiku_cli.store.reads import in_list, rows_where
 from haiku_cli.store.source_state import Freshness, by_stat, path_of
-from haiku_cli.store.sources import DELETE_BATCH, FileState, file_states, read_sources, states_of_documents
+from haiku_cli.store.source_tables import (
+    DELETE_BATCH,
+    FileState,
+    file_states,
+    read_sources,
+    states_of_documents,
+)
 
 if TYPE_CHECKING:
     from haiku_cli.databases.log_results import SourceSummary
     from haiku_cli.store.doctor import Check
 
-NOT_REMEMBERED = "not added by add-src: no remembered state to compare"
+NOT_REMEMBERED = (
+    "no remembered file state to compare: not added by add-src, or read out of another document "
+    "(an attachment)"
+)
 REMOTE = "a URL or object: not checked (--check-remote asks)"
 ON_OBJECT_STORAGE = "a database on object storage: its sources are not checked"
 A_PUBLISHED_COPY = "a published copy: its sources are on the publisher's machine"

@@ -12,7 +12,7 @@ from haiku_cli.databases.freshness import stale_check
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import HaikuError
-from haiku_cli.ingest.placing import fill_places
+from haiku_cli.ingest.chunk_places import fill_places
 from haiku_cli.store import doctor
 from haiku_cli.store.adding import writing
 from haiku_cli.store.database import exists

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from haiku_cli.ingest.reports import SyncReport
+from haiku_cli.store.command_log import WriteRecord
 from haiku_cli.store.facts import TableVersion
-from haiku_cli.store.sources import RememberedSource
-from haiku_cli.store.write_log import WriteRecord
+from haiku_cli.store.source_tables import RememberedSource
 
 
 class DatabaseHistory(BaseModel):

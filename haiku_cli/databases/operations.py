@@ -35,16 +35,17 @@ from haiku_cli.databases.results import (
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError
 from haiku_cli.ingest import reports
-from haiku_cli.store import maintenance, reads, writes
+from haiku_cli.store import document_writes, maintenance, reads
 from haiku_cli.store.adding import adding, writing
 from haiku_cli.store.database import Database, exists
+from haiku_cli.store.document_parts import parts_of
 from haiku_cli.store.handle import read_errors as _read_errors
 from haiku_cli.store.location import Location
 
 if TYPE_CHECKING:
     from haiku_cli.embed import Embedder
     from haiku_cli.ingest.cluster import RayEngine
-    from haiku_cli.store.sources import RememberedSource
+    from haiku_cli.store.source_tables import RememberedSource
 
 
 async def _writable(ws: Workspace, location: Location) -> Database:
@@ -104,7 +105,7 @@ async def add_sources(
     from haiku_cli.ingest import pipeline
     from haiku_cli.ingest.kinds import kind_of, unread_scheme
     from haiku_cli.ingest.objects import ObjectStores
-    from haiku_cli.ingest.sources import FileChoice, as_source, display_path
+    from haiku_cli.ingest.source_walk import FileChoice, as_source, display_path
 
     # Checked before the database is opened, so that bad input never creates an empty one.
     if not sources:
@@ -169,14 +170,16 @@ async def delete_document(ws: Workspace, location: Location, document_id: str) -
         found = doc.id
         write.operation = f"delete {found} ({doc.title or doc.uri or 'untitled'})"
         chunks = len(await reads.chunks_of(db, found))
-        await anyio.to_thread.run_sync(lambda: writes.delete_document(db, found))
+        # A mail's attachments, read out of it, go with it: no sync would ever remove them otherwise.
+        parts = await anyio.to_thread.run_sync(lambda: list(parts_of(db, [found])))
+        await anyio.to_thread.run_sync(lambda: document_writes.delete_documents(db, [found, *parts]))
     ws.pool.forget(location)
-    return DeletedDocument(database=db.name, document=doc.summary(), chunks=chunks)
+    return DeletedDocument(database=db.name, document=doc.summary(), chunks=chunks, parts=len(parts))
 
 
 async def history(ws: Workspace, location: Location) -> DatabaseHistory:
     """`haiku history`: the write commands that made the database, and its table versions, newest first."""
-    from haiku_cli.store.write_log import WriteRecord, write_log
+    from haiku_cli.store.command_log import WriteRecord, write_log
 
     async def read(db: Database) -> tuple[list[maintenance.TableVersion], list[WriteRecord]]:
         return await maintenance.history(db), write_log(db)
@@ -188,7 +191,7 @@ async def history(ws: Workspace, location: Location) -> DatabaseHistory:
 async def vacuum(ws: Workspace, location: Location) -> VacuumReport:
     """`haiku vacuum`: compact, drop old versions, upgrade an older layout in place, and say where chunks
     written before schema 3 stand where their text is found in their document."""
-    from haiku_cli.ingest.placing import fill_places
+    from haiku_cli.ingest.chunk_places import fill_places
 
     db = await ws.pool.open_one(location, writable=True)
     async with writing(db, "vacuum", always_logged=True):
@@ -208,12 +211,12 @@ async def rebuild(
     ws: Workspace, location: Location, progress: reports.Progress | None = None
 ) -> RebuildReport:
     """`haiku rebuild`: re-chunk and re-embed everything with the configured embedder, all-or-nothing."""
-    from haiku_cli.ingest import rebuild as rebuilding
+    from haiku_cli.ingest import rechunking
 
     db = await ws.pool.open_one(location, writable=True)
     # Always logged: the rebuilt chunks table is a new one, whose version may equal the old table's.
     async with writing(db, "rebuild", always_logged=True):
-        done = await rebuilding.rebuild(db, ws.embedder, progress)
+        done = await rechunking.rebuild(db, ws.embedder, progress)
     ws.pool.forget(location)
     return RebuildReport(
         database=db.name, chunks=done.chunks, kept_chunk_ids=done.kept_chunk_ids, embedder=ws.embedder.name
@@ -242,28 +245,32 @@ async def forget_source(
     A document another remembered source also gave stays either way. All-or-nothing.
     """
     from haiku_cli.ingest.remembering import source_key
-    from haiku_cli.ingest.sources import as_source
-    from haiku_cli.store import sources
+    from haiku_cli.ingest.source_walk import as_source
+    from haiku_cli.store import source_tables
     from haiku_cli.store.transaction import atomic_write, storage_errors
 
     key = source_key(as_source(source.strip()))
     db = await ws.pool.open_one(location, writable=True)
 
     def forget(db: Database) -> ForgottenSource:
-        known = {s.source for s in sources.read_sources(db)}
+        known = {s.source for s in source_tables.read_sources(db)}
         if key not in known:
             raise InputError(
                 f"database '{db.name}' remembers no source {key}; haiku sources{_option(location)} lists them"
             )
-        ids = list(dict.fromkeys(s.document_id for s in sources.file_states(db, key)))
-        doomed = [] if keep_documents else [i for i in ids if i not in sources.claimed(db, ids, besides=key)]
+        ids = list(dict.fromkeys(s.document_id for s in source_tables.file_states(db, key)))
+        doomed = (
+            [] if keep_documents else [i for i in ids if i not in source_tables.claimed(db, ids, besides=key)]
+        )
+        kept = len(ids) - len(doomed)
+        doomed += list(parts_of(db, doomed)) if doomed else []  # a mail's attachments go with it
         with atomic_write(db), storage_errors(db, "cannot be written"):
-            sources.forget(db, key)
+            source_tables.forget(db, key)
             if doomed:
-                writes.delete_documents(db, doomed)
+                document_writes.delete_documents(db, doomed)
         maintenance.after_write(db)
         return ForgottenSource(
-            database=db.name, source=key, deleted_documents=len(doomed), kept_documents=len(ids) - len(doomed)
+            database=db.name, source=key, deleted_documents=len(doomed), kept_documents=kept
         )
 
     try:
@@ -312,7 +319,7 @@ async def sync(
 
 def remembered_sources(db: Database) -> list[RememberedSource]:
     """The sources an open database remembers (read errors as one line naming it)."""
-    from haiku_cli.store.sources import read_sources
+    from haiku_cli.store.source_tables import read_sources
 
     with _read_errors(db):
         return read_sources(db)

@@ -22,7 +22,7 @@ from haiku_cli.search.hits import SourceState
 from haiku_cli.store import reads
 from haiku_cli.store.database import Database
 from haiku_cli.store.location import Location
-from haiku_cli.store.pictures import get_pictures
+from haiku_cli.store.picture_table import get_pictures
 from haiku_cli.store.records import ChunkRecord, DocumentSummary, PictureInfo, PictureRecord
 
 
@@ -202,7 +202,8 @@ async def visualize_chunk(
 
 def _local_pdf(doc: DocumentSummary, chunk_id: str) -> Path:
     uri = doc.uri or ""
-    if not uri.startswith("file://") or not uri.lower().endswith(".pdf"):
+    # A PDF attached to a mail (`mail.eml#attachment/a.pdf`) has no file of its own to draw.
+    if not uri.startswith("file://") or not uri.lower().endswith(".pdf") or urlsplit(uri).fragment:
         raise InputError(
             f"chunk {chunk_id!r} is from {uri or 'a text added directly'}: only chunks of PDFs added from "
             "a local file can be drawn"

@@ -15,7 +15,7 @@ from haiku_cli.store.failures import storage_failure
 from haiku_cli.store.location import Location
 from haiku_cli.store.object_files import folder_of
 from haiku_cli.store.published import published_info
-from haiku_cli.store.publishing import (
+from haiku_cli.store.state_copy import (
     PublishReport,
     commit_publish,
     copy_state,
@@ -25,7 +25,7 @@ from haiku_cli.store.publishing import (
     target_meta,
 )
 from haiku_cli.store.tags import read_at
-from haiku_cli.store.writer import WaitPolicy, acquire, exclusive
+from haiku_cli.store.writer_lock import WaitPolicy, acquire, exclusive
 
 if TYPE_CHECKING:
     from haiku_cli.databases.workspace import Workspace

@@ -25,7 +25,7 @@ from haiku_cli.search.hits import SearchHit, best_per_document
 from haiku_cli.store import facts, reads
 from haiku_cli.store.database import Database, exists
 from haiku_cli.store.location import Location
-from haiku_cli.store.pictures import pictures_of
+from haiku_cli.store.picture_table import pictures_of
 from haiku_cli.store.published import published_info
 
 

@@ -113,7 +113,7 @@ def _uris(reference: str) -> list[str]:
     """The uris a reference may have been stored under: as given, and as `add-src` stores a path."""
     # Imported here: the ingest package is not needed by searches, which reach this module too.
     from haiku_cli.ingest.kinds import kind_of
-    from haiku_cli.ingest.sources import as_source
+    from haiku_cli.ingest.source_walk import as_source
 
     source = as_source(reference)
     return [reference, kind_of(source).stored_uri(source)]

@@ -4,23 +4,36 @@ changed or vanished since they were read, then search what they hold now.
 Only sources with a changed or missing document are synced (a stat per remembered file: URLs and objects,
 which only a request could ask, are left to `haiku sync`); each is one all-or-nothing write, as `sync`
 makes it. A database configured `read_only`, or a published copy, is searched as it is, with a note.
+`haiku mcp --sync-before-search` and `haiku serve --sync-before-search` do the same before each search
+(`sync_before_search`).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from weakref import WeakKeyDictionary
 
 import anyio.to_thread
 
 from haiku_cli.databases.freshness import stale_by_source
 from haiku_cli.databases.operations import remembered_sources, sync_source
+from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
+from haiku_cli.errors import HaikuError
 from haiku_cli.ingest.reports import SourceSync
 from haiku_cli.store.database import Database
 from haiku_cli.store.handle import PUBLISHED
 from haiku_cli.store.location import Location
-from haiku_cli.store.sources import RememberedSource, file_states
+from haiku_cli.store.source_tables import RememberedSource, file_states
+
+# One sync of a database at a time per process. The writer lock keeps other processes out, but it is
+# re-entrant per handle and a process shares one writable handle per database: two requests to one
+# server would both hold it and write at once. The second waits its turn here, then looks again (what
+# the first synced is fresh by then, so it syncs nothing more).
+_TURNS: WeakKeyDictionary[DatabasePool, dict[tuple[str, str], tuple[asyncio.Lock, asyncio.AbstractEventLoop]]]
+_TURNS = WeakKeyDictionary()
 
 
 async def sync_changed(
@@ -33,18 +46,63 @@ async def sync_changed(
         if location.read_only:
             on_note(f"{location.name} is read_only: searched as it is, not synced")
             continue
-        reader = await ws.pool.open_one(location)
-        if PUBLISHED in reader.meta:
-            on_note(f"{location.name} is a published copy: searched as it is, not synced")
-            continue
-        changed = await anyio.to_thread.run_sync(_changed_sources, reader)
-        if changed:
-            done += [(location.name, s) for s in await _sync(ws, location, changed)]
+        async with _turn(ws.pool, location):
+            reader = await ws.pool.open_one(location)
+            if PUBLISHED in reader.meta:
+                on_note(f"{location.name} is a published copy: searched as it is, not synced")
+                continue
+            changed = await anyio.to_thread.run_sync(_changed_sources, reader)
+            if changed:
+                done += [(location.name, s) for s in await _sync(ws, location, changed)]
     return done
+
+
+async def sync_before_search(ws: Workspace, selection: Selection) -> list[str]:
+    """`--sync-before-search` (`haiku mcp`, `haiku serve`): `sync_changed` before a search, each database
+    on its own; what was synced, left alone or could not be synced, as notes for the result.
+
+    A database whose sync fails (another process held its writer lock past `[storage]
+    write_wait_seconds`, a full disk) is searched as it is, its hits marked `changed`, with the reason.
+    """
+    notes: list[str] = []
+    searched, _ = searchable(selection)
+    for location in searched.locations:
+        try:
+            done = await sync_changed(ws, Selection((location,)), on_note=notes.append)
+        except HaikuError as exc:
+            reason = " ".join(str(exc).split())
+            notes.append(f"{location.name} could not be synced first ({reason}): searched as it is")
+            continue
+        notes += [synced_note(database, each) for database, each in done]
+    return notes
+
+
+def synced_note(database: str, done: SourceSync) -> str:
+    """One line on what syncing a source before a search did, or why it could not."""
+    if done.error:
+        return f"{database}: {done.error}"
+    counts = ", ".join(
+        f"{n} {what}"
+        for what, n in (("added", done.added), ("updated", done.updated), ("deleted", done.deleted))
+        if n
+    )
+    return f"synced {done.source} [{database}]: {counts or 'nothing changed'}"
+
+
+def _turn(pool: DatabasePool, location: Location) -> asyncio.Lock:
+    loop = asyncio.get_running_loop()
+    turns = _TURNS.setdefault(pool, {})
+    key = (location.name, location.uri)
+    held = turns.get(key)
+    if held is None or held[1] is not loop:  # a lock serves the loop it was made in (tests run several)
+        held = turns[key] = (asyncio.Lock(), loop)
+    return held[0]
 
 
 def _changed_sources(db: Database) -> list[RememberedSource]:
     stale = stale_by_source(db, file_states(db))
+    if not stale:  # the usual case before a server's search: no read of the sources table
+        return []
     return [s for s in remembered_sources(db) if s.source in stale]
 
 

@@ -21,6 +21,9 @@ class SearchResults(BaseModel):
     databases: list[str]  # the databases searched, in selection order
     not_created: list[str] = Field(default_factory=list)  # configured local databases not written yet
     hits: list[SearchHit] = Field(default_factory=list)
+    # What was synced (or left alone, or could not be) before searching: `search --sync`, a server started
+    # with `--sync-before-search`; empty otherwise.
+    notes: list[str] = Field(default_factory=list)
 
 
 class DocumentList(BaseModel):
@@ -50,6 +53,7 @@ class DeletedDocument(BaseModel):
     database: str
     document: DocumentSummary
     chunks: int  # how many chunks went with it
+    parts: int = 0  # how many documents read out of it went with it (a mail's attachments)
 
 
 class VacuumReport(BaseModel):

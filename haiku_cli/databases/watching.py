@@ -28,7 +28,7 @@ from haiku_cli.ingest.reports import SourceSync
 from haiku_cli.store.database import Database
 from haiku_cli.store.handle import catch_up
 from haiku_cli.store.location import Location
-from haiku_cli.store.sources import RememberedSource
+from haiku_cli.store.source_tables import RememberedSource
 
 # What a watch prints: a document added, replaced or deleted; an item or a whole source that failed.
 EventKind = Literal["added", "updated", "deleted", "skipped", "failed"]

@@ -12,7 +12,14 @@ import numpy as np
 from haiku_cli.config.loader import load_settings
 from haiku_cli.config.settings import Settings
 from haiku_cli.databases.pool import DatabasePool
-from haiku_cli.databases.selection import Selection, configured, lookup, select_many, select_one
+from haiku_cli.databases.selection import (
+    Selection,
+    configured,
+    lookup,
+    searchable,
+    select_many,
+    select_one,
+)
 from haiku_cli.store.database import EmbedderSpec
 from haiku_cli.store.location import Location
 from haiku_cli.store.wait_policy import WaitPolicy
@@ -44,11 +51,15 @@ class Workspace:
         self.pool = DatabasePool(
             WaitPolicy(storage.write_wait_seconds, on_write_wait, storage.lease_seconds, on_write_waited),
             storage.timeout_seconds,
+            max_open=settings.server.max_open_databases,
         )
         self._embedder = embedder
         # `--check-remote`: hits and documents of URLs and objects are asked whether they changed (one
         # request each, bounded by [storage] timeout_seconds); only local files are looked at otherwise.
         self.check_remote = False
+        # `haiku mcp`/`serve --sync-before-search`: each search of a server first syncs the remembered
+        # sources whose files changed (databases/refreshing.py); the operator's choice, never a client's.
+        self.sync_before_search = False
 
     def read_at(self, tag: str | None) -> None:
         """Read every database at this tag from now on (`--at`; None: at their latest), writing none."""
@@ -117,3 +128,14 @@ class Workspace:
     def lookup(self, name: str) -> Location:
         """A configured database by name, or an error listing the configured ones."""
         return lookup(self.locations, name)
+
+    async def check_served(self, selection: Selection) -> tuple[Selection, list[str]]:
+        """What a server (`haiku mcp`, `haiku serve`) checks before it takes requests: the part of the
+        selection written so far, and the local databases nothing was added to yet.
+
+        Every database that cannot be read fails here, naming it; none is opened that can be looked at
+        on this machine (requests open them). With nothing written at all, that is the failure.
+        """
+        written, not_created = searchable(selection)
+        await self.pool.check(written)
+        return written, not_created

@@ -17,8 +17,8 @@ from haiku_cli.embed._bundle import (
 
 if TYPE_CHECKING:
     from haiku_cli.embed.embedder import Embedder
+    from haiku_cli.embed.loading import load_embedder
     from haiku_cli.embed.onnx_model import LocalOnnxEmbeddingModel
-    from haiku_cli.embed.registry import load_embedder
 
 __all__ = [
     "BUNDLED_DIMENSION",
@@ -34,7 +34,7 @@ __all__ = [
 _LAZY = {
     "Embedder": "haiku_cli.embed.embedder",
     "LocalOnnxEmbeddingModel": "haiku_cli.embed.onnx_model",
-    "load_embedder": "haiku_cli.embed.registry",
+    "load_embedder": "haiku_cli.embed.loading",
 }
 
 

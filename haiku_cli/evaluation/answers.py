@@ -13,7 +13,7 @@ from haiku_cli.databases.workspace import Workspace
 from haiku_cli.evaluation.documents import load_index, resolve_all
 from haiku_cli.evaluation.judgments import in_file_order, read_judgments
 from haiku_cli.evaluation.report import AnswerReport, AnswerResult
-from haiku_cli.evaluation.retrieval import Progress
+from haiku_cli.evaluation.retrieval_quality import Progress
 
 
 async def evaluate_answers(

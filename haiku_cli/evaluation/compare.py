@@ -14,7 +14,7 @@ from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError
 from haiku_cli.evaluation.judgments import read_judgments
 from haiku_cli.evaluation.report import SEARCH_TYPES, Comparison, Difference, RetrievalReport
-from haiku_cli.evaluation.retrieval import Progress, evaluate
+from haiku_cli.evaluation.retrieval_quality import Progress, evaluate
 from haiku_cli.evaluation.significance import permutation_test, sign_test
 from haiku_cli.search.candidates import SearchType
 

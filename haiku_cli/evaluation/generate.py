@@ -12,13 +12,14 @@ from pydantic import BaseModel
 from pydantic_ai import Agent
 from pydantic_ai.models import Model
 
-from haiku_cli.agents.models import model_errors, model_name, resolve_model, whole_request
+from haiku_cli.agents.model_names import model_name
+from haiku_cli.agents.models import model_errors, resolve_model, whole_request
 from haiku_cli.databases import queries
 from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError
 from haiku_cli.evaluation.documents import load_index, path_of
-from haiku_cli.evaluation.retrieval import Progress
+from haiku_cli.evaluation.retrieval_quality import Progress
 
 INSTRUCTIONS = (
     "You write one search question that the given passage answers, as a reader of these documents would "

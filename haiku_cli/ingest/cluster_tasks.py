@@ -128,8 +128,8 @@ def prepare_items(
 
     from haiku_cli.ingest.chunking import chunk_document
     from haiku_cli.ingest.embedding import embedding_text
-    from haiku_cli.ingest.stored import content_hash, stored_content
-    from haiku_cli.store.writer import checkpoint
+    from haiku_cli.ingest.stored import content_hash, stored_content, stored_metadata
+    from haiku_cli.store.writer_lock import checkpoint
 
     if job.pause:
         checkpoint("ray-task", job.pause)
@@ -156,7 +156,9 @@ def prepare_items(
             if job.target is None or not new or vectors is None:
                 out.append(Prepared(position, label, seen, doc, chunks, vectors, title))
                 continue
-            document = _new_document(doc.uri, title, job.metadata, again[0] if again else None)
+            document = _new_document(
+                doc.uri, title, stored_metadata(doc, job.metadata), again[0] if again else None
+            )
             written += [(document, c) for c in _rows_of(chunks, title, vectors)]
             ids[position] = (document.id, digest)
             out.append(
@@ -176,8 +178,8 @@ def _new_document(
     (`given`: the one it had when its rows were made before)."""
     from datetime import UTC, datetime
 
+    from haiku_cli.store.document_writes import new_id
     from haiku_cli.store.records import DocumentSummary
-    from haiku_cli.store.writes import new_id
 
     now = datetime.now(UTC)
     return DocumentSummary(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from haiku_cli.errors import InputError
 
@@ -56,6 +57,14 @@ class ConvertedDocument:
     segments: list[Segment]
     notes: tuple[str, ...] = ()  # what a user should know about how it was read (e.g. its encoding)
     pictures: tuple[Picture, ...] = ()
+    # What the format says of the source (a mail's sender, recipients and date), stored with the document
+    # beneath the metadata an add is given (None: it says nothing, as most formats do).
+    metadata: dict[str, Any] | None = None
+    # Documents read out of this one, each under a uri of its own (a mail's attachments, a mailbox's
+    # messages). `owns_children`: the format may hold such parts, so stored documents whose metadata
+    # names this uri as `part_of` and are not among `children` are gone from it.
+    children: tuple[ConvertedDocument, ...] = ()
+    owns_children: bool = False
 
     @property
     def text(self) -> str:

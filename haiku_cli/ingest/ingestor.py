@@ -16,15 +16,16 @@ from haiku_cli.ingest.chunking import Chunk, chunk_document
 from haiku_cli.ingest.document import ConvertedDocument
 from haiku_cli.ingest.embedding import BATCH_CHUNKS, embed_chunks
 from haiku_cli.ingest.items import Prepared
+from haiku_cli.ingest.part_documents import gone_parts, part_label
 from haiku_cli.ingest.reports import IngestReport, NoProgress, Progress, SourceOutcome, Status
 from haiku_cli.ingest.stages import hand_on, two_stages
-from haiku_cli.ingest.stored import content_hash, picture_records, stored_content
+from haiku_cli.ingest.stored import content_hash, picture_records, stored_content, stored_metadata
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
+from haiku_cli.store.document_writes import HeldWrites, delete_documents, new_id
 from haiku_cli.store.heap import return_large_buffers
 from haiku_cli.store.reads import count_documents, find_by_hash, find_by_uri
 from haiku_cli.store.records import DocumentRecord, DocumentWrite, NewChunk, PictureRecord
-from haiku_cli.store.writes import HeldWrites, new_id
 
 if TYPE_CHECKING:
     import numpy as np
@@ -92,6 +93,10 @@ class Ingestor:
         self.in_fragments: set[str] = set()
         self.keep_points = True
         self.position = 0  # of the source being handled, among those given and found (see SourceOutcome)
+        # Documents read out of another (a mail's attachments) are being queued: their outcomes say so.
+        self._adding_part = False
+        # uri of each document queued with its parts -> the uris of those parts, and its source's name
+        self._families: dict[str, tuple[set[str], str]] = {}
 
     async def add(
         self,
@@ -102,11 +107,34 @@ class Ingestor:
         metadata: dict[str, Any],
         prepared: Prepared | None = None,
     ) -> None:
-        """Queue one converted document (a no-op when its content is unchanged).
+        """Queue one converted document (a no-op when its content is unchanged), then the documents read
+        out of it (a mail's attachments), each as a document of its own with the metadata given.
 
         `prepared`: its chunks and their vectors, made elsewhere from this document (used when they
-        were made under the title it is stored with; else it is chunked and embedded here).
+        were made under the title it is stored with; else it is chunked and embedded here). Stored
+        parts of it that it no longer holds are deleted once everything is written.
         """
+        again = bool(doc.uri) and doc.uri in self._queued
+        await self._add_one(doc, source=source, title=title, metadata=metadata, prepared=prepared)
+        if not doc.owns_children or not doc.uri or again:
+            return
+        self._adding_part = True
+        try:
+            for child in doc.children:
+                await self._add_one(child, source=part_label(source, doc.uri, child.uri), metadata=metadata)
+        finally:
+            self._adding_part = False
+        self._families[doc.uri] = ({c.uri for c in doc.children}, source)
+
+    async def _add_one(
+        self,
+        doc: ConvertedDocument,
+        *,
+        source: str,
+        title: str | None = None,
+        metadata: dict[str, Any],
+        prepared: Prepared | None = None,
+    ) -> None:
         content = stored_content(doc)
         note = "; ".join(doc.notes) or None
         digest = content_hash(content, [p.data for p in doc.pictures])
@@ -114,7 +142,7 @@ class Ingestor:
         if self._queued_before(uri, digest, source, note):
             return
         existing = await self._replaced(uri, digest)
-        if _unchanged(existing, uri, digest, title, metadata):
+        if _unchanged(existing, uri, digest, title, metadata and stored_metadata(doc, metadata)):
             assert existing is not None
             self.report.outcomes.append(
                 self._outcome(source=source, status="unchanged", document_id=existing.id, note=note)
@@ -137,7 +165,8 @@ class Ingestor:
                 self._outcome(source=source, status="failed", error=f"{source}: no text to index")
             )
             return
-        record = _record(uri, title or doc.title, metadata, existing, content, digest)
+        kept = existing.metadata if existing is not None else None
+        record = _record(uri, title or doc.title, stored_metadata(doc, metadata, kept), content, digest)
         await self._queue(doc, record, existing, chunks, vectors, source=source, note=note)
 
     def _queued_before(self, uri: str | None, digest: str, source: str, note: str | None) -> bool:
@@ -238,7 +267,7 @@ class Ingestor:
             id=prepared.document_id,
             uri=doc.uri or None,
             title=prepared.title,
-            metadata=metadata,
+            metadata=stored_metadata(doc, metadata),
             content=content,
             content_hash=digest,
             created_at=now,
@@ -274,7 +303,7 @@ class Ingestor:
         return wait(find_by_uri(self.db, uri) if uri else find_by_hash(self.db, digest))
 
     def _outcome(self, **fields: Any) -> SourceOutcome:
-        return SourceOutcome.at(self.position, **fields)
+        return SourceOutcome.at(self.position, part=self._adding_part, **fields)
 
     def fail(self, source: str, error: str) -> None:
         """Record a source that could not be converted."""
@@ -320,6 +349,23 @@ class Ingestor:
                 await self.flush()
             finally:
                 self._to_embed = None
+        await anyio.to_thread.run_sync(self._drop_gone_parts)
+
+    def _drop_gone_parts(self) -> None:
+        """Delete the stored parts of the documents queued with theirs that they no longer hold (an
+        attachment taken out of a mail), and those left under the uri a moved document had."""
+        if not self._families or self._empty_before:
+            return
+        gone = gone_parts(self.db, self._families, self.moved.values())
+        if not gone:
+            return
+        delete_documents(self.db, list(gone))  # joins this add's write
+        for document_id, named in gone.items():
+            self.report.outcomes.append(
+                SourceOutcome.at(
+                    self.position, part=True, source=named, status="deleted", document_id=document_id
+                )
+            )
 
     async def _embed(self, batch: list[_Part]) -> _Embedded:
         if not batch:
@@ -408,7 +454,6 @@ def _record(
     uri: str | None,
     title: str | None,
     metadata: dict[str, Any],
-    existing: DocumentRecord | None,
     content: str,
     digest: str,
 ) -> DocumentRecord:
@@ -417,8 +462,7 @@ def _record(
         id=new_id(),
         uri=uri,
         title=title,
-        # Given --meta replaces what is stored; none keeps it.
-        metadata=metadata or (existing.metadata if existing is not None else {}),
+        metadata=metadata,
         content=content,
         content_hash=digest,
         created_at=now,

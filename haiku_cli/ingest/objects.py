@@ -18,11 +18,11 @@ from haiku_cli.ingest.convert.dispatch import byte_limit, convert_kind, suffix_k
 from haiku_cli.ingest.convert.limits import over_limit
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, SourceMissing
 from haiku_cli.ingest.reports import LeftOut
-from haiku_cli.ingest.sources import FileChoice
+from haiku_cli.ingest.source_walk import FileChoice
 
 if TYPE_CHECKING:
     from haiku_cli.config.settings import Settings
-    from haiku_cli.store.sources import SourceKind
+    from haiku_cli.store.source_tables import SourceKind
 
 _SCHEMES = ("s3://",)
 # Object keys under these folder names are never sources (as when a local folder is walked).

@@ -16,7 +16,7 @@ from haiku_cli.ingest.kinds.base import Reading
 from haiku_cli.ingest.planning import AddOptions, AddPlan, plan_add
 from haiku_cli.ingest.reports import IngestReport, Progress
 from haiku_cli.ingest.shown import drop_shown_pictures
-from haiku_cli.ingest.sources import FileChoice
+from haiku_cli.ingest.source_walk import FileChoice
 from haiku_cli.store.database import Database
 from haiku_cli.store.indexes import vector_rows_to_index
 from haiku_cli.store.maintenance import after_write
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from haiku_cli.ingest.objects import ObjectStores
     from haiku_cli.ingest.remembering import Seen
     from haiku_cli.ingest.reports import SourceOutcome
-    from haiku_cli.store.sources import RememberedSource
+    from haiku_cli.store.source_tables import RememberedSource
 
 __all__ = ["Ingestor", "add_sources", "add_text", "remember_outcomes"]
 
@@ -74,7 +74,7 @@ async def add_sources(
     all-or-nothing write: a model or database failure, Ctrl-C or a kill leaves the database as it was
     before the command.
     """
-    from haiku_cli.store.sources import prepare
+    from haiku_cli.store.source_tables import prepare
 
     reading = Reading(limits or IngestSettings(), objects)
     options = AddOptions(title, metadata, follow_symlinks, choice or FileChoice(), reading)
@@ -119,7 +119,7 @@ def remember_outcomes(
 ) -> None:
     """Store the sources and the file states an add leaves (inside its write, so they agree with it)."""
     from haiku_cli.ingest.remembering import states_of
-    from haiku_cli.store.sources import put_file_states, remember
+    from haiku_cli.store.source_tables import put_file_states, remember
 
     with storage_errors(db, "cannot be written"):
         remember(db, sources)

@@ -18,14 +18,14 @@ from haiku_cli.ingest.kinds import kind_of
 from haiku_cli.ingest.kinds.base import Contents, GoneCheck, ListRequest, Reading
 from haiku_cli.ingest.remembering import remembered
 from haiku_cli.ingest.reports import LeftOut, SourceOutcome
-from haiku_cli.ingest.sources import FileChoice, SkippedSource
+from haiku_cli.ingest.source_walk import FileChoice, SkippedSource
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.reads import stored_uris
 
 if TYPE_CHECKING:
     from haiku_cli.ingest.engine import Engine
     from haiku_cli.store.database import Database
-    from haiku_cli.store.sources import RememberedSource
+    from haiku_cli.store.source_tables import RememberedSource
 
 
 @dataclass
@@ -131,7 +131,7 @@ class _Remembered:
 
 
 def _remembered_options(db: Database) -> _Remembered:
-    from haiku_cli.store.sources import has_sources, read_sources
+    from haiku_cli.store.source_tables import has_sources, read_sources
 
     known = read_sources(db) if has_sources(db) else []
     return _Remembered(

@@ -9,8 +9,8 @@ from haiku_cli.ingest.convert.url import Validators
 from haiku_cli.ingest.kinds import kind_of
 from haiku_cli.ingest.kinds.base import Seen
 from haiku_cli.ingest.reports import SourceOutcome
-from haiku_cli.ingest.sources import FileChoice
-from haiku_cli.store.sources import FileState, RememberedSource, SourceKind
+from haiku_cli.ingest.source_walk import FileChoice
+from haiku_cli.store.source_tables import FileState, RememberedSource, SourceKind
 
 __all__ = ["Seen", "remembered", "source_key", "states_of"]
 
@@ -53,7 +53,12 @@ def states_of(
     out = []
     for outcome in outcomes:
         position = outcome.position
-        if outcome.status not in _HELD or outcome.document_id is None or position not in owners:
+        if (
+            outcome.status not in _HELD
+            or outcome.document_id is None
+            or position not in owners
+            or outcome.part
+        ):
             continue
         looked = seen.get(position)
         if looked is None:

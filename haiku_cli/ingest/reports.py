@@ -7,7 +7,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from haiku_cli.store.sources import SourceKind
+from haiku_cli.store.source_tables import SourceKind
 
 # "skipped": left out on purpose (a symlink out of the folder); "failed": could not be read or converted;
 # "deleted": `sync` removed the document of a file that left its source.
@@ -66,13 +66,22 @@ class SourceOutcome(BaseModel):
     kept_chunk_ids: int | None = None
     # Where the source was given or found: batches report out of that order, the report is put back in it.
     _position: int = PrivateAttr(default=0)
+    # A document read out of the source's (a mail's attachment): it does not stand for the source's file.
+    _part: bool = PrivateAttr(default=False)
 
     @classmethod
-    def at(cls, position: int, **fields: Any) -> SourceOutcome:
-        """The outcome of the source at `position` among those given and found."""
+    def at(cls, position: int, *, part: bool = False, **fields: Any) -> SourceOutcome:
+        """The outcome of the source at `position` among those given and found (`part`: of a document
+        read out of that source's, which shares its position)."""
         outcome = cls(**fields)
         outcome._position = position
+        outcome._part = part
         return outcome
+
+    @property
+    def part(self) -> bool:
+        """Whether this is the outcome of a document read out of the source's own (an attachment)."""
+        return self._part
 
     @property
     def position(self) -> int:

@@ -11,7 +11,7 @@ from haiku_cli.ingest.convert.linked import linked_file
 from haiku_cli.ingest.reports import IngestReport
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
-from haiku_cli.store.pictures import pictures_of
+from haiku_cli.store.picture_table import pictures_of
 
 # Only these converters read images beside the document (a .docx's pictures come from inside it).
 _LINKING_KINDS = ("markdown", "html")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from haiku_cli.ingest.document import ConvertedDocument, Segment
 from haiku_cli.store.records import PictureRecord
@@ -88,3 +89,14 @@ def from_stored(
     else:
         segments = [Segment(content, line=None if lines_skipped is None else lines_skipped + 1)]
     return ConvertedDocument(uri=uri or "", title=title, segments=segments)
+
+
+def stored_metadata(
+    doc: ConvertedDocument, given: dict[str, Any], existing: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The metadata a document is stored with: what its format says (a mail's sender and date) beneath
+    the metadata the add is given; none given keeps what is stored (`existing`), the format's refreshed."""
+    said = doc.metadata or {}
+    if given:
+        return {**said, **given} if said else given
+    return {**(existing or {}), **said}

@@ -23,13 +23,14 @@ from haiku_cli.ingest.kinds.base import Reading, SyncPlan
 from haiku_cli.ingest.objects import ObjectStores
 from haiku_cli.ingest.remembering import states_of
 from haiku_cli.ingest.reports import Progress, SourceOutcome, SourceSync
-from haiku_cli.store import sources as stored_sources
+from haiku_cli.store import source_tables as stored_sources
 from haiku_cli.store.blocking import wait
+from haiku_cli.store.document_parts import parts_of
+from haiku_cli.store.document_writes import delete_documents
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import get_documents, in_list, rows_where
-from haiku_cli.store.sources import FileState, RememberedSource
+from haiku_cli.store.source_tables import FileState, RememberedSource
 from haiku_cli.store.transaction import atomic_write, storage_errors
-from haiku_cli.store.writes import delete_documents
 
 if TYPE_CHECKING:
     from haiku_cli.embed import Embedder
@@ -155,17 +156,23 @@ def _apply(
         # A document another source also gave (a file added by itself too) stays for that source.
         others = stored_sources.claimed(db, ids, besides=source.source)
         doomed = [i for i in dict.fromkeys(ids) if i not in others]
+        # A mail's attachments go with it (a document's parts name it, ingest/part_documents.py).
+        parts = parts_of(db, doomed) if doomed else {}
         if doomed:
-            delete_documents(db, doomed)
+            delete_documents(db, [*doomed, *parts])
         stored_sources.put_file_states(db, [*states, *plan.retimed])
     position = 1 << 40  # after every item found by the walk
+    deleted = [(s.document_id, s.uri) for s in gone] + list(parts.items())
     return [
-        SourceOutcome.at(position, source=_path_of(s.uri), status="deleted", document_id=s.document_id)
-        for s in gone
+        SourceOutcome.at(position, source=_path_of(uri), status="deleted", document_id=document_id)
+        for document_id, uri in deleted
     ]
 
 
 def _path_of(uri: str) -> str:
     from urllib.parse import unquote, urlsplit
 
-    return unquote(urlsplit(uri).path) if uri.startswith("file://") else uri
+    if not uri.startswith("file://"):
+        return uri
+    parts = urlsplit(uri)
+    return unquote(parts.path) + (f"#{unquote(parts.fragment)}" if parts.fragment else "")

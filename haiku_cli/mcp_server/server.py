@@ -11,8 +11,6 @@ from pydantic_core import PydanticCustomError
 
 from haiku_cli import __version__
 from haiku_cli.api import (
-    AnalyzeResult,
-    AskResult,
     DatabaseOverview,
     DocumentList,
     DocumentPictures,
@@ -22,7 +20,7 @@ from haiku_cli.api import (
     InputError,
     SearchResults,
 )
-from haiku_cli.mcp_server.tools import MAX_LIMIT, SEARCH_TYPES, ServerScope
+from haiku_cli.mcp_server.tools import MAX_LIMIT, SEARCH_TYPES, Databases, ServerScope
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -49,12 +47,6 @@ INSTRUCTIONS = (
     "from; cite it. The databases in scope are listed by list_databases; tools that take `databases` "
     "can narrow to some of them, never reach others."
 )
-
-Databases = Annotated[
-    list[str] | None,
-    Field(description="Names of databases in scope to narrow to (default: all in scope)."),
-]
-
 
 # Annotations are evaluated by the SDK in this module's globals, so their parts live here.
 _ENUM = {"enum": list(SEARCH_TYPES)}
@@ -92,7 +84,11 @@ def build_server(scope: ServerScope) -> MCPServer:
     )
     _register_reading_tools(server, scope)
     if scope.model_configured():
-        _register_answering_tools(server, scope)
+        # Imported only then: their results' types load pydantic-ai, which a server without a model
+        # never needs (it would be most of its start-up).
+        from haiku_cli.mcp_server.answering import register_answering_tools
+
+        register_answering_tools(server, scope)
     return server
 
 
@@ -149,13 +145,15 @@ def _register_reading_tools(server: MCPServer, scope: ServerScope) -> None:
     from mcp_types import ToolAnnotations
 
     reading = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+    # Started with --sync-before-search, a search may write: it syncs the sources whose files changed.
+    searching = reading.model_copy(update={"read_only_hint": not scope.ws.sync_before_search})
 
     @server.tool(annotations=reading)
     async def list_databases() -> list[DatabaseOverview]:
         """The databases this server can read: name, whether it exists, documents, chunks and embedder."""
         return await scope.list_databases()
 
-    @server.tool(annotations=reading)
+    @server.tool(annotations=searching)
     async def search(
         query: Annotated[str, Field(description="What to look for.")],
         databases: Databases = None,
@@ -206,31 +204,6 @@ def _register_reading_tools(server: MCPServer, scope: ServerScope) -> None:
     ) -> DocumentList:
         """A page of one database's documents, oldest first."""
         return await scope.list_documents(database, limit, offset)
-
-
-def _register_answering_tools(server: MCPServer, scope: ServerScope) -> None:
-    """`ask` and `analyze`, which reach the configured model (hence open-world) but still only read."""
-    from mcp_types import ToolAnnotations
-
-    answering = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
-
-    @server.tool(annotations=answering)
-    async def ask(
-        question: Annotated[str, Field(description="The question to answer from the documents.")],
-        databases: Databases = None,
-    ) -> AskResult:
-        """Answer a question from the documents: the answer, whether it is grounded, and citations."""
-        return await scope.answer("ask", question, databases)
-
-    @server.tool(annotations=answering)
-    async def analyze(
-        question: Annotated[
-            str, Field(description="A question needing counting, comparing or aggregating documents.")
-        ],
-        databases: Databases = None,
-    ) -> AnalyzeResult:
-        """Answer by running model-written programs over the documents; with citations and programs."""
-        return await scope.answer("analyze", question, databases)  # type: ignore[return-value]
 
 
 def _one_line(error: HaikuError) -> str:
@@ -301,7 +274,7 @@ def picture_content(found: DocumentPictures) -> list[TextContent | ImageContent]
     """Each picture as a label (the one models get from `search`) and the image, base64 as MCP wants it."""
     import base64
 
-    from haiku_cli.capabilities.pictures import label
+    from haiku_cli.capabilities.picture_parts import label
     from haiku_cli.databases.pictures import PictureKey
 
     blocks: list[TextContent | ImageContent] = []

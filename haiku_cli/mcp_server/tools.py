@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
+
+from pydantic import Field
 
 from haiku_cli import api
-from haiku_cli.agents.models import model_name
+from haiku_cli.agents.model_names import model_name
 from haiku_cli.search.candidates import SearchType
 
 if TYPE_CHECKING:
@@ -15,6 +17,12 @@ if TYPE_CHECKING:
 
 SEARCH_TYPES: tuple[SearchType, ...] = ("hybrid", "vector", "fts")
 MAX_LIMIT = 100
+
+# The argument narrowing a tool to some databases in scope, as every tool taking it describes it.
+Databases = Annotated[
+    list[str] | None,
+    Field(description="Names of databases in scope to narrow to (default: all in scope)."),
+]
 
 
 @dataclass
@@ -82,14 +90,20 @@ class ServerScope:
         if search_type not in SEARCH_TYPES:
             raise api.InputError(f"unknown search type '{search_type}'; use hybrid, vector or fts")
         _check_limit(limit)
-        return await api.search(
+        selection = self.narrow(databases)
+        # The operator's choice at start (`--sync-before-search`), never a client's: what was synced first,
+        # or left alone, is in the result's notes.
+        notes = await api.sync_before_search(self.ws, selection) if self.ws.sync_before_search else []
+        found = await api.search(
             self.ws,
-            self.narrow(databases),
+            selection,
             query,
             search_type=search_type,
             limit=limit,
             document_filter=document_filter or None,
         )
+        found.notes = notes
+        return found
 
     async def get_document(self, database: str, document_id: str) -> api.DocumentWithChunks:
         """One document of a database in scope, with its chunks."""

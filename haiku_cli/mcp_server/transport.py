@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from haiku_cli.errors import InputError
 from haiku_cli.mcp_server.auth import BearerToken
-from haiku_cli.mcp_server.server import build_server
 from haiku_cli.mcp_server.tools import ServerScope
 
 if TYPE_CHECKING:
@@ -159,6 +158,9 @@ async def serve(
     announce: Callable[[str], None] | None = None,
 ) -> None:
     """`haiku mcp`: serve the scope's databases over stdio, or over streamable HTTP when `http`."""
+    # Imported here: `haiku serve` shares this module's listening, and needs none of the MCP SDK.
+    from haiku_cli.mcp_server.server import build_server
+
     server = build_server(scope)
     if not http:
         await serve_stdio(server)

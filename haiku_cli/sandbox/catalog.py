@@ -18,7 +18,7 @@ from haiku_cli.databases.resolve import resolve_documents
 from haiku_cli.databases.selection import Selection
 from haiku_cli.store import reads
 from haiku_cli.store.database import Database
-from haiku_cli.store.pictures import get_pictures, pictures_of
+from haiku_cli.store.picture_table import get_pictures, pictures_of
 from haiku_cli.store.records import ChunkRecord, DocumentRecord, PictureInfo, PictureRecord
 
 READ_AHEAD = 32  # documents fetched per content query when a program reads along the listing

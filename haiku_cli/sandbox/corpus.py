@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.sandbox.catalog import DocumentCatalog
-from haiku_cli.sandbox.host import HitsSeen, HostFunctions
+from haiku_cli.sandbox.host_functions import HitsSeen, HostFunctions
 from haiku_cli.sandbox.mount import PATH_CALLS, DocumentMount
 from haiku_cli.sandbox.runner import Sandbox, open_sandbox
 

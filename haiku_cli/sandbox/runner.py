@@ -42,7 +42,7 @@ MAX_SUSPENSIONS = 10_000_000
 # The pool kills a worker that overruns its own time limit by this much (its last-resort backstop).
 BACKSTOP_SECONDS = 10.0
 _ENV_CALLS = frozenset({"os.getenv", "os.environ"})
-# monty's words for a program stopped by a limit; the last is a worker killed for its memory use.
+# pydantic-monty's words for a program stopped by a limit; the last is a worker killed for its memory use.
 _LIMIT_MESSAGES = ("time limit exceeded", "memory limit exceeded", "exceeded its memory limit")
 
 
@@ -273,6 +273,12 @@ def _refused(name: str) -> bool:
 
 
 def _hit_limit(exc: MontyRuntimeError) -> bool:
+    """Whether a resource limit stopped the program, rather than an exception of its own.
+
+    pydantic-monty raises a limit inside the program as a plain `TimeoutError` or `MemoryError`, the
+    types a program may raise itself, and offers no attribute or subclass to tell them apart: only its
+    message does. So this is the one place its text is read; the type decides which limit it was.
+    """
     native = exc.exception()
     return isinstance(native, TimeoutError | MemoryError) and any(m in str(native) for m in _LIMIT_MESSAGES)
 

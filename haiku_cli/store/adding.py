@@ -15,15 +15,15 @@ from typing import TypeVar
 import anyio.to_thread
 
 from haiku_cli.errors import DatabaseError
+from haiku_cli.store.command_log import record
 from haiku_cli.store.database import exists
+from haiku_cli.store.document_writes import remove_unwritten
 from haiku_cli.store.failures import StorageError
 from haiku_cli.store.handle import Database, note_stall
 from haiku_cli.store.journal import table_versions
 from haiku_cli.store.location import Location
 from haiku_cli.store.transaction import storage_errors
-from haiku_cli.store.write_log import record
-from haiku_cli.store.writer import exclusive
-from haiku_cli.store.writes import remove_unwritten
+from haiku_cli.store.writer_lock import exclusive
 
 R = TypeVar("R")
 
@@ -43,7 +43,7 @@ async def writing(
     """Hold the database's writer lock for a whole command; waiting for it happens off the event loop.
 
     A command that finishes having changed the tables (or any, with `always_logged`: `vacuum` drops old
-    versions even when it compacts nothing) is logged as `operation` (see store/write_log.py).
+    versions even when it compacts nothing) is logged as `operation` (see store/command_log.py).
     """
     held = exclusive(db)
     await anyio.to_thread.run_sync(held.__enter__)

@@ -130,7 +130,7 @@ def open_database(
         )
     if PENDING_WRITE in db.meta:
         # A write is under way, or died half-way: read the state before it. Only a writer holding the
-        # lock may undo it (store.writer.exclusive), since only then is its writer provably gone.
+        # lock may undo it (store.writer_lock.exclusive), since only then is its writer provably gone.
         from haiku_cli.store.journal import read_snapshot
 
         read_snapshot(db)
@@ -186,7 +186,7 @@ def _create_exclusively(location: Location, spec: EmbedderSpec) -> Database:
     path = location.local_path
     if path is None:
         return _create(location, spec)
-    from haiku_cli.store.writer import WaitPolicy, acquire
+    from haiku_cli.store.writer_lock import WaitPolicy, acquire
 
     # Two first writers must not both create the tables: the second waits, then opens what the first made.
     made_folder = not path.is_dir()
@@ -206,7 +206,7 @@ def _create_exclusively(location: Location, spec: EmbedderSpec) -> Database:
 
 
 def _remove_uncreated(path: Path, *, made_folder: bool) -> None:
-    from haiku_cli.store.writer import remove_held_lock_file
+    from haiku_cli.store.writer_lock import remove_held_lock_file
 
     for table in (schema.DOCUMENTS, schema.CHUNKS):
         shutil.rmtree(path / f"{table}.lance", ignore_errors=True)
@@ -221,8 +221,8 @@ _DESKTOP_FILES = {".DS_Store", "Thumbs.db", "desktop.ini"}
 def _refuse_foreign_folder(location: Location, path: Path) -> None:
     # A typo'd --db or config path must not scatter tables among the user's own files. A folder holding
     # only haiku's tables and lock is a database whose first write died half-way: finishing it is fine.
-    from haiku_cli.store.writer import LOCK_FILE
     from haiku_cli.store.writer_line import is_marker
+    from haiku_cli.store.writer_lock import LOCK_FILE
 
     ours = (
         {LOCK_FILE}
@@ -277,9 +277,13 @@ def load_driver() -> None:
 # LanceDB keeps each version's manifest and the file metadata it read in a cache of up to 1 GiB per
 # connection by default. A long add commits a version per batch, each manifest listing every file so far,
 # so the cache grew with the square of its batches, to a multiple of what the add needs otherwise; this
-# bound keeps a long add's memory flat. What a search reads
-# of the latest version is a small part of it; the indexes have their own cache, left as it is.
+# bound keeps a long add's memory flat. What a search reads of the latest version is a small part of it.
 METADATA_CACHE_BYTES = 128 << 20
+# The indexes' pages a search read are cached too, up to 6 GiB per connection by default: a long-lived
+# server reading several databases could grow to many times the machine's memory. With `[server]
+# max_open_databases`, this bound per database bounds what a server's open databases hold; a search whose
+# index pages no longer fit reads them again from disk rather than growing.
+INDEX_CACHE_BYTES = 512 << 20
 
 
 def connect(location: Location) -> DBConnection:
@@ -288,7 +292,9 @@ def connect(location: Location) -> DBConnection:
     lancedb = import_lancedb()
     # A session of its own, as LanceDB gives each connection: shared, a connection would find what
     # another read in the cache and ask the store in another order.
-    session = lancedb.Session(metadata_cache_size_bytes=METADATA_CACHE_BYTES)
+    session = lancedb.Session(
+        index_cache_size_bytes=INDEX_CACHE_BYTES, metadata_cache_size_bytes=METADATA_CACHE_BYTES
+    )
 
     def connected() -> DBConnection:
         options = location.storage_options or None

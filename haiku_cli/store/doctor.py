@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from haiku_cli.store import schema
 from haiku_cli.store.blocking import wait
+from haiku_cli.store.document_writes import delete_documents
 from haiku_cli.store.handle import PENDING_WRITE, Database
 from haiku_cli.store.indexes import MAX_INDEX_DELTAS, VECTOR_INDEX, IndexState, index_states
 from haiku_cli.store.maintenance import MAX_VERSIONS, database_info, vacuum
@@ -25,11 +26,10 @@ from haiku_cli.store.published import describe as describe_publish
 from haiku_cli.store.published import published_info
 from haiku_cli.store.reads import in_list, rows_where
 from haiku_cli.store.sizes import human_size
-from haiku_cli.store.sources import read_sources
+from haiku_cli.store.source_tables import read_sources
 from haiku_cli.store.transaction import atomic_write, storage_errors
 from haiku_cli.store.vector_segments import most_segments
-from haiku_cli.store.writer import LEASE_KEY, Owner, exclusive, try_lock
-from haiku_cli.store.writes import delete_documents
+from haiku_cli.store.writer_lock import LEASE_KEY, LEASE_TTL_SECONDS, Owner, exclusive, try_lock
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -182,10 +182,10 @@ def _duplicates(documents: pa.Table, option: str) -> Check:
 def _unfinished_write(db: Database, option: str) -> Check:
     lease = Owner.parse(db.meta.get(LEASE_KEY, "")) if LEASE_KEY in db.meta else None
     if PENDING_WRITE not in db.meta:
-        if lease is not None and lease.expired():
+        if lease is not None and lease.abandoned():
             return Check(
                 check="unfinished_write", status="fail",
-                detail=f"a lapsed writer lease is left ({lease.describe()})",
+                detail=f"a lapsed or dead writer's lease is left ({lease.describe()})",
                 fix=f"haiku doctor --fix{option} (any write also takes it over)", safe_fix=True,
             )  # fmt: skip
         return Check(check="unfinished_write", status="ok", detail="no write under way")
@@ -202,8 +202,8 @@ def _unfinished_write(db: Database, option: str) -> Check:
 
 def _writer_alive(db: Database, lease: Owner | None) -> bool:
     if db.location.local_path is None:
-        return lease is not None and not lease.expired()
-    got = try_lock(db, Owner.me(), db.name)
+        return lease is not None and not lease.abandoned()
+    got = try_lock(db, Owner.me(LEASE_TTL_SECONDS), db.name)
     if isinstance(got, Owner) or got is None:
         return True
     got.release()

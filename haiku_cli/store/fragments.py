@@ -22,7 +22,7 @@ from haiku_cli.store.journal import remove_stray_fragments
 from haiku_cli.store.location import Location
 from haiku_cli.store.reads import in_list
 from haiku_cli.store.records import DocumentSummary, NewChunk
-from haiku_cli.store.writer import checkpoint, ensure_held
+from haiku_cli.store.writer_lock import checkpoint, ensure_held
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -69,7 +69,7 @@ def chunk_rows(target: FragmentTarget, chunks: Sequence[tuple[DocumentSummary, N
     a worker, which holds them as Arrow until it has a fragment's worth)."""
     import pyarrow as pa
 
-    from haiku_cli.store.writes import make_chunk_rows
+    from haiku_cli.store.document_writes import make_chunk_rows
 
     rows = make_chunk_rows(_analyzer(target), chunks) if chunks else []
     return pa.Table.from_pylist(rows, schema=target.schema)  # columns the table does not hold are left out

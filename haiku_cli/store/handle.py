@@ -59,8 +59,8 @@ class Database:
         self.kept_counts: tuple[int, int] = (0, 0)
         # Meta values the write under way sets in its commit (the journal's removal), all of it or none.
         self.at_commit: dict[str, str] = {}
-        self.writer_lock: Any = None  # the held writer lock (store.writer), re-entrant
-        self.write_policy: Any = None  # how long to wait for another writer (store.writer.WaitPolicy)
+        self.writer_lock: Any = None  # the held writer lock (store.writer_lock), re-entrant
+        self.write_policy: Any = None  # how long to wait for another writer (store.writer_lock.WaitPolicy)
         # A request of the write under way waited out its limit: the store stopped answering, so the
         # steps after a failure (undoing it, giving the lease back) are left to the next writer rather
         # than waiting the limit out again each. Cleared when the writer lock is taken.

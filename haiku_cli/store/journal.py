@@ -97,7 +97,7 @@ def remove_stray_fragments(chunks: Table) -> None:
     """Remove the chunks table's files that no version names: fragments written but never committed.
 
     Run under the writer lock once a cluster's tasks have ended: only the lock holder's add writes chunk
-    files (a lapsed writer stops writing before another may take over; see store/writer.py).
+    files (a lapsed writer stops writing before another may take over; see store/writer_lock.py).
     """
     try:
         chunks.to_lance().cleanup_old_versions(

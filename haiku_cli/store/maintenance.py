@@ -32,11 +32,11 @@ from haiku_cli.store.indexes import (
     refresh_indexes,
     refresh_keys,
 )
-from haiku_cli.store.pictures import drop_orphans
+from haiku_cli.store.picture_table import drop_orphans
 from haiku_cli.store.reads import rows_where
 from haiku_cli.store.tag_records import drop_stray_chunk_tables
 from haiku_cli.store.transaction import storage_errors
-from haiku_cli.store.writer import checkpoint, ensure_held, exclusive
+from haiku_cli.store.writer_lock import checkpoint, ensure_held, exclusive
 
 if TYPE_CHECKING:
     from lancedb.table import Table

@@ -7,7 +7,7 @@ already there is never needed; a manifest names a version's files, so it is copi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from haiku_cli.errors import InputError
@@ -68,8 +68,9 @@ class Folder:
         return size
 
 
-def folder_of(location: Location) -> Folder:
-    """The database's folder; object stores other than S3 are refused in one line."""
+def folder_of(location: Location, *, once_within: float | None = None) -> Folder:
+    """The database's folder; object stores other than S3 are refused in one line. `once_within`: each S3
+    request is given up after this many seconds and not tried again (the client's defaults otherwise)."""
     from pyarrow.fs import LocalFileSystem, S3FileSystem
 
     path = location.local_path
@@ -98,5 +99,15 @@ def folder_of(location: Location) -> Folder:
         scheme=scheme or ("http" if allow_http else "https"),
         # A file smaller than a multipart upload's part is then put in one request, not three.
         allow_delayed_open=True,
+        **_bounded(once_within),
     )
     return Folder(fs, f"{parts.netloc}{parts.path}".rstrip("/"), local=False)
+
+
+def _bounded(seconds: float | None) -> dict[str, Any]:
+    from pyarrow.fs import AwsStandardS3RetryStrategy
+
+    if seconds is None:
+        return {}
+    retry = AwsStandardS3RetryStrategy(max_attempts=1)
+    return {"connect_timeout": seconds, "request_timeout": seconds, "retry_strategy": retry}

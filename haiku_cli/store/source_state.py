@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 if TYPE_CHECKING:
-    from haiku_cli.store.sources import FileState
+    from haiku_cli.store.source_tables import FileState
 
 
 class Freshness(StrEnum):

@@ -18,7 +18,7 @@ from haiku_cli.store.handle import CHUNKS_TABLE, Database, read_meta, table_name
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.tag_records import TAG_PREFIX, TagInfo, list_tags, tagged_chunk_tables
 from haiku_cli.store.transaction import atomic_write, storage_errors
-from haiku_cli.store.writer import checkpoint, exclusive
+from haiku_cli.store.writer_lock import checkpoint, exclusive
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # What a restore puts back from the tagged meta table: the state the tagged tables were written under.

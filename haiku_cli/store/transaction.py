@@ -25,7 +25,7 @@ from haiku_cli.store.failures import (
 from haiku_cli.store.handle import PENDING_WRITE, Database, read_meta
 from haiku_cli.store.journal import FRAGMENTS, Journal, journal_of, restore, table_versions
 from haiku_cli.store.outcomes import WriteOutcome, note
-from haiku_cli.store.writer import checkpoint, ensure_held, exclusive, kept_through_commit
+from haiku_cli.store.writer_lock import checkpoint, ensure_held, exclusive, kept_through_commit
 
 _ASK_SECONDS = 30.0  # a local database cannot stall; the bound is only a net
 _ASK_LIMITS = 3  # whether a commit landed is asked for this many request limits at most

@@ -6,20 +6,18 @@ from __future__ import annotations
 import socket
 import tempfile
 from collections.abc import Callable, Sequence
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from haiku_cli.capabilities.scope import sources_of
-from haiku_cli.databases.pictures import visualize_chunk
-from haiku_cli.databases.selection import Selection, searchable
+from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import HaikuError, InputError
 from haiku_cli.mcp_server.tools import ServerScope
 from haiku_cli.mcp_server.transport import accepted_names, announced, listen
 from haiku_cli.web.guard import Guard
 from haiku_cli.web.model import serving_model
-from haiku_cli.web.runs import Conversations
 from haiku_cli.web.welcome import welcome
 
 if TYPE_CHECKING:
@@ -27,6 +25,9 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
+
+    from haiku_cli.capabilities.state import Source
+    from haiku_cli.web.runs import Conversations
 
 STATIC = {
     "app.js": "text/javascript",
@@ -44,23 +45,37 @@ class WebApp:
         self, ws: Workspace, selection: Selection, model: Model, *, analysis: bool, not_created: Sequence[str]
     ) -> None:
         self.scope = ServerScope(ws, selection, model)
-        self.sources = sources_of(ws, selection)
-        self.conversations = Conversations(ws, self.sources, model, analysis=analysis)
+        self.model = model
         self.analysis = analysis
         self.not_created = list(not_created)
+
+    # The agent and its capabilities are built for the first request that needs them, not at start: a
+    # server takes its first request after little more than a cold search's work.
+    @cached_property
+    def sources(self) -> list[Source]:
+        """The databases served, as the conversation's state names them."""
+        from haiku_cli.capabilities.scope import sources_of
+
+        return sources_of(self.scope.ws, self.scope.selection)
+
+    @cached_property
+    def conversations(self) -> Conversations:
+        """The agent every question runs."""
+        from haiku_cli.web.runs import Conversations
+
+        return Conversations(self.scope.ws, self.sources, self.model, analysis=self.analysis)
 
     @classmethod
     async def open(
         cls, ws: Workspace, selection: Selection, model: str | Model | None = None, *, analysis: bool = False
     ) -> WebApp:
-        """Check the model string and open the databases now, so a missing one fails before the page is
-        served. A model whose provider is known but not set up (no API key) is served anyway: the first
-        question gets the reason. A local database nothing was added to yet is left out (and named), as
-        `search` does.
+        """Check the model string and the databases now, so a missing one fails before the page is
+        served (requests open them). A model whose provider is known but not set up (no API key) is
+        served anyway: the first question gets the reason. A local database nothing was added to yet is
+        left out (and named), as `search` does.
         """
         chosen = serving_model(ws.settings.model, model)
-        searched, not_created = searchable(selection)
-        await ws.pool.clients_covering(searched)
+        searched, not_created = await ws.check_served(selection)
         return cls(ws, searched, chosen, analysis=analysis, not_created=not_created)
 
     async def info(self) -> dict[str, Any]:
@@ -83,6 +98,9 @@ class WebApp:
         async def info(_: Request) -> Response:
             return JSONResponse(await self.info())
 
+        async def agui(request: Request) -> Response:
+            return await self.conversations.respond(request)
+
         async def document(request: Request) -> Response:
             found = await self.scope.get_document(_param(request, "database"), _param(request, "document"))
             return JSONResponse(found.model_dump(mode="json"))
@@ -99,6 +117,8 @@ class WebApp:
 
         async def page(request: Request) -> Response:
             from starlette.responses import Response
+
+            from haiku_cli.databases.pictures import visualize_chunk
 
             number = _param(request, "page")
             if not number.isdigit():
@@ -121,7 +141,7 @@ class WebApp:
                 Route("/", _static("index.html")),
                 *(Route(f"/static/{name}", _static(name)) for name in STATIC),
                 Route("/api/info", info),
-                Route("/api/agui", self.conversations.respond, methods=["POST"]),
+                Route("/api/agui", agui, methods=["POST"]),
                 Route("/api/document", _answering(document)),
                 Route("/api/picture", _answering(picture)),
                 Route("/api/page", _answering(page)),

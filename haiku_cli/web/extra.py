@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+
 from haiku_cli.errors import InputError
 
 MISSING = (
@@ -10,12 +13,20 @@ MISSING = (
 )
 
 
+# The AG-UI adapter's own package (pydantic-ai's adapter is part of pydantic-ai, which haiku needs anyway).
+NEEDED = ("ag_ui", "starlette", "uvicorn")
+
+
 def require_web() -> None:
-    """Fail with one line naming the extra when the AG-UI adapter, Starlette or uvicorn is missing."""
-    try:
-        import ag_ui.core  # noqa: F401
-        import pydantic_ai.ui.ag_ui  # noqa: F401
-        import starlette.applications  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError as exc:
-        raise InputError(MISSING) from exc
+    """Fail with one line naming the extra when the AG-UI adapter, Starlette or uvicorn is missing.
+
+    Looked up, not imported: the adapter loads with the first question, not before the page is served.
+    """
+    if not all(_installed(name) for name in NEEDED):
+        raise InputError(MISSING)
+
+
+def _installed(name: str) -> bool:
+    if name in sys.modules:
+        return sys.modules[name] is not None  # None: an import of it already failed
+    return importlib.util.find_spec(name) is not None

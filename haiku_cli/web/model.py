@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai.models import Model, parse_model_id
 from pydantic_ai.providers import infer_provider_class
 
-from haiku_cli.agents.models import model_name, resolve_model
+from haiku_cli.agents.model_names import model_name
+from haiku_cli.agents.models import resolve_model
 from haiku_cli.errors import ModelError
 
 if TYPE_CHECKING:

@@ -12,7 +12,8 @@ from pydantic_ai.exceptions import (
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.models.test import TestModel
 
-from haiku_cli.agents.models import NO_MODEL, build_model, model_errors, model_name, resolve_model
+from haiku_cli.agents.model_names import NO_MODEL, model_name
+from haiku_cli.agents.models import build_model, model_errors, resolve_model
 from haiku_cli.config import load_settings
 from haiku_cli.config.settings import ModelSettings
 from haiku_cli.errors import ExitCode, ModelError

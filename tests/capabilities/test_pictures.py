@@ -16,7 +16,7 @@ from pydantic_ai.models.function import FunctionModel
 from haiku_cli.capabilities import CitationPolicy, EvidenceCompaction, HaikuDeps, RetrievalCapability
 from haiku_cli.capabilities.citations import Citation
 from haiku_cli.capabilities.compaction import CAPSULE_HEADING, capsule_pictures
-from haiku_cli.capabilities.pictures import tag
+from haiku_cli.capabilities.picture_parts import tag
 from haiku_cli.databases import operations
 from haiku_cli.databases.pictures import PictureKey
 from haiku_cli.databases.workspace import Workspace

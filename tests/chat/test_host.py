@@ -19,7 +19,7 @@ from haiku_cli.chat.host import ChatHost, ask_in_session
 from haiku_cli.chat.sessions import SessionStore
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError, ModelError
-from haiku_cli.ingest.rebuild import rebuild
+from haiku_cli.ingest.rechunking import rebuild
 from haiku_cli.store import open_database
 from haiku_cli.store.location import Location
 from tests.capabilities.analysis_script import execute, last_output

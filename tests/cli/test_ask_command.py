@@ -214,6 +214,26 @@ def test_no_model_configured_is_exit_4(cli) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("model", "what"),
+    [
+        ("nonsense", "unknown model 'nonsense'"),
+        ("nosuch:model", "unknown model provider 'nosuch' in 'nosuch:model'"),
+        ("test", None),  # pydantic-ai's own test model is a model string too
+    ],
+)
+def test_an_unknown_model_string_is_one_line_with_the_form_and_exit_4(cli, kb, model, what) -> None:
+    result = cli("ask", QUESTION, "--model", model)
+    if what is None:
+        assert result.exit_code == 0, result.stderr
+        return
+    assert result.exit_code == 4 and result.stdout == ""
+    assert result.stderr == (
+        f"haiku: {what}: a model looks like provider:model, e.g. openai:gpt-4o, anthropic:claude-sonnet-4-0 "
+        "or ollama:llama3.2\n"
+    )
+
+
 @pytest.mark.slow
 def test_installed_cli_in_a_subprocess(kb, openai_env, tmp_path: Path) -> None:
     openai_env(grounded)

@@ -313,6 +313,30 @@ def test_one_daemon_at_a_time_and_stop_ends_it(daemon, runtime, tmp_path) -> Non
     assert code == 1 and err == b"haiku: no haiku daemon is running\n"
 
 
+@pytest.mark.slow
+def test_the_daemon_says_a_hit_changed_as_soon_as_its_file_is_edited(runtime, tmp_path, cli) -> None:
+    path = tmp_path / "heron.txt"
+    path.write_text("Herons wade at dawn.\n", encoding="utf-8")
+    assert cli("add-src", str(path)).exit_code == 0
+
+    def state() -> str:
+        out, err, code, who = haiku("search", "herons", "--type", "fts", "--json", tmp=tmp_path)
+        assert (code, who) == (0, "daemon"), err
+        (hit,) = json.loads(out)["hits"]
+        return hit["source_state"]
+
+    proc = start_daemon(runtime)
+    with reaped(proc):
+        seen = [state()]
+        path.write_text("Herons wade at dusk.\n", encoding="utf-8")
+        seen.append(state())
+        path.write_text("Herons wade at dawn.\n", encoding="utf-8")  # as indexed again
+        seen.append(state())
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    assert seen == ["fresh", "changed", "fresh"]
+
+
 @pytest.mark.parametrize(
     ("argv", "command"),
     [

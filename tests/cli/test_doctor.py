@@ -14,7 +14,7 @@ import pytest
 from haiku_cli.errors import ExitCode
 from haiku_cli.store import schema
 from haiku_cli.store.sizes import human_size
-from haiku_cli.store.writer import LEASE_KEY, Owner
+from haiku_cli.store.writer_lock import LEASE_KEY, Owner
 
 
 def _doctor(cli, *args: str) -> tuple[int, dict[str, dict]]:

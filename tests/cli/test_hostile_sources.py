@@ -137,3 +137,20 @@ def test_a_200_mb_text_file_is_refused_without_reading_it(tmp_path: Path) -> Non
     assert "big.log: 200 MB, over the limit of 8 MB; skipped (raise [ingest] max_text_mb" in stderr
     # The process itself (embedder and LanceDB loaded) is about 200 MB; the file would add well over 400.
     assert 50 < rss < 350, rss
+
+
+def test_a_password_protected_pdf_is_reported_as_such_and_the_rest_is_added(cli, tmp_path: Path) -> None:
+    from tests.ingest.helpers import locked_pdf
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "locked.pdf").write_bytes(locked_pdf())
+    (src / "broken.pdf").write_bytes(b"%PDF-1.4\nthis is not really a pdf\n%%EOF")
+    (src / "herons.md").write_text("# Herons\n\nHerons nest in colonies by the water.\n")
+    db = str(tmp_path / "h.lancedb")
+    result = cli("add-src", str(src), "--db", db)
+    assert result.exit_code == ExitCode.PARTIAL
+    errors = [line for line in result.stderr.splitlines() if line.startswith("haiku: ")]
+    assert f"haiku: {src / 'locked.pdf'}: password-protected PDF" in errors, result.stderr
+    assert f"haiku: {src / 'broken.pdf'}: corrupt PDF" in errors, result.stderr
+    assert _titles(cli, db) == ["Herons"]

@@ -18,8 +18,8 @@ from haiku_cli.cli.app import COMMANDS
 
 # Modules of the write path: writing, its lock and journal, index upkeep, ingest, tags.
 WRITE_PATH = (
-    "haiku_cli.store.writer",
-    "haiku_cli.store.writes",
+    "haiku_cli.store.writer_lock",
+    "haiku_cli.store.document_writes",
     "haiku_cli.store.transaction",
     "haiku_cli.store.journal",
     "haiku_cli.store.adding",
@@ -27,8 +27,8 @@ WRITE_PATH = (
     "haiku_cli.store.indexes",
     "haiku_cli.store.vector_segments",
     "haiku_cli.store.tags",
-    "haiku_cli.store.write_log",
-    # Not store.sources: a search reads its hits' remembered file states there (their freshness); its
+    "haiku_cli.store.command_log",
+    # Not store.source_tables: a search reads its hits' remembered file states there (their freshness); its
     # writes load the write path when they run.
     "haiku_cli.databases.operations",
     "haiku_cli.ingest",

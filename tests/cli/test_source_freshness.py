@@ -11,8 +11,13 @@ import anyio
 from haiku_cli.capabilities.citations import Citation, resolve_citations
 from haiku_cli.capabilities.context import format_results
 from haiku_cli.databases import operations
+from haiku_cli.databases.freshness import REMOTE
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Location
+from tests.capabilities.script import cite_first, search, text
+from tests.cli.scripted_model import MODEL, scripted
+
+__all__ = ["scripted"]  # the fixture
 
 
 def _corpus(folder: Path) -> dict[str, Path]:
@@ -170,7 +175,12 @@ def test_search_sync_first_syncs_changed_sources_and_leaves_read_only_databases(
     assert done.exit_code == 0, done.stderr
     assert f"synced {kept} [one]: 1 updated" in done.stderr
     assert "ro is read_only: searched as it is, not synced" in done.stderr
-    hits = {h["database"]: h for h in json.loads(done.stdout)["hits"]}
+    found = json.loads(done.stdout)
+    assert sorted(found["notes"]) == [
+        "ro is read_only: searched as it is, not synced",
+        f"synced {kept} [one]: 1 updated",
+    ]
+    hits = {h["database"]: h for h in found["hits"]}
     assert hits["one"]["source_state"] == "fresh" and "dusk" in hits["one"]["content"]
     assert hits["ro"]["source_state"] == "changed" and "reeds" in hits["ro"]["content"]
     again = cli("search", "herons", "--sync", "-d", "one")
@@ -197,3 +207,28 @@ def test_check_remote_asks_a_page_with_its_stored_etag(cli) -> None:
         assert got["source_state"] == "changed"
     gone = json.loads(cli("search", "herons", "--json", "--check-remote").stdout)["hits"][0]
     assert gone["source_state"] == "unknown" and "could not be asked" in gone["source_note"]
+
+
+def test_ask_check_remote_asks_the_pages_its_citations_came_from(cli, scripted) -> None:
+    from tests.support.etag_server import serve_page
+
+    steps = (search("herons"), cite_first(), text("Herons wade at dawn [1]."))
+    with serve_page(b"<html><body><p>Herons wade at dawn.</p></body></html>") as page:
+        assert cli("add-src", page.url).exit_code == 0
+        page.body = b"<html><body><p>Herons left.</p></body></html>"  # changed since it was indexed
+
+        def cited(*extra: str) -> dict:
+            scripted(*steps)
+            done = cli("ask", "When do herons wade?", *MODEL, "--json", *extra)
+            assert done.exit_code == 0, done.stderr
+            (citation,) = json.loads(done.stdout)["citations"]
+            return citation
+
+        unasked = cited()
+        assert (unasked["source_state"], unasked["source_note"]) == ("unknown", REMOTE)
+        asked_before = len(page.statuses)
+        assert cited("--check-remote")["source_state"] == "changed"
+        assert page.statuses[asked_before:].count(200) >= 2  # the search's hit and the citation, each asked
+        scripted(*steps)
+        shown = cli("ask", "When do herons wade?", *MODEL, "--check-remote")
+        assert "haiku sync -d default" in shown.stdout + shown.stderr

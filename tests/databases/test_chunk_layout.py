@@ -17,8 +17,8 @@ from haiku_cli.search.lookups import Reads
 from haiku_cli.store import DocumentRecord, DocumentWrite, Location, NewChunk, open_database, reads, schema
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import refresh_reader
+from haiku_cli.store.document_writes import new_id, write_documents
 from haiku_cli.store.indexes import analyze
-from haiku_cli.store.writes import new_id, write_documents
 from tests.conftest import fill
 from tests.support.old_layout import create_v1_database, create_v2_database, create_v3_database
 

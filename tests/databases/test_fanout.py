@@ -16,7 +16,7 @@ from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import DatabaseError, InputError
 from haiku_cli.store import EmbedderSpec, Location, open_database
-from haiku_cli.store.writes import write_documents
+from haiku_cli.store.document_writes import write_documents
 from tests.conftest import fill
 from tests.support.single_chunks import single_chunk_database, word_texts
 

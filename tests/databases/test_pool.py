@@ -20,8 +20,8 @@ from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import DatabaseError
 from haiku_cli.store import Database, EmbedderSpec, Location, open_database, reads
 from haiku_cli.store.blocking import wait
+from haiku_cli.store.document_writes import write_documents
 from haiku_cli.store.maintenance import vacuum
-from haiku_cli.store.writes import write_documents
 from tests.store.test_writes import _write
 
 pytestmark = pytest.mark.anyio

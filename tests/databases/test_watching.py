@@ -224,7 +224,7 @@ def test_a_writer_holding_the_lock_too_long_is_said_once_and_the_change_follows(
     workspace, write_config, tmp_path: Path, notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from haiku_cli.databases import watching as watching_module
-    from haiku_cli.store.writer import WaitPolicy, acquire
+    from haiku_cli.store.writer_lock import WaitPolicy, acquire
 
     monkeypatch.setattr(watching_module, "_RETRY_SECONDS", 0.5)  # retries come often: none is said again
     write_config("[storage]\nwrite_wait_seconds = 0.2\n")

@@ -28,13 +28,13 @@ from haiku_cli.store import open_database, reads
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.handle import PENDING_WRITE
 from haiku_cli.store.location import Location
-from haiku_cli.store.writer import exclusive
+from haiku_cli.store.writer_lock import exclusive
 
 pytestmark = pytest.mark.slow
 
-# Every checkpoint a write passes (store.writer.checkpoint), by the modules that declare them.
+# Every checkpoint a write passes (store.writer_lock.checkpoint), by the modules that declare them.
 _CHECKPOINTS = ["journal-written", "data-written", "before-commit", "tag-restored", "rebuild-batch"]
-_MODULES = ["transaction", "writes", "tags", "rebuild"]
+_MODULES = ["transaction", "document_writes", "tags", "new_chunks_table"]
 _AFTER_COMMIT = {"tag-restored"}
 _WORDS = ["heron", "plover", "egret", "kestrel", "osprey", "curlew"]
 

@@ -56,6 +56,7 @@ def test_remote_count_tokens_uses_bundled_tokenizer(closed_port_url: str) -> Non
     ("spec", "expected"),
     [
         ("nosuchprovider:model", "'nosuchprovider' is not a known embedding provider"),
+        ("anthropic:claude-sonnet-4-0", "'anthropic' is not a known embedding provider"),  # chat only
         ("no-colon", "must look like provider:model"),
         ("haiku:other-model", "unknown bundled embedding model 'haiku:other-model'"),
         ("openai:text-embedding-3-small", "set the OPENAI_API_KEY environment variable"),

@@ -18,15 +18,17 @@ def make_pdf(
     bookmarks: list[tuple[str, int]] | None = None,
     sizes: dict[tuple[int, int], float] | None = None,
     padding: int = 0,
+    font: bytes = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
 ) -> bytes:
     """A PDF with one page per string (lines set in Helvetica), an optional title and top-level bookmarks.
 
     `bookmarks` are (title, 0-based page index) pairs; `sizes` maps (page, line) indexes to a font size
     other than the 12 points every other line is set in. `padding`: that many spaces end each page's
     content, which is then Flate-compressed (a stream that inflates to far more than it takes).
+    `font`: the dictionary of the one font every line is set in.
     """
     objects: dict[int, bytes] = {}
-    font, info, outlines = 3, 4, 5
+    font_id, info, outlines = 3, 4, 5
     next_id = 6
     page_ids = []
     for page_index, text in enumerate(pages):
@@ -52,11 +54,11 @@ def make_pdf(
         objects[content_id] = head + b"\nstream\n%s\nendstream" % stream
         objects[page_id] = (
             b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-            b"/Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>" % (font, content_id)
+            b"/Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>" % (font_id, content_id)
         )
     kids = b" ".join(b"%d 0 R" % p for p in page_ids)
     objects[2] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, len(page_ids))
-    objects[font] = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"
+    objects[font_id] = font
     objects[info] = b"<< /Title %s /Producer (haiku tests) >>" % _pdf_string(title or "")
     catalog = b"<< /Type /Catalog /Pages 2 0 R"
     if bookmarks:
@@ -126,3 +128,29 @@ def make_docx(*, title: str | None = None) -> bytes:
 def words(text: str) -> int:
     """A stand-in tokenizer: one token per whitespace-separated word."""
     return len(text.split())
+
+
+def locked_pdf() -> bytes:
+    """A one-page PDF under the standard security handler whose user password is not empty: PDFium
+    refuses it with its password error, as any password-protected PDF."""
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] >>",
+        b"<< /Filter /Standard /V 1 /R 2 /O <" + b"11" * 32 + b"> /U <" + b"22" * 32 + b"> /P -4 >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R /Encrypt 4 0 R /ID [<%s> <%s>] >>\n" % (
+        len(objects) + 1,
+        b"33" * 16,
+        b"33" * 16,
+    )
+    out += b"startxref\n%d\n%%%%EOF\n" % xref
+    return bytes(out)

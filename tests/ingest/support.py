@@ -85,8 +85,9 @@ def small_batches(monkeypatch, chunks: int, commit_every: int | None = None) -> 
     """Batches of `chunks` chunks, committed every `commit_every` chunks (default: each batch on its own),
     so that a few small documents make an add of several commits."""
     from haiku_cli.ingest import ingestor
-    from haiku_cli.store import writes
+    from haiku_cli.store import document_writes
 
     monkeypatch.setattr(ingestor, "BATCH_CHUNKS", chunks)
-    monkeypatch.setattr(writes, "COMMIT_ROWS", commit_every or chunks)
-    monkeypatch.setattr(writes.HeldWrites, "bound", lambda self, rows, seconds: None)  # not [ingest]'s
+    monkeypatch.setattr(document_writes, "COMMIT_ROWS", commit_every or chunks)
+    # Held writes unbounded in time (not [ingest]'s).
+    monkeypatch.setattr(document_writes.HeldWrites, "bound", lambda self, rows, seconds: None)

@@ -154,9 +154,9 @@ def test_a_ray_add_stores_what_a_single_process_add_does(
     embed = BundledEmbedder._embed
     monkeypatch.setattr(BundledEmbedder, "_embed", _cannot_embed)
     # Nor does it make new documents' chunk rows: the workers write them as fragments it commits.
-    from haiku_cli.store import writes
+    from haiku_cli.store import document_writes
 
-    monkeypatch.setattr(writes, "make_chunk_rows", _no_chunk_rows(writes))
+    monkeypatch.setattr(document_writes, "make_chunk_rows", _no_chunk_rows(document_writes))
     args = ("--meta", "team=birds", "--engine", "ray", "--json")
     ray_add = cli("add-src", str(folder), "-d", "local_ray", *args)
     assert ray_add.exit_code == ExitCode.PARTIAL, ray_add.stderr
@@ -240,6 +240,36 @@ def test_a_failing_ray_add_leaves_the_database_as_it_was(
     assert _unnamed_chunk_files(_location(cli, "local_ray")) == []  # the failed task wrote its fragments
     (report,) = json.loads(cli("doctor", "-d", "local_ray", "--json").stdout)["databases"]
     assert report["ok"], report
+
+
+@pytest.mark.slow
+def test_a_ray_add_of_a_mail_stores_its_attachments_as_a_single_process_add_does(
+    cluster, cli, write_config, tmp_path: Path, s3_server: str
+) -> None:
+    from email.message import EmailMessage
+
+    _config(write_config, tmp_path, s3_server)
+    folder = tmp_path / "mail"
+    folder.mkdir()
+    message = EmailMessage()
+    message["Subject"], message["From"], message["Date"] = "Owl census", "ada@example.com", "1 Jun 2026"
+    message.set_content("The counts are attached.")
+    message.add_attachment(
+        b"# Counts\n\nTawny owls: 12.", maintype="text", subtype="markdown", filename="counts.md"
+    )
+    (folder / "census.eml").write_bytes(message.as_bytes())
+    (folder / "kestrels.md").write_text("# Kestrels\n\nKestrels hover over fields hunting voles.\n")
+    one = cli("add-src", str(folder), "-d", "local_one", "--json")
+    ray_add = cli("add-src", str(folder), "-d", "local_ray", "--engine", "ray", "--json")
+    assert ray_add.exit_code == 0, ray_add.stderr
+    assert _outcomes(ray_add.stdout) == _outcomes(one.stdout)
+    mail = folder / "census.eml"
+    assert [(s, st) for s, st, _ in _outcomes(ray_add.stdout)] == [
+        (str(mail), "added"),
+        (f"{mail}#attachment/counts.md", "added"),
+        (str(folder / "kestrels.md"), "added"),
+    ]
+    _same_database(_location(cli, "local_ray"), _location(cli, "local_one"))
 
 
 def test_a_small_add_says_so_and_runs_in_this_process(cli, write_config, tmp_path, s3_server) -> None:

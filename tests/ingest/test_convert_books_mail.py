@@ -96,9 +96,20 @@ def test_a_message_is_titled_by_its_subject_with_its_headers_body_and_attachment
         "# Lantern budget\n\n"
         "From: Ada <ada@example.com>  \nTo: grace@example.com  \nDate: Mon, 01 Jun 2026 10:00:00 +0000\n\n"
         "Please see the minutes.\n\n"
-        "## Attachment: minutes.md\n\n# Minutes\n\nWe agreed on oil."
+        "Attachments: minutes.md, photo.bin"
     )
-    assert doc.notes == (f"{path}: attachment photo.bin: not a format haiku reads; left out",)
+    assert doc.metadata == {
+        "from": "Ada <ada@example.com>",
+        "to": "grace@example.com",
+        "date": "2026-06-01T10:00:00+00:00",
+    }
+    (minutes,) = doc.children
+    assert (minutes.uri, minutes.title, minutes.text) == (
+        f"{path.as_uri()}#attachment/minutes.md",
+        "Minutes",
+        "# Minutes\n\nWe agreed on oil.",
+    )
+    assert doc.notes == (f"{path}: 1 attachment left out, not in a format haiku reads: photo.bin",)
 
 
 def test_an_html_mail_body_is_read_as_text() -> None:
@@ -109,7 +120,7 @@ def test_an_html_mail_body_is_read_as_text() -> None:
     assert "plain fallback" in doc.text  # plain text is preferred when both are sent
 
 
-def test_a_mailbox_holds_each_message_as_a_section(tmp_path: Path) -> None:
+def test_a_mailbox_lists_its_messages_each_a_document_of_its_own(tmp_path: Path) -> None:
     path = tmp_path / "inbox.mbox"
     first = _message("First", "From the start.\n\nFrom here on it is quoted.").as_bytes()
     second = _message("Second", "Another one.").as_bytes()
@@ -123,8 +134,12 @@ def test_a_mailbox_holds_each_message_as_a_section(tmp_path: Path) -> None:
     )
     doc = convert_file(path)
     assert doc.title == "inbox"
-    assert [s.text.split("\n")[0] for s in doc.segments] == ["# First", "# Second"]
-    assert "From the start.\n\nFrom here on it is quoted." in doc.segments[0].text
+    assert "1. First · Ada <ada@example.com> · 2026-06-01T10:00:00+00:00" in doc.text
+    assert [(c.uri.rpartition("#")[2], c.title) for c in doc.children] == [
+        ("message/1", "First"),
+        ("message/2", "Second"),
+    ]
+    assert "From the start.\n\nFrom here on it is quoted." in doc.children[0].text
 
 
 @pytest.mark.parametrize(
@@ -140,3 +155,16 @@ def test_malformed_mail_is_refused_with_one_line(tmp_path: Path, name: str, data
     with pytest.raises(ConversionError) as caught:
         convert_file(path)
     assert str(caught.value).startswith(f"{path}: {reason}") and "\n" not in str(caught.value)
+
+
+def test_attached_code_and_duplicate_names_are_documents_of_their_own(tmp_path: Path) -> None:
+    path = tmp_path / "review.eml"
+    code = b"def add(a, b):\n    return a + b\n"
+    attachments = [("tool.py", code), ("notes.md", b"# One\n\nfirst"), ("notes.md", b"# Two\n\nsecond")]
+    path.write_bytes(_message("Review", "Two versions of the notes.", attachments).as_bytes())
+    doc = convert_file(path)
+    assert [(c.uri.rpartition("#")[2], c.title) for c in doc.children] == [
+        ("attachment/tool.py", "tool.py"),  # code is titled by its file name, as a file of its own is
+        ("attachment/notes.md", "One"),
+        ("attachment/3-notes.md", "Two"),
+    ]

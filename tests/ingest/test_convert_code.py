@@ -12,7 +12,8 @@ import pytest
 from haiku_cli.ingest import pipeline
 from haiku_cli.ingest.chunking import chunk_document
 from haiku_cli.ingest.convert import code, convert_file
-from haiku_cli.ingest.sources import iter_source_files
+from haiku_cli.ingest.document import ConversionError
+from haiku_cli.ingest.source_walk import iter_source_files
 from haiku_cli.ingest.stored import from_stored, stored_content
 from tests.ingest.support import new_db
 
@@ -146,3 +147,31 @@ def test_code_is_added_with_a_folder_and_a_malformed_file_is_refused(tmp_path: P
     ]
     failed = next(o for o in report.outcomes if o.status == "failed")
     assert failed.error == f"{folder / 'bad.py'}: binary data, not text"
+
+
+def _transport_stream(packets: int) -> bytes:
+    """MPEG transport stream packets as a video file holds them: 188 bytes, each opening with 0x47."""
+    return b"".join(b"\x47\x40\x00\x10" + bytes([i % 256]) * 184 for i in range(packets))
+
+
+def test_a_ts_file_is_typescript_unless_its_bytes_are_video(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "app.ts").write_text(
+        "export function add(a: number, b: number): number {\n  return a + b;\n}\n"
+    )
+    (folder / "clip.ts").write_bytes(_transport_stream(20))
+    (folder / "noise.ts").write_bytes(bytes(range(256)) * 8)
+    found = list(iter_source_files(folder))
+    assert found[0] == folder / "app.ts"
+    assert [(Path(o.source).name, o.why, o.detail) for o in found[1:]] == [  # type: ignore[union-attr]
+        ("clip.ts", "unsupported", ".ts (an MPEG transport stream (video), not TypeScript)"),
+        ("noise.ts", "unsupported", ".ts (binary data, not TypeScript)"),
+    ]
+    doc = convert_file(folder / "app.ts")
+    assert doc.title == "app.ts" and "return a + b;" in doc.text
+    # Named by itself, the video is refused with one line rather than read as garbage.
+    with pytest.raises(
+        ConversionError, match=r"clip\.ts: unsupported: an MPEG transport stream \(video\), not TypeScript$"
+    ):
+        convert_file(folder / "clip.ts")

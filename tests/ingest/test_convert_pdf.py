@@ -12,7 +12,7 @@ from haiku_cli.ingest.chunking import chunk_document
 from haiku_cli.ingest.convert import convert_bytes, convert_file
 from haiku_cli.ingest.document import ConversionError
 
-from .helpers import make_pdf, words
+from .helpers import locked_pdf, make_pdf, words
 
 
 def write(tmp_path: Path, data: bytes, name: str = "doc.pdf") -> Path:
@@ -88,6 +88,14 @@ def test_corrupt_pdf(tmp_path: Path) -> None:
     truncated = make_pdf(["text"])[:60]
     with pytest.raises(ConversionError, match="corrupt PDF"):
         convert_file(write(tmp_path, truncated, "cut.pdf"))
+
+
+def test_a_password_protected_pdf_is_named_so_and_a_corrupt_one_is_not(tmp_path: Path) -> None:
+    # PDFium's error code tells them apart; its message says "Incorrect password error" either way.
+    with pytest.raises(ConversionError, match=r"/locked\.pdf: password-protected PDF$"):
+        convert_file(write(tmp_path, locked_pdf(), "locked.pdf"))
+    with pytest.raises(ConversionError, match=r"/password\.pdf: corrupt PDF$"):
+        convert_file(write(tmp_path, b"%PDF-1.4\npassword required\n%%EOF", "password.pdf"))
 
 
 def test_no_text_layer(tmp_path: Path) -> None:

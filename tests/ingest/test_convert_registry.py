@@ -10,7 +10,7 @@ import pytest
 from haiku_cli.ingest.convert import convert_bytes, convert_file, registry
 from haiku_cli.ingest.convert.registry import Converter, RawDocument
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
-from haiku_cli.ingest.sources import iter_source_files
+from haiku_cli.ingest.source_walk import iter_source_files
 
 
 @pytest.fixture
@@ -77,6 +77,7 @@ def test_every_built_in_format_is_registered() -> None:
         "eml",
         "mbox",
         "code",
+        "typescript",
         "image",  # with the ocr extra, which the test extra installs
     } <= names
 

@@ -16,13 +16,13 @@ from haiku_cli.ingest.convert.dispatch import file_uri
 from haiku_cli.ingest.document import ConvertedDocument
 from haiku_cli.ingest.kinds import Freshness, freshness, kind_of
 from haiku_cli.ingest.kinds.base import Contents, ListRequest, Reading, Seen, SyncPlan
-from haiku_cli.ingest.sources import FileChoice
+from haiku_cli.ingest.source_walk import FileChoice
 from haiku_cli.ingest.stored import content_hash, stored_content
 from haiku_cli.ingest.sync import sync_source
 from haiku_cli.store import reads
-from haiku_cli.store import sources as stored
+from haiku_cli.store import source_tables as stored
 from haiku_cli.store.blocking import wait
-from haiku_cli.store.sources import FileState
+from haiku_cli.store.source_tables import FileState
 from tests.ingest.support import new_db
 
 

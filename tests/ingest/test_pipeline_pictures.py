@@ -10,12 +10,12 @@ import pytest
 
 from haiku_cli.errors import ModelError
 from haiku_cli.ingest import pipeline
-from haiku_cli.ingest.rebuild import rebuild
+from haiku_cli.ingest.rechunking import rebuild
 from haiku_cli.store import open_database, reads, schema
 from haiku_cli.store.blocking import wait
+from haiku_cli.store.document_writes import HeldWrites, delete_document
 from haiku_cli.store.markers import picture_refs
-from haiku_cli.store.pictures import get_pictures, pictures_of
-from haiku_cli.store.writes import HeldWrites, delete_document
+from haiku_cli.store.picture_table import get_pictures, pictures_of
 from tests.ingest.support import new_db, small_batches
 from tests.support.pictures import pdf_with_images
 
@@ -116,7 +116,7 @@ def test_a_failed_add_leaves_no_pictures_and_no_table(
 
 def test_vacuum_drops_the_pictures_an_older_haiku_left_behind(tmp_path: Path, embedder) -> None:
     from haiku_cli.store.maintenance import vacuum
-    from haiku_cli.store.writer import exclusive
+    from haiku_cli.store.writer_lock import exclusive
 
     db = new_db(tmp_path, embedder)
     add(db, embedder, paper(tmp_path))

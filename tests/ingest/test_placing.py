@@ -14,10 +14,10 @@ from pathlib import Path
 import anyio
 
 from haiku_cli.databases import operations
-from haiku_cli.ingest.placing import locate
+from haiku_cli.ingest.chunk_places import locate
 from haiku_cli.store import Location, open_database, schema
 from haiku_cli.store.maintenance import upgrade_layout
-from haiku_cli.store.writer import exclusive
+from haiku_cli.store.writer_lock import exclusive
 from tests.conftest import fill
 from tests.support.old_layout import create_v2_database
 
@@ -85,7 +85,7 @@ def test_a_chunk_is_found_paragraph_by_paragraph_and_only_where_it_stands_whole(
 _PLACE = textwrap.dedent(
     """
     import sys
-    from haiku_cli.ingest.placing import fill_places
+    from haiku_cli.ingest.chunk_places import fill_places
     from haiku_cli.store import Location, open_database
 
     print(fill_places(open_database(Location("old", sys.argv[1]), writable=True)))

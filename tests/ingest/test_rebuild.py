@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from haiku_cli.errors import ModelError
-from haiku_cli.ingest import pipeline, rebuild
+from haiku_cli.ingest import pipeline, rechunking
 from haiku_cli.store import open_database, reads
 from haiku_cli.store.blocking import wait
 from tests.ingest.support import (
@@ -33,10 +33,10 @@ def test_a_rebuild_embeds_and_writes_in_batches(tmp_path: Path, embedder, monkey
     folder = docs_folder(tmp_path, 7)
     anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
     before = _chunk_texts(db)
-    monkeypatch.setattr(rebuild, "BATCH_CHUNKS", 2)
+    monkeypatch.setattr(rechunking, "BATCH_CHUNKS", 2)
     recording = Recording(embedder)
     recording.name = "another:model"  # vectors of another embedder are never reused: all embedded anew
-    assert anyio.run(lambda: rebuild.rebuild(db, recording)).chunks == 7
+    assert anyio.run(lambda: rechunking.rebuild(db, recording)).chunks == 7
     assert recording.calls == [2, 2, 2, 1]  # never the whole database in one call
     assert open_database(db.location).embedder.name == "another:model"
     again = open_database(db.location)
@@ -52,11 +52,11 @@ def test_a_rebuild_that_fails_part_way_leaves_the_database_as_it_was(
     folder = docs_folder(tmp_path, 7)
     anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
     before, tables = _chunk_texts(db), sorted(db.conn.list_tables().tables)
-    monkeypatch.setattr(rebuild, "BATCH_CHUNKS", 2)
+    monkeypatch.setattr(rechunking, "BATCH_CHUNKS", 2)
     failing = FailingAfter(embedder, 2)
     failing.name = "another:model"  # so that every chunk is embedded anew (none keeps its vector)
     with pytest.raises(ModelError):
-        anyio.run(lambda: rebuild.rebuild(db, failing))
+        anyio.run(lambda: rechunking.rebuild(db, failing))
     again = open_database(db.location)
     assert again.chunks_table_name == "chunks" and _chunk_texts(again) == before
     assert sorted(again.conn.list_tables().tables) == tables  # the half-built table is gone
@@ -74,9 +74,9 @@ def test_a_rebuild_of_an_unchanged_database_keeps_every_document_and_chunk_id(
     anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
     before, documents = chunks_by_id(db), wait(reads.list_documents(db, limit=None))
     assert len(before) == 11 and len({text for _, text, _ in before.values()}) == 10
-    monkeypatch.setattr(rebuild, "BATCH_CHUNKS", 3)  # ids are kept across batches too
-    monkeypatch.setattr(rebuild, "_REBUILD_DOCUMENTS", 2)
-    assert anyio.run(lambda: rebuild.rebuild(db, embedder)) == (11, 11)  # chunks, of which kept ids
+    monkeypatch.setattr(rechunking, "BATCH_CHUNKS", 3)  # ids are kept across batches too
+    monkeypatch.setattr(rechunking, "_REBUILD_DOCUMENTS", 2)
+    assert anyio.run(lambda: rechunking.rebuild(db, embedder)) == (11, 11)  # chunks, of which kept ids
     again = open_database(db.location)
     assert chunks_by_id(again) == before
     assert wait(reads.list_documents(again, limit=None)) == documents
@@ -91,7 +91,7 @@ def test_a_rebuild_with_a_smaller_chunk_size_gives_new_ids_only_to_changed_chunk
     # Part 0 is long and is cut anew at the smaller size; parts 1 and 2 fit either size, and stay.
     anyio.run(lambda: pipeline.add_text(db, embedder, sections(30, 2, 3), title="Parts", metadata={}))
     before = {text: id_ for id_, (_, text, _) in chunks_by_id(db).items()}
-    rebuilt = anyio.run(lambda: rebuild.rebuild(db, Resized(embedder, max_tokens=96)))
+    rebuilt = anyio.run(lambda: rechunking.rebuild(db, Resized(embedder, max_tokens=96)))
     after = {text: id_ for id_, (_, text, _) in chunks_by_id(open_database(db.location)).items()}
     unchanged = before.keys() & after.keys()
     assert rebuilt == (len(after), len(unchanged)) and rebuilt.chunks > len(before)
@@ -100,7 +100,7 @@ def test_a_rebuild_with_a_smaller_chunk_size_gives_new_ids_only_to_changed_chunk
     assert all(after[t] == before[t] for t in unchanged)  # even where their order changed
     assert not set(before.values()) & {after[t] for t in after.keys() - unchanged}  # changed: new ids
     # Back to the first size: the chunks that were identical at both sizes still have their first ids.
-    anyio.run(lambda: rebuild.rebuild(db, embedder))
+    anyio.run(lambda: rechunking.rebuild(db, embedder))
     final = {text: id_ for id_, (_, text, _) in chunks_by_id(open_database(db.location)).items()}
     assert final.keys() == before.keys()
     assert {t for t in final if final[t] == before[t]} == unchanged
@@ -114,10 +114,10 @@ def test_a_rebuild_with_the_same_embedder_and_chunking_embeds_nothing(
     (folder / "long.md").write_text(sections(2, 30, 2))
     anyio.run(lambda: pipeline.add_sources(db, embedder, [str(folder)], title=None, metadata={}))
     before = vectors_by_id(db)
-    monkeypatch.setattr(rebuild, "BATCH_CHUNKS", 3)
-    monkeypatch.setattr(rebuild, "_REBUILD_DOCUMENTS", 2)
+    monkeypatch.setattr(rechunking, "BATCH_CHUNKS", 3)
+    monkeypatch.setattr(rechunking, "_REBUILD_DOCUMENTS", 2)
     recording = Recording(embedder)
-    assert anyio.run(lambda: rebuild.rebuild(db, recording)) == (len(before), len(before))
+    assert anyio.run(lambda: rechunking.rebuild(db, recording)) == (len(before), len(before))
     assert recording.calls == []  # every stored vector was made from the very text it would embed
     again = open_database(db.location)
     assert vectors_by_id(again) == before and again.chunks_table_name != "chunks"
@@ -130,7 +130,7 @@ def test_a_rebuild_with_a_new_chunk_size_embeds_only_the_changed_chunks(tmp_path
     anyio.run(lambda: pipeline.add_text(db, embedder, note, title="Short", metadata={}))
     before = {text: (id_, v) for id_, v, text in _rows(db)}
     recording = Recording(embedder)
-    rebuilt = anyio.run(lambda: rebuild.rebuild(db, Resized(recording, max_tokens=96)))
+    rebuilt = anyio.run(lambda: rechunking.rebuild(db, Resized(recording, max_tokens=96)))
     after = {text: (id_, v) for id_, v, text in _rows(open_database(db.location))}
     assert len(after) == len(_rows(open_database(db.location)))  # no text in two chunks
     changed = after.keys() - before.keys()

@@ -1,4 +1,5 @@
-"""A page on a public address cannot make `add-src` or `sync` read a loopback, link-local or private one.
+"""A page on a public address cannot make `add-src` or `sync` read a loopback, link-local or private one,
+neither by redirecting there nor through the pictures it links.
 
 The "public" page is reached through a proxy on 127.0.0.1 (as an HTTP proxy would be configured), so
 the client sees a public address and no packet leaves the machine.
@@ -16,14 +17,18 @@ import anyio
 import pytest
 
 from haiku_cli.ingest import pipeline
-from haiku_cli.ingest.kinds.web_fetch import is_public
+from haiku_cli.ingest.convert import fetch_url
+from haiku_cli.ingest.convert.download import is_public
 from haiku_cli.ingest.sync import sync_source
 from haiku_cli.store import reads
-from haiku_cli.store import sources as stored
+from haiku_cli.store import source_tables as stored
 from haiku_cli.store.blocking import wait
+from haiku_cli.store.picture_table import pictures_of
 from tests.ingest.support import new_db
+from tests.support.pictures import png
 
 PUBLIC = "http://93.184.216.34/notes.html"  # a global address, reached only through the proxy below
+FIGURES = "http://93.184.216.34/figures.html"
 
 
 @dataclass
@@ -48,12 +53,27 @@ def site(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Site]:
                 self._answer(302, b"", location="/local.html")
             elif self.path == "/secret":
                 self._answer(200, b"<title>Secret</title><p>instance credentials</p>")
+            elif self.path in (FIGURES, "/local-figures.html"):
+                # One picture beside the page, one redirected to loopback, one linked on loopback.
+                here = f"http://127.0.0.1:{state.port}"
+                links = '<img src="/fine.png" alt="Fine"><img src="/away.png" alt="Away">'
+                links += f'<img src="{here}/pic.png" alt="Linked">'
+                self._answer(200, f"<title>Figures</title><p>Kestrels hover.</p>{links}".encode())
+            elif self.path in ("http://93.184.216.34/fine.png", "/fine.png"):
+                self._answer(200, png(200, 200, "green"), content_type="image/png")
+            elif self.path in ("http://93.184.216.34/away.png", "/away.png"):
+                self._answer(302, b"", location=f"http://127.0.0.1:{state.port}/elsewhere.png")
+            elif self.path in ("/pic.png", "/elsewhere.png"):
+                color = "blue" if self.path == "/pic.png" else "red"
+                self._answer(200, png(200, 200, color), content_type="image/png")
             else:
                 self._answer(404, b"not found")
 
-        def _answer(self, status: int, body: bytes, location: str | None = None) -> None:
+        def _answer(
+            self, status: int, body: bytes, location: str | None = None, content_type: str = "text/html"
+        ) -> None:
             self.send_response(status)
-            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             if location is not None:
                 self.send_header("Location", location)
@@ -141,6 +161,31 @@ def test_a_remembered_page_that_later_redirects_to_a_loopback_address_is_refused
     assert "a local or private address" in (done.changes[0].error or "")
     assert "/secret" not in site.asked
     assert "Kestrels hover" in _contents(db)[PUBLIC]  # the stored page stays
+
+
+def test_a_public_pages_pictures_on_a_loopback_address_are_left_out_and_the_note_says_why(
+    tmp_path: Path, embedder, site
+) -> None:
+    db = new_db(tmp_path, embedder)
+    (outcome,) = _add(db, embedder, FIGURES).outcomes
+    assert outcome.status == "added", outcome.error
+    (stored,) = wait(pictures_of(db, [outcome.document_id or ""]))[outcome.document_id or ""]
+    assert stored.source == "http://93.184.216.34/fine.png"  # the page's own picture is kept
+    note = outcome.note or ""
+    here = f"http://127.0.0.1:{site.port}"
+    assert f"redirected to {here}/elsewhere.png, a local or private address" in note
+    assert f"{here}/pic.png: a local or private address linked from {FIGURES}" in note
+    assert "add that address directly" in note
+    # Neither the redirect nor the link was followed.
+    assert "/pic.png" not in site.asked and "/elsewhere.png" not in site.asked
+
+
+def test_a_loopback_pages_pictures_on_loopback_are_read_redirected_or_not(site) -> None:
+    doc = fetch_url(f"http://127.0.0.1:{site.port}/local-figures.html")
+    here = f"http://127.0.0.1:{site.port}"
+    assert [p.source for p in doc.pictures] == [f"{here}/fine.png", f"{here}/away.png", f"{here}/pic.png"]
+    assert "/elsewhere.png" in site.asked  # /away.png's redirect, followed on loopback
+    assert doc.notes == ()
 
 
 def test_which_addresses_count_as_public() -> None:

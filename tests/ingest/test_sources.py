@@ -9,7 +9,7 @@ import pytest
 
 from haiku_cli.ingest.kinds import unread_scheme
 from haiku_cli.ingest.reports import LeftOut
-from haiku_cli.ingest.sources import (
+from haiku_cli.ingest.source_walk import (
     FileChoice,
     SkippedSource,
     TextFile,

@@ -13,7 +13,7 @@ from haiku_cli.errors import ModelError
 from haiku_cli.ingest import pipeline
 from haiku_cli.ingest.sync import sync_source
 from haiku_cli.store import open_database, reads
-from haiku_cli.store import sources as stored
+from haiku_cli.store import source_tables as stored
 from haiku_cli.store.blocking import wait
 from tests.ingest.support import FailingAfter, new_db
 from tests.support.etag_server import Page, serve_page
@@ -69,7 +69,7 @@ def test_add_src_remembers_each_source_with_its_options(tmp_path: Path, embedder
 def test_a_folder_added_again_without_include_keeps_its_remembered_rules(
     tmp_path: Path, embedder, notes: Path
 ) -> None:
-    from haiku_cli.ingest.sources import FileChoice
+    from haiku_cli.ingest.source_walk import FileChoice
 
     db = new_db(tmp_path, embedder)
     (notes / "app.log2").write_text("ERROR the disk filled up at noon.\n")
@@ -229,7 +229,7 @@ def test_a_document_another_source_also_gave_stays(tmp_path: Path, embedder, not
 
 
 def test_a_deleted_document_is_read_again_from_its_file(tmp_path: Path, embedder, notes: Path) -> None:
-    from haiku_cli.store.writes import delete_document
+    from haiku_cli.store.document_writes import delete_document
 
     db = new_db(tmp_path, embedder)
     _add(db, embedder, str(notes))

@@ -97,6 +97,18 @@ async def test_a_memory_bomb_hits_the_memory_limit_and_the_session_survives(open
     assert after.ok and after.stdout == "2\n"
 
 
+async def test_a_timeout_or_memory_error_of_the_program_s_own_is_no_limit(open_box) -> None:
+    async with open_box("alpha") as box:
+        await box.execute("kept = 'yes'")
+        timeout = await box.execute("raise TimeoutError('the service took too long')")
+        memory = await box.execute("raise MemoryError('cache full')")
+        after = await box.execute("print(kept)")
+    assert "TimeoutError: the service took too long" in timeout.stderr
+    assert "MemoryError: cache full" in memory.stderr
+    assert not any("limit" in run.stderr for run in (timeout, memory))  # no limit was hit, none said
+    assert after.ok and after.stdout == "yes\n"  # and the variables survive
+
+
 async def test_deep_recursion_is_a_recursion_error(open_box) -> None:
     async with open_box("alpha") as box:
         await box.execute("kept = 'yes'")

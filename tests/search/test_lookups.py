@@ -13,7 +13,7 @@ import pytest
 from haiku_cli.search.candidates import Candidate, CandidateQuery, candidates_of, find_candidates, show
 from haiku_cli.search.lookups import Reads, Unbounded
 from haiku_cli.store.database import Database
-from haiku_cli.store.writes import write_documents
+from haiku_cli.store.document_writes import write_documents
 from tests.support.single_chunks import one_chunk_write, single_chunk_database
 
 TEXTS = [

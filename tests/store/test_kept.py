@@ -8,8 +8,8 @@ import pytest
 
 from haiku_cli.store import EmbedderSpec, Location, open_database, reads
 from haiku_cli.store.blocking import wait
+from haiku_cli.store.document_writes import write_documents
 from haiku_cli.store.kept import KeptIds
-from haiku_cli.store.writes import write_documents
 from tests.store.test_writes import _write
 
 

@@ -17,7 +17,7 @@ from haiku_cli.store.lance_import import SWITCH, import_deferring, marking_overr
 REST_CLIENT_API = "lance_namespace_urllib3_client.api"
 NAMESPACE_MODELS = "lance_namespace_urllib3_client.models."
 # What only adding documents uses: walking folders, ignore rules, conversion.
-INGEST_ONLY = {"pathspec", "haiku_cli.ingest.sources", "haiku_cli.ingest.pipeline"}
+INGEST_ONLY = {"pathspec", "haiku_cli.ingest.source_walk", "haiku_cli.ingest.pipeline"}
 
 
 def _models(loaded: set[str]) -> int:

@@ -21,8 +21,8 @@ from haiku_cli.store import (
     open_database,
 )
 from haiku_cli.store.blocking import wait
+from haiku_cli.store.document_writes import new_id, write_documents
 from haiku_cli.store.indexes import VECTOR_INDEX, index_states
-from haiku_cli.store.writes import new_id, write_documents
 from tests.support.hash_embedder import hash_vectors, serve_hash_embedder
 
 pytestmark = pytest.mark.slow

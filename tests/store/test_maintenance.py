@@ -27,11 +27,11 @@ from haiku_cli.store import (
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import PENDING_WRITE, Database
 from haiku_cli.store.doctor import check_database
+from haiku_cli.store.document_writes import delete_document, new_id, write_documents
 from haiku_cli.store.maintenance import cleanup_superseded, vacuum
+from haiku_cli.store.new_chunks_table import NewChunksTable
 from haiku_cli.store.reads import in_list, sql_string
-from haiku_cli.store.rebuild import NewChunksTable
-from haiku_cli.store.writer import exclusive
-from haiku_cli.store.writes import delete_document, new_id, write_documents
+from haiku_cli.store.writer_lock import exclusive
 from tests.support.single_chunks import WORDS
 
 DIM = 8

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from haiku_cli.errors import DatabaseError, ExitCode
-from haiku_cli.store import EmbedderSpec, Location, open_database, reads, writer
+from haiku_cli.store import EmbedderSpec, Location, open_database, reads, writer_lock
 from haiku_cli.store.blocking import wait
+from haiku_cli.store.document_writes import delete_document, write_documents
 from haiku_cli.store.maintenance import vacuum
-from haiku_cli.store.writer import exclusive
-from haiku_cli.store.writes import delete_document, write_documents
+from haiku_cli.store.writer_lock import exclusive
 from tests.store.test_writes import _write
 from tests.support.stall_proxy import StallingProxy
 
@@ -42,8 +42,8 @@ def test_a_vacuum_longer_than_the_heartbeat_leaves_the_database_readable(
     # (as many as renewals every 2 s did during a 0.05 s-per-request vacuum of ~10 s). The lease keeps
     # 12 s and its 6 s hold: a 3 s hold is shorter than a renewal through the proxy can take on a loaded
     # 2-core machine; renewing more often leaves the hold as it is.
-    monkeypatch.setattr(writer, "LEASE_TTL_SECONDS", 12.0)
-    monkeypatch.setattr(writer, "_RENEW_FRACTION", 1 / 24)
+    monkeypatch.setattr(writer_lock, "LEASE_TTL_SECONDS", 12.0)
+    monkeypatch.setattr(writer_lock, "_RENEW_FRACTION", 1 / 24)
     direct = _location(s3_server, tmp_path, "slow")
     first = open_database(direct, create_with=SPEC, writable=True)
     for i in range(3):
@@ -64,7 +64,7 @@ def test_a_vacuum_longer_than_the_heartbeat_leaves_the_database_readable(
 def test_a_vacuum_whose_lease_lapsed_stops_before_removing_anything(
     s3_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(writer, "LEASE_TTL_SECONDS", 2.0)
+    monkeypatch.setattr(writer_lock, "LEASE_TTL_SECONDS", 2.0)
     loc = _location(s3_server, tmp_path, "lapse")
     db = open_database(loc, create_with=SPEC, writable=True)
     write_documents(db, [_write("kept")])

@@ -10,9 +10,9 @@ import pytest
 from haiku_cli.errors import DatabaseError
 from haiku_cli.store import Location, open_database, reads
 from haiku_cli.store.blocking import wait
+from haiku_cli.store.document_writes import write_documents
 from haiku_cli.store.maintenance import cleanup_superseded
 from haiku_cli.store.tags import create_tag, read_at
-from haiku_cli.store.writes import write_documents
 from tests.store.test_maintenance import DIM, EmbedderSpec, _writes
 
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from haiku_cli.errors import DatabaseError
-from haiku_cli.store import EmbedderSpec, Location, open_database, reads, writer
+from haiku_cli.store import EmbedderSpec, Location, open_database, reads, writer_lock
 from haiku_cli.store.blocking import wait
+from haiku_cli.store.document_writes import write_documents
 from haiku_cli.store.transaction import atomic_write
-from haiku_cli.store.writer import LEASE_KEY, LEASE_TTL_SECONDS, Owner, WaitPolicy, exclusive
-from haiku_cli.store.writes import write_documents
+from haiku_cli.store.writer_lock import LEASE_KEY, LEASE_TTL_SECONDS, Owner, WaitPolicy, exclusive
 from tests.store.test_writes import _write
 
 SPEC = EmbedderSpec("test:e", 4)
@@ -31,8 +31,8 @@ _WRITER = textwrap.dedent(
     import json, os, sys
     from haiku_cli.store import Location, open_database
     from haiku_cli.store.transaction import atomic_write
-    from haiku_cli.store.writer import WaitPolicy
-    from haiku_cli.store.writes import write_documents
+    from haiku_cli.store.writer_lock import WaitPolicy
+    from haiku_cli.store.document_writes import write_documents
     from tests.store.test_writes import _write
 
     path, fail, *texts = sys.argv[1:]
@@ -52,7 +52,7 @@ _VACUUM = textwrap.dedent(
     import sys
     from haiku_cli.store import Location, open_database
     from haiku_cli.store.maintenance import vacuum
-    from haiku_cli.store.writer import WaitPolicy
+    from haiku_cli.store.writer_lock import WaitPolicy
 
     db = open_database(Location("t", sys.argv[1]), writable=True)
     db.write_policy = WaitPolicy(60, notify=lambda m: print(m, file=sys.stderr, flush=True))
@@ -239,7 +239,7 @@ def test_a_writer_whose_lease_lapsed_neither_writes_nor_undoes_the_next_owner(
     frozen = open_database(loc, create_with=SPEC, writable=True)
     other = open_database(loc, writable=True)
     other.write_policy = WaitPolicy(0)
-    monkeypatch.setattr(writer, "LEASE_TTL_SECONDS", 5.0)
+    monkeypatch.setattr(writer_lock, "LEASE_TTL_SECONDS", 5.0)
     lapsed = "'t' stopped being this writer's: its lease lapsed"
     with pytest.raises(DatabaseError, match=lapsed), exclusive(frozen):
         lease = frozen.writer_lock
@@ -263,7 +263,7 @@ def test_a_commit_that_lands_after_its_lease_was_taken_over_is_not_reported_stor
     slow = open_database(loc, create_with=SPEC, writable=True)
     other = open_database(loc, writable=True)
     other.write_policy = WaitPolicy(0)
-    monkeypatch.setattr(writer, "LEASE_TTL_SECONDS", 5.0)
+    monkeypatch.setattr(writer_lock, "LEASE_TTL_SECONDS", 5.0)
     delete_meta = slow.delete_meta
 
     def late_commit(key: str) -> None:
@@ -289,7 +289,7 @@ def test_a_writer_that_waited_longer_than_a_lease_lives_writes_with_a_fresh_one(
 ) -> None:
     import threading
 
-    monkeypatch.setattr(writer, "LEASE_TTL_SECONDS", 2.0)
+    monkeypatch.setattr(writer_lock, "LEASE_TTL_SECONDS", 2.0)
     loc, _ = _s3(s3_server, tmp_path, "waited")
     first = open_database(loc, create_with=SPEC, writable=True)
     second = open_database(loc, writable=True)
@@ -313,12 +313,12 @@ def test_a_waiting_writer_says_so_once_and_when_it_is_done(tmp_path: Path, monke
     import threading
 
     # Before, the note came again every 15 s (7 times in 90 s): made frequent here, it would repeat.
-    monkeypatch.setattr(writer, "_NOTE_EVERY_SECONDS", 0.1, raising=False)
-    first = writer.acquire(tmp_path, "notes", WaitPolicy())
+    monkeypatch.setattr(writer_lock, "_NOTE_EVERY_SECONDS", 0.1, raising=False)
+    first = writer_lock.acquire(tmp_path, "notes", WaitPolicy())
     heard: list[str] = []
     policy = WaitPolicy(30, notify=heard.append, waited=lambda: heard.append("done"))
     second: list[object] = []
-    waiter = threading.Thread(target=lambda: second.append(writer.acquire(tmp_path, "notes", policy)))
+    waiter = threading.Thread(target=lambda: second.append(writer_lock.acquire(tmp_path, "notes", policy)))
     waiter.start()
     _wait_for(lambda: len(heard) == 1, "the waiting writer to say why it waits")
     time.sleep(1.0)  # several polls (every 0.1 s) while the first holds the lock: none says it again
@@ -336,11 +336,11 @@ def test_a_waiting_writer_is_served_before_the_holder_takes_the_lock_again(tmp_p
 
     from haiku_cli.store.writer_line import is_marker
 
-    holder = writer.acquire(tmp_path, "notes", WaitPolicy())
+    holder = writer_lock.acquire(tmp_path, "notes", WaitPolicy())
     served: list[str] = []
 
     def write(name: str) -> None:
-        lock = writer.acquire(tmp_path, "notes", WaitPolicy(60))
+        lock = writer_lock.acquire(tmp_path, "notes", WaitPolicy(60))
         served.append(name)
         lock.release()
 
@@ -358,12 +358,88 @@ def test_a_waiting_writer_is_served_before_the_holder_takes_the_lock_again(tmp_p
 
 
 def test_a_waiter_killed_in_the_line_holds_up_no_one(tmp_path: Path) -> None:
-    from haiku_cli.store.writer_line import Place
+    from haiku_cli.store.writer_line import Files, Place
 
     gone = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
     )
-    marker = Place(tmp_path, "dead").join()
-    marker.path.write_text(json.dumps({"pid": int(gone.stdout), "host": os.uname().nodename, "at": 0}))
-    writer.acquire(tmp_path, "notes", WaitPolicy(0)).release()  # not refused: the dead waiter is passed
-    assert not marker.path.exists()
+    marker = tmp_path / Place(Files(tmp_path), "dead").join().name
+    marker.write_text(json.dumps({"pid": int(gone.stdout), "host": os.uname().nodename, "at": 0}))
+    writer_lock.acquire(tmp_path, "notes", WaitPolicy(0)).release()  # not refused: the dead waiter is passed
+    assert not marker.exists()
+
+
+def _waiting_markers(s3_server: str, loc: Location) -> list[str]:
+    """The markers of writers waiting in an `s3://` database's line, as the store lists them."""
+    import boto3
+
+    from haiku_cli.store.writer_line import is_marker
+
+    prefix = loc.uri.removeprefix("s3://lab/") + "/"
+    listed = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1").list_objects_v2(
+        Bucket="lab", Prefix=prefix, Delimiter="/"
+    )
+    return [o["Key"] for o in listed.get("Contents", []) if is_marker(o["Key"].rsplit("/", 1)[-1])]
+
+
+def test_an_object_store_writer_waiting_is_served_before_the_holder_takes_the_lease_again(
+    s3_server: str, tmp_path: Path
+) -> None:
+    # The same line as a local database's, for an `s3://` database's lease: a watch syncing source after
+    # source gives the lease back and asks again at once; the writer waiting behind it goes first.
+    import threading
+
+    loc, _ = _s3(s3_server, tmp_path, "line")
+    looping = open_database(loc, create_with=SPEC, writable=True)
+    holder = writer_lock.acquire(looping, "t", WaitPolicy())
+    served: list[str] = []
+
+    def write(name: str, db) -> None:
+        lock = writer_lock.acquire(db, "t", WaitPolicy(60))
+        served.append(name)
+        lock.release()
+
+    waiting = threading.Thread(target=write, args=("waiting", open_database(loc, writable=True)))
+    waiting.start()
+    _wait_for(lambda: bool(_waiting_markers(s3_server, loc)) or not waiting.is_alive(), "it to join the line")
+    holder.release()
+    write("holder again", looping)  # at once, as a watch's next sync does
+    waiting.join(60)
+    assert served == ["waiting", "holder again"]
+    assert _waiting_markers(s3_server, loc) == []  # each left the line
+
+
+def test_a_killed_object_store_writers_lease_is_taken_over_at_once_on_its_machine(
+    s3_server: str, tmp_path: Path
+) -> None:
+    loc, options = _s3(s3_server, tmp_path, "killed")
+    write_documents(open_database(loc, create_with=SPEC, writable=True), [_write("first")])
+    a = _paused_writer(tmp_path, loc.uri, "from a", "more from a", options=options)
+    a.send_signal(signal.SIGKILL)
+    a.wait(30)
+    db = open_database(loc, writable=True)
+    db.write_policy = WaitPolicy(0)  # its lease has a minute to live: only its gone pid lets this in
+    write_documents(db, [_write("from b")])
+    assert sorted(d.title for d in wait(reads.list_documents(open_database(loc), limit=None))) == [
+        "first",
+        "from b",
+    ]
+    assert "pending_write" not in open_database(loc).meta
+
+
+def test_a_lease_naming_this_host_but_another_machine_is_waited_out(s3_server: str, tmp_path: Path) -> None:
+    # The same host name in another container (another pid namespace) or on another computer: its pid
+    # says nothing here.
+    import socket
+
+    loc, _ = _s3(s3_server, tmp_path, "elsewhere")
+    db = open_database(loc, create_with=SPEC, writable=True)
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    now = time.time()
+    holder = Owner("x", int(gone.stdout), socket.gethostname(), "haiku add", now, now, 60.0, "another-boot:1")
+    db.set_meta(LEASE_KEY, json.dumps(asdict(holder)))
+    db.write_policy = WaitPolicy(0)
+    with pytest.raises(DatabaseError, match=rf"being written by pid {holder.pid} on "):
+        write_documents(db, [_write("too soon")])

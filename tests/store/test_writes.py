@@ -22,8 +22,8 @@ from haiku_cli.store import (
     reads,
 )
 from haiku_cli.store.blocking import wait
+from haiku_cli.store.document_writes import delete_document, new_id, write_documents
 from haiku_cli.store.transaction import atomic_write
-from haiku_cli.store.writes import delete_document, new_id, write_documents
 
 SPEC = EmbedderSpec("test:e", 4)
 
@@ -134,8 +134,8 @@ def test_kill_between_tables_leaves_no_partial_document(tmp_path: Path) -> None:
 
 
 def test_a_group_held_past_its_time_commits_its_whole_documents_as_a_keep_point(db) -> None:
-    from haiku_cli.store.writer import exclusive
-    from haiku_cli.store.writes import HeldWrites
+    from haiku_cli.store.document_writes import HeldWrites
+    from haiku_cli.store.writer_lock import exclusive
 
     with exclusive(db), atomic_write(db):
         # Far from the group's size, but past its time: the whole document is committed and kept.
@@ -163,8 +163,8 @@ def test_a_killed_write_that_made_the_pictures_table_is_undone_table_and_all(tmp
         from haiku_cli.store import Location, open_database
         from haiku_cli.store.records import PictureRecord
         from haiku_cli.store.transaction import atomic_write
-        from haiku_cli.store.writer import exclusive
-        from haiku_cli.store.writes import HeldWrites
+        from haiku_cli.store.writer_lock import exclusive
+        from haiku_cli.store.document_writes import HeldWrites
         from tests.store.test_writes import _write
         from tests.support.pictures import png
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from haiku_cli.store import DocumentRecord, DocumentWrite, EmbedderSpec, Location, NewChunk, open_database
 from haiku_cli.store.database import Database
-from haiku_cli.store.writes import new_id, write_documents
+from haiku_cli.store.document_writes import new_id, write_documents
 
 # A small vocabulary whose words repeat across texts, so BM25 statistics differ between databases.
 WORDS = [

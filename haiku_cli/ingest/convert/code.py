@@ -10,13 +10,11 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from functools import cache
-from pathlib import PurePosixPath
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
-from haiku_cli.ingest.convert.registry import Converter, RawDocument
-from haiku_cli.ingest.convert.text import convert_plain, decode_text
-from haiku_cli.ingest.document import ConvertedDocument
+from haiku_cli.ingest.convert.registry import SNIFF_BYTES, Converter, RawDocument, named_file
+from haiku_cli.ingest.convert.text import convert_plain, decode_text, looks_binary
+from haiku_cli.ingest.document import ConversionError, ConvertedDocument
 
 # Suffix -> (grammar module, the function in it returning the language).
 GRAMMARS: dict[str, tuple[str, str]] = {
@@ -97,20 +95,20 @@ def read_code(raw: RawDocument) -> ConvertedDocument:
     """The file's text as it is, titled by its file name (suffix included: `app.py`, not `app`)."""
     notes: list[str] = []
     text = decode_text(raw.data, raw.label, raw.charset, notes)
-    name = PurePosixPath(unquote(urlsplit(raw.uri).path)).name if raw.uri else ""
+    name = named_file(raw.uri).name if raw.uri else ""
     doc = convert_plain(text, uri=raw.uri, title=name or raw.fallback_title)
     return ConvertedDocument(uri=doc.uri, title=doc.title, segments=doc.segments, notes=tuple(notes))
 
 
 def is_code(uri: str) -> bool:
     """Whether a document's uri names a source code file (by its suffix)."""
-    return PurePosixPath(unquote(urlsplit(uri).path)).suffix.lower() in GRAMMARS
+    return named_file(uri).suffix.lower() in GRAMMARS
 
 
 def definitions(text: str, uri: str) -> list[Definition] | None:
     """The units `text` is cut into at its definitions, in order; None without the grammar (the `code`
     extra not installed), when the caller cuts line windows instead."""
-    parser = _parser(PurePosixPath(unquote(urlsplit(uri).path)).suffix.lower())
+    parser = _parser(named_file(uri).suffix.lower())
     if parser is None:
         return None
     lines = text.split("\n")
@@ -206,15 +204,34 @@ def _label(lines: list[str], first: int, last: int) -> str:
     return lines[first].strip()[:_LABEL_CHARS]
 
 
+def _not_typescript(head: bytes) -> str | None:
+    """What a `.ts` file holds when it is not TypeScript: an MPEG transport stream (video) or other bytes."""
+    # A transport stream is 188-byte packets, each opening with the sync byte 0x47.
+    packets = head[: _PACKET * 3 : _PACKET]
+    if head[:1] == b"\x47" and len(head) > _PACKET and packets == b"\x47" * len(packets):
+        return "an MPEG transport stream (video), not TypeScript"
+    return "binary data, not TypeScript" if looks_binary(head) else None
+
+
+def _read_typescript(raw: RawDocument) -> ConvertedDocument:
+    other = _not_typescript(raw.data[:SNIFF_BYTES])
+    if other is not None:
+        raise ConversionError(f"{raw.label}: unsupported: {other}")
+    return read_code(raw)
+
+
+_PACKET = 188
+# Suffixes video shares with TypeScript (MPEG transport streams, AVCHD): their files are sniffed first.
+_SHARED_WITH_VIDEO = (".ts", ".mts")
+
 CONVERTER = Converter(
     name="code",
     read=read_code,
-    suffixes=tuple(GRAMMARS),
+    suffixes=tuple(s for s in GRAMMARS if s not in _SHARED_WITH_VIDEO),
     media_types=(
         "text/x-python",
         "text/javascript",
         "application/javascript",
-        "application/typescript",
         "text/x-go",
         "text/x-rust",
         "text/x-java",
@@ -225,4 +242,12 @@ CONVERTER = Converter(
         "text/x-shellscript",
     ),
     text=True,
+)
+TYPESCRIPT = Converter(
+    name="typescript",
+    read=_read_typescript,
+    suffixes=_SHARED_WITH_VIDEO,
+    media_types=("application/typescript",),
+    text=True,
+    mistaken=_not_typescript,
 )

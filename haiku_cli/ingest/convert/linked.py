@@ -83,8 +83,10 @@ def _read(target: str, uri: str, collector: PictureCollector) -> bytes | None:
     page = urlsplit(uri).scheme.lower()
     if page in ("http", "https") and scheme in ("", "http", "https"):
         accept = "image/png, image/jpeg, image/*;q=0.8"
+        # Read as the page's redirects are: a public page's picture never from a local or private address.
+        limits = collector.limits
         data, _, _ = download(
-            urljoin(uri, target), timeout=_DOWNLOAD_SECONDS, limits=collector.limits, accept=accept
+            urljoin(uri, target), timeout=_DOWNLOAD_SECONDS, limits=limits, accept=accept, linked_from=uri
         )
         return data
     if page == "file" and scheme == "":

@@ -1,52 +1,105 @@
-"""Mail: a message (.eml) or a mailbox of them (.mbox); the subject a heading, the sender, recipients and
-date beneath it, the body as text, each attachment haiku can read as a section of its own."""
+"""Mail: a message (.eml) or a mailbox of them (.mbox).
+
+A message is titled by its subject; its sender, recipients and date are shown beneath the heading and
+kept as metadata (`from`, `to`, `cc`, `date`); its body is its text. Each attachment haiku can read
+becomes a document of its own under `<mail uri>#attachment/<name>`, its metadata naming the mail
+(`attached_to`) and the file it was read out of (`part_of`). A mailbox is a short list of its messages;
+each message is a document of its own under `<mailbox uri>#message/<n>`, with its attachments
+(`...#message/<n>/attachment/<name>`).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
+from email.utils import parsedate_to_datetime
 from pathlib import PurePosixPath
+from typing import Any
+from urllib.parse import quote
 
 from haiku_cli.ingest.convert import registry
 from haiku_cli.ingest.convert.html import convert_html
+from haiku_cli.ingest.convert.limits import over_limit
 from haiku_cli.ingest.convert.registry import Converter, RawDocument
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
+from haiku_cli.store.document_parts import PART_OF
 
 _HEADERS = ("From", "To", "Cc", "Date")
 # An mbox separates messages by a line "From <sender> <date>" after a blank line; writers quote body lines
 # starting so as ">From ", and the date's time tells the rest of an unquoted one from a separator.
 _FROM_LINE = re.compile(rb"(?:\A|(?<=\n\n))From \S+ [^\n]*\d:\d\d[^\n]*\n")
 _QUOTED_FROM = re.compile(rb"^>(>*From )", re.MULTILINE)
+# Formats whose documents hold parts of their own are not read inside a mail.
+_NOT_INSIDE = ("eml", "mbox")
+
+
+@dataclasses.dataclass
+class _Parts:
+    """What reading one mail file gathers besides its text: the documents read out of it, and notes."""
+
+    raw: RawDocument
+    documents: list[ConvertedDocument] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    unread: list[str] = dataclasses.field(default_factory=list)  # attachments of a format not read
+
+    def noted(self) -> tuple[str, ...]:
+        if self.unread:
+            count = "1 attachment" if len(self.unread) == 1 else f"{len(self.unread)} attachments"
+            unread = ", ".join(self.unread)
+            self.notes.append(f"{self.raw.label}: {count} left out, not in a format haiku reads: {unread}")
+        return tuple(self.notes)
 
 
 def read_eml(raw: RawDocument) -> ConvertedDocument:
-    """One message, titled by its subject."""
+    """One message, titled by its subject, with its readable attachments as documents of their own."""
     message = _parse(raw.data)
     if not any(message.get(h) for h in ("From", "To", "Subject", "Date", "Message-ID")):
         raise ConversionError(f"{raw.label}: not an e-mail message (no From, To, Subject or Date header)")
-    subject, text, notes = _message(message, raw, level=1)
+    parts = _Parts(raw)
+    subject, text, metadata = _message(message, raw.uri, raw.label, parts)
     return ConvertedDocument(
-        uri=raw.uri, title=subject or raw.fallback_title, segments=[Segment(text)], notes=notes
+        uri=raw.uri,
+        title=subject or raw.fallback_title,
+        segments=[Segment(text)],
+        notes=parts.noted(),
+        metadata=metadata,
+        children=tuple(parts.documents),
+        owns_children=True,
     )
 
 
 def read_mbox(raw: RawDocument) -> ConvertedDocument:
-    """Every message of a mailbox, in order, each a section titled by its subject."""
+    """A mailbox: the list of its messages; each message (and each attachment) a document of its own."""
     if not raw.data.startswith(b"From "):
         raise ConversionError(f'{raw.label}: not an mbox mailbox (it does not start with a "From " line)')
     separators = list(_FROM_LINE.finditer(raw.data))
     starts = [m.end() for m in separators]
     ends = [*(m.start() for m in separators[1:]), len(raw.data)]
-    segments: list[Segment] = []
-    notes: tuple[str, ...] = ()
-    for start, end in zip(starts, ends, strict=True):
+    parts = _Parts(raw)
+    listed = []
+    for n, (start, end) in enumerate(zip(starts, ends, strict=True), start=1):
         message = _parse(_QUOTED_FROM.sub(rb"\1", raw.data[start:end]))
-        _, text, more = _message(message, raw, level=1)
-        segments.append(Segment(text))
-        notes += more
-    return ConvertedDocument(uri=raw.uri, title=raw.fallback_title, segments=segments, notes=notes)
+        uri, label = f"{raw.uri}#message/{n}", f"{raw.label}#message/{n}"
+        at = len(parts.documents)
+        subject, text, metadata = _message(message, uri, label, parts)
+        title = subject or f"{raw.fallback_title or 'mailbox'}: message {n}"
+        own = ConvertedDocument(uri, title, [Segment(text)], metadata={**metadata, PART_OF: raw.uri})
+        parts.documents.insert(at, own)  # before its attachments
+        listed.append(
+            " · ".join([f"{n}. {title}", *(str(metadata[k]) for k in ("from", "date") if k in metadata)])
+        )
+    heading = f"# {raw.fallback_title or 'Mailbox'}\n\n{len(listed)} messages:\n\n" + "\n".join(listed)
+    return ConvertedDocument(
+        uri=raw.uri,
+        title=raw.fallback_title,
+        segments=[Segment(heading)],
+        notes=parts.noted(),
+        children=tuple(parts.documents),
+        owns_children=True,
+    )
 
 
 def _parse(data: bytes) -> EmailMessage:
@@ -55,23 +108,41 @@ def _parse(data: bytes) -> EmailMessage:
     return message
 
 
-def _message(message: EmailMessage, raw: RawDocument, level: int) -> tuple[str | None, str, tuple[str, ...]]:
-    """A message's subject and its Markdown: heading, headers, body, readable attachments."""
+def _message(
+    message: EmailMessage, uri: str, label: str, parts: _Parts
+) -> tuple[str | None, str, dict[str, Any]]:
+    """A message's subject, its Markdown (heading, headers, body, the names of its attachments) and its
+    metadata; its readable attachments join `parts`."""
     subject = " ".join(str(message.get("Subject", "")).split()) or None
-    blocks = [f"{'#' * level} {subject or '(no subject)'}"]
-    headers = [f"{h}: {' '.join(str(message[h]).split())}" for h in _HEADERS if message.get(h)]
+    blocks = [f"# {subject or '(no subject)'}"]
+    headers = {h: " ".join(str(message[h]).split()) for h in _HEADERS if message.get(h)}
     if headers:
-        blocks.append("  \n".join(headers))
-    blocks.append(_body(message, raw))
-    notes: list[str] = []
-    for part in message.iter_attachments():
-        section = _attachment(part, raw, level + 1, notes)
-        if section:
-            blocks.append(section)
-    return subject, "\n\n".join(b for b in blocks if b.strip()), tuple(notes)
+        blocks.append("  \n".join(f"{h}: {v}" for h, v in headers.items()))
+    blocks.append(_body(message, uri, label))
+    names = []
+    for n, part in enumerate(message.iter_attachments(), start=1):
+        name = part.get_filename() or f"attachment-{n}"
+        if name in names:
+            name = f"{n}-{name}"  # two attachments of one name: each a uri of its own
+        names.append(name)
+        _attachment(part, name, uri, label, parts)
+    if names:
+        blocks.append("Attachments: " + ", ".join(names))
+    metadata: dict[str, Any] = {h.lower(): v for h, v in headers.items()}
+    if "date" in metadata:
+        metadata["date"] = _iso_date(metadata["date"])
+    return subject, "\n\n".join(b for b in blocks if b.strip()), metadata
 
 
-def _body(message: EmailMessage, raw: RawDocument) -> str:
+def _iso_date(value: str) -> str:
+    """A Date header as ISO 8601 (so a filter can compare dates as text), or as it was when unreadable."""
+    try:
+        return parsedate_to_datetime(value).isoformat()
+    except (TypeError, ValueError, IndexError):
+        return value
+
+
+def _body(message: EmailMessage, uri: str, label: str) -> str:
     part = message.get_body(preferencelist=("plain", "html"))
     if part is None:
         return ""
@@ -82,28 +153,37 @@ def _body(message: EmailMessage, raw: RawDocument) -> str:
         content = payload.decode("latin-1") if isinstance(payload, bytes) else ""
     if part.get_content_subtype() == "html":
         html = content.encode("utf-8") if isinstance(content, str) else content
-        return convert_html(html, label=raw.label, uri=raw.uri, fallback_title=None, charset="utf-8").text
+        return convert_html(html, label=label, uri=uri, fallback_title=None, charset="utf-8").text
     return str(content).strip()
 
 
-def _attachment(part: EmailMessage, raw: RawDocument, level: int, notes: list[str]) -> str:
-    """An attachment of a format haiku reads, as a section headed by its file name; others are noted."""
-    name = part.get_filename() or ""
-    label = f"{raw.label}: attachment {name or '(unnamed)'}"
-    converter = registry.by_suffix(PurePosixPath(name)) if name else None
-    if converter is None or converter.name in ("eml", "mbox"):
-        notes.append(f"{label}: not a format haiku reads; left out")
-        return ""
+def _attachment(part: EmailMessage, name: str, mail_uri: str, mail_label: str, parts: _Parts) -> None:
+    """An attachment of a format haiku reads, as a document of its own; others are counted, failures noted."""
+    converter = registry.by_suffix(PurePosixPath(name)) or registry.by_media_type(part.get_content_type())
+    if converter is None or converter.name in _NOT_INSIDE:
+        parts.unread.append(name)
+        return
+    # A mailbox's message is a fragment of its file's uri already: its attachments go on beneath it.
+    joined = "/" if "#" in mail_uri else "#"
+    label = f"{mail_label}{joined}attachment/{name}"
+    uri = f"{mail_uri}{joined}attachment/{quote(name, safe='')}"
     data = part.get_payload(decode=True)
-    if not isinstance(data, bytes) or not data.strip():
-        notes.append(f"{label}: empty; left out")
-        return ""
+    limits = parts.raw.limits
     try:
-        doc = converter.read(RawDocument(data, label, raw.uri, PurePosixPath(name).stem, limits=raw.limits))
+        if not isinstance(data, bytes) or not data.strip():
+            raise ConversionError(f"{label}: empty")
+        doc = converter.read(RawDocument(data, label, uri, PurePosixPath(name).stem or name, limits=limits))
+        if not doc.text.strip():
+            raise ConversionError(f"{label}: no text")
     except ConversionError as exc:
-        notes.append(f"{exc}; left out")
-        return ""
-    return f"{'#' * level} Attachment: {name}\n\n{doc.text}"
+        parts.notes.append(f"{exc}; left out")
+        return
+    if len(doc.text) > limits.max_text_mb * 2**20:
+        parts.notes.append(over_limit(label, len(doc.text), "max_text_mb", limits.max_text_mb, "text of "))
+        return
+    parts.notes.extend(doc.notes)
+    metadata = {**(doc.metadata or {}), "attached_to": mail_uri, PART_OF: parts.raw.uri}
+    parts.documents.append(dataclasses.replace(doc, uri=uri, notes=(), metadata=metadata, children=()))
 
 
 EML = Converter(name="eml", read=read_eml, suffixes=(".eml",), media_types=("message/rfc822",))

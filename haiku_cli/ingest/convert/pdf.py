@@ -12,7 +12,7 @@ from typing import Any
 from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.convert.garbled import unreadable
 from haiku_cli.ingest.convert.pdf_glyphs import map_unmapped
-from haiku_cli.ingest.convert.pdf_scans import read_scans
+from haiku_cli.ingest.convert.pdf_scans import Scans, read_scans
 from haiku_cli.ingest.convert.pdf_streams import check_pdf_streams
 from haiku_cli.ingest.convert.pdf_title import largest_type, pick_title
 from haiku_cli.ingest.convert.registry import Converter, reading
@@ -40,6 +40,14 @@ _SECTION_PREFIX = re.compile(
 )
 
 
+def _unopened(exc: Exception) -> str:
+    """Why PDFium would not open a document, by the error code it gives for a load (not its message)."""
+    import pypdfium2.raw as pdfium_c
+
+    locked = getattr(exc, "err_code", None) == pdfium_c.FPDF_ERR_PASSWORD
+    return "password-protected PDF" if locked else "corrupt PDF"
+
+
 def convert_pdf(
     data: bytes, *, label: str, uri: str, fallback_title: str | None, limits: IngestSettings | None = None
 ) -> ConvertedDocument:
@@ -58,8 +66,7 @@ def convert_pdf(
         try:
             pdf = pdfium.PdfDocument(data)
         except pdfium.PdfiumError as exc:
-            reason = "password-protected PDF" if "password" in str(exc).lower() else "corrupt PDF"
-            raise ConversionError(f"{label}: {reason}") from exc
+            raise ConversionError(f"{label}: {_unopened(exc)}") from exc
         try:
             read = [_page_lines(pdf, i) for i in range(len(pdf))]
             scans = read_scans(pdf, read, limits, label, _unlocked, _page_ranges)
@@ -67,14 +74,7 @@ def convert_pdf(
             garbled = [i + 1 for i, lines in enumerate(read) if lines is None and i not in scans.lines]
             recovered = [i + 1 for i, lines in enumerate(read) if lines is None and i in scans.lines]
             pages = [scans.lines.get(i) or lines or [] for i, lines in enumerate(read)]
-            first = next((i for i, lines in enumerate(pages[:2]) if any(x.strip() for x in lines)), None)
-            # Type sizes come from the text layer: a page read by OCR offers its first line instead.
-            if first is not None and first in scans.lines:
-                font_title = scans.first_line(first)
-            else:
-                font_title = _largest_type(pdf, first) if first is not None else None
-            first_text = "\n".join(pages[first]) if first is not None else ""
-            title = pick_title(pdf.get_metadata_dict().get("Title"), first_text, font_title)
+            title = _title(pdf, pages, scans)
             # A garbled page is not a scan: its images are kept, but it is not rendered.
             placed = [_pictures(pdf, i, read[i], collector, page_pictures) for i in range(len(pdf))]
             bookmarks = _bookmarks(pdf)
@@ -86,12 +86,7 @@ def convert_pdf(
         if garbled:
             raise ConversionError(f"{label}: the text layer is unreadable (garbled fonts); nothing to index")
         raise ConversionError(f"{label}: no text layer (scanned?)")
-    notes: tuple[str, ...] = ()
-    for numbers, done in ((garbled, "left out"), (recovered, "read by OCR instead")):
-        if numbers:
-            which = f"page{'' if len(numbers) == 1 else 's'} {_page_ranges(numbers)}"
-            notes += (f"{label}: {which} {done}: the text layer is unreadable (garbled fonts)",)
-    notes += tuple(scans.notes)
+    notes = _garbled_notes(label, garbled, recovered) + tuple(scans.notes)
     _drop_running_lines(pages)
     _mark_headings(pages, bookmarks)
     for lines, here in zip(pages, placed, strict=True):
@@ -106,6 +101,28 @@ def convert_pdf(
         pictures=pictures,
         notes=notes + picture_notes,
     )
+
+
+def _title(pdf: Any, pages: list[list[str]], scans: Scans) -> str | None:
+    """The title from the metadata, the first page with text on it (of the first two) and its type sizes."""
+    first = next((i for i, lines in enumerate(pages[:2]) if any(x.strip() for x in lines)), None)
+    # Type sizes come from the text layer: a page read by OCR offers its first line instead.
+    if first is not None and first in scans.lines:
+        font_title = scans.first_line(first)
+    else:
+        font_title = _largest_type(pdf, first) if first is not None else None
+    first_text = "\n".join(pages[first]) if first is not None else ""
+    return pick_title(pdf.get_metadata_dict().get("Title"), first_text, font_title)
+
+
+def _garbled_notes(label: str, garbled: list[int], recovered: list[int]) -> tuple[str, ...]:
+    """The pages whose text layer could not be read: left out, or read by OCR instead."""
+    notes: tuple[str, ...] = ()
+    for numbers, done in ((garbled, "left out"), (recovered, "read by OCR instead")):
+        if numbers:
+            which = f"page{'' if len(numbers) == 1 else 's'} {_page_ranges(numbers)}"
+            notes += (f"{label}: {which} {done}: the text layer is unreadable (garbled fonts)",)
+    return notes
 
 
 @contextmanager

@@ -1,9 +1,13 @@
-"""Glyphs a PDF's font gives no Unicode for. PDFium hands back their raw codes, which below 32 are control
-characters that would vanish from the text (`how bad does get?` where the page shows ε). TeX's math
-fonts say by name what those codes are; any other such glyph is marked with U+FFFD rather than dropped.
+"""Glyphs a PDF's font gives no Unicode for. PDFium hands back their raw codes: below 32 control
+characters that would vanish from the text (`how bad does get?` where the page shows ε), from 32 up
+ordinary characters that stand for something else (`!` for → in TeX's symbol font, `P` for ∑ in its
+extension font). TeX's math fonts (cmmi, cmsy, cmex, their bold) say by name what every code is: those
+are mapped. Any other font's control code is marked with U+FFFD rather than dropped; its codes from 32
+up are kept as they are, since a text font without a map nearly always sets letters at their own codes.
 
-Codes from 32 up read as ordinary characters and cannot be told from real ones without asking the font
-of every character, which would slow every page down; they are left as PDFium gives them.
+Asking PDFium which characters lack a map costs a call per character, so only a page whose text holds a
+raw control code set in a TeX math font (TeX sets the Greek letters and most relations below 32) is
+asked; every other page is read as fast as before.
 """
 
 from __future__ import annotations
@@ -16,23 +20,44 @@ MARK = "\ufffd"
 # Control characters PDFium does not use itself (\x02 marks a soft hyphen; tabs and line ends are text).
 UNMAPPED = re.compile(r"[\x00\x01\x03-\x08\x0b\x0c\x0e-\x1f]")
 _SUBSET = re.compile(r"^[A-Z]{6}\+")
-# TeX's math italic (OML: cmmi, the Greek letters) and math symbols (OMS: cmsy), codes 0-31.
-_OML = "ΓΔΘΛΞΠΣΥΦΨΩαβγδϵζηθικλμνξπρστυϕχ"
-_OMS = "−·×∗÷⋄±∓⊕⊖⊗⊘⊙○∘•≍≡⊆⊇≤≥⪯⪰∼≈⊂⊃≪≫≺≻"  # noqa: RUF001
-_FAMILIES = (("CMMI", _OML), ("CMBMI", _OML), ("CMSY", _OMS), ("CMBSY", _OMS))
+_M = MARK
+# TeX's math italic (OML: cmmi): Greek letters, then old-style digits, italic letters and a few symbols.
+_OML = (
+    "ΓΔΘΛΞΠΣΥΦΨΩαβγδϵζηθικλμνξπρστυϕχ"
+    f"ψωεϑϖϱςφ↼↽⇀⇁{_M}{_M}▷◁0123456789.,</>⋆∂ABCDEFGHIJKLMNOPQRSTUVWXYZ♭♮♯⌣⌢ℓ"  # noqa: RUF001
+    "abcdefghijklmnopqrstuvwxyzıȷ℘\u20d7⁀"  # noqa: RUF001
+)
+# TeX's math symbols (OMS: cmsy); its capitals are calligraphic letters, read as the letters.
+_OMS = (
+    "−·×∗÷⋄±∓⊕⊖⊗⊘⊙○∘•≍≡⊆⊇≤≥⪯⪰∼≈⊂⊃≪≫≺≻"  # noqa: RUF001
+    "←→↑↓↔↗↘≃⇐⇒⇑⇓⇔↖↙∝′∞∈∋△▽\u0338↦∀∃¬∅ℜℑ⊤⊥ℵABCDEFGHIJKLMNOPQRSTUVWXYZ∪∩⊎∧∨"  # noqa: RUF001
+    "⊢⊣⌊⌋⌈⌉{}⟨⟩|‖↕⇕\\≀√⨿∇∫⊔⊓⊑⊒§†‡¶♣♢♡♠"
+)
+# TeX's math extension (OMX: cmex): delimiters in their sizes and pieces, big operators, wide accents.
+_OMX = (
+    "()[]⌊⌋⌈⌉{}⟨⟩|‖/\\()()[]⌊⌋⌈⌉{}⟨⟩/\\()[]⌊⌋⌈⌉{}⟨⟩/\\/\\"
+    f"⎛⎞⎡⎤⎣⎦⎢⎥⎧⎫⎩⎭⎨⎬⎪{_M}⎝⎠⎜⎟⟨⟩⊔⊔∮∮⨀⨀⨁⨁⨂⨂∑∏∫⋃⋂⨄⋀⋁∑∏∫⋃⋂⨄⋀⋁∐∐"  # noqa: RUF001
+    "\u0302\u0302\u0302\u0303\u0303\u0303[]⌊⌋⌈⌉{}√√√√√" + _M * 11
+)
+_FAMILIES = (("CMMI", _OML), ("CMBMI", _OML), ("CMSY", _OMS), ("CMBSY", _OMS), ("CMEX", _OMX))
 
 
 def glyph_for(font: str, code: int) -> str:
-    """The character a code below 32 stands for in `font` (a TeX math font), else the mark."""
+    """The character an unmapped code stands for in `font`: a TeX math font's, else the mark for a
+    control code and the code itself from 32 up."""
+    table = _tex_table(font)
+    if table is not None:
+        return table[code] if 0 <= code < len(table) else MARK
+    return MARK if code < 32 else chr(code)
+
+
+def _tex_table(font: str) -> str | None:
     name = _SUBSET.sub("", font).upper()
-    for prefix, table in _FAMILIES:
-        if name.startswith(prefix) and 0 <= code < len(table):
-            return table[code]
-    return MARK
+    return next((table for prefix, table in _FAMILIES if name.startswith(prefix)), None)
 
 
 def map_unmapped(text: str, textpage: Any) -> str:
-    """`text` (the page's text, from `textpage`) with each raw control code mapped or marked."""
+    """`text` (the page's text, from `textpage`) with each glyph without a Unicode map mapped or marked."""
     if not UNMAPPED.search(text):
         return text
     if textpage.count_chars() != len(text):
@@ -40,12 +65,34 @@ def map_unmapped(text: str, textpage: Any) -> str:
         return UNMAPPED.sub(MARK, text)
     import pypdfium2.raw as raw
 
-    buffer = ctypes.create_string_buffer(128)
-    flags = ctypes.c_int()
+    font = _FontAt(textpage.raw)
     chars = list(text)
+    tex = False
     for match in UNMAPPED.finditer(text):
-        i = match.start()
-        size = raw.FPDFText_GetFontInfo(textpage.raw, i, buffer, len(buffer), ctypes.byref(flags))
-        font = buffer.value.decode("utf-8", "replace") if 0 < size <= len(buffer) else ""
-        chars[i] = glyph_for(font, ord(text[i]))
+        name = font.at(match.start())
+        chars[match.start()] = glyph_for(name, ord(match.group()))
+        tex = tex or _tex_table(name) is not None
+    if not tex:
+        return "".join(chars)
+    # A TeX math font's codes from 32 up are asked of every character (there is no asking by font).
+    unmapped = raw.FPDFText_HasUnicodeMapError
+    for i, char in enumerate(text):
+        if " " <= char < "\x80" and unmapped(font.page, i):
+            chars[i] = glyph_for(font.at(i), ord(char))
     return "".join(chars)
+
+
+class _FontAt:
+    """The name of the font a character of a text page is set in."""
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+        self._buffer = ctypes.create_string_buffer(128)
+        self._flags = ctypes.c_int()
+
+    def at(self, index: int) -> str:
+        import pypdfium2.raw as raw
+
+        buffer = self._buffer
+        size = raw.FPDFText_GetFontInfo(self.page, index, buffer, len(buffer), ctypes.byref(self._flags))
+        return buffer.value.decode("utf-8", "replace") if 0 < size <= len(buffer) else ""

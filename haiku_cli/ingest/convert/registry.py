@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath, PurePosixPath
 from typing import Protocol
+from urllib.parse import unquote, urlsplit
 
 from haiku_cli.config.settings import IngestSettings
 from haiku_cli.ingest.document import ConvertedDocument
@@ -64,6 +65,10 @@ class Converter:
 
     `available`: whether the format can be read here (an optional extra installed); when it says no,
     its files are unsupported, and their refusal adds `hint` (what to install).
+
+    `mistaken`: for a suffix two kinds of file share (`.ts`: TypeScript, and MPEG transport stream
+    video), what the first `SNIFF_BYTES` hold instead when they are not this format, else None; such a
+    file is unsupported. Only files of a converter that has it are sniffed.
     """
 
     name: str
@@ -74,11 +79,15 @@ class Converter:
     text: bool = False
     available: Callable[[], bool] | None = None
     hint: str = ""
+    mistaken: Callable[[bytes], str | None] | None = None
 
     def usable(self) -> bool:
         """Whether this format can be read here."""
         return self.available is None or self.available()
 
+
+SNIFF_BYTES = 1024
+"""How many first bytes of a file a converter's `mistaken` is given."""
 
 _BY_NAME: dict[str, Converter] = {}
 _BY_SUFFIX: dict[str, Converter] = {}
@@ -131,6 +140,14 @@ def by_sniffing(data: bytes) -> Converter | None:
 def suffixes() -> frozenset[str]:
     """Every registered suffix of a format that can be read here."""
     return frozenset(s for s, c in _BY_SUFFIX.items() if c.usable())
+
+
+def named_file(uri: str) -> PurePosixPath:
+    """The file a document's uri stands for: the end of its path, or of its fragment when that names a path
+    (a document read out of another's file: `mail.eml#attachment/app.py`)."""
+    parts = urlsplit(uri)
+    fragment = unquote(parts.fragment)
+    return PurePosixPath(fragment if "/" in fragment else unquote(parts.path))
 
 
 def _suffix(path: PurePath | str) -> str:

@@ -10,9 +10,12 @@ from haiku_cli.ingest.convert.dispatch import convert_bytes
 from haiku_cli.ingest.convert.download import download_if_changed
 from haiku_cli.ingest.document import ConvertedDocument
 
+PAGE_ACCEPT = "text/html, text/markdown, text/plain, */*;q=0.5"
+
 
 def fetch_url(url: str, *, timeout: float = 30, limits: IngestSettings | None = None) -> ConvertedDocument:
-    """Download `url` (redirects followed) and convert it; network or HTTP failures raise ConversionError.
+    """Download `url` and convert it; network and HTTP failures raise ConversionError, and so does a
+    redirect from a public address to a local or private one (see convert/download.py).
 
     A download is stopped, and refused, once it passes `limits.max_file_mb`.
     """
@@ -43,14 +46,15 @@ def fetch_if_changed(
     timeout: float = 30,
     limits: IngestSettings | None = None,
 ) -> Fetched:
-    """`fetch_url`, asking the server to send the body only if it changed since `known` was sent."""
+    """`fetch_url`, asking the server to send the body only if it changed since `known` was sent (then
+    the document is None)."""
     limits = limits or IngestSettings()
     known = known or Validators()
     got = download_if_changed(
         url,
         timeout=timeout,
         limits=limits,
-        accept="text/html, text/markdown, text/plain, */*;q=0.5",
+        accept=PAGE_ACCEPT,
         etag=known.etag,
         last_modified=known.last_modified,
     )

@@ -16,12 +16,12 @@ from haiku_cli.ingest.kinds.local import LocalPaths
 from haiku_cli.ingest.kinds.object_storage import ObjectStorage
 from haiku_cli.ingest.kinds.web import WebPages
 from haiku_cli.ingest.objects import ObjectFile
-from haiku_cli.ingest.sources import TextFile, display_path
+from haiku_cli.ingest.source_walk import TextFile, display_path
 
 if TYPE_CHECKING:
     from haiku_cli.config.settings import IngestSettings
     from haiku_cli.ingest.document import ConvertedDocument
-    from haiku_cli.store.sources import FileState
+    from haiku_cli.store.source_tables import FileState
 
 KINDS: tuple[Kind, ...] = (WebPages(), ObjectStorage(), LocalPaths())
 

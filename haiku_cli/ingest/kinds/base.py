@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from haiku_cli.ingest.document import ConvertedDocument
     from haiku_cli.ingest.objects import ObjectStores
     from haiku_cli.ingest.reports import SourceOutcome, SyncStatus
-    from haiku_cli.ingest.sources import FileChoice
-    from haiku_cli.store.sources import FileState, RememberedSource, SourceKind
+    from haiku_cli.ingest.source_walk import FileChoice
+    from haiku_cli.store.source_tables import FileState, RememberedSource, SourceKind
 
 
 @dataclass(frozen=True)
@@ -175,6 +175,32 @@ class Kind(Protocol):
         validators (one request, bounded by `timeout`), and why when it could not be said; a kind with
         nothing to ask answers as `freshness` does."""
         ...
+
+
+class RemoteKind:
+    """What the kinds named by an address elsewhere (a URL, an object) share: the address is the source,
+    its key and its stored uri; nothing of it lives on this machine, and only a request to its server
+    or store could say whether an item changed (`asked_freshness`)."""
+
+    def key(self, source: str) -> str:
+        return source
+
+    def stored_uri(self, source: str) -> str:
+        return source
+
+    def display(self, source: str) -> str:
+        return source
+
+    def local_path(self, key: str) -> Path | None:
+        return None
+
+    def absent(self, source: str) -> str | None:
+        return None  # asked over the network when it is listed or read
+
+    def freshness(
+        self, state: FileState, content_hash: str | None = None, limits: IngestSettings | None = None
+    ) -> Freshness:
+        return Freshness.UNKNOWN
 
 
 @dataclass(frozen=True, slots=True)  # a large add holds one per file

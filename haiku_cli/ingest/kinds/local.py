@@ -13,7 +13,7 @@ from haiku_cli.ingest.convert.dispatch import file_uri, suffix_kind
 from haiku_cli.ingest.document import ConversionError
 from haiku_cli.ingest.kinds.base import Contents, Freshness, ListRequest, Reading, Seen, SyncPlan
 from haiku_cli.ingest.reports import LeftOut, SourceOutcome
-from haiku_cli.ingest.sources import (
+from haiku_cli.ingest.source_walk import (
     FileChoice,
     Found,
     SkippedSource,
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from haiku_cli.config.settings import IngestSettings
     from haiku_cli.ingest.document import ConvertedDocument
     from haiku_cli.ingest.reports import SyncStatus
-    from haiku_cli.store.sources import FileState, RememberedSource
+    from haiku_cli.store.source_tables import FileState, RememberedSource
 
 
 @dataclass(frozen=True)

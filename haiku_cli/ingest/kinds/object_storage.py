@@ -13,16 +13,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from haiku_cli.ingest.document import ConversionError, SourceMissing
-from haiku_cli.ingest.kinds.base import Contents, Freshness, ListRequest, Reading, Seen, SyncPlan
+from haiku_cli.ingest.kinds.base import Contents, Freshness, ListRequest, Reading, RemoteKind, Seen, SyncPlan
 from haiku_cli.ingest.objects import ObjectFile, ObjectStores, is_object_uri
 from haiku_cli.ingest.reports import LeftOut
-from haiku_cli.ingest.sources import FileChoice
+from haiku_cli.ingest.source_walk import FileChoice
 
 if TYPE_CHECKING:
-    from haiku_cli.config.settings import IngestSettings
     from haiku_cli.ingest.document import ConvertedDocument
     from haiku_cli.ingest.reports import SyncStatus
-    from haiku_cli.store.sources import FileState, RememberedSource
+    from haiku_cli.store.source_tables import FileState, RememberedSource
 
 
 @dataclass(frozen=True)
@@ -36,7 +35,7 @@ class ListedPrefix:
         return uri if uri.startswith(self.prefix) and uri not in self.listed else None
 
 
-class ObjectStorage:
+class ObjectStorage(RemoteKind):
     """Objects and prefixes on S3-compatible object storage."""
 
     name = "s3"
@@ -49,21 +48,6 @@ class ObjectStorage:
 
     def holds(self, item: object) -> bool:
         return isinstance(item, ObjectFile)
-
-    def key(self, source: str) -> str:
-        return source
-
-    def stored_uri(self, source: str) -> str:
-        return source
-
-    def display(self, source: str) -> str:
-        return source
-
-    def local_path(self, key: str) -> Path | None:
-        return None
-
-    def absent(self, source: str) -> str | None:
-        return None  # asked over the network when it is listed
 
     def contents(self, source: str, request: ListRequest) -> Contents:
         objects = request.reading.objects
@@ -119,11 +103,6 @@ class ObjectStorage:
             return plan
         _plan_listed(plan, listing.found, states, objects)
         return plan
-
-    def freshness(
-        self, state: FileState, content_hash: str | None = None, limits: IngestSettings | None = None
-    ) -> Freshness:
-        return Freshness.UNKNOWN  # only a request to the store could say
 
     def asked_freshness(
         self, state: FileState, reading: Reading, timeout: float

@@ -7,19 +7,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from haiku_cli.errors import HaikuError, InputError
-from haiku_cli.ingest.convert.url import Validators
-from haiku_cli.ingest.kinds.base import Contents, Freshness, ListRequest, Reading, Seen, SyncPlan
-from haiku_cli.ingest.kinds.web_fetch import asked_page, fetch_if_changed
+from haiku_cli.ingest.convert.url import Validators, fetch_if_changed
+from haiku_cli.ingest.kinds.base import Contents, Freshness, ListRequest, Reading, RemoteKind, Seen, SyncPlan
+from haiku_cli.ingest.kinds.web_fetch import asked_page
 from haiku_cli.ingest.reports import SourceOutcome
-from haiku_cli.ingest.sources import is_url
+from haiku_cli.ingest.source_walk import is_url
 
 if TYPE_CHECKING:
-    from haiku_cli.config.settings import IngestSettings
     from haiku_cli.ingest.document import ConvertedDocument
-    from haiku_cli.store.sources import FileState, RememberedSource
+    from haiku_cli.store.source_tables import FileState, RememberedSource
 
 
-class WebPages:
+class WebPages(RemoteKind):
     """One page per source, named by its URL; what it links to is not followed."""
 
     name = "url"
@@ -32,21 +31,6 @@ class WebPages:
 
     def holds(self, item: object) -> bool:
         return isinstance(item, str)
-
-    def key(self, source: str) -> str:
-        return source
-
-    def stored_uri(self, source: str) -> str:
-        return source
-
-    def display(self, source: str) -> str:
-        return source
-
-    def local_path(self, key: str) -> Path | None:
-        return None
-
-    def absent(self, source: str) -> str | None:
-        return None  # asked over the network when it is read
 
     def contents(self, source: str, request: ListRequest) -> Contents:
         return Contents("url", itself=source, follow_symlinks=request.follow_symlinks)
@@ -96,11 +80,6 @@ class WebPages:
         plan.fetched[url] = got
         plan.items.append((0, url))
         return plan
-
-    def freshness(
-        self, state: FileState, content_hash: str | None = None, limits: IngestSettings | None = None
-    ) -> Freshness:
-        return Freshness.UNKNOWN  # only a request to the server could say
 
     def asked_freshness(
         self, state: FileState, reading: Reading, timeout: float

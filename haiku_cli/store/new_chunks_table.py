@@ -8,21 +8,21 @@ from contextlib import suppress
 
 from haiku_cli.store import schema
 from haiku_cli.store.database import CHUNKS_TABLE, Database
+from haiku_cli.store.document_writes import make_chunk_rows
 from haiku_cli.store.indexes import create_fts_index, refresh_indexes
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.outcomes import WriteOutcome, note
 from haiku_cli.store.records import DocumentSummary, NewChunk
 from haiku_cli.store.tag_records import drop_stray_chunk_tables, tagged_chunk_tables
 from haiku_cli.store.transaction import storage_errors
-from haiku_cli.store.writer import checkpoint, ensure_held
-from haiku_cli.store.writes import make_chunk_rows
+from haiku_cli.store.writer_lock import checkpoint, ensure_held
 
 
 class NewChunksTable:
     """A chunks table being filled beside the live one; readers see the live one until `switch`.
 
     Create it, `add` batches, then `switch`; a rebuild that fails calls `discard` instead, which leaves
-    the database as it was. The writer lock must be held throughout (see `haiku_cli.store.writer`).
+    the database as it was. The writer lock must be held throughout (see `haiku_cli.store.writer_lock`).
     """
 
     def __init__(self, db: Database, dimension: int) -> None:

@@ -12,6 +12,7 @@ from urllib.parse import unquote
 from pathspec import GitIgnoreSpec
 
 from haiku_cli.ingest.convert.dispatch import suffix_kind
+from haiku_cli.ingest.convert.registry import SNIFF_BYTES, converter
 from haiku_cli.ingest.convert.text import looks_binary
 from haiku_cli.ingest.ignore import IgnoreRules
 from haiku_cli.ingest.reports import LeftOut
@@ -248,8 +249,12 @@ class _Walk:
             yield left_out
         elif is_dir:
             yield from self.directory(path, rules)
-        elif path.suffix and suffix_kind(path) is not None:
-            yield path
+        elif path.suffix and (format_name := suffix_kind(path)) is not None:
+            other = self._mistaken(path, format_name)
+            if other is None:
+                yield path
+            else:
+                yield LeftOut(source=display_path(path), why="unsupported", detail=f"{path.suffix} ({other})")
         elif not path.suffix or self.choice.included(path.relative_to(self.root).as_posix()):
             # Read as text (suffix-less, or asked for), unless it is an executable, an image or the like.
             if not (self.known is not None and self.known(path)) and _binary(path):
@@ -258,6 +263,14 @@ class _Walk:
                 yield TextFile(path) if path.suffix else path
         else:
             yield LeftOut(source=display_path(path), why="unsupported", detail=path.suffix.lower())
+
+    def _mistaken(self, path: Path, kind: str) -> str | None:
+        """What a file holds instead of what its suffix says (a video named `.ts`); only a format that
+        asks has its files' first bytes read, and a file a sync knows unchanged is not read again."""
+        mistaken = converter(kind).mistaken
+        if mistaken is None or (self.known is not None and self.known(path)):
+            return None
+        return mistaken(_head(path))
 
     def _left_out(self, path: Path, is_dir: bool, rules: IgnoreRules) -> LeftOut | None:
         by = rules.ignored_by(path, is_dir=is_dir)
@@ -300,6 +313,14 @@ def _skip_dir(path: Path, name: str) -> bool:
         return True
     # Python virtual environments under any name.
     return (path / "pyvenv.cfg").is_file()
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as f:
+            return f.read(SNIFF_BYTES)
+    except OSError:
+        return b""  # reading it says what is wrong, in the report
 
 
 def _binary(path: Path) -> bool:

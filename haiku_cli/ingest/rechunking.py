@@ -13,12 +13,12 @@ from haiku_cli.ingest.reports import NoProgress, Progress
 from haiku_cli.ingest.stored import from_stored, lines_before
 from haiku_cli.store.database import Database
 from haiku_cli.store.records import DocumentSummary
-from haiku_cli.store.writer import exclusive
+from haiku_cli.store.writer_lock import exclusive
 
 if TYPE_CHECKING:
     from haiku_cli.embed import Embedder
     from haiku_cli.store.kept import Kept
-    from haiku_cli.store.rebuild import NewChunksTable
+    from haiku_cli.store.new_chunks_table import NewChunksTable
 
 
 class Rebuilt(NamedTuple):
@@ -38,8 +38,8 @@ async def rebuild(db: Database, embedder: Embedder, progress: Progress | None = 
     With the same embedder, an identical chunk keeps its vector too: only what changed is embedded.
     """
     from haiku_cli.store.kept import KeptIds
+    from haiku_cli.store.new_chunks_table import NewChunksTable
     from haiku_cli.store.reads import get_documents, list_documents
-    from haiku_cli.store.rebuild import NewChunksTable
 
     progress = progress or NoProgress()
     dimension = await embedder.resolve_dimension()

@@ -130,7 +130,6 @@ def _build_openai_compatible(
 
 def _build_inferred(spec: str, base_url: str | None) -> tuple[EmbeddingModel, Provider[Any] | None]:
     from pydantic_ai.embeddings import infer_embedding_model
-    from pydantic_ai.exceptions import UserError
     from pydantic_ai.providers import infer_provider_class
 
     made: list[Provider[Any]] = []
@@ -141,13 +140,9 @@ def _build_inferred(spec: str, base_url: str | None) -> tuple[EmbeddingModel, Pr
         made.append(make(base_url=base_url) if base_url else make())
         return made[-1]
 
-    try:
-        model = infer_embedding_model(spec, provider_factory=provider_factory)
-    except UserError as exc:
-        if "Unknown embeddings model" not in exc.message:
-            raise
-        provider = spec.partition(":")[0]
-        raise ModelError(f"provider {provider!r} offers no embedding models; try {EXAMPLES}") from exc
+    # A provider without embedding models was refused before this (`_offers_embeddings`); any UserError
+    # left (a missing key, say) is described by `to_model_error` like every other failure.
+    model = infer_embedding_model(spec, provider_factory=provider_factory)
     return model, (made[-1] if made else None)
 
 

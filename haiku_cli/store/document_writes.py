@@ -15,12 +15,12 @@ from haiku_cli.store.database import Database
 from haiku_cli.store.handle import drop_tables
 from haiku_cli.store.indexes import analyze
 from haiku_cli.store.maintenance import after_write
-from haiku_cli.store.pictures import picture_rows
+from haiku_cli.store.picture_table import picture_rows
 from haiku_cli.store.reads import count_documents, in_list
 from haiku_cli.store.records import DocumentSummary, DocumentWrite, NewChunk
-from haiku_cli.store.sources import DELETE_BATCH, drop_states_of_documents
+from haiku_cli.store.source_tables import DELETE_BATCH, drop_states_of_documents
 from haiku_cli.store.transaction import atomic_write, keep_point, storage_errors
-from haiku_cli.store.writer import checkpoint, ensure_held, exclusive, remove_held_lock_file
+from haiku_cli.store.writer_lock import checkpoint, ensure_held, exclusive, remove_held_lock_file
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -4,22 +4,20 @@ Local databases use an advisory `flock` on a lock file inside the database direc
 it when the holder dies, so a held lock always means a live writer, and a free lock with a journal
 left behind means the writer that wrote the journal is dead. Object stores have no locks; there a
 lease row in the meta table is taken by a conditional update and kept alive by a heartbeat, and a
-lease whose heartbeat is older than its time-to-live counts as abandoned (see docs/reliability.md).
+lease whose heartbeat is older than its time-to-live counts as abandoned, as does at once one whose
+holder ran on this machine and is gone (see docs/reliability.md). Either way, writers that had to wait
+are served in the order they came (store/writer_line.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
-import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -37,7 +35,8 @@ from haiku_cli.store.handle import (
 )
 from haiku_cli.store.wait_policy import DEFAULT_WAIT_SECONDS as DEFAULT_WAIT_SECONDS
 from haiku_cli.store.wait_policy import WaitPolicy as WaitPolicy
-from haiku_cli.store.writer_line import Place, someone_before
+from haiku_cli.store.writer_line import Place, shelf_of, someone_before
+from haiku_cli.store.writer_owner import Owner as Owner
 
 T = TypeVar("T")
 
@@ -56,44 +55,6 @@ _POLL_SECONDS = 0.2
 # moved them; the lease row's data file, its footer then its rows) is two requests when the store
 # answers (deadline.within_requests).
 _LEASE_READ_REQUESTS = 2
-
-
-@dataclass(frozen=True)
-class Owner:
-    """Who holds a database's writer lock."""
-
-    token: str
-    pid: int
-    host: str
-    command: str
-    started: float
-    heartbeat: float
-    ttl: float = 60.0  # the lease's time-to-live, set by its holder (records of older releases: 60 s)
-
-    def describe(self) -> str:
-        """`pid 123 on host (haiku add-src, since 02:51:03 UTC)`."""
-        since = datetime.fromtimestamp(self.started, UTC).strftime("%H:%M:%S UTC")
-        return f"pid {self.pid} on {self.host} ({self.command}, since {since})"
-
-    @classmethod
-    def me(cls, ttl: float | None = None) -> Owner:
-        """A fresh owner record for this process, whose lease (if it takes one) lives `ttl` seconds."""
-        now = time.time()
-        argv = [os.path.basename(sys.argv[0] or "python"), *sys.argv[1:2]]
-        ttl = LEASE_TTL_SECONDS if ttl is None else ttl
-        return cls(uuid.uuid4().hex, os.getpid(), socket.gethostname(), " ".join(argv), now, now, ttl)
-
-    def expired(self) -> bool:
-        """Whether this lease went unrenewed for its whole time-to-live: its holder is presumed dead."""
-        return time.time() - self.heartbeat >= self.ttl
-
-    @classmethod
-    def parse(cls, text: str) -> Owner | None:
-        """Decode a stored owner record (None when absent or unreadable)."""
-        try:
-            return cls(**json.loads(text))
-        except (ValueError, TypeError):
-            return None
 
 
 class _Lock:
@@ -324,7 +285,7 @@ def _try_lease(db: Database, owner: Owner) -> _Lock | Owner | None:
     # stored lapses as a dead writer's does.
     rows = _lease_rows(db, bounded=True)
     current = rows[0] if rows else None
-    if current is not None and not current.expired():
+    if current is not None and not current.abandoned():
         return current
     # Stamped as it is taken: a writer that waited longer than the lease lives must not start lapsed.
     owner = Owner(**{**asdict(owner), "heartbeat": time.time()})
@@ -355,23 +316,24 @@ def try_lock(db_or_path: Database | Path, owner: Owner, name: str) -> _Lock | Ow
 
 def acquire(target: Database | Path, name: str, policy: WaitPolicy) -> _Lock:
     """Take the writer lock, waiting as the policy says; exit-3 error naming the holder on timeout."""
-    owner = Owner.me(policy.lease_seconds)
+    owner = Owner.me(LEASE_TTL_SECONDS if policy.lease_seconds is None else policy.lease_seconds)
     start = time.monotonic()
     noted = False
     folder = target if isinstance(target, Path) else target.location.local_path
-    mine: Place | None = None  # this writer's place in the line of those waiting (local databases)
+    line = shelf_of(folder, None if isinstance(target, Path) else target.location)
+    mine: Place | None = None  # this writer's place in the line of those waiting
     try:
         while True:
-            if folder is not None and someone_before(folder, mine):
+            if line is not None and someone_before(line, mine):
                 holder = "another writer waiting before this one"
             else:
                 got = try_lock(target, owner, name)
                 if isinstance(got, _Lock):
                     return got
                 holder = got.describe() if got is not None else "another haiku process"
-            if folder is not None and policy.seconds != 0:
+            if line is not None and policy.seconds != 0:
                 if mine is None:
-                    mine = Place(folder, owner.token).join()
+                    mine = Place(line, owner.token).join()
                 else:
                     mine.renew()
             if policy.seconds is not None and time.monotonic() - start >= policy.seconds:

@@ -17,7 +17,7 @@ from haiku_cli.store.database import Database
 from haiku_cli.store.indexes import lance_dataset
 from haiku_cli.store.reads import rows_where
 from haiku_cli.store.transaction import atomic_write, storage_errors
-from haiku_cli.store.writer import checkpoint, ensure_held, exclusive
+from haiku_cli.store.writer_lock import checkpoint, ensure_held, exclusive
 
 # char_start, char_end, line_start, line_end of one chunk (None where unknown)
 Place = tuple[int | None, int | None, int | None, int | None]

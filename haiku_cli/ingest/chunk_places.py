@@ -18,8 +18,8 @@ from haiku_cli.ingest.stored import PAGE_BREAK, lines_before
 from haiku_cli.store import schema
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
-from haiku_cli.store.placing import Place, set_places, unplaced_documents
 from haiku_cli.store.reads import chunk_rows_of, get_documents
+from haiku_cli.store.span_columns import Place, set_places, unplaced_documents
 from haiku_cli.store.transaction import storage_errors
 
 _OPENING = re.compile(r" {0,3}(?:`{3,}|~{3,})[^\n]*\n")

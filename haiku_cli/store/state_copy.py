@@ -25,7 +25,7 @@ from haiku_cli.store.handle import CHUNKS_TABLE, PENDING_WRITE, PUBLISHED, Datab
 from haiku_cli.store.object_files import folder_of
 from haiku_cli.store.published import PublishInfo, published_info
 from haiku_cli.store.tag_records import TAG_PREFIX
-from haiku_cli.store.writer import LEASE_KEY, checkpoint
+from haiku_cli.store.writer_lock import LEASE_KEY, checkpoint
 
 if TYPE_CHECKING:
     from lancedb.db import DBConnection
