@@ -36,7 +36,7 @@ from haiku_cli.databases.pool import DatabasePool  # noqa: E402
 from haiku_cli.databases.selection import Selection  # noqa: E402
 from haiku_cli.search import candidates  # noqa: E402
 from haiku_cli.store import DocumentRecord, DocumentWrite, EmbedderSpec, Location, NewChunk, open_database  # noqa: E402
-from haiku_cli.store.writes import new_id, write_documents  # noqa: E402
+from haiku_cli.store.document_writes import new_id, write_documents  # noqa: E402
 from tests.support.hash_embedder import hash_vectors  # noqa: E402
 
 KINDS = ("fts", "vector", "hybrid")
