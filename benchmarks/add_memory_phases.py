@@ -32,6 +32,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.common import result  # noqa: E402
 from benchmarks.rebuild_memory import write_docs  # noqa: E402
 from haiku_cli.ingest import engine, ingestor, pipeline  # noqa: E402
 from haiku_cli.store import heap, indexes, maintenance  # noqa: E402
@@ -132,17 +133,43 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "haiku-add-memory")
     parser.add_argument("--heap-as-is", action="store_true", help="without haiku_cli/store/heap.py")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--one-size", action="store_true", help=argparse.SUPPRESS)  # a child: no table
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    sizes = [int(n) for n in args.docs.split(",")]
-    if len(sizes) > 1:  # one process per size: a process's memory does not shrink back between them
-        as_is = ["--heap-as-is"] if args.heap_as_is else []
-        for n in sizes:
-            subprocess.run(
-                [sys.executable, __file__, "--docs", str(n), "--work", str(args.work), "--json", *as_is],
-                check=True,
-            )
+    if args.one_size:
+        measure_here(args)
         return
+    with result("ingest", "Ingest throughput and memory") as table:
+        table.columns = ("documents (chunks)", "process peak RSS", "peak by step", "resident at end")
+        table.comparison = "the other sizes: what grows with the folder"
+        as_is = ["--heap-as-is"] if args.heap_as_is else []
+        # One process per size: a process's memory does not shrink back between them.
+        for n in (int(n) for n in args.docs.split(",")):
+            child = [
+                sys.executable,
+                __file__,
+                "--docs",
+                str(n),
+                "--work",
+                str(args.work),
+                "--one-size",
+                *as_is,
+            ]
+            out = subprocess.run(child, check=True, capture_output=True, text=True).stdout
+            report = json.loads(out.strip().splitlines()[-1])
+            print(json.dumps(report) if args.json else json.dumps(report, indent=1), flush=True)
+            steps = ", ".join(f"{k} {v} MB" for k, v in report["peak_mb_by_step"].items())
+            resident = report["resident_at_end_mb"]
+            table.add(
+                f"{report['docs']:,} ({report['chunks']:,})",
+                f"{report['process_peak_mb']} MB",
+                steps,
+                f"{resident['anonymous']} MB anonymous, {resident['file']} MB file",
+            )
+
+
+def measure_here(args: argparse.Namespace) -> None:
+    sizes = [int(n) for n in args.docs.split(",")]
     if args.heap_as_is:
         heap_as_is()
     with serve_hash_embedder(384) as url:
@@ -151,7 +178,7 @@ def main() -> None:
         os.environ["HAIKU_CONFIG"], os.environ["HAIKU_DATA_DIR"] = str(config), str(args.work / "data")
         report = measure(sizes[0], args.work)
     report["heap"] = "as is" if args.heap_as_is else "large buffers returned, freed memory released"
-    print(json.dumps(report) if args.json else json.dumps(report, indent=1), flush=True)
+    print(json.dumps(report), flush=True)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ import lancedb  # noqa: E402
 from haiku_cli.store import Database, EmbedderSpec, Location, open_database  # noqa: E402
 from haiku_cli.store.document_writes import write_documents  # noqa: E402
 from haiku_cli.store.reads import async_table  # noqa: E402
-from tests.store.test_writes import _write  # noqa: E402
+from tests.store.test_document_writes import _write  # noqa: E402
 
 
 async def _private(db: Database) -> Any:

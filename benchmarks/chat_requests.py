@@ -14,7 +14,8 @@ import json
 from collections.abc import Sequence
 
 import anyio
-from compaction import Conversationalist, conversation
+from common import result
+from compaction import Conversationalist, conversation, turn_rows
 from pydantic_ai.models.function import FunctionModel
 
 from haiku_cli.chat.host import ChatHost
@@ -39,10 +40,13 @@ async def converse(
 
 def main() -> None:
     """Build (or reuse) the database, hold the chat with and without compaction, print the curve."""
-    args, ws, questions = conversation(__doc__, "haiku-chat-requests-")
-    store = SessionStore(args.work / "sessions")
-    chat = anyio.run(converse, ws, questions, store, True)
-    plain = anyio.run(converse, ws, questions, store, False)
+    with result("chat", "Request size in `haiku chat`") as table:
+        args, ws, questions = conversation(__doc__, "haiku-chat-requests-")
+        store = SessionStore(args.work / "sessions")
+        chat = anyio.run(converse, ws, questions, store, True)
+        plain = anyio.run(converse, ws, questions, store, False)
+        label = f"`haiku chat`, {len(chat)} questions"
+        turn_rows(table, label, chat[-1], plain[-1], "compaction left out")
     print("turn  requests  first request chars  largest request chars (tokens): no compaction -> chat  ratio")
     for i, (a, b) in enumerate(zip(plain, chat, strict=True), 1):
         ratio = b["largest_chars"] / a["largest_chars"]

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Fresh processes are what is timed: no command goes to, or starts, a background daemon (docs/daemon.md).
+# Fresh processes are what is timed: no command goes to, or starts, a background daemon (haiku help daemon).
 os.environ.setdefault("HAIKU_NO_DAEMON", "1")
 
 REPO = Path(__file__).resolve().parent.parent

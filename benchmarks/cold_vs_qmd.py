@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import DEFAULT_DATA, load_beir, write_corpus_files
+from benchmarks.common import DEFAULT_DATA, Table, load_beir, result, write_corpus_files
 
 QUERY = "the use of computers in libraries"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -117,6 +117,29 @@ def qmd_setup(qmd: str, work: Path) -> dict[str, str]:
 
 
 def main() -> None:
+    with result("daemon", "Repeated commands through `haiku daemon`") as table:
+        daemon_rows(table, run())
+
+
+def daemon_rows(table: Table, found: dict) -> None:
+    """Each command's whole process, fresh and through the daemon (and qmd's when given)."""
+    table.columns = ("command", "wall p50 s", "wall p95 s", "CPU p50 s", "the daemon's CPU, mean s")
+    table.comparison = (
+        f"the same search as a fresh process (`HAIKU_NO_DAEMON=1`), in turn with it: medians of "
+        f"{found['runs']} rounds over {found['docs']} CISI documents"
+    )
+    for case, got in found["rows"].items():
+        daemon = got.get("daemon_cpu_mean_s")
+        table.add(
+            f"`{case}`",
+            f"{got['wall_p50_s']:.3f}",
+            f"{got['wall_p95_s']:.3f}",
+            f"{got['cpu_p50_s']:.3f}",
+            "" if daemon is None else f"{daemon:.3f}",
+        )
+
+
+def run() -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/haiku-cold"))
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the CISI folder (BEIR layout)")
@@ -174,7 +197,7 @@ def main() -> None:
     def q(xs: list[float], p: float) -> float:
         return round(statistics.quantiles(xs, n=100, method="inclusive")[p - 1], 4) if len(xs) > 1 else xs[0]
 
-    result = {
+    found = {
         "runs": args.runs,
         "docs": args.docs,
         "query": QUERY,
@@ -192,14 +215,15 @@ def main() -> None:
         },
     }
     if args.json:
-        print(json.dumps(result, indent=2))
-        return
+        print(json.dumps(found, indent=2))
+        return found
     print(f"{args.runs} alternating rounds, {args.docs} CISI documents, query {QUERY!r}")
     print(f"{'':42} {'wall p50':>9} {'wall p95':>9} {'cpu p50':>8} {'daemon cpu (mean)':>17}")
-    for k, r in result["rows"].items():
+    for k, r in found["rows"].items():
         extra = f"{r['daemon_cpu_mean_s']:10.3f}" if "daemon_cpu_mean_s" in r else ""
         print(f"{k:42} {r['wall_p50_s']:9.3f} {r['wall_p95_s']:9.3f} {r['cpu_p50_s']:8.3f} {extra}")
     print("load average (1 min) per round:", ", ".join(f"{x:.1f}" for x in loads))
+    return found
 
 
 if __name__ == "__main__":

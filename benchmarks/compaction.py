@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from common import DEFAULT_DATA, haiku, load_beir, timed, write_corpus_files
+from common import DEFAULT_DATA, Table, haiku, load_beir, ratio, result, timed, write_corpus_files
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -149,11 +149,31 @@ def conversation(doc: str, prefix: str) -> tuple[argparse.Namespace, Workspace, 
     return args, Workspace.load(config), [queries[q] for q in sorted(queries, key=int)[:QUESTIONS]]
 
 
+def turn_rows(table: Table, label: str, mine: dict, other: dict, other_label: str) -> None:
+    """The last question's largest and first request, against the same conversation held another way."""
+    table.add(
+        f"{label}: largest request of the last question",
+        f"{mine['largest_chars']:,} chars ({mine['largest_tokens']:,} tokens)",
+        f"{other_label}: {other['largest_chars']:,} chars ({other['largest_tokens']:,} tokens)",
+        ratio(mine["largest_chars"], other["largest_chars"]),
+    )
+    table.add(
+        f"{label}: first request of the last question (the carried history)",
+        f"{mine['first_chars']:,} chars",
+        f"{other_label}: {other['first_chars']:,} chars",
+        ratio(mine["first_chars"], other["first_chars"]),
+    )
+
+
 def main() -> None:
-    """Build, converse twice, print the curve (and JSON)."""
-    args, ws, questions = conversation(__doc__, "haiku-compaction-")
-    plain = converse(ws, questions, compaction=False)
-    compacted = converse(ws, questions, compaction=True)
+    """Build, converse twice, print the curve (and JSON); write the area's table."""
+    title = "Request size in a conversation: evidence compaction"
+    with result("conversation", title) as table:
+        args, ws, questions = conversation(__doc__, "haiku-compaction-")
+        plain = converse(ws, questions, compaction=False)
+        compacted = converse(ws, questions, compaction=True)
+        label = f"{len(plain)}-question conversation with evidence compaction"
+        turn_rows(table, label, compacted[-1], plain[-1], "without")
     print("turn  requests  largest request chars (tokens): plain -> compacted  ratio")
     for i, (a, b) in enumerate(zip(plain, compacted, strict=True), 1):
         ratio = b["largest_chars"] / a["largest_chars"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from common import Table, ratio, result
 from compaction import Conversationalist, conversation, visible_text
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
@@ -81,7 +82,7 @@ def hold(ws: Workspace, questions: Sequence[str], kind: str, *, deferred: set[st
     return rows
 
 
-def main() -> None:
+def measure() -> dict:
     """Build (or reuse) the database, hold each agent eager and deferred, print the comparison."""
     args, ws, questions = conversation(__doc__, "haiku-deferred-")
     report: dict[str, dict[str, list[dict[str, int]]]] = {}
@@ -110,6 +111,30 @@ def main() -> None:
         )
     if args.json:
         print(json.dumps({"docs": args.docs, "questions": len(questions), **report}))
+    return report
+
+
+def deferred_rows(table: Table, raw: dict) -> None:
+    """Characters and requests per question of each agent deferred, against it loaded up front."""
+
+    def mean(rows: list[dict], key: str) -> float:
+        return sum(r[key] for r in rows) / len(rows)
+
+    for kind, held in raw.items():
+        eager = held["eager"]
+        for name, late in held.items():
+            if name != "eager":
+                table.add(
+                    f"{kind}, {name}: characters sent per question (requests)",
+                    f"{mean(late, 'chars'):,.0f} ({mean(late, 'requests'):.1f})",
+                    f"loaded up front: {mean(eager, 'chars'):,.0f} ({mean(eager, 'requests'):.1f})",
+                    ratio(mean(late, "chars"), mean(eager, "chars")),
+                )
+
+
+def main() -> None:
+    with result("deferred", "Deferred capabilities: what a question sends") as table:
+        deferred_rows(table, measure())
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """Load time and throughput of haiku's bundled embedder on CISI paragraphs.
 
-    python benchmarks/embedder_throughput.py [DATA_DIR_OR_CORPUS] [--n 500] [--json]
+    python benchmarks/embedder_throughput.py [--data DATA_DIR_OR_CORPUS] [--n 500] [--json]
 
-DATA_DIR_OR_CORPUS is a folder holding corpus.jsonl (or the file itself); it defaults to
-../shared/data/cisi relative to the repository root.
+DATA_DIR_OR_CORPUS is a folder holding corpus.jsonl (or the file itself); it defaults to the shared
+data's cisi folder. Writes the area's table to benchmarks/results/embedder.json.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "cisi"
+sys.path.insert(0, str(REPO_ROOT))  # run from a checkout without installing
+from common import DEFAULT_DATA, Table, result  # noqa: E402
 
 
 def read_paragraphs(source: Path, n: int) -> list[str]:
@@ -78,16 +79,30 @@ def run(source: Path, n: int) -> dict[str, float | int | str]:
 def main() -> None:
     """Parse arguments, run the benchmark, print a summary or JSON."""
     parser = argparse.ArgumentParser(description="Bundled embedder load time and throughput.")
-    parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_DATA, help="folder or corpus.jsonl")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder or corpus.jsonl")
     parser.add_argument("--n", type=int, default=500, help="number of paragraphs (default 500)")
     parser.add_argument("--json", action="store_true", help="emit one JSON object instead of text")
     args = parser.parse_args()
 
-    sys.path.insert(0, str(REPO_ROOT))  # run from a checkout without installing
-    result = run(args.data, args.n)
+    with result("embedder", "Bundled embedder") as table:
+        measured = run(args.data, args.n)
+        embedder_rows(table, measured)
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(measured))
         return
+    _print(measured)
+
+
+def embedder_rows(table: Table, raw: dict) -> None:
+    table.add(
+        "bundled embedder (all-MiniLM-L6-v2, ONNX, int8), one text per call",
+        f"{raw['paragraphs_per_s']} paragraphs/s ({raw['paragraphs_per_cpu_s']} per CPU-s)",
+        f"{raw['paragraphs']} CISI abstracts, mean {raw['mean_tokens']} tokens",
+    )
+    table.add("model load (onnxruntime import, session, tokenizer)", f"{raw['load_s']} s")
+
+
+def _print(result: dict) -> None:
     print(
         f"{result['embedder']}: {result['paragraphs']} paragraphs "
         f"(mean {result['mean_tokens']} tokens, {result['truncated']} truncated), {result['cpus']} CPUs\n"

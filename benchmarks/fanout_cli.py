@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks.scale import CHUNKS_PER_DOC, DIMENSION, EMBEDDER, QUERIES, SPLIT, Corpus  # noqa: E402
 from tests.support.hash_embedder import serve_hash_embedder  # noqa: E402
 
-# Fresh processes are what is timed: no command goes to, or starts, a background daemon (docs/daemon.md).
+# Fresh processes are what is timed: no command goes to, or starts, a background daemon (haiku help daemon).
 os.environ.setdefault("HAIKU_NO_DAEMON", "1")
 
 LAUNCH = "import sys; from haiku_cli.cli.app import main; sys.argv[0] = 'haiku'; sys.exit(main())"

@@ -38,6 +38,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.common import Table, result  # noqa: E402
 from benchmarks.scale import CHUNKS_PER_DOC, DIMENSION, QUERIES, Corpus, bulk_build  # noqa: E402
 from haiku_cli.databases import fanout  # noqa: E402
 from haiku_cli.databases.pool import DatabasePool  # noqa: E402
@@ -163,6 +164,25 @@ def measure(locations: list[Location], kinds: list[str], queries: list[str], rou
     return asyncio.run(run())
 
 
+def fanout_rows(table: Table, report: dict) -> None:
+    """Per type and layout: haiku's CPU and wall over the floor's (median of the rounds, their spread)."""
+    table.columns = ("type, databases", "CPU over the floor", "wall over the floor", "CPU p50, haiku / floor")
+    table.comparison = (
+        f"the bare concurrent LanceDB queries reading the same columns, paired query by query over "
+        f"{report['rounds']} rounds (target {TARGET}x): median of the rounds, their min-max, bootstrap 90%"
+    )
+    for n, kinds in report["layouts"].items():
+        for kind, got in kinds.items():
+            cpu, wall = got["cpu"], got["wall"]
+            table.add(
+                f"{kind}, {n}",
+                f"**{cpu['ratio']:.2f}x** ({cpu['rounds_min_max'][0]:.2f}-{cpu['rounds_min_max'][1]:.2f}; "
+                f"{cpu['bootstrap_90'][0]:.2f}-{cpu['bootstrap_90'][1]:.2f})",
+                f"{wall['ratio']:.2f}x ({wall['rounds_min_max'][0]:.2f}-{wall['rounds_min_max'][1]:.2f})",
+                f"{cpu['haiku_p50_ms']} / {cpu['floor_p50_ms']} ms",
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=CORPORA, help="where built corpora are kept")
@@ -192,10 +212,14 @@ def main() -> None:
         "load_average_start": round(os.getloadavg()[0], 2),
         "layouts": {},
     }
-    for n in parts:
-        report["layouts"][str(n)] = measure(layout(folder, n), kinds, queries, args.rounds)
-        if not args.json:
-            print(f"{n} database(s): {json.dumps(report['layouts'][str(n)])}", file=sys.stderr, flush=True)
+    with result("fanout", "Fan-out over several databases") as table:
+        for n in parts:
+            report["layouts"][str(n)] = measure(layout(folder, n), kinds, queries, args.rounds)
+            if not args.json:
+                print(
+                    f"{n} database(s): {json.dumps(report['layouts'][str(n)])}", file=sys.stderr, flush=True
+                )
+        fanout_rows(table, report)
     report["within_target"] = {
         f"{kind}/{n}": report["layouts"][str(n)][kind]["cpu"]["ratio"] <= TARGET
         for n in parts

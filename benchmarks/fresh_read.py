@@ -11,6 +11,8 @@ its own process only: the daemon it leaves runs in a session of its own). `-X im
 each tree are medians of a few runs: all imports' time, haiku's own modules' share, typer's adapters.
 
     python benchmarks/fresh_read.py [--before TREE] [--docs 300] [--rounds 15] [--out result.json]
+
+Writes the area's table to benchmarks/results/fresh_read.json (the raw figures: --out).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cold_start import LAUNCH, REPO, Case, measure
+from common import Table
+from common import result as table_result
 
 QUERY = "library classification of documents"
 _WORDS = [
@@ -235,6 +239,28 @@ def run(before: Path | None, docs: int, rounds: int, work: Path) -> dict:
     }
 
 
+COMPARED = "a fresh search of this tree (`HAIKU_NO_DAEMON=1`), same rounds"
+CASES = {
+    "fresh": "fresh search, this tree (`HAIKU_NO_DAEMON=1`)",
+    "fresh (before)": "fresh search, the tree given by `--before`",
+    "second, daemon": "second search, answered by the daemon the first started",
+    "first, starts daemon": "first search, which starts the daemon (its own process)",
+}
+
+
+def fresh_read_rows(table: Table, raw: dict) -> None:
+    """Medians of the interleaved rounds per case, and each over the fresh search."""
+    table.columns = ("case", "wall s", "CPU s", "CPU x fresh", "wall x fresh")
+    for case, got in raw["rows"].items():
+        table.add(
+            CASES.get(case, case),
+            f"{got['wall_s']:.3f}",
+            f"{got['cpu_s']:.3f}",
+            f"{got['cpu_x_fresh']:.2f}",
+            f"{got['wall_x_fresh']:.2f}",
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, help="another source tree to time beside this one")
@@ -243,10 +269,13 @@ def main() -> None:
     parser.add_argument("--work", type=Path, help="keep the database here (default: a temporary folder)")
     parser.add_argument("--out", type=Path, help="write the JSON here too")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="fr-", dir="/tmp") as tmp:
-        work = args.work or Path(tmp)
-        work.mkdir(parents=True, exist_ok=True)
-        result = run(args.before, args.docs, args.rounds, work)
+    title = "Fresh reads and the daemon started by the first one"
+    with table_result("fresh_read", title, comparison=COMPARED) as table:
+        with tempfile.TemporaryDirectory(prefix="fr-", dir="/tmp") as tmp:
+            work = args.work or Path(tmp)
+            work.mkdir(parents=True, exist_ok=True)
+            result = run(args.before, args.docs, args.rounds, work)
+        fresh_read_rows(table, result)
     text = json.dumps(result, indent=2)
     if args.out:
         args.out.write_text(text + "\n", encoding="utf-8")

@@ -19,6 +19,7 @@ import statistics
 import time
 
 import anyio
+from common import Table, result
 from compaction import conversation
 
 from haiku_cli.capabilities.context import Sent, document_texts, format_results
@@ -48,7 +49,8 @@ def two_searches(ws: Workspace, question: str, bound: int, *, once: bool) -> int
     return sum(anyio.run(sent, ws, " ".join(q), bound, memory)[0] for q in (words[:12], words[-12:]))
 
 
-def main() -> None:
+def measure() -> dict:
+    """Characters per question at each bound, and of two searches resent or sent once; printed too."""
     args, ws, questions = conversation(__doc__ or "", "haiku-context-")
     results = {}
     for bound in BOUNDS:
@@ -71,9 +73,10 @@ def main() -> None:
             "sent_once_chars_per_question": statistics.mean(once),
             "ratio": sum(once) / sum(resent),
         }
+    report = {"questions": len(questions), "bounds": results, "two_searches": twice}
     if args.json:
-        print(json.dumps({"questions": len(questions), "bounds": results, "two_searches": twice}))
-        return
+        print(json.dumps(report))
+        return report
     print(f"{len(questions)} questions, one search each (10 hits)")
     for bound, r in results.items():
         print(
@@ -87,6 +90,32 @@ def main() -> None:
             f"context_chars={bound:>4}: {t['resent_chars_per_question']:8.0f} -> "
             f"{t['sent_once_chars_per_question']:8.0f} chars/question (x{t['ratio']:.2f})"
         )
+
+    return report
+
+
+def context_rows(table: Table, raw: dict) -> None:
+    bounds, twice = raw["bounds"], raw["two_searches"]
+    for bound, b in bounds.items():
+        if bound:
+            table.add(
+                f"one search, `[search] context_chars` {bound}: characters per question",
+                f"{b['chars_per_question']:,.0f} (largest {b['max_chars']:,})",
+                f"chunks alone: {bounds[0]['chars_per_question']:,.0f}",
+                f"{b['ratio_to_chunks_alone']:.2f}x",
+            )
+    for bound, w in twice.items():
+        table.add(
+            f"two searches of one question, context_chars {bound}: each text sent once",
+            f"{w['sent_once_chars_per_question']:,.0f} chars",
+            f"resent: {w['resent_chars_per_question']:,.0f}",
+            f"{w['ratio']:.2f}x",
+        )
+
+
+def main() -> None:
+    with result("context", "Context around hits") as table:
+        context_rows(table, measure())
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import REPO, haiku, timed
+from common import DEFAULT_PDFS, Table, haiku, ratio, result, timed
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     BinaryContent,
@@ -41,7 +41,6 @@ from haiku_cli.store.blocking import wait
 from haiku_cli.store.location import Location
 from haiku_cli.store.markers import MARKER
 
-DEFAULT_PDFS = REPO.parent / "shared" / "data" / "pdfs"
 QUESTIONS = 10
 CHUNK_ID = re.compile(r"\[([0-9a-f-]{36})\]")
 
@@ -180,6 +179,32 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    with result("pictures", "Pictures: ingest cost") as table:
+        pictures_rows(table, run(args))
+
+
+def pictures_rows(table: Table, found: dict) -> None:
+    """Ingest with pictures against without, and the last turn's largest request with and without
+    compaction."""
+    ours, plain = found["ingest"]["with"], found["ingest"]["without"]
+    table.add(
+        f"`add-src` of {ours['documents_added']} real PDFs ({ours['pages']} pages) with pictures",
+        f"{ours['pages_per_second']} pages/s, {ours['bytes_per_page']:,} bytes/page stored, "
+        f"{ours['pictures']} pictures",
+        f"without pictures: {plain['pages_per_second']} pages/s, {plain['bytes_per_page']:,} bytes/page",
+        f"{ratio(ours['pages_per_second'], plain['pages_per_second'])} speed, "
+        f"{ratio(ours['bytes_per_page'], plain['bytes_per_page'])} bytes",
+    )
+    last, compacted = found["plain"][-1], found["compacted"][-1]
+    table.add(
+        f"{len(found['compacted'])}-turn chat citing pictures, compacted: largest request of the last turn",
+        f"{compacted['chars']:,} chars + {compacted['images']} images ({compacted['image_bytes']:,} bytes)",
+        f"without compaction: {last['chars']:,} chars + {last['images']} images",
+        ratio(compacted["chars"], last["chars"]),
+    )
+
+
+def run(args: argparse.Namespace) -> dict:
     work = args.work or Path(tempfile.mkdtemp(prefix="haiku-pictures-"))
     work.mkdir(parents=True, exist_ok=True)
     config, with_pictures = ingest(work, args.pdfs, pictures=True)
@@ -200,16 +225,10 @@ def main() -> None:
             f"{i:>4}  {a['chars']:>7} + {a['images']:>2} ({a['image_bytes']:>8}) -> "
             f"{b['chars']:>7} + {b['images']:>2} ({b['image_bytes']:>8})"
         )
+    found = {"ingest": {"with": with_pictures, "without": without}, "plain": plain, "compacted": compacted}
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "ingest": {"with": with_pictures, "without": without},
-                    "plain": plain,
-                    "compacted": compacted,
-                }
-            )
-        )
+        print(json.dumps(found))
+    return found
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import anyio
+from common import Table, result
 
 from tests.support.stall_proxy import StallingProxy
 
@@ -104,12 +105,36 @@ def main() -> None:
     parser.add_argument("--added", type=int, default=10)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    result = measure(args.documents, args.added)
+    with result("publish", "Publishing a database: requests and bytes") as table:
+        found = measure(args.documents, args.added)
+        publish_rows(table, found)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(found, indent=2))
         return
-    for name, figures in result["steps"].items():
+    for name, figures in found["steps"].items():
         print(f"{name}: {figures}")
+
+
+def _requests(step: dict) -> str:
+    kinds = ", ".join(f"{n} {m}" for m, n in sorted(step["requests"].items(), key=lambda kv: -kv[1]))
+    return f"{step['total']} requests ({kinds})"
+
+
+def _files(step: dict) -> str:
+    return f", {step['files']} files, {step['bytes'] / 1000:,.0f} KB" if step.get("files") else ""
+
+
+def publish_rows(table: Table, found: dict) -> None:
+    """Each step's requests by method, and the bytes copied."""
+    labels = {
+        "first publish": f"first publish of {found['documents']} Markdown notes",
+        "unchanged publish": "publishing the same state again",
+        f"publish after {found['added']} more": f"after {found['added']} more notes",
+        "reader: open and one search": "a reader: open and one hybrid search",
+    }
+    for name, step in found["steps"].items():
+        copied = _files(step) or (", nothing copied" if name == "unchanged publish" else "")
+        table.add(labels.get(name, name), _requests(step) + copied)
 
 
 if __name__ == "__main__":

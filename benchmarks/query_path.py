@@ -35,6 +35,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.common import Table, result  # noqa: E402
 from benchmarks.fanout_floor import CORPORA, layout  # noqa: E402
 from benchmarks.scale import CHUNKS_PER_DOC, DIMENSION, QUERIES, SPLIT, Corpus  # noqa: E402
 from haiku_cli.databases import fanout  # noqa: E402
@@ -155,6 +156,29 @@ def real_embedding_recall(database: Path, data: Path) -> dict:
         }
 
 
+def query_rows(table: Table, report: list[dict]) -> None:
+    """Warm p50/p95 per size and type, one database and split over SPLIT, and ANN recall@10."""
+    table.columns = ("chunks, type", "one database p50 (p95), CPU p50", f"split over {SPLIT}", "ratio")
+    table.comparison = "one database (query embedding excluded; hashed-word vectors)"
+    for size in report:
+        if "recall_at_10" in size:
+            table.add(
+                f"{size['chunks']:,} real-embedding chunks, vector", f"recall@10 {size['recall_at_10']}"
+            )
+            continue
+        for kind in KINDS:
+            got = size[kind]
+            recall = f", recall@10 {got['one_recall_at_10']}" if "one_recall_at_10" in got else ""
+            split_recall = f", recall@10 {got['split_recall_at_10']}" if "split_recall_at_10" in got else ""
+            table.add(
+                f"{size['chunks']:,}, {kind}",
+                f"{got['one_p50_ms']} ms ({got['one_p95_ms']}), {got['one_cpu_p50_ms']} ms{recall}",
+                f"{got['split4_p50_ms']} ms ({got['split4_p95_ms']}), {got['split4_cpu_p50_ms']} ms"
+                + split_recall,
+                f"{got['fanout_over_one_p50']}x",
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=CORPORA, help="where built corpora are kept")
@@ -164,12 +188,15 @@ def main() -> None:
     parser.add_argument("--real", type=Path, help="also: a database built with the bundled model from --data")
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "cisi")
     args = parser.parse_args()
-    corpus = Corpus()
-    report: list[dict] = [
-        run_size(corpus, int(s), args.work, args.rounds) for s in args.sizes.split(",") if s
-    ]
-    if args.real:
-        report.append(real_embedding_recall(args.real, args.data))
+    sizes = " and ".join(f"{int(n):,}" for n in args.sizes.split(",") if n)
+    with result("query", f"Query latency at {sizes} chunks") as table:
+        corpus = Corpus()
+        report: list[dict] = [
+            run_size(corpus, int(s), args.work, args.rounds) for s in args.sizes.split(",") if s
+        ]
+        if args.real:
+            report.append(real_embedding_recall(args.real, args.data))
+        query_rows(table, report)
     print(json.dumps(report) if args.json else json.dumps(report, indent=1))
 
 

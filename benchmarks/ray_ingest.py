@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DEFAULT_DATA, load_beir, write_corpus_files
+from common import DEFAULT_DATA, Table, load_beir, ratio, result, write_corpus_files
 
 MACHINES = 16
 
@@ -158,6 +158,30 @@ def _with_cluster(cpus: int, run) -> tuple[float, dict]:
 
 
 def main() -> None:
+    with result("ray", "Ingest on Ray") as table:
+        ray_rows(table, run())
+
+
+def ray_rows(table: Table, out: dict) -> None:
+    """The driver's CPU per chunk with worker-written fragments against rows; the projection, if run."""
+    fragments, rows = out["ray_2"], out["ray_2_rows"]
+    table.add(
+        "`add-src --engine ray`, the driver's CPU per chunk (workers write fragments)",
+        f"{fragments['driver_cpu_ms_per_chunk']} ms ({fragments['driver_chunks_per_cpu_s']:,} chunks per "
+        "driver CPU-s)",
+        f"workers sending rows: {rows['driver_cpu_ms_per_chunk']} ms",
+        ratio(fragments["driver_cpu_ms_per_chunk"], rows["driver_cpu_ms_per_chunk"]),
+    )
+    if p := out.get("projection_16_machines"):
+        table.add(
+            f"projection for {MACHINES} machines x 2 workers",
+            f"{p['projected_chunks_per_s']:,} chunks/s",
+            f"one process: {out['single']['chunks_per_s']} chunks/s",
+            ratio(p["projected_chunks_per_s"], out["single"]["chunks_per_s"]),
+        )
+
+
+def run() -> dict:
     """Run every case and print the figures (or one JSON object)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -237,7 +261,7 @@ def main() -> None:
         }
     if args.json:
         print(json.dumps(out))
-        return
+        return out
     for case in (
         "single",
         "ray_1",
@@ -280,6 +304,7 @@ def main() -> None:
         )
     print(f"load average {out['load_avg_1m_before']} before, {out['load_avg_1m_after']} after")
     print(json.dumps(out))
+    return out
 
 
 if __name__ == "__main__":

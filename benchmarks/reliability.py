@@ -46,10 +46,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.common import Table, result  # noqa: E402
 from haiku_cli.store.writer_lock import LOCK_FILE  # noqa: E402
 from tests.support.hash_embedder import serve_hash_embedder  # noqa: E402
 
-# Fresh processes are what is timed: no command goes to, or starts, a background daemon (docs/daemon.md).
+# Fresh processes are what is timed: no command goes to, or starts, a background daemon (haiku help daemon).
 os.environ.setdefault("HAIKU_NO_DAEMON", "1")
 
 EMBEDDER = "ollama:hash"
@@ -951,6 +952,35 @@ def main() -> None:
     from haiku_cli.store.database import quiet_lance_logs
 
     quiet_lance_logs()
+    with result("reliability", "Reliability under concurrent writers and kills") as table:
+        reliability_rows(table, run(args))
+
+
+def reliability_rows(table: Table, out: dict) -> None:
+    """What was lost or left broken: acknowledged writes, reads, kills mid-command, faults' exit codes."""
+    for r in out.get("stress", []):
+        table.add(
+            f"acknowledged writes lost, {r['writers']} writers, {r['readers']} readers, {r['database']}",
+            f"**{r['lost_writes']} of {r['acknowledged_writes']:,}**",
+        )
+        table.add(
+            f"reads failed during that ({r['database']})",
+            f"{r['reader_errors']} of {r['reads']:,}",
+        )
+        table.add(
+            f"documents without chunks, orphan chunks ({r['database']})",
+            f"{r['documents_without_chunks']}, {r['orphan_chunks']}",
+        )
+    if k := out.get("kills"):
+        table.add(
+            "`kill -9` mid-command, database consistent after",
+            f"{k['consistent_after_kill']} of {k['killed']}",
+        )
+    if f := out.get("faults"):
+        table.add("faults answered with the documented exit code", f"{f['handled']} of {f['checked']}")
+
+
+def run(args: argparse.Namespace) -> dict:
     out: dict = {"load_average": os.getloadavg()[0]}
     if args.part in ("stress", "all"):
         out["stress"] = [stress(args.seconds, args.writers, args.readers, s3=False)]
@@ -975,6 +1005,7 @@ def main() -> None:
             f"\n(load average {out['load_average']:.1f} before, {out['load_average_after']:.1f} after: "
             "figures taken on a shared, loaded machine)"
         )
+    return out
 
 
 def _worker() -> None:

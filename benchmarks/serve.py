@@ -9,8 +9,8 @@ answers the same question two ways, --passes times each after a warm-up:
 - through the server: `haiku serve`'s app under uvicorn on 127.0.0.1 in this process, an HTTP client
   posting the AG-UI request, timed from the POST to the first `TEXT_MESSAGE_CONTENT` event;
 - in process with the quotes held: the same composition under `ask`'s policy (`quotes="redirect"`, which
-  holds an answer until complete to check its quotes; `haiku serve` ran so from aa6113b until
-  `quotes="flag"`), to show what holding costs the first token.
+  holds an answer until complete to check its quotes, where `haiku serve` streams with `quotes="flag"`),
+  to show what holding costs the first token.
 
 `--word-ms N` waits N ms between the answer's words (0: as fast as the model function yields them; a
 hosted model writes some 20-100 words a second), so the held answer's cost shows.
@@ -38,7 +38,7 @@ from typing import Any
 
 import anyio
 import httpx
-from common import haiku
+from common import Table, haiku, result
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -215,6 +215,33 @@ def main() -> None:
     parser.add_argument("--word-ms", type=float, default=0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    with result("serve", "`haiku serve` and `haiku mcp`") as table:
+        serve_rows(table, run(args))
+
+
+def serve_rows(table: Table, found: dict) -> None:
+    """First streamed token through the server against the same agent in process; an idle server's RSS."""
+    ours, direct, held = found["through_server"], found["in_process"], found["in_process_quotes_held"]
+    table.add(
+        "first streamed token through `haiku serve`, p50 / p95",
+        f"{ours['p50_ms']} / {ours['p95_ms']} ms",
+        f"the same agent in process: {direct['p50_ms']} / {direct['p95_ms']} ms",
+        f"{found['ratio_p50']}x",
+    )
+    table.add(
+        "the same in process with the answer held until its quotes are checked, p50",
+        f"{held['p50_ms']} ms",
+        f"not held: {direct['p50_ms']} ms",
+        f"{found['held_ratio_p50']}x",
+    )
+    idle = found["idle_server"]
+    table.add(
+        "idle `haiku serve` memory",
+        f"{idle['started_mb']} MB RSS ({idle['after_page_mb']} MB after the page)",
+    )
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
     work = args.work or Path(tempfile.mkdtemp(prefix="haiku-serve-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     config = build(work)
@@ -266,6 +293,7 @@ def main() -> None:
     )
     if args.json:
         print(json.dumps(result))
+    return result
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.common import Table, result  # noqa: E402
 from benchmarks.scale import CHUNKS_PER_DOC, DIMENSION, EMBEDDER, Corpus, bulk_build  # noqa: E402
 from tests.support.hash_embedder import serve_hash_embedder  # noqa: E402
 
@@ -264,6 +265,41 @@ def main() -> None:
     parser.add_argument("--max-open", type=int, action="append", default=[], help="repeatable")
     parser.add_argument("--out", type=Path, help="write the JSON here too")
     args = parser.parse_args()
+    title = f"Long-lived servers: start-up CPU and memory over {args.searches:,} searches"
+    with result("server_memory", title) as table:
+        server_memory_rows(table, run(args))
+
+
+def server_memory_rows(table: Table, raw: dict) -> None:
+    """Each server's start-up CPU against a cold search's; the memory curve of each configuration."""
+    each = raw["chunks"] // raw["databases"]
+    if startup := raw.get("startup"):
+        cold = startup["cold fts search"]["cpu_s_p50"]
+        for case, got in startup.items():
+            if case != "cold fts search":
+                table.add(
+                    f"{case}: CPU from start, p50",
+                    f"{got['cpu_s_p50']} CPU-s",
+                    f"a cold `haiku search --type fts`: {cold} CPU-s (goal: <= 1.0x)",
+                    f"{got['x_cold_search']:.2f}x",
+                )
+    for limit, got in raw["memory"].items():
+        label = (
+            f"`haiku mcp` RSS, {got['searches']:,} searches, {raw['databases']} databases of {each:,} chunks"
+        )
+        label += "" if limit == "default" else f", {limit}"
+        curve = " / ".join(f"{mb:.0f}" for n, mb in got["curve"] if n % 100 == 0)
+        marks = " / ".join(f"{got[k]:.0f}" for k in ("start_mb", "warm_mb", "peak_mb", "final_mb"))
+        table.add(f"{label}: start / warm / peak / final", f"{marks} MB")
+        table.add(f"{label}: every 100 searches", f"{curve} MB")
+        table.add(
+            f"{label}: growth over the last half",
+            f"{got['last_half_slope_mb_per_1000']:+.1f} MB per 1,000 searches",
+            "goal: flat after warm-up",
+        )
+
+
+def run(args: argparse.Namespace) -> dict:
     args.work.mkdir(parents=True, exist_ok=True)
     paths = build(args.work, args.chunks, args.databases)
     rng = np.random.default_rng(args.chunks)
@@ -296,6 +332,7 @@ def main() -> None:
     if args.out:
         args.out.write_text(text + "\n", encoding="utf-8")
     print(text)
+    return report
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO))
 
 import anyio  # noqa: E402
 
-from benchmarks.common import haiku  # noqa: E402
+from benchmarks.common import Table, haiku, result  # noqa: E402
 from tests.support.hash_embedder import serve_hash_embedder  # noqa: E402
 
 DIMENSION = 384
@@ -202,6 +202,32 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="keep the tree and database of an earlier run")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    with result("freshness", "Keeping sources fresh: `sync` and `watch`") as table:
+        freshness_rows(table, run(args))
+
+
+def freshness_rows(table: Table, found: dict) -> None:
+    """An unchanged tree's sync (in-process and a whole process), and watch's save-to-searchable."""
+    unchanged = found["sync_unchanged"]
+    cpu = unchanged["cpu_seconds"]
+    table.add(
+        f"`sync` of an unchanged {found['files']:,}-file tree, in-process",
+        f"{min(cpu)}-{max(cpu)} CPU-s, {max(unchanged['files_opened'])} files opened",
+    )
+    table.add("the same as a whole `haiku sync` process", f"{found['cli_sync_unchanged_seconds']} s")
+    if watch := found.get("watch"):
+        table.add(
+            f"save-to-searchable under `haiku watch --debounce {watch['debounce_ms']}`",
+            f"p50 {watch['p50_ms'] / 1000:.2f} s, p95 {watch['p95_ms'] / 1000:.2f} s "
+            f"({watch['saves']} saves)",
+        )
+        table.add(
+            f"`haiku watch` idle for {watch['idle_seconds']:g} s",
+            f"{watch['idle_cpu_seconds']} CPU-s, {watch['rss_mb']} MB RSS (peak {watch['peak_rss_mb']} MB)",
+        )
+
+
+def run(args: argparse.Namespace) -> dict:
     work = args.work / str(args.files)
     tree, db = work / "tree", work / "notes.lancedb"
     reuse = args.reuse and db.exists()
@@ -224,10 +250,8 @@ def main() -> None:
         if not args.skip_watch:
             result["watch"] = watch_latency(config, db, tree, args.saves, args.debounce, args.idle)
     result["benchmark_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    if args.json:
-        print(json.dumps(result))
-    else:
-        print(json.dumps(result, indent=2))
+    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
+    return result
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ Operations (async; each is what one `haiku` command calls)
     chunk; refused naming them when several do)
     `add_text(ws, location, text, *, title, metadata) -> IngestReport`
     `add_sources(ws, location, sources, *, title, metadata, progress, include, exclude, engine="local",
-    ray_address=None, on_note) -> IngestReport` (`engine="ray"`: on a Ray cluster, docs/scale-out.md)
+    ray_address=None, on_note) -> IngestReport` (`engine="ray"`: on a Ray cluster, `haiku help scale-out`)
     `info(ws, location) -> DatabaseInfo`, `history(ws, location) -> DatabaseHistory`,
     `vacuum(ws, location) -> VacuumReport`, `rebuild(ws, location, progress) -> RebuildReport`,
     `overview(ws, selection=None) -> list[DatabaseOverview]` (every configured database, or a selection's),
@@ -43,7 +43,7 @@ Tags (a named state of a database's tables; `ws.read_at(TAG)` reads every databa
     `find_tag(ws, location, name) -> DatabaseTag` (a missing database or tag fails naming it),
     `check_tag(ws, selection)` (every written database of the selection opened at `ws`'s tag, or an error).
 
-Publishing (`haiku publish`, docs/sharing.md; a database's consistent state copied for others to read)
+Publishing (`haiku publish`, `haiku help sharing`; a database's consistent state copied for others to read)
     `publish(ws, location, to, *, tag=None) -> PublishReport` (`to`: a URI, a path or a configured
     database's name; only what the target lacks is copied; `unchanged` when it held this state already),
     `PublishInfo` (`DatabaseInfo.published`, `DatabaseOverview.published`: which publish a copy holds),
@@ -78,7 +78,7 @@ keeping the documents committed whole before its last keep point)
     `write_mark() -> int`, then `writes_since(mark) -> list[WriteOutcome]` (`database`, `stored`,
     `documents`, `chunks`).
 
-Evaluation (`haiku eval`, docs/eval.md; QRELS a BEIR folder or a questions file)
+Evaluation (`haiku eval`, `haiku help eval`; QRELS a BEIR folder or a questions file)
     `evaluate(ws, selection, qrels, *, k, search_types, progress) -> RetrievalReport` (nDCG@10, MRR@10,
     recall@k, hits@k per search type, documents and chunks; `TypeSummary`, `QueryResult`, `QueryScores`),
     `compare_settings(ws, selection, qrels, "KEY=A,B", *, k, search_types, progress) -> Comparison`
@@ -86,7 +86,7 @@ Evaluation (`haiku eval`, docs/eval.md; QRELS a BEIR folder or a questions file)
     `evaluate_answers(ws, selection, qrels, *, model, progress) -> AnswerReport` (`AnswerResult`),
     `generate_questions(ws, selection, path, count, *, model, seed, progress) -> GeneratedQuestions`.
 
-Result types (pydantic; `model_dump(mode="json")` is the CLI's `--json`, see docs/json.md)
+Result types (pydantic; `model_dump(mode="json")` is the CLI's `--json`, see `haiku help json`)
     `SearchResults`, `SearchHit`, `DocumentList`, `DocumentSummary`, `DocumentRecord`, `ChunkRecord`,
     `DocumentWithChunks`, `DeletedDocument`, `IngestReport`, `SourceOutcome`, `LeftOut`, `DatabaseInfo`,
     `DatabaseHistory`, `TableVersion`, `VacuumReport`, `RebuildReport`, `DatabaseOverview`, `AskResult`,

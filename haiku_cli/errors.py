@@ -18,6 +18,27 @@ def echoed(value: str) -> str:
     return _CONTROLS.sub(lambda m: _ESCAPES.get(m.group(), f"\\x{ord(m.group()):02x}"), value)
 
 
+def exception_reason(
+    exc: BaseException, *, upto: Literal["all", "line", "sentence"] = "all", limit: int = 0, cut: str = ""
+) -> str:
+    """Another library's exception in words for one line of a message of ours: all of its text with its
+    white space folded, its first line (the rest is a traceback or a payload), or its first sentence on one
+    line (provider messages run on, with links); its type's name when it has no words. `limit`, when set,
+    cuts it to that many characters, the last of them `cut` (an ellipsis) when given."""
+    text = str(exc).strip()
+    text = next(iter(text.splitlines()), "") if upto == "line" else " ".join(text.split())
+    if upto == "sentence":
+        sentence = _SENTENCE.match(text)
+        text = sentence.group(1) if sentence else text
+    text = text or type(exc).__name__
+    if limit and len(text) > limit:
+        text = text[: limit - len(cut)] + cut
+    return text
+
+
+_SENTENCE = re.compile(r"(.+?[.!?])(\s|$)")
+
+
 class ExitCode(IntEnum):
     """Documented process exit codes of the `haiku` command."""
 

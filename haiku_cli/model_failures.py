@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from haiku_cli.errors import HaikuError, ModelError
+from haiku_cli.errors import HaikuError, ModelError, exception_reason
 
 Kind = Literal["model", "embedding model"]
 
@@ -111,6 +111,13 @@ def _configuration_hint(exc: BaseException) -> str:
     return first_sentence(exc)
 
 
+def install_hint(exc: ImportError) -> str:
+    """The `pip install "..."` a provider's missing package is installed with, as its message names it
+    (the whole message when it names none)."""
+    named = re.search(r'pip install "[^"]+"', str(exc))
+    return named.group(0) if named else str(exc)
+
+
 _INSTEAD = {
     "OPENAI_API_KEY": " (or, for an OpenAI-compatible server that needs no key, OPENAI_BASE_URL or "
     "[model] base_url)"
@@ -118,8 +125,5 @@ _INSTEAD = {
 
 
 def first_sentence(exc: BaseException) -> str:
-    """The first sentence of an error message on one line: provider messages run on, with links."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    match = re.match(r"(.+?[.!?])(\s|$)", text)
-    sentence = match.group(1) if match else text
-    return sentence[:300]
+    """The first sentence of a model library's error message on one line: provider messages run on."""
+    return exception_reason(exc, upto="sentence", limit=300)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import re
 import shlex
 import subprocess
@@ -84,7 +85,7 @@ def test_every_test_the_docs_name_exists() -> None:
 
 
 def test_the_capabilities_page_example_answers_over_the_hosts_databases(tmp_path: Path, write_config) -> None:
-    # docs/capabilities.md's first block, as written (top-level await, `model` the host's), with a TestModel.
+    # The capabilities page's first block, as written (top-level await, `model` the host's), with a TestModel.
     write_config(f'[databases]\nnotes = "{tmp_path}/n.lancedb"\npapers = "{tmp_path}/p.lancedb"\n')
 
     async def fill() -> None:
@@ -107,7 +108,8 @@ def test_the_capabilities_page_example_answers_over_the_hosts_databases(tmp_path
 
 
 @pytest.mark.parametrize(
-    ("page", "heading"), [("README.md", "## Cheat sheet"), ("docs/index.md", "## Every command at a glance")]
+    ("page", "heading"),
+    [("README.md", "## Cheat sheet"), ("docs/index.md", "## Every command at a glance")],
 )
 def test_the_cheat_sheets_use_only_commands_and_options_haiku_has(cli, page: str, heading: str) -> None:
     text = (ROOT / page).read_text(encoding="utf-8")
@@ -123,16 +125,40 @@ def test_the_cheat_sheets_use_only_commands_and_options_haiku_has(cli, page: str
                 assert option in shown.stdout, f"{part}: {option}"
 
 
-def test_the_benchmark_tables_are_those_the_results_render() -> None:
-    # benchmarks/README.md's tables are generated: `python benchmarks/run_all.py --render-only`.
+def load_run_all():
     spec = importlib.util.spec_from_file_location("run_all", ROOT / "benchmarks" / "run_all.py")
     assert spec and spec.loader
     run_all = importlib.util.module_from_spec(spec)
     sys.modules["run_all"] = run_all  # its dataclasses look their module up
+    path = list(sys.path)
     try:
-        spec.loader.exec_module(run_all)
+        spec.loader.exec_module(run_all)  # it puts benchmarks/ on the path to import `common`
     finally:
         del sys.modules["run_all"]
+        sys.modules.pop("common", None)
+        sys.path[:] = path
+    return run_all
+
+
+def test_the_benchmark_tables_are_those_the_results_render() -> None:
+    # benchmarks/README.md's tables are generated: `python benchmarks/run_all.py --render`.
+    run_all = load_run_all()
     assert run_all.render() == (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
-    keys = {area.key for area in run_all.AREAS}
-    assert {p.stem for p in (ROOT / "benchmarks" / "results").glob("*.json")} == keys
+    found = {r["area"] for r in run_all.load_results()}  # each of the common shape, or it exits
+    assert {a.key for a in run_all.AREAS} <= found
+
+
+def test_a_script_s_table_is_written_in_the_shape_the_readme_renders(tmp_path: Path, monkeypatch) -> None:
+    run_all = load_run_all()
+    monkeypatch.setenv("HAIKU_BENCH_RESULTS", str(tmp_path))
+    monkeypatch.setattr(sys, "argv", ["benchmarks/x.py", "--rounds", "3", "--work", "/tmp/w"])
+    with run_all.result("x", "A new area", comparison="one database") as table:
+        table.columns = ("figure", "value", "ratio")
+        table.add("warm search p50", "2.7 ms", "1.04x")
+        table.add("the check alone", "0.04 ms")
+    (got,) = run_all.load_results(tmp_path)
+    shown = run_all.render_table(got)
+    assert "| figure | value | ratio |\n| --- | --- | --- |\n| warm search p50 | 2.7 ms | 1.04x |" in shown
+    assert "| the check alone | 0.04 ms |  |" in shown
+    assert f"{os.cpu_count()} CPUs" in shown and "load average" in shown
+    assert "Reproduce: `python benchmarks/x.py --rounds 3`." in shown  # where files are is left out

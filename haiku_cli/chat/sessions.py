@@ -31,7 +31,7 @@ from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 from haiku_cli.capabilities.citations import Citation
 from haiku_cli.capabilities.state import Source
 from haiku_cli.config.paths import sessions_dir
-from haiku_cli.errors import InputError
+from haiku_cli.errors import InputError, exception_reason
 
 FORMAT = 1
 KEY_FILE = ".scope-key"
@@ -185,7 +185,7 @@ class SessionStore:
             session = Session.model_validate_json(raw)
             session.history()  # the messages must be readable too, or the next question would fail
         except (ValidationError, ValueError) as exc:
-            first = str(exc).splitlines()[0]
+            first = exception_reason(exc, upto="line")
             raise InputError(
                 f"session '{name}' ({path}) is unreadable ({first}); delete it with haiku chat delete {name}"
             ) from None

@@ -1,7 +1,7 @@
 """`haiku help [TOPIC]`: the documentation's pages, shipped inside the package, read offline.
 
-The pages are the top-level `docs/` folder (the docs site's source), which the package holds as
-`haiku_cli/docs` (a link in the checkout, copied as files into a wheel), so an install from pip has them.
+The pages are the checkout's `docs/`, the docs site's source; a wheel ships them as `haiku_cli/docs`
+(pyproject's package-dir), so an install from pip reads the same files a checkout does.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from importlib.resources import files
 from importlib.resources.abc import Traversable
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -29,8 +30,11 @@ def register(app: typer.Typer) -> None:
 
 
 def pages() -> Traversable:
-    """The folder of documentation pages inside the installed package."""
-    return files("haiku_cli") / "docs"
+    """The folder of documentation pages: inside an installed wheel, else the checkout's `docs/`."""
+    shipped = files("haiku_cli") / "docs"
+    if shipped.is_dir():
+        return shipped
+    return Path(__file__).resolve().parents[2] / "docs"
 
 
 def topics() -> list[tuple[str, str]]:

@@ -23,6 +23,8 @@ from haiku_cli.config.settings import Settings
 from haiku_cli.search.hits import SourceState
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
+from haiku_cli.store.document_parts import PART_OF
+from haiku_cli.store.handle import parse_json_object
 from haiku_cli.store.published import PUBLISHED
 from haiku_cli.store.reads import in_list, rows_where
 from haiku_cli.store.source_state import Freshness, by_stat, path_of
@@ -30,8 +32,10 @@ from haiku_cli.store.source_tables import (
     DELETE_BATCH,
     FileState,
     file_states,
+    has_file_states,
     read_sources,
     states_of_documents,
+    states_of_uris,
 )
 
 if TYPE_CHECKING:
@@ -39,8 +43,7 @@ if TYPE_CHECKING:
     from haiku_cli.store.doctor import Check
 
 NOT_REMEMBERED = (
-    "no remembered file state to compare: not added by add-src, or read out of another document "
-    "(an attachment)"
+    "no remembered file state to compare: not added by add-src (or read out of a document that was not)"
 )
 REMOTE = "a URL or object: not checked (--check-remote asks)"
 ON_OBJECT_STORAGE = "a database on object storage: its sources are not checked"
@@ -102,26 +105,45 @@ async def check_documents(
         return dict.fromkeys(ids, SourceCheck(Freshness.UNKNOWN, A_PUBLISHED_COPY))
     try:
         states = await states_of_documents(db, ids)
+        states.update(await _files_of_parts(db, [d for d in ids if d not in states]))
     except Exception as exc:  # a damaged side table never fails the command that shows hits
         return dict.fromkeys(ids, SourceCheck(Freshness.UNKNOWN, f"remembered states unreadable: {exc}"))
-    checks: dict[str, SourceCheck] = {}
-    moved: list[str] = []
-    for doc_id in ids:
-        state = states.get(doc_id)
-        if state is None:
-            checks[doc_id] = SourceCheck(Freshness.UNKNOWN, NOT_REMEMBERED)
-            continue
-        found = first_look(state)
-        if found is Freshness.CHANGED and state.size is not None:
-            moved.append(doc_id)  # size or time moved: the content decides
-        checks[doc_id] = SourceCheck(found, _note(state.uri, found))
-    if moved:
+    # Each file looked at once (by its own document's id): a mail and its attachments share one look.
+    files = {state.document_id: state for state in states.values()}
+    looked = {file_id: first_look(state) for file_id, state in files.items()}
+    checks = {
+        d: SourceCheck(looked[states[d].document_id], _note(states[d].uri, looked[states[d].document_id]))
+        if d in states
+        else SourceCheck(Freshness.UNKNOWN, NOT_REMEMBERED)
+        for d in ids
+    }
+    moved = [
+        d for d in ids if d in states and checks[d].state is Freshness.CHANGED and states[d].size is not None
+    ]
+    if moved:  # size or time moved: the content decides, each file read once for its documents shown
         await _by_content(db, {d: states[d] for d in moved}, checks)
     if remote is not None:
-        asked = [d for d, c in checks.items() if c.note == REMOTE]
-        answers = await asyncio.gather(*(anyio.to_thread.run_sync(remote.ask, db, states[d]) for d in asked))
-        checks.update(zip(asked, answers, strict=True))
+        asked = {states[d].document_id: states[d] for d, c in checks.items() if c.note == REMOTE}
+        answers = await asyncio.gather(*(anyio.to_thread.run_sync(remote.ask, db, s) for s in asked.values()))
+        by_file = dict(zip(asked, answers, strict=True))
+        checks.update({d: by_file[states[d].document_id] for d, c in checks.items() if c.note == REMOTE})
     return checks
+
+
+async def _files_of_parts(db: Database, document_ids: list[str]) -> dict[str, FileState]:
+    """For documents read out of another (a mail's attachments, a mailbox's messages), the file state of
+    the file they were read out of (`part_of`): they are as fresh as it is. One read of the documents
+    without a state of their own."""
+    if not document_ids or not await has_file_states(db):
+        return {}  # no file to be part of: no read of the documents
+    rows = await rows_where(db, db.documents, in_list("id", document_ids), ["id", "metadata"])
+    part_of: dict[str, str] = {}
+    for row in rows.to_pylist():
+        parent = parse_json_object(row["metadata"]).get(PART_OF)
+        if isinstance(parent, str):
+            part_of[row["id"]] = parent
+    by_uri = await states_of_uris(db, part_of.values())
+    return {d: by_uri[uri] for d, uri in part_of.items() if uri in by_uri}
 
 
 async def check_shown(
@@ -140,18 +162,27 @@ async def check_shown(
 
 
 async def _by_content(db: Database, moved: dict[str, FileState], checks: dict[str, SourceCheck]) -> None:
-    """Documents whose file's stat moved: `changed` only if what would be stored differs (a `touch` is not
-    a change)."""
+    """Documents whose file's stat moved (by id, their file's state): `changed` only if what would be
+    stored differs (a `touch` is not a change); a file holding several of them is read once."""
     try:
-        rows = await rows_where(db, db.documents, in_list("id", list(moved)), ["id", "content_hash"])
+        rows = await rows_where(db, db.documents, in_list("id", list(moved)), ["id", "uri", "content_hash"])
     except Exception:
         return  # the stat already said `changed`
-    hashes = dict(zip(rows.column("id").to_pylist(), rows.column("content_hash").to_pylist(), strict=True))
-    for doc_id, state in moved.items():
-        stored = hashes.get(doc_id)
-        if stored:
-            found = await anyio.to_thread.run_sync(_by_kind, state, stored)
-            checks[doc_id] = SourceCheck(found, _note(state.uri, found))
+    by_file: dict[str, dict[str, str]] = {}  # file's document id -> {uri: stored hash}
+    ids_by_uri: dict[str, str] = {}  # a part's uri, or "" for a file's own document -> its id
+    for doc_id, uri, stored in zip(
+        *(rows.column(c).to_pylist() for c in ("id", "uri", "content_hash")), strict=True
+    ):
+        file_id = moved[doc_id].document_id
+        if stored and (uri or doc_id == file_id):
+            key = "" if doc_id == file_id else uri  # "": the file's own document, whatever its uri
+            by_file.setdefault(file_id, {})[key] = stored
+            ids_by_uri[key] = doc_id
+    for file_id, hashes in by_file.items():
+        state = next(s for s in moved.values() if s.document_id == file_id)
+        found = await anyio.to_thread.run_sync(_documents_by_kind, state, hashes)
+        for uri, freshness in found.items():
+            checks[ids_by_uri[uri]] = SourceCheck(freshness, _note(state.uri, freshness))
 
 
 def first_look(state: FileState) -> Freshness:
@@ -167,6 +198,12 @@ def _by_kind(state: FileState, content_hash: str | None = None) -> Freshness:
     from haiku_cli.ingest.kinds import freshness
 
     return freshness(state, content_hash)
+
+
+def _documents_by_kind(state: FileState, stored: dict[str, str]) -> dict[str, Freshness]:
+    from haiku_cli.ingest.kinds import freshness_of_documents
+
+    return freshness_of_documents(state, stored)
 
 
 def _note(uri: str, found: Freshness) -> str | None:

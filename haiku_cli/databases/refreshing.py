@@ -21,7 +21,7 @@ from haiku_cli.databases.operations import remembered_sources, sync_source
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
-from haiku_cli.errors import HaikuError
+from haiku_cli.errors import HaikuError, exception_reason
 from haiku_cli.ingest.reports import SourceSync
 from haiku_cli.store.database import Database
 from haiku_cli.store.handle import PUBLISHED
@@ -70,8 +70,9 @@ async def sync_before_search(ws: Workspace, selection: Selection) -> list[str]:
         try:
             done = await sync_changed(ws, Selection((location,)), on_note=notes.append)
         except HaikuError as exc:
-            reason = " ".join(str(exc).split())
-            notes.append(f"{location.name} could not be synced first ({reason}): searched as it is")
+            notes.append(
+                f"{location.name} could not be synced first ({exception_reason(exc)}): searched as it is"
+            )
             continue
         notes += [synced_note(database, each) for database, each in done]
     return notes

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, get_args
@@ -21,6 +20,7 @@ from haiku_cli.embed.openai_compatible import (
     openai_headers,
 )
 from haiku_cli.errors import HaikuError, ModelError
+from haiku_cli.model_failures import install_hint
 
 if TYPE_CHECKING:
     from pydantic_ai.embeddings import EmbeddingModel
@@ -92,8 +92,7 @@ def _build_remote(spec: str, provider: str, base_url: str | None) -> Built:
     except HaikuError:
         raise
     except ImportError as exc:
-        hint = re.search(r'pip install "[^"]+"', str(exc))
-        how = hint.group(0) if hint else str(exc)
+        how = install_hint(exc)
         raise ModelError(f"embedding provider {provider!r} needs an extra package: {how}") from exc
     except Exception as exc:
         raise to_model_error(exc, spec) from exc

@@ -66,11 +66,11 @@ def read_judgments(path: Path) -> Judgments:
     if not path.is_file():
         raise InputError(
             f"no questions file or BEIR folder at {path}; give a folder holding {QUERIES} and "
-            "qrels.tsv, or a file of questions (docs/eval.md)"
+            "qrels.tsv, or a file of questions (haiku help eval)"
         )
     judgments = _read_questions(path)
     if not judgments.questions and not judgments.bad_lines:
-        raise InputError(f"{path} holds no questions; docs/eval.md shows the format")
+        raise InputError(f"{path} holds no questions; `haiku help eval` shows the format")
     return judgments
 
 

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
-from haiku_cli.errors import HaikuError, InputError, ModelError
-from haiku_cli.ingest.cluster_pool import Pool, first_line
+from haiku_cli.errors import HaikuError, InputError, ModelError, exception_reason
+from haiku_cli.ingest.cluster_pool import Pool
 from haiku_cli.ingest.cluster_tasks import Job, list_contents
 from haiku_cli.ingest.items import Item, Prepared
 from haiku_cli.ingest.kinds import item_kind
@@ -203,7 +203,8 @@ class RayEngine:
         except ray.exceptions.RayError as exc:
             if isinstance(cause := getattr(exc, "cause", None), HaikuError):
                 raise cause from None  # the listing's own error (no such prefix), reported as locally
-            raise ModelError(f"the Ray cluster failed to list {source}: {first_line(exc)}") from None
+            reason = exception_reason(exc, upto="line")
+            raise ModelError(f"the Ray cluster failed to list {source}: {reason}") from None
 
     async def write(
         self,
@@ -286,14 +287,14 @@ class RayEngine:
                 )
         except (ConnectionError, RuntimeError, ValueError) as exc:
             where = f"at {self.address}" if self.address else "(RAY_ADDRESS, or one running here)"
-            raise InputError(f"the Ray cluster {where} cannot be reached: {first_line(exc)}") from None
+            reason = exception_reason(exc, upto="line")
+            raise InputError(f"the Ray cluster {where} cannot be reached: {reason}") from None
         except Exception as exc:  # Ray's own `Exception` or `TimeoutError`: a cluster that did not start
+            reason = exception_reason(exc, upto="line")
             if self.address:
-                raise InputError(
-                    f"the Ray cluster at {self.address} cannot be reached: {first_line(exc)}"
-                ) from None
+                raise InputError(f"the Ray cluster at {self.address} cannot be reached: {reason}") from None
             raise ModelError(
-                f"a local Ray cluster did not start: {first_line(exc)}; start one yourself (ray start "
+                f"a local Ray cluster did not start: {reason}; start one yourself (ray start "
                 "--head) and name it with --ray-address, or add without --engine ray"
             ) from None
         finally:
@@ -335,7 +336,8 @@ async def _results(
         except ray.exceptions.RayError as exc:
             if isinstance(cause := getattr(exc, "cause", None), HaikuError):
                 raise cause from None  # a call's own failure (its fragments cannot be written)
-            raise ModelError(f"the Ray cluster failed to prepare the items: {first_line(exc)}") from None
+            reason = exception_reason(exc, upto="line")
+            raise ModelError(f"the Ray cluster failed to prepare the items: {reason}") from None
         pool.pending.popleft()
         prepared, fragments, written = done
         work.fragments.extend(fragments)

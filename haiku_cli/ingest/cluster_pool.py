@@ -6,7 +6,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from haiku_cli.errors import ModelError
+from haiku_cli.errors import ModelError, exception_reason
 from haiku_cli.ingest.cluster_tasks import Preparer
 from haiku_cli.ingest.items import Item
 
@@ -111,7 +111,8 @@ class Pool:
             call.tries += 1
         for call in [*again, *in_flight]:  # sent in the order the new actor is to run them
             if call.tries > self.max_retries:
-                raise ModelError(f"the Ray cluster failed to prepare the items: {first_line(exc)}")
+                reason = exception_reason(exc, upto="line")
+                raise ModelError(f"the Ray cluster failed to prepare the items: {reason}")
             if call.batch is None:
                 call.ref = actor.finish.remote()
             else:
@@ -130,8 +131,3 @@ class Pool:
         if refs:
             ray.wait(refs, num_returns=len(refs), timeout=_CANCEL_WAIT_SECONDS)
         self.pending.clear()
-
-
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__

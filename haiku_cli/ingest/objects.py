@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from haiku_cli.config.settings import IngestSettings
+from haiku_cli.errors import exception_reason
 from haiku_cli.ingest.convert.dispatch import byte_limit, convert_kind, suffix_kind
 from haiku_cli.ingest.convert.limits import over_limit
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, SourceMissing
@@ -116,7 +117,9 @@ class ObjectStore:
             selector = fs.FileSelector(bucket_path.rstrip("/"), recursive=True, allow_not_found=True)
             infos = self._fs.get_file_info(selector)
         except OSError as exc:
-            raise ConversionError(f"{uri}: cannot be listed ({_short(exc)})") from None
+            # pyarrow's messages carry the AWS error over several lines: folded onto one, and cut short.
+            reason = exception_reason(exc, limit=300, cut="…")
+            raise ConversionError(f"{uri}: cannot be listed ({reason})") from None
         objects = sorted((i for i in infos if i.type == fs.FileType.File), key=lambda i: i.path)
         if not objects:
             raise SourceMissing(f"{uri}: no such object or prefix")
@@ -136,7 +139,8 @@ class ObjectStore:
         try:
             info = self._fs.get_file_info(_bucket_path(uri))
         except OSError as exc:
-            raise ConversionError(f"{uri}: cannot be asked ({_short(exc)})") from None
+            reason = exception_reason(exc, limit=300, cut="…")
+            raise ConversionError(f"{uri}: cannot be asked ({reason})") from None
         if info.type != fs.FileType.File:
             return None
         return ObjectFile(_uri_of(info.path), info.size or 0, info.mtime_ns or 0)
@@ -166,7 +170,8 @@ class ObjectStore:
         except FileNotFoundError:
             raise ConversionError(f"{obj.uri}: no such object (deleted since it was listed)") from None
         except OSError as exc:
-            raise ConversionError(f"{obj.uri}: cannot be read ({_short(exc)})") from None
+            reason = exception_reason(exc, limit=300, cut="…")
+            raise ConversionError(f"{obj.uri}: cannot be read ({reason})") from None
         if len(data) > limit:
             raise ConversionError(over_limit(obj.uri, len(data), key, limit_mb))
         stem = PurePosixPath(obj.name).stem or obj.name
@@ -234,12 +239,6 @@ def _from_environment() -> dict[str, str]:
 
 def _first(options: Mapping[str, str], *keys: str) -> str | None:
     return next((options[k] for k in keys if options.get(k)), None)
-
-
-def _short(exc: BaseException) -> str:
-    # pyarrow's messages carry the AWS error over several lines; the first one says what went wrong.
-    text = " ".join(str(exc).split())
-    return text if len(text) <= 300 else text[:299] + "…"
 
 
 class ObjectStores:

@@ -10,7 +10,7 @@ from typing import Any, Literal, NoReturn
 import numpy as np
 import pyarrow as pa
 
-from haiku_cli.errors import InputError
+from haiku_cli.errors import InputError, exception_reason
 from haiku_cli.search.lookups import Reads, Shape, Unbounded, each
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
@@ -235,7 +235,7 @@ class CandidateQuery:
             raise error
         if is_read_failure(error):
             raise storage_failure(db.location, "cannot be read", error) from error
-        reason = str(error).splitlines()[0]
+        reason = exception_reason(error, upto="line")
         raise InputError(f"full-text search failed for {self.text!r}: {reason}") from error
 
 

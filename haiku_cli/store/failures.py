@@ -1,5 +1,7 @@
 """Storage failures by kind: classified once, from the exception's type and LanceDB's error text, here alone.
 
+A filter LanceDB refuses is read here too (`classify_filter`): what it found wrong, as a `FilterFault`.
+
 What a failed storage call means for the write under way (did the store answer no, so nothing changed?
 did it stop answering, so nothing more should be asked of it?) is decided on the `FailureKind`; the line
 a user reads is derived from the kind, so rewording a message never changes what a write does.
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 from enum import Enum
 from http import HTTPStatus
 
-from haiku_cli.errors import DatabaseError
+from haiku_cli.errors import DatabaseError, exception_reason
 from haiku_cli.store.location import Location
 
 
@@ -259,9 +261,7 @@ def stalled_reason(location: Location | None) -> str:
 
 def plain_first_line(exc: BaseException) -> str:
     """The first line of LanceDB's message without the Rust source locations it adds (`scanner.rs:834:33`)."""
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else type(exc).__name__
-    return re.sub(r",?\s*[\w/.-]+\.rs:\d+:\d+", "", first)[:300]
+    return re.sub(r",?\s*[\w/.-]+\.rs:\d+:\d+", "", exception_reason(exc, upto="line"))[:300]
 
 
 def is_missing_file(exc: BaseException | None) -> bool:
@@ -280,3 +280,69 @@ def is_read_failure(exc: BaseException) -> bool:
 def is_table_not_found(exc: BaseException) -> bool:
     """Whether LanceDB's exception says a listed table has no committed version to open."""
     return "was not found" in str(exc)
+
+
+class FilterFault(Enum):
+    """What LanceDB (its DataFusion SQL parser and planner) found wrong in a filter."""
+
+    UNKNOWN_FIELD = "unknown field"  # a name no column has; `subject`: the name
+    NOT_A_MAP = "not a map"  # `metadata['a']`: a text column indexed as if it were a map
+    NOT_A_TIME = "not a time"  # a value compared with a time; `subject`: the value
+    NOT_TEXT = "not text"  # a value of another type (an unquoted word) compared with text; `subject`: it
+    PARSE = "parse"  # the SQL parser's words; `subject`: them, reworded for a user
+    OTHER = "other"  # anything else; `subject`: LanceDB's first line without its wrappers
+
+
+@dataclass(frozen=True)
+class FilterProblem:
+    """A filter LanceDB refused: what was wrong with it, and the words of the filter that were."""
+
+    fault: FilterFault
+    subject: str
+
+
+_UNKNOWN_FIELD = re.compile(r"No field named ([^.\s]+)")
+_NOT_A_MAP = "Cannot access field"
+_MISTYPED = re.compile(r"Received literal \w+\((.*?)\) and could not convert to literal of type '(\w+)")
+# The parser's message ends "(sql parser error: ...)": up to its last ')', as what was found may be a ')'.
+_PARSER = re.compile(r"sql parser error: (.*?)(?: at Line: \d+, Column: \d+)?\)$")
+# LanceDB's wrappers around what it found wrong, which say nothing to a user.
+_WRAPPERS = re.compile(r"^(?:Invalid input, |lance error: |Query Execution error: |Execution error: )+")
+
+
+def classify_filter(exc: BaseException) -> FilterProblem:
+    """What LanceDB found wrong in a filter that, run alone, raised `exc`."""
+    text = str(exc)
+    unknown = _UNKNOWN_FIELD.search(text)
+    if unknown:
+        return FilterProblem(FilterFault.UNKNOWN_FIELD, unknown.group(1))
+    if _NOT_A_MAP in text:
+        return FilterProblem(FilterFault.NOT_A_MAP, "")
+    mistyped = _MISTYPED.search(text)
+    if mistyped:
+        given, wanted = mistyped.groups()
+        fault = FilterFault.NOT_A_TIME if wanted == "Timestamp" else FilterFault.NOT_TEXT
+        return FilterProblem(fault, given)
+    parsed = _parser_words(exc)
+    if parsed is None:
+        return FilterProblem(FilterFault.OTHER, _WRAPPERS.sub("", plain_first_line(exc)))
+    reworded = (
+        parsed.replace("Expected: ", "expected ")
+        .replace("found: EOF", "found: the end of the filter")
+        .replace("found: ", "found ")
+    )
+    return FilterProblem(FilterFault.PARSE, reworded)
+
+
+def unclosed_before(exc: BaseException) -> str | None:
+    """What the SQL parser found where it expected a filter's closing ')': the text after a condition
+    that is whole alone but not inside parentheses of its own (None for any other failure)."""
+    found = re.fullmatch(r"Expected: \), found: (.+)", _parser_words(exc) or "")
+    return found.group(1) if found else None
+
+
+def _parser_words(exc: BaseException) -> str | None:
+    """LanceDB's SQL parser's own words, without the `SELECT 1 FROM t WHERE` it wrapped the filter in."""
+    text = str(exc)
+    parsed = _PARSER.search(text.splitlines()[0] if text else "")
+    return parsed.group(1) if parsed else None

@@ -11,7 +11,13 @@ import pyarrow as pa
 
 from haiku_cli.errors import InputError
 from haiku_cli.store import schema
-from haiku_cli.store.failures import is_read_failure, plain_first_line, storage_failure
+from haiku_cli.store.failures import (
+    FilterFault,
+    classify_filter,
+    is_read_failure,
+    storage_failure,
+    unclosed_before,
+)
 from haiku_cli.store.filters import FILTER_FIELDS, sql_string, translate
 from haiku_cli.store.handle import Database, parse_json_object, read_errors
 from haiku_cli.store.records import ChunkRecord, DocumentRecord
@@ -108,50 +114,25 @@ async def _query_arrow(
         except Exception as wrong:
             raise InputError(f"invalid filter {where!r}: {_filter_problem(wrong, where)}") from wrong
         # Whole alone but not in parentheses of its own: text after its condition, which LanceDB drops.
-        found = re.fullmatch(r"Expected: \), found: (.+)", _parser_error(exc) or "")
-        _trailing(where, found.group(1) if found else "")
-
-
-def _parser_error(exc: Exception) -> str | None:
-    """LanceDB's SQL parser's own words, without the `SELECT 1 FROM t WHERE` it wrapped the filter in."""
-    # The message ends "(sql parser error: ...)": up to its last ')', as what was found may be a ')'.
-    parsed = re.search(r"sql parser error: (.*?)(?: at Line: \d+, Column: \d+)?\)$", str(exc).splitlines()[0])
-    return parsed.group(1) if parsed else None
-
-
-# LanceDB's wrappers around what it found wrong, which say nothing to a user.
-_WRAPPERS = r"^(?:Invalid input, |lance error: |Query Execution error: |Execution error: )+"
+        _trailing(where, unclosed_before(exc) or "")
 
 
 def _filter_problem(exc: Exception, where: str) -> str:
     """What LanceDB found wrong in a filter, in words about the filter alone."""
-    parsed = _parser_error(exc)
-    unknown = re.search(r"No field named ([^.\s]+)", str(exc))
-    if unknown:
-        return f"there is no field {unknown.group(1)}; a filter can name {FILTER_FIELDS}"
-    if "Cannot access field" in str(exc):  # `metadata['a']`: a text column indexed as if a map
+    problem = classify_filter(exc)
+    if problem.fault is FilterFault.UNKNOWN_FIELD:
+        return f"there is no field {problem.subject}; a filter can name {FILTER_FIELDS}"
+    if problem.fault is FilterFault.NOT_A_MAP:
         indexed = re.search(r"([A-Za-z_]\w*)\s*\[\s*['\"]?([^'\"\]]*)", where)
         field, key = indexed.groups() if indexed else ("metadata", "KEY")
         example = f"metadata.{key or 'KEY'} = 'draft'"
         return f"{field}[...] does not name a key; a metadata key is written metadata.KEY, e.g. {example}"
-    mistyped = re.search(
-        r"Received literal \w+\((.*?)\) and could not convert to literal of type '(\w+)", str(exc)
-    )
-    if mistyped:
-        given, kind = mistyped.groups()
-        if kind == "Timestamp":
-            return (
-                f"{given} is not a time; compare with an ISO date in quotes, e.g. created_at > '2024-01-31'"
-            )
+    given = problem.subject
+    if problem.fault is FilterFault.NOT_A_TIME:
+        return f"{given} is not a time; compare with an ISO date in quotes, e.g. created_at > '2024-01-31'"
+    if problem.fault is FilterFault.NOT_TEXT:
         return f"{given} is not text; put the value in quotes, e.g. title = '{given}'"
-    if parsed is None:
-        # LanceDB's wrappers (`lance error: Query Execution error: Execution error: `) say nothing to a user.
-        return re.sub(_WRAPPERS, "", plain_first_line(exc))
-    return (
-        parsed.replace("Expected: ", "expected ")
-        .replace("found: EOF", "found: the end of the filter")
-        .replace("found: ", "found ")
-    )
+    return problem.subject  # the parser's words, or LanceDB's own without its wrappers
 
 
 def _document(row: dict[str, Any]) -> DocumentRecord:

@@ -28,6 +28,7 @@ _TS = pa.timestamp("us", tz="UTC")
 # Deletes name their rows in batches of this many ids (one SQL filter each).
 DELETE_BATCH = 2000
 _MEMO = "source_states_by_document"
+_BY_URI = "source_states_by_uri"  # (the by-document memory it was made from, by uri)
 
 
 def sources_schema() -> pa.Schema:
@@ -178,9 +179,19 @@ async def states_of_documents(db: Database, document_ids: Sequence[str]) -> dict
     searches) take them from memory until the handle catches up with a write, so a warm search makes
     no read for them at all (benchmarks/source_freshness.py).
     """
+    known = await _all_states(db)
+    return {d: known[d] for d in document_ids if d in known}
+
+
+async def has_file_states(db: Database) -> bool:
+    """Whether any source gave a file state (from the memory `states_of_documents` keeps)."""
+    return bool(await _all_states(db))
+
+
+async def _all_states(db: Database) -> dict[str, FileState]:
     if not db.may_have_side_table(schema.SOURCE_FILES):
         return {}  # no source was ever remembered: a search lists no tables to learn it
-    known = db.read_memo.get(_MEMO)
+    known: dict[str, FileState] | None = db.read_memo.get(_MEMO)
     if known is None:
         table = db.side_table(schema.SOURCE_FILES)
         if table is None:
@@ -191,7 +202,21 @@ async def states_of_documents(db: Database, document_ids: Sequence[str]) -> dict
         for state in map(FileState._make, zip(*(found.column(c).to_pylist() for c in columns), strict=True)):
             known.setdefault(state.document_id, state)
         db.read_memo[_MEMO] = known
-    return {d: known[d] for d in document_ids if d in known}
+    return known
+
+
+async def states_of_uris(db: Database, uris: Iterable[str]) -> dict[str, FileState]:
+    """A file state of each of these uris that a source gave (the files parts were read out of), from
+    the same memory as `states_of_documents`."""
+    wanted = set(uris)
+    known = await _all_states(db)
+    if not wanted or not known:
+        return {}
+    by_uri = db.read_memo.get(_BY_URI)
+    if by_uri is None or by_uri[0] is not known:
+        by_uri = (known, {state.uri: state for state in known.values()})
+        db.read_memo[_BY_URI] = by_uri
+    return {u: by_uri[1][u] for u in wanted if u in by_uri[1]}
 
 
 def _below(uri: str, top: str) -> bool:

@@ -5,8 +5,8 @@ it when the holder dies, so a held lock always means a live writer, and a free l
 left behind means the writer that wrote the journal is dead. Object stores have no locks; there a
 lease row in the meta table is taken by a conditional update and kept alive by a heartbeat, and a
 lease whose heartbeat is older than its time-to-live counts as abandoned, as does at once one whose
-holder ran on this machine and is gone (see docs/reliability.md). Either way, writers that had to wait
-are served in the order they came (store/writer_line.py).
+holder ran on this machine and is gone (see docs/reliability.md). Either way, writers that had
+to wait are served in the order they came (store/writer_line.py).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from haiku_cli.errors import ExitCode
-from tests.store.test_writer import _wait_for
+from tests.store.test_writer_lock import _wait_for
 from tests.support.children import reaped, takes_ctrl_c
 
 pytestmark = pytest.mark.slow

@@ -12,7 +12,7 @@ import pytest
 
 from haiku_cli.errors import ExitCode
 from tests.ingest.bombs import docx_bomb
-from tests.ingest.test_sources import deep_tree
+from tests.ingest.test_source_walk import deep_tree
 
 
 def _outcomes(stdout: str) -> dict[str, dict]:

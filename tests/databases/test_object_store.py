@@ -116,7 +116,7 @@ def test_stalled_object_store_in_a_set_is_named_within_the_timeout(
 def _writer_paused_after_its_data(cli, tmp_path: Path, **env: str) -> tuple[subprocess.Popen[str], Path]:
     """A second `add` to 'papers' (the first stored through the configured store), in its own process,
     paused once its data is written; touch the returned path to let it commit."""
-    from tests.store.test_writer import _wait_for
+    from tests.store.test_writer_lock import _wait_for
 
     assert cli("add", "Peregrine falcons stoop onto prey.", "-d", "papers").exit_code == 0
     gate = tmp_path / "gate"
@@ -151,7 +151,7 @@ def test_object_store_failing_mid_write_is_one_line_and_undone(
         assert asked <= 20, asked
         _config(write_config, s3_server, tmp_path)  # the same store, reached directly
         # Readers see the state before the failed write. (The next writer undoes it once the failed
-        # writer's lease lapses: the same recovery as tests/store/test_writer.py, after a minute.)
+        # writer's lease lapses: the same recovery as tests/store/test_writer_lock.py, after a minute.)
         listed = json.loads(cli("list", "-d", "papers", "--json").stdout)["documents"]
         assert [d["title"] for d in listed] == ["Peregrine falcons stoop onto prey."]
         info = json.loads(cli("info", "-d", "papers", "--json").stdout)

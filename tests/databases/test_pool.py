@@ -22,7 +22,7 @@ from haiku_cli.store import Database, EmbedderSpec, Location, open_database, rea
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.document_writes import write_documents
 from haiku_cli.store.maintenance import vacuum
-from tests.store.test_writes import _write
+from tests.store.test_document_writes import _write
 
 pytestmark = pytest.mark.anyio
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from haiku_cli.errors import ExitCode
-from tests.store.test_writer import _wait_for
+from tests.store.test_writer_lock import _wait_for
 
 FIRST = "Kestrels hover over fields hunting voles."
 SECOND = "Peregrine falcons stoop at great speed onto prey."
@@ -32,6 +32,25 @@ storage_options = {{ endpoint = "{endpoint}", allow_http = true, region = "us-ea
 """
     )
     return uri
+
+
+@pytest.fixture
+def target(write_config, tmp_path: Path, make_db) -> Path:
+    """`src` holding FIRST, and `team` its publish in a folder (read-only, as a reader configures it)."""
+    make_db("src", [FIRST])
+    folder = tmp_path / "published"
+    write_config(
+        f'[databases]\nsrc = "{tmp_path}/src.lancedb"\nteam = {{ uri = "{folder}", read_only = true }}\n'
+    )
+    return folder
+
+
+@pytest.fixture
+def uri(cli, write_config, s3_server: str, tmp_path: Path) -> str:
+    """`src` holding FIRST, and `team` its publish in the bucket; the publish's URI."""
+    at = _config(write_config, s3_server, tmp_path)
+    assert cli("add", FIRST, "-d", "src").exit_code == 0
+    return at
 
 
 def _objects(endpoint: str, prefix: str) -> dict[str, str]:
@@ -74,10 +93,8 @@ def _paused_publish(tmp_path: Path, uri: str, point: str) -> tuple[subprocess.Po
 
 
 def test_publish_to_s3_is_searched_read_only_beside_local_and_republished_writing_nothing(
-    cli, write_config, s3_server: str, tmp_path: Path
+    cli, uri: str, s3_server: str
 ) -> None:
-    uri = _config(write_config, s3_server, tmp_path)
-    assert cli("add", FIRST, "-d", "src").exit_code == 0
     first = _publish(cli, uri)
     assert not first["unchanged"] and first["files"] > 0 and first["bytes"] > 0
     assert first["published"]["source"] == "src" and first["published"]["tag"] is None
@@ -110,10 +127,8 @@ def test_publish_to_s3_is_searched_read_only_beside_local_and_republished_writin
 
 
 def test_a_second_publish_copies_only_what_changed_and_readers_switch_at_its_commit(
-    cli, write_config, s3_server: str, tmp_path: Path
+    cli, uri: str, s3_server: str, tmp_path: Path
 ) -> None:
-    uri = _config(write_config, s3_server, tmp_path)
-    assert cli("add", FIRST, "-d", "src").exit_code == 0
     _publish(cli, uri)
     before = _objects(s3_server, uri.removeprefix("s3://lab/"))
     assert cli("add", SECOND, "-d", "src").exit_code == 0
@@ -140,10 +155,8 @@ def test_a_second_publish_copies_only_what_changed_and_readers_switch_at_its_com
 
 @pytest.mark.parametrize("point", ["publish-data-copied", "publish-manifests-copied"])
 def test_a_publish_killed_at_each_step_leaves_readers_on_the_last_and_the_next_finishes_it(
-    cli, write_config, s3_server: str, tmp_path: Path, point: str
+    cli, uri: str, tmp_path: Path, point: str
 ) -> None:
-    uri = _config(write_config, s3_server, tmp_path)
-    assert cli("add", FIRST, "-d", "src").exit_code == 0
     _publish(cli, uri)
     assert cli("add", SECOND, "-d", "src").exit_code == 0
     publisher, _ = _paused_publish(tmp_path, uri, point)
@@ -156,13 +169,8 @@ def test_a_publish_killed_at_each_step_leaves_readers_on_the_last_and_the_next_f
 
 
 def test_a_first_publish_killed_before_its_commit_is_not_a_database_until_the_next(
-    cli, write_config, tmp_path: Path, make_db
+    cli, target: Path, tmp_path: Path
 ) -> None:
-    make_db("src", [FIRST])
-    target = tmp_path / "published"
-    write_config(
-        f'[databases]\nsrc = "{tmp_path}/src.lancedb"\nteam = {{ uri = "{target}", read_only = true }}\n'
-    )
     publisher, _ = _paused_publish(tmp_path, str(target), "publish-manifests-copied")
     publisher.send_signal(signal.SIGKILL)
     publisher.communicate(timeout=60)
@@ -173,13 +181,8 @@ def test_a_first_publish_killed_before_its_commit_is_not_a_database_until_the_ne
 
 
 def test_publish_from_a_tag_to_a_folder_names_the_tag_and_goes_back_to_it(
-    cli, write_config, tmp_path: Path, make_db
+    cli, target: Path, tmp_path: Path
 ) -> None:
-    make_db("src", [FIRST])
-    target = tmp_path / "published"
-    write_config(
-        f'[databases]\nsrc = "{tmp_path}/src.lancedb"\nteam = {{ uri = "{target}", read_only = true }}\n'
-    )
     assert cli("tag", "create", "v1", "-d", "src").exit_code == 0
     assert cli("add", SECOND, "-d", "src").exit_code == 0
     assert _publish(cli, "team")["published"]["tag"] is None  # --to a configured database's name
@@ -197,18 +200,11 @@ def test_publish_from_a_tag_to_a_folder_names_the_tag_and_goes_back_to_it(
     assert elsewhere.exit_code == ExitCode.INPUT and "not gs://" in elsewhere.stderr
 
 
-def test_a_reader_older_than_the_publish_says_so_in_one_line(
-    cli, write_config, tmp_path: Path, make_db
-) -> None:
+def test_a_reader_older_than_the_publish_says_so_in_one_line(cli, target: Path) -> None:
     from haiku_cli.store.database import open_database
     from haiku_cli.store.location import Location
     from haiku_cli.store.published import PUBLISHED, published_info
 
-    make_db("src", [FIRST])
-    target = tmp_path / "published"
-    write_config(
-        f'[databases]\nsrc = "{tmp_path}/src.lancedb"\nteam = {{ uri = "{target}", read_only = true }}\n'
-    )
     _publish(cli, str(target))
     db = open_database(Location("team", str(target)))
     info = published_info(db.meta)
@@ -225,18 +221,11 @@ def test_a_reader_older_than_the_publish_says_so_in_one_line(
     assert len(newer.stderr.strip().splitlines()) == 1
 
 
-def test_a_long_lived_reader_moves_to_the_next_publish(
-    cli, write_config, tmp_path: Path, make_db, workspace
-) -> None:
+def test_a_long_lived_reader_moves_to_the_next_publish(cli, target: Path, workspace) -> None:
     import anyio
 
     from haiku_cli import api
 
-    make_db("src", [FIRST])
-    target = tmp_path / "published"
-    write_config(
-        f'[databases]\nsrc = "{tmp_path}/src.lancedb"\nteam = {{ uri = "{target}", read_only = true }}\n'
-    )
     _publish(cli, str(target))
     ws = workspace()
     team = ws.lookup("team")
@@ -273,7 +262,7 @@ storage_options = {{ endpoint = "{s3_server}", allow_http = true, region = "us-e
 
 
 def test_an_mcp_server_searches_a_published_copy_beside_a_local_database(
-    cli, write_config, tmp_path: Path, make_db, workspace
+    cli, target: Path, workspace
 ) -> None:
     import anyio
     from mcp import Client
@@ -281,11 +270,6 @@ def test_an_mcp_server_searches_a_published_copy_beside_a_local_database(
     from haiku_cli.mcp_server.server import build_server
     from haiku_cli.mcp_server.tools import ServerScope
 
-    make_db("src", [FIRST])
-    target = tmp_path / "published"
-    write_config(
-        f'[databases]\nsrc = "{tmp_path}/src.lancedb"\nteam = {{ uri = "{target}", read_only = true }}\n'
-    )
     _publish(cli, str(target))
     ws = workspace()
 

@@ -152,3 +152,144 @@ def test_deleting_or_forgetting_a_mail_deletes_its_attachments(cli, tmp_path: Pa
     forgotten = json.loads(cli("forget-src", str(path), "--json").stdout)
     assert (forgotten["deleted_documents"], forgotten["kept_documents"]) == (2, 0)
     assert json.loads(cli("list", "--json").stdout)["documents"] == []
+
+
+def test_an_attachment_is_as_fresh_as_its_mail_file(cli, tmp_path: Path) -> None:
+    path = tmp_path / "note.eml"
+    path.write_bytes(_mail("Minutes", [("minutes.md", b"# Minutes\n\nWe agreed on whale oil.")]))
+    cli("add-src", str(path))
+
+    def attachment_hit() -> dict:
+        hits = json.loads(cli("search", "agreed on whale oil", "--json").stdout)["hits"]
+        return next(h for h in hits if h["document_uri"].endswith("#attachment/minutes.md"))
+
+    assert attachment_hit()["source_state"] == "fresh"
+    # Only the mail's own text changed: the attachment would be stored as it is.
+    path.write_bytes(_mail("Minutes, revised", [("minutes.md", b"# Minutes\n\nWe agreed on whale oil.")]))
+    assert attachment_hit()["source_state"] == "fresh"
+    path.write_bytes(_mail("Minutes", [("minutes.md", b"# Minutes\n\nWe agreed on candles.")]))
+    changed = attachment_hit()
+    assert changed["source_state"] == "changed"
+    shown = cli("search", "agreed on whale oil").stdout
+    assert "haiku sync" in shown
+    path.unlink()
+    assert attachment_hit()["source_state"] == "missing"
+
+
+def _boxed(*messages: bytes) -> bytes:
+    return b"\n".join(b"From ada@example.com Mon Jun  1 10:00:00 2026\n" + m for m in messages)
+
+
+def _with_id(subject: str, message_id: str | None) -> bytes:
+    message = EmailMessage()
+    message["Subject"] = subject
+    message["From"] = "ada@example.com"
+    if message_id:
+        message["Message-ID"] = message_id
+    message.set_content(f"About {subject.lower()}.")
+    return message.as_bytes()
+
+
+def test_a_mailbox_message_keeps_its_uri_when_another_is_taken_out(tmp_path: Path, embedder) -> None:
+    path = tmp_path / "inbox.mbox"
+    wicks, oil, glass = (_with_id(s, f"<{s.lower()}@example.com>") for s in ("Wicks", "Oil", "Glass"))
+    path.write_bytes(_boxed(wicks, oil, glass, oil, _with_id("No id", None)))
+    db = new_db(tmp_path, embedder)
+    first = _add(db, embedder, str(path))
+    messages = [o.source.removeprefix(f"{path}#message/") for o in first.outcomes[1:]]
+    # Keyed by a short hash of the Message-ID; a repeated id, or none, by its place in the mailbox.
+    assert [len(m) for m in messages[:3]] == [12, 12, 12] and messages[3:] == ["4", "5"]
+    assert all(m.isalnum() for m in messages)
+
+    path.write_bytes(_boxed(oil, glass, oil, _with_id("No id", None)))
+    again = _add(db, embedder, str(path))
+    statuses = {o.source.removeprefix(f"{path}#message/"): o.status for o in again.outcomes}
+    assert {k: statuses[k] for k in messages[:3]} == {
+        messages[0]: "deleted",
+        **dict.fromkeys(messages[1:3], "unchanged"),
+    }
+
+
+def test_a_mail_attached_to_a_mail_is_a_mail_of_its_own_bounded_in_depth(tmp_path: Path, embedder) -> None:
+    inner = EmailMessage()
+    inner["Subject"] = "Original lantern order"
+    inner["From"] = "grace@example.com"
+    inner["Date"] = "Sun, 31 May 2026 09:00:00 +0000"
+    inner.set_content("Ten brass lanterns, please.")
+    inner.add_attachment(
+        b"# Order\n\nTen brass lanterns.", maintype="text", subtype="markdown", filename="order.md"
+    )
+    outer = EmailMessage()
+    outer["Subject"] = "Fwd: lantern order"
+    outer["From"] = "ada@example.com"
+    outer.set_content("See below.")
+    outer.add_attachment(inner, filename="order.eml")
+    path = tmp_path / "fwd.eml"
+    path.write_bytes(outer.as_bytes())
+    db = new_db(tmp_path, embedder)
+    report = _add(db, embedder, str(path))
+    mail = file_uri(path)
+    attached = f"{mail}#attachment/order.eml"
+    assert [o.source for o in report.outcomes] == [
+        str(path),
+        f"{path}#attachment/order.eml",
+        f"{path}#attachment/order.eml/attachment/order.md",
+    ]
+    docs = {d.uri: d for d in wait(reads.list_documents(db, limit=None))}
+    assert docs[attached].title == "Original lantern order"
+    assert docs[attached].metadata == {
+        "from": "grace@example.com",
+        "date": "2026-05-31T09:00:00+00:00",
+        "attached_to": mail,
+        "part_of": mail,
+    }
+    assert docs[f"{attached}/attachment/order.md"].metadata == {"attached_to": attached, "part_of": mail}
+
+    # Five mails, each inside the next: the three inside the outermost are read, the fourth is cut.
+    nested = EmailMessage()
+    nested["Subject"] = "Level 5"
+    nested.set_content("The innermost.")
+    for level in (4, 3, 2, 1):
+        wrapper = EmailMessage()
+        wrapper["Subject"] = f"Level {level}"
+        wrapper.set_content(f"Wrapping level {level + 1}.")
+        wrapper.add_attachment(nested, filename=f"level{level + 1}.eml")
+        nested = wrapper
+    deep = tmp_path / "deep.eml"
+    deep.write_bytes(nested.as_bytes())
+    outcomes = _add(db, embedder, str(deep)).outcomes
+    titles = [
+        d.title
+        for d in wait(reads.list_documents(db, limit=None))
+        if (d.uri or "").startswith(file_uri(deep))
+    ]
+    assert sorted(titles) == ["Level 1", "Level 2", "Level 3", "Level 4"]
+    assert "inside more than 3 mails; left out" in (outcomes[0].note or "")
+    assert "level5.eml" in (outcomes[0].note or "")
+
+
+class _Counting:
+    """The real embedder, counting the texts it is given to embed."""
+
+    def __init__(self, embedder) -> None:
+        self._embedder, self.embedded = embedder, 0
+
+    def __getattr__(self, name: str):
+        return getattr(self._embedder, name)
+
+    async def embed_documents(self, texts, on_progress=None):
+        self.embedded += len(texts)
+        return await self._embedder.embed_documents(texts, on_progress)
+
+
+def test_an_unchanged_mailbox_added_again_embeds_nothing(tmp_path: Path, embedder) -> None:
+    path = tmp_path / "inbox.mbox"
+    mails = [_mail(f"Note {i}", [(f"n{i}.md", f"# N{i}\n\nWick {i}.".encode())]) for i in range(3)]
+    path.write_bytes(_boxed(*mails))
+    db = new_db(tmp_path, embedder)
+    counting = _Counting(embedder)
+    _add(db, counting, str(path))
+    assert counting.embedded >= 7  # the mailbox, 3 messages, 3 attachments
+    counting.embedded = 0
+    assert {o.status for o in _add(db, counting, str(path)).outcomes} == {"unchanged"}
+    assert counting.embedded == 0

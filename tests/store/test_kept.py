@@ -10,7 +10,7 @@ from haiku_cli.store import EmbedderSpec, Location, open_database, reads
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.document_writes import write_documents
 from haiku_cli.store.kept import KeptIds
-from tests.store.test_writes import _write
+from tests.store.test_document_writes import _write
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from haiku_cli.store.blocking import wait
 from haiku_cli.store.document_writes import delete_document, write_documents
 from haiku_cli.store.maintenance import vacuum
 from haiku_cli.store.writer_lock import exclusive
-from tests.store.test_writes import _write
+from tests.store.test_document_writes import _write
 from tests.support.stall_proxy import StallingProxy
 
 SPEC = EmbedderSpec("test:e", 4)
@@ -101,7 +101,7 @@ def _haiku(*args: str, env: dict[str, str]) -> subprocess.Popen:
 
 def _paused(tmp_path: Path, point: str, lease: str, *args: str) -> tuple[subprocess.Popen, Path]:
     """`haiku ARGS` stopped at the pause point `point` (a 1 s storage timeout and a `lease` s lease)."""
-    from tests.store.test_writer import _wait_for
+    from tests.store.test_writer_lock import _wait_for
 
     gate = tmp_path / "gate"
     gate.mkdir()
@@ -184,7 +184,7 @@ def test_vacuums_beside_a_writer_and_readers_all_succeed(
 def test_a_commit_whose_answer_was_lost_is_reported_as_stored(
     cli, write_config, s3_server: str, tmp_path: Path
 ) -> None:
-    from tests.store.test_writer import _wait_for
+    from tests.store.test_writer_lock import _wait_for
 
     with StallingProxy(int(s3_server.rsplit(":", 1)[1])) as proxy:
         _config(write_config, proxy.endpoint, tmp_path)

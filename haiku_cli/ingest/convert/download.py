@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from haiku_cli.config.settings import IngestSettings
+from haiku_cli.errors import exception_reason
 from haiku_cli.ingest.convert.limits import over_limit
 from haiku_cli.ingest.document import ConversionError
 
@@ -98,11 +99,11 @@ def download_if_changed(
     except httpx.TimeoutException as exc:
         raise ConversionError(f"{url}: timed out after {timeout:g}s") from exc
     except httpx.ConnectError as exc:
-        raise ConversionError(f"{url}: cannot connect ({_reason(exc)})") from exc
+        raise ConversionError(f"{url}: cannot connect ({exception_reason(exc)})") from exc
     except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
-        raise ConversionError(f"{url}: invalid URL ({_reason(exc)})") from exc
+        raise ConversionError(f"{url}: invalid URL ({exception_reason(exc)})") from exc
     except httpx.HTTPError as exc:
-        raise ConversionError(f"{url}: download failed ({_reason(exc)})") from exc
+        raise ConversionError(f"{url}: download failed ({exception_reason(exc)})") from exc
 
 
 def _follow(client: httpx.Client, url: str, *, public: bool) -> httpx.Response:
@@ -169,8 +170,3 @@ def _read_limited(response: httpx.Response, url: str, limits: IngestSettings, ti
                 f"{MIN_BYTES_PER_SECOND // 1024} KB/s is needed once {timeout:g} s have passed)"
             )
     return b"".join(chunks)
-
-
-def _reason(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from haiku_cli.errors import exception_reason
 from haiku_cli.ingest.convert.linked import with_linked_pictures
 from haiku_cli.ingest.convert.markdown import split_front_matter
 from haiku_cli.ingest.convert.registry import Converter, RawDocument
@@ -74,7 +75,8 @@ def convert_html(
     try:
         result = convert(html, options)
     except Exception as exc:  # the library raises its own hierarchy; any failure means unreadable HTML
-        raise ConversionError(f"{label}: cannot convert HTML ({_first_line(exc)})") from exc
+        reason = exception_reason(exc, upto="line")
+        raise ConversionError(f"{label}: cannot convert HTML ({reason})") from exc
     # With metadata extraction on, the converter prepends it as YAML front matter; it is not content.
     _, body = split_front_matter(result.content or "")
     title = _html_title(result.metadata) or fallback_title
@@ -104,11 +106,6 @@ def _html_title(metadata: Any) -> str | None:
         if header.level == 1 and header.text.strip():
             return " ".join(header.text.split())
     return None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def read_html(raw: RawDocument) -> ConvertedDocument:

@@ -3,14 +3,17 @@
 A message is titled by its subject; its sender, recipients and date are shown beneath the heading and
 kept as metadata (`from`, `to`, `cc`, `date`); its body is its text. Each attachment haiku can read
 becomes a document of its own under `<mail uri>#attachment/<name>`, its metadata naming the mail
-(`attached_to`) and the file it was read out of (`part_of`). A mailbox is a short list of its messages;
-each message is a document of its own under `<mailbox uri>#message/<n>`, with its attachments
-(`...#message/<n>/attachment/<name>`).
+(`attached_to`) and the file it was read out of (`part_of`); an attached mail is read as a mail, its
+own attachments beneath it, up to `MAX_DEPTH` mails deep. A mailbox is a short list of its messages;
+each message is a document of its own under `<mailbox uri>#message/<key>`, with its attachments
+(`...#message/<key>/attachment/<name>`); the key is a short hash of the message's Message-ID, or its
+position when it has none.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 from email import policy
 from email.message import EmailMessage
@@ -32,8 +35,14 @@ _HEADERS = ("From", "To", "Cc", "Date")
 # starting so as ">From ", and the date's time tells the rest of an unquoted one from a separator.
 _FROM_LINE = re.compile(rb"(?:\A|(?<=\n\n))From \S+ [^\n]*\d:\d\d[^\n]*\n")
 _QUOTED_FROM = re.compile(rb"^>(>*From )", re.MULTILINE)
-# Formats whose documents hold parts of their own are not read inside a mail.
-_NOT_INSIDE = ("eml", "mbox")
+# A mailbox is not read inside a mail (a mail is: `_attached_mail`).
+_NOT_INSIDE = ("mbox",)
+MAX_DEPTH = 3
+"""How many mails deep an attached mail is read (a mail in a mail in a mail); one deeper is left out, so
+a crafted mail cannot make a read without end."""
+# Hex digits of a Message-ID's SHA-256 naming a mailbox's message: 48 bits, no clash in any real mailbox;
+# twelve characters, so never the same as a position.
+_KEY_HEX = 12
 
 
 @dataclasses.dataclass
@@ -80,12 +89,14 @@ def read_mbox(raw: RawDocument) -> ConvertedDocument:
     ends = [*(m.start() for m in separators[1:]), len(raw.data)]
     parts = _Parts(raw)
     listed = []
+    keys: set[str] = set()
     for n, (start, end) in enumerate(zip(starts, ends, strict=True), start=1):
         message = _parse(_QUOTED_FROM.sub(rb"\1", raw.data[start:end]))
-        uri, label = f"{raw.uri}#message/{n}", f"{raw.label}#message/{n}"
+        key = message_key(message, n, keys)
+        uri, label = f"{raw.uri}#message/{key}", f"{raw.label}#message/{key}"
         at = len(parts.documents)
         subject, text, metadata = _message(message, uri, label, parts)
-        title = subject or f"{raw.fallback_title or 'mailbox'}: message {n}"
+        title = subject or f"{raw.fallback_title or 'mailbox'}: message {key}"
         own = ConvertedDocument(uri, title, [Segment(text)], metadata={**metadata, PART_OF: raw.uri})
         parts.documents.insert(at, own)  # before its attachments
         listed.append(
@@ -102,6 +113,18 @@ def read_mbox(raw: RawDocument) -> ConvertedDocument:
     )
 
 
+def message_key(message: EmailMessage, position: int, taken: set[str]) -> str:
+    """A mailbox message's place in its uri: a short hash of its Message-ID, so that taking a message out
+    renumbers none of the others; its position (from 1) when it has none, or one an earlier message of
+    the mailbox has."""
+    message_id = " ".join(str(message.get("Message-ID", "")).split())
+    key = hashlib.sha256(message_id.encode("utf-8", "surrogateescape")).hexdigest()[:_KEY_HEX]
+    if not message_id or key in taken:
+        return str(position)
+    taken.add(key)
+    return key
+
+
 def _parse(data: bytes) -> EmailMessage:
     message = BytesParser(policy=policy.default).parsebytes(data)
     assert isinstance(message, EmailMessage)  # what policy.default makes
@@ -109,10 +132,10 @@ def _parse(data: bytes) -> EmailMessage:
 
 
 def _message(
-    message: EmailMessage, uri: str, label: str, parts: _Parts
+    message: EmailMessage, uri: str, label: str, parts: _Parts, depth: int = 0
 ) -> tuple[str | None, str, dict[str, Any]]:
     """A message's subject, its Markdown (heading, headers, body, the names of its attachments) and its
-    metadata; its readable attachments join `parts`."""
+    metadata; its readable attachments join `parts` (`depth`: how many mails it is attached inside)."""
     subject = " ".join(str(message.get("Subject", "")).split()) or None
     blocks = [f"# {subject or '(no subject)'}"]
     headers = {h: " ".join(str(message[h]).split()) for h in _HEADERS if message.get(h)}
@@ -125,7 +148,7 @@ def _message(
         if name in names:
             name = f"{n}-{name}"  # two attachments of one name: each a uri of its own
         names.append(name)
-        _attachment(part, name, uri, label, parts)
+        _attachment(part, name, uri, label, parts, depth)
     if names:
         blocks.append("Attachments: " + ", ".join(names))
     metadata: dict[str, Any] = {h.lower(): v for h, v in headers.items()}
@@ -157,7 +180,9 @@ def _body(message: EmailMessage, uri: str, label: str) -> str:
     return str(content).strip()
 
 
-def _attachment(part: EmailMessage, name: str, mail_uri: str, mail_label: str, parts: _Parts) -> None:
+def _attachment(
+    part: EmailMessage, name: str, mail_uri: str, mail_label: str, parts: _Parts, depth: int
+) -> None:
     """An attachment of a format haiku reads, as a document of its own; others are counted, failures noted."""
     converter = registry.by_suffix(PurePosixPath(name)) or registry.by_media_type(part.get_content_type())
     if converter is None or converter.name in _NOT_INSIDE:
@@ -167,6 +192,9 @@ def _attachment(part: EmailMessage, name: str, mail_uri: str, mail_label: str, p
     joined = "/" if "#" in mail_uri else "#"
     label = f"{mail_label}{joined}attachment/{name}"
     uri = f"{mail_uri}{joined}attachment/{quote(name, safe='')}"
+    if converter.name == "eml":
+        _attached_mail(part, uri, label, mail_uri, parts, depth + 1)
+        return
     data = part.get_payload(decode=True)
     limits = parts.raw.limits
     try:
@@ -184,6 +212,34 @@ def _attachment(part: EmailMessage, name: str, mail_uri: str, mail_label: str, p
     parts.notes.extend(doc.notes)
     metadata = {**(doc.metadata or {}), "attached_to": mail_uri, PART_OF: parts.raw.uri}
     parts.documents.append(dataclasses.replace(doc, uri=uri, notes=(), metadata=metadata, children=()))
+
+
+def _attached_mail(
+    part: EmailMessage, uri: str, label: str, mail_uri: str, parts: _Parts, depth: int
+) -> None:
+    """A mail attached to a mail (forwarded as `message/rfc822`, or an `.eml` file): a mail of its own,
+    its attachments beneath it; no deeper than `MAX_DEPTH` mails inside one another."""
+    if depth > MAX_DEPTH:
+        parts.notes.append(
+            f"{label}: a mail inside more than {MAX_DEPTH} mails; left out with its attachments"
+        )
+        return
+    try:
+        content = part.get_content()
+    except (LookupError, ValueError, KeyError):  # an unknown charset or a broken transfer encoding
+        content = None
+    if isinstance(content, bytes | str):  # an `.eml` file attached as bytes
+        content = _parse(content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content)
+    if not isinstance(content, EmailMessage) or not any(
+        content.get(h) for h in ("From", "To", "Subject", "Date", "Message-ID")
+    ):
+        parts.notes.append(f"{label}: not an e-mail message; left out")
+        return
+    at = len(parts.documents)
+    subject, text, metadata = _message(content, uri, label, parts, depth)
+    title = subject or PurePosixPath(label.rsplit("/", 1)[-1]).stem
+    metadata = {**metadata, "attached_to": mail_uri, PART_OF: parts.raw.uri}
+    parts.documents.insert(at, ConvertedDocument(uri, title, [Segment(text)], metadata=metadata))
 
 
 EML = Converter(name="eml", read=read_eml, suffixes=(".eml",), media_types=("message/rfc822",))

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from haiku_cli.ingest.kinds.base import Freshness, Kind, Reading, Seen
-from haiku_cli.ingest.kinds.local import LocalPaths
+from haiku_cli.ingest.kinds.local import LocalPaths, documents_by_content
 from haiku_cli.ingest.kinds.object_storage import ObjectStorage
 from haiku_cli.ingest.kinds.web import WebPages
 from haiku_cli.ingest.objects import ObjectFile
 from haiku_cli.ingest.source_walk import TextFile, display_path
+from haiku_cli.store.source_state import by_stat, path_of
 
 if TYPE_CHECKING:
     from haiku_cli.config.settings import IngestSettings
@@ -80,3 +82,17 @@ def freshness(
     makes per hit (`state`: its remembered file state; `content_hash`: the document's, compared when the
     file's size or time moved)."""
     return kind_of(state.uri).freshness(state, content_hash, limits)
+
+
+def freshness_of_documents(
+    state: FileState, stored: Mapping[str, str], limits: IngestSettings | None = None
+) -> dict[str, Freshness]:
+    """`freshness` of each document stored from one file (by uri, its content hash: the file's own
+    under "", and those read out of it), the file read at most once."""
+    if not state.uri.startswith("file://"):
+        # Only the file's own document is compared by content here: a part's hash is not the file's.
+        return {uri: freshness(state, None if uri else digest, limits) for uri, digest in stored.items()}
+    found = by_stat(state)
+    if found is not Freshness.CHANGED:
+        return dict.fromkeys(stored, found)
+    return documents_by_content(Path(path_of(state.uri)), stored, limits)

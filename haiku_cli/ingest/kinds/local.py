@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -154,6 +154,14 @@ class LocalPaths:
 
 def _by_content(path: Path, stored_hash: str, limits: IngestSettings | None) -> Freshness:
     """A file whose stat moved: read it, and compare what would be stored with what is."""
+    return documents_by_content(path, {"": stored_hash}, limits)[""]
+
+
+def documents_by_content(
+    path: Path, stored: Mapping[str, str], limits: IngestSettings | None
+) -> dict[str, Freshness]:
+    """A file whose stat moved, read once: whether each of the documents stored from it (by uri: the
+    file's own under "", and those read out of it, a mail's attachments) would be stored as it is."""
     from haiku_cli.config.settings import IngestSettings
     from haiku_cli.ingest.convert import convert_file
     from haiku_cli.ingest.stored import content_hash, stored_content
@@ -161,9 +169,13 @@ def _by_content(path: Path, stored_hash: str, limits: IngestSettings | None) -> 
     try:
         doc = convert_file(path, limits or IngestSettings(), as_text=suffix_kind(path) is None)
     except ConversionError:
-        return Freshness.CHANGED  # it was readable when stored
-    digest = content_hash(stored_content(doc), [p.data for p in doc.pictures])
-    return Freshness.FRESH if digest == stored_hash else Freshness.CHANGED
+        return dict.fromkeys(stored, Freshness.CHANGED)  # it was readable when stored
+    now = {d.uri: content_hash(stored_content(d), [p.data for p in d.pictures]) for d in doc.children}
+    now[""] = content_hash(stored_content(doc), [p.data for p in doc.pictures])
+    return {
+        uri: Freshness.FRESH if now.get(uri) == digest else Freshness.CHANGED
+        for uri, digest in stored.items()
+    }
 
 
 def _plan_walk(plan: SyncPlan, walked: Iterator[Found], states: dict[str, FileState]) -> None:

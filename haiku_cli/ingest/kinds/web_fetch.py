@@ -3,6 +3,7 @@ A page is read by convert/url.py, whose download checks each redirect (see docs/
 
 from __future__ import annotations
 
+from haiku_cli.errors import exception_reason
 from haiku_cli.ingest.convert.download import USER_AGENT
 from haiku_cli.ingest.convert.url import PAGE_ACCEPT, Validators
 from haiku_cli.ingest.kinds.base import Freshness
@@ -25,7 +26,7 @@ def asked_page(url: str, known: Validators, timeout: float) -> tuple[Freshness, 
         with client, client.stream("GET", url) as response:
             status, got = response.status_code, response.headers
     except httpx.HTTPError as exc:
-        return Freshness.UNKNOWN, f"the server could not be asked: {_reason(exc)}"
+        return Freshness.UNKNOWN, f"the server could not be asked: {exception_reason(exc)}"
     if status == 304:
         return Freshness.FRESH, None
     if status in (404, 410):
@@ -36,8 +37,3 @@ def asked_page(url: str, known: Validators, timeout: float) -> tuple[Freshness, 
         known.last_modified and got.get("last-modified") == known.last_modified
     )
     return (Freshness.FRESH if same else Freshness.CHANGED), None
-
-
-def _reason(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__

@@ -165,7 +165,7 @@ def test_a_killed_write_that_made_the_pictures_table_is_undone_table_and_all(tmp
         from haiku_cli.store.transaction import atomic_write
         from haiku_cli.store.writer_lock import exclusive
         from haiku_cli.store.document_writes import HeldWrites
-        from tests.store.test_writes import _write
+        from tests.store.test_document_writes import _write
         from tests.support.pictures import png
 
         db = open_database(Location("p", {str(path)!r}), writable=True)

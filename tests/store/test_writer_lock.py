@@ -21,7 +21,8 @@ from haiku_cli.store.blocking import wait
 from haiku_cli.store.document_writes import write_documents
 from haiku_cli.store.transaction import atomic_write
 from haiku_cli.store.writer_lock import LEASE_KEY, LEASE_TTL_SECONDS, Owner, WaitPolicy, exclusive
-from tests.store.test_writes import _write
+from tests.store.test_document_writes import _write
+from tests.support.timing import slowness
 
 SPEC = EmbedderSpec("test:e", 4)
 
@@ -33,7 +34,8 @@ _WRITER = textwrap.dedent(
     from haiku_cli.store.transaction import atomic_write
     from haiku_cli.store.writer_lock import WaitPolicy
     from haiku_cli.store.document_writes import write_documents
-    from tests.store.test_writes import _write
+    from tests.store.test_document_writes import _write
+from tests.support.timing import slowness
 
     path, fail, *texts = sys.argv[1:]
     options = json.loads(os.environ.get("TEST_STORAGE_OPTIONS", "{}"))
@@ -289,7 +291,8 @@ def test_a_writer_that_waited_longer_than_a_lease_lives_writes_with_a_fresh_one(
 ) -> None:
     import threading
 
-    monkeypatch.setattr(writer_lock, "LEASE_TTL_SECONDS", 2.0)
+    ttl = 2.0 * slowness()  # a busy machine delays renewals and the waiter's write: the lease scales with it
+    monkeypatch.setattr(writer_lock, "LEASE_TTL_SECONDS", ttl)
     loc, _ = _s3(s3_server, tmp_path, "waited")
     first = open_database(loc, create_with=SPEC, writable=True)
     second = open_database(loc, writable=True)
@@ -299,12 +302,12 @@ def test_a_writer_that_waited_longer_than_a_lease_lives_writes_with_a_fresh_one(
     def hold() -> None:
         with exclusive(first):
             held.set()
-            time.sleep(3)  # longer than the lease lives: its heartbeat keeps it
+            time.sleep(1.5 * ttl)  # longer than the lease lives: its heartbeat keeps it
 
     holder = threading.Thread(target=hold)
     holder.start()
     held.wait()
-    write_documents(second, [_write("waited")])  # took the lease after waiting 3 s: not lapsed at once
+    write_documents(second, [_write("waited")])  # took the lease after waiting 1.5 ttl: not lapsed at once
     holder.join()
     assert [d.title for d in wait(reads.list_documents(open_database(loc), limit=None))] == ["waited"]
 
