@@ -17,10 +17,17 @@ from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import Hint, InputError
 from haiku_cli.search import bm25
-from haiku_cli.search.candidates import Candidate, CandidateQuery, SearchType, candidates_of, show
+from haiku_cli.search.candidates import (
+    Candidate,
+    CandidateQuery,
+    SearchType,
+    candidates_of,
+    show,
+    vector_candidates,
+)
 from haiku_cli.search.fusion import DEFAULT_VECTOR_WEIGHT, as_one_pool, fuse, through_ties, tie_order
 from haiku_cli.search.hits import SearchHit
-from haiku_cli.search.lookups import Reads, takes_cheaply
+from haiku_cli.search.lookups import Reads, each, takes_cheaply
 from haiku_cli.store.database import Database, EmbedderSpec, parse_json_object
 from haiku_cli.store.reads import documents_of
 from haiku_cli.store.records import DocumentRecord
@@ -165,10 +172,15 @@ async def _search_once(
         with_search_text=rescoring,
         parts=len(dbs),
         lean=reads_hits_apart(search_type, depth, limit, len(dbs)) and takes_cheaply(),
+        # A split's ties at a database's k-th similarity matter only where they meet the set's cut:
+        # `_vector_ties` reads those through; one database reads its own through every time.
+        vector_ties=len(dbs) == 1,
     )
     # Every read of every database awaited here, at once: no worker thread, no other event loop.
     reads = Reads(pool)
     per_db = await _find(reads, dbs, asked, rescoring, limit)
+    if search_type != "fts" and len(dbs) > 1:
+        await _vector_ties(reads, dbs, asked, per_db, asked.k if search_type == "hybrid" else limit)
     pooled = [c for cands in per_db for c in cands]
     if search_type == "hybrid" and len(dbs) > 1:
         pooled = as_one_pool(pooled, asked.k)  # fused from the pool one database would have had
@@ -201,6 +213,30 @@ async def _find(
     needed = asked.k if asked.search_type == "hybrid" else limit
     await bm25.rescore_set(reads, dbs, found, per_db, asked, terms, needed)  # see haiku_cli.search.bm25
     return per_db
+
+
+async def _vector_ties(
+    reads: Reads, dbs: list[Database], asked: CandidateQuery, per_db: list[list[Candidate]], needed: int
+) -> None:
+    """Read through its ties each database whose last vector candidate scores as the set's `needed`-th:
+    chunks it did not return may tie it, and which of them make the cut must not be its index's choice."""
+    found = [[c.similarity for c in cands if c.by_vector and c.similarity is not None] for cands in per_db]
+    ranked = sorted((s for sims in found for s in sims), reverse=True)
+    if len(ranked) < needed:
+        return
+    cut = ranked[needed - 1]
+    tied = [i for i, sims in enumerate(found) if len(sims) >= asked.k and min(sims) == cut]
+    if not tied:
+        return
+    more = await each([(dbs[i], reads.within(dbs[i], vector_candidates(reads, dbs[i], asked))) for i in tied])
+    for i, new in zip(tied, more, strict=True):
+        held = {c.key: c for c in per_db[i]}
+        for cand in new:
+            old = held.get(cand.key)
+            if old is None:
+                per_db[i].append(cand)
+            elif not old.by_vector:
+                old.by_vector, old.similarity = True, cand.similarity
 
 
 async def _hydrate(

@@ -154,6 +154,7 @@ class CandidateQuery:
     with_search_text: bool = False
     parts: int = 1
     lean: bool = False
+    vector_ties: bool = True  # each database's top k with every chunk tied with its k-th (see fanout)
 
     async def find(self, db: Database, table: Any, shape: Shape, where: str | None) -> list[Candidate]:
         """The candidates among the chunks `where` selects in `table`, whose version has `shape`."""
@@ -170,7 +171,10 @@ class CandidateQuery:
                 ef = breadth(shape.rows, self.k, self.parts, shape.vector_segments)
                 q = q.refine_factor(_REFINE_FACTOR if vector_search else _POOL_REFINE_FACTOR).ef(ef)
             vector_query = _where(q, where).select([*columns, "_distance"])
-            jobs.append(_rows_through_ties(vector_query, self.lean, self.k, "_distance", 1))
+            if self.vector_ties:
+                jobs.append(_rows_through_ties(vector_query, self.lean, self.k, "_distance", 1))
+            else:
+                jobs.append(_rows(vector_query, self.lean, self.k))
         wants_text = self.search_type in ("fts", "hybrid") and bool(self.text.strip())
         if wants_text:
             counted = TERMS_FIELD if TERMS_FIELD in shape.columns else "search_text"
@@ -283,6 +287,15 @@ async def candidates_of(
 
     found = await each([(db, reads.within(db, find(db))) for db in dbs])
     return [shape for shape, _ in found], [cands for _, cands in found]
+
+
+async def vector_candidates(reads: Reads, db: Database, query: CandidateQuery) -> list[Candidate]:
+    """One database's vector candidates for `query`, every chunk tied with its k-th among them."""
+    where = await chunk_filter(db, query.document_filter)
+    table, shape = await reads.shape(db)
+    if where is False or shape.rows == 0:
+        return []
+    return await replace(query, search_type="vector", vector_ties=True).find(db, table, shape, where)
 
 
 async def text_candidates(reads: Reads, db: Database, query: CandidateQuery) -> list[Candidate]:

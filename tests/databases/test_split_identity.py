@@ -107,3 +107,28 @@ def test_a_database_is_searched_deeper_when_its_own_statistics_bury_the_sets_bes
     split = top("short", "long")
     assert [t for t, _ in split] == [t for t, _ in one]
     assert [s for _, s in split] == pytest.approx([s for _, s in one], rel=1e-5)
+
+
+def test_equal_similarities_at_a_splits_cut_are_read_through(tmp_path: Path) -> None:
+    # 30 chunks at the same similarity, stored last-written-first: each database's own 10 of its 15 are
+    # its index's choice, and the set's 10 must be the first by text, as one database's are.
+    tied = [f"tied{i:02d}" for i in range(30)][::-1]
+    texts = [*tied, *(f"far{i}" for i in range(10))]
+    vectors = [[1.0, 0.0]] * 30 + [[0.0, 1.0]] * 10
+    single_chunk_database(tmp_path / "whole.lancedb", texts, vectors)
+    for i in range(2):
+        single_chunk_database(tmp_path / f"part{i}.lancedb", texts[i::2], vectors[i::2])
+    pool = DatabasePool()
+
+    def top(*names: str) -> list[str]:
+        async def embed(_: str) -> np.ndarray:
+            return np.array([1.0, 0.0], dtype=np.float32)
+
+        selection = Selection(tuple(Location(n, str(tmp_path / f"{n}.lancedb")) for n in names))
+        found = anyio.run(
+            lambda: fanout.search_set(pool, selection, "q", embed_query=embed, search_type="vector", limit=10)
+        )
+        return [h.content for h in found]
+
+    assert top("whole") == [f"tied{i:02d}" for i in range(10)]
+    assert top("part0", "part1") == top("whole")
