@@ -1,14 +1,14 @@
 """Two checkouts of haiku in one run: warm fan-out against the bare concurrent queries, query by query.
 
-`fanout_wall.py` measures one checkout; comparing two runs of it on a shared machine compares two loads.
+`fanout_floor.py` measures one checkout; comparing two runs of it on a shared machine compares two loads.
 Here each checkout (`--before`, `--after`: a folder holding `haiku_cli`, e.g. a `git worktree` of the older
 commit) answers in a worker process of its own, with its own warm pool, and the driver sends every query
-to both in turn (the order rotating), each worker timing its floor (`fanout_wall.Bare`: the same LanceDB
+to both in turn (the order rotating), each worker timing its floor (`fanout_floor.Bare`: the same LanceDB
 queries, bare, gathered concurrently) and its `search_set` back to back. So before and after see the same
 load, query by query, and each is set against a floor measured beside it. Wall and CPU (all threads of the
 worker) p50/p95 per search; the machine's load average at the start and the end.
 
-    python benchmarks/fanout_ab.py --before /tmp/haiku-before --work /tmp/haiku-scale --size 100000 \\
+    python benchmarks/fanout_ab.py --before /tmp/haiku-before --size 100000 \\
         [--parts 2,4,8] [--kinds fts] [--queries 60] [--json]
 """
 
@@ -26,6 +26,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.fanout_floor import CORPORA  # noqa: E402
 from benchmarks.scale import CHUNKS_PER_DOC, QUERIES, Corpus  # noqa: E402
 
 # Runs in each worker with its checkout first on sys.path, so `haiku_cli` (and the floor's helpers) are
@@ -37,7 +38,7 @@ checkout, folder, parts = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 sys.path.insert(0, checkout)
 import haiku_cli
 assert haiku_cli.__file__.startswith(checkout), haiku_cli.__file__
-from benchmarks.fanout_wall import Bare, layout
+from benchmarks.fanout_floor import Bare, layout
 from benchmarks.scale import DIMENSION
 from haiku_cli.databases import fanout
 from haiku_cli.databases.pool import DatabasePool
@@ -140,14 +141,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, required=True, help="a checkout of the older haiku")
     parser.add_argument("--after", type=Path, default=REPO, help="the newer (default: this one)")
-    parser.add_argument("--work", type=Path, default=Path("/tmp/haiku-scale"), help="scale.py's --work")
+    parser.add_argument("--work", type=Path, default=CORPORA, help="where built corpora are kept")
     parser.add_argument("--size", type=int, default=100_000)
-    parser.add_argument("--parts", default="2,4,8", help="layouts (fanout_wall.py --build writes them)")
+    parser.add_argument("--parts", default="2,4,8", help="layouts (fanout_floor.py --build writes them)")
     parser.add_argument("--kinds", default="fts")
     parser.add_argument("--queries", type=int, default=QUERIES)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    rng = np.random.default_rng(args.size)  # the queries scale.py, query_path.py and fanout_wall.py ask
+    rng = np.random.default_rng(args.size)  # the queries scale.py, query_path.py and fanout_floor.py ask
     corpus = Corpus()
     queries = [corpus.query(rng, args.size // CHUNKS_PER_DOC) for _ in range(args.queries)]
     checkouts = {"before": args.before.resolve(), "after": args.after.resolve()}

@@ -1,17 +1,23 @@
-"""The floor under a fan-out: what the LanceDB calls of a full-text search cost, one database vs the split.
+"""Fan-out at the floor: `search_set`'s CPU and wall over the bare concurrent LanceDB queries, paired.
 
-On the databases `benchmarks/scale.py` leaves (`SIZE/one.lancedb` and `SIZE/part0..3.lancedb`), it times
-(1) each LanceDB call a full-text search makes on one part, alone, and (2) the bare full-text queries of
-a whole search (per database the query for as many candidates as a search of 10 asks, with the columns
-it reads, which in the current layout include each chunk's copy of its document's fields: no document
-lookup) gathered
-concurrently in one coroutine on one event loop, with none of haiku's Python around them, beside (3)
-`fanout.search_set` itself, and (0) only the full-text queries for scores, with no column read. (2) is
-what no change to haiku's own code can go below while every database answers its own query: the
-split's (2) over one database's (2) is the fan-out ratio's floor for full text, and (3) over (2) is what
-haiku adds to it (set-wide BM25's analyzer call included: that is haiku's work, timed alone in (1)).
+On `scale.py`'s synthetic corpus in one database and split over 2, 4 and 8 (document i to part i % N;
+`--build` writes the layouts missing under `--work`, a gitignored folder kept between runs), per search
+type and layout:
 
-    python benchmarks/fanout_floor.py --work /tmp/haiku-scale --size 100000 [--queries 120] [--json]
+- `floor`: the LanceDB queries a search of that type asks every database, bare, gathered concurrently on
+  one event loop with no haiku code around them: as deep, with the same search breadth, and with the
+  columns a search needs to show its hits (on a split, with the text set-wide BM25 counts terms in, and
+  for hybrid the vectors full-text hits are scored by). No search of the set can cost less while every
+  database answers its own queries;
+- `haiku`: `fanout.search_set` on a warm pool, the query vector precomputed (embedding excluded).
+
+A loaded machine slows both alike only if both run under the same load, so the two are paired: for
+every query, floor and haiku run back to back (which goes first alternates), CPU (all threads of the
+process) and wall timed for each, over several rounds of every query. Each round gives haiku's median
+over the floor's median; the verdict is the median of the rounds' ratios, with their min-max, and a
+bootstrap 90% interval of the ratio over the paired queries of all rounds. The target: <= 1.25x.
+
+    python benchmarks/fanout_floor.py --build [--size 100000] [--parts 2,4,8] [--rounds 5] [--json]
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -31,158 +38,194 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.scale import CHUNKS_PER_DOC, QUERIES, SPLIT, Corpus  # noqa: E402
+from benchmarks.common import Table, result  # noqa: E402
+from benchmarks.scale import CHUNKS_PER_DOC, DIMENSION, QUERIES, Corpus, bulk_build  # noqa: E402
 from haiku_cli.databases import fanout  # noqa: E402
 from haiku_cli.databases.pool import DatabasePool  # noqa: E402
 from haiku_cli.databases.selection import Selection  # noqa: E402
+from haiku_cli.search.candidates import _POOL_REFINE_FACTOR, _REFINE_FACTOR, ann_ef, pool_ef  # noqa: E402
 from haiku_cli.store import Location, open_database  # noqa: E402
-from haiku_cli.store.indexes import FTS_INDEX  # noqa: E402
+from haiku_cli.store.indexes import VECTOR_INDEX  # noqa: E402
 from haiku_cli.store.reads import async_table  # noqa: E402
-from haiku_cli.store.schema import DOCUMENT_FIELDS, SPAN_FIELDS  # noqa: E402
+from haiku_cli.store.schema import DOCUMENT_FIELDS, SPAN_FIELDS, TERMS_FIELD  # noqa: E402
+from tests.support.hash_embedder import hash_vectors  # noqa: E402
 
-# What a search of the current layout reads per full-text candidate (candidates.CandidateQuery): the
-# hit's own columns, its copy of its document's fields, its place, and on a split the text to rescore.
-_HIT_COLUMNS = ["id", "document_id", "text", "heading_path", "pages", *DOCUMENT_FIELDS.values(), *SPAN_FIELDS]
-_COLUMNS = [*_HIT_COLUMNS, "_score", "search_text"]
-_SEPARATOR = " zzhaikutextbreakzz "
+KINDS = ("fts", "vector", "hybrid")
+CORPORA = REPO / "benchmarks" / "corpora"  # gitignored: built once, reused
+TARGET = 1.25
+_SHOWN = ["id", "document_id", "text", "heading_path", "pages", *DOCUMENT_FIELDS.values(), *SPAN_FIELDS]
 
 
-def _timed(run: Callable[[int], Any], n: int) -> dict:
-    run(0)  # warm: indexes loaded, caches filled
-    wall, cpu = time.perf_counter(), time.process_time()
-    for i in range(n):
-        run(i)
+def layout(folder: Path, parts: int) -> list[Location]:
+    """The databases holding the corpus split `parts` ways (1: the one database)."""
+    if parts == 1:
+        return [Location("one", str(folder / "one.lancedb"))]
+    return [Location(f"part{i}", str(folder / f"split{parts}" / f"part{i}.lancedb")) for i in range(parts)]
+
+
+def build(corpus: Corpus, folder: Path, size: int, parts: int) -> None:
+    """Write the corpus split `parts` ways, unless it is there already."""
+    docs = size // CHUNKS_PER_DOC
+    for i, location in enumerate(layout(folder, parts)):
+        path = Path(location.uri)
+        if not path.exists():
+            print(f"building {path}", file=sys.stderr, flush=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            bulk_build(corpus, path, list(range(i, docs, parts)) if parts > 1 else list(range(docs)))
+
+
+class Bare:
+    """The LanceDB queries of a search, with nothing around them."""
+
+    def __init__(self, locations: list[Location]) -> None:
+        dbs = [open_database(loc) for loc in locations]
+        self.tables = [async_table(db.chunks) for db in dbs]
+        self.rows = [db.chunks.count_rows() for db in dbs]
+        self.indexed = [VECTOR_INDEX in {i.name for i in db.chunks.list_indices()} for db in dbs]
+
+    async def search(self, kind: str, query: str, vector: np.ndarray) -> None:
+        parts = len(self.tables)
+        depth = fanout.candidate_depth(10, kind, parts)  # type: ignore[arg-type]
+        rescoring = kind != "vector" and parts > 1
+        jobs: list[Awaitable[Any]] = []
+        for table, rows, indexed in zip(self.tables, self.rows, self.indexed, strict=True):
+            if kind in ("vector", "hybrid"):
+                q = table.query().nearest_to(vector).column("vector").distance_type("cosine")
+                if indexed:
+                    ef = (ann_ef if kind == "vector" else pool_ef)(rows, depth, parts)
+                    q = q.refine_factor(_REFINE_FACTOR if kind == "vector" else _POOL_REFINE_FACTOR).ef(ef)
+                jobs.append(q.select([*_SHOWN, "_distance"]).limit(depth).to_arrow())
+            if kind in ("fts", "hybrid"):
+                extra = ["vector"] * (kind == "hybrid") + [TERMS_FIELD] * rescoring
+                q = table.query().nearest_to_text(query, columns="search_text")
+                jobs.append(q.select([*_SHOWN, "_score", *extra]).limit(depth).to_arrow())
+        await asyncio.gather(*jobs)
+
+
+def _ratio(haiku: list[float], floor: list[float]) -> float:
+    return statistics.median(haiku) / statistics.median(floor)
+
+
+def _verdict(rounds: list[dict[str, tuple[list[float], list[float]]]], measure: int) -> dict:
+    """The rounds' ratios of medians (haiku over floor), their median and min-max, and a bootstrap 90%
+    interval over the paired queries of every round."""
+    per_round = [_ratio(r["haiku"][measure], r["floor"][measure]) for r in rounds]
+    haiku = np.array([x for r in rounds for x in r["haiku"][measure]])
+    floor = np.array([x for r in rounds for x in r["floor"][measure]])
+    rng = np.random.default_rng(0)
+    picks = rng.integers(len(haiku), size=(1000, len(haiku)))
+    boot = np.median(haiku[picks], axis=1) / np.median(floor[picks], axis=1)
     return {
-        "wall_ms": round((time.perf_counter() - wall) / n * 1000, 2),
-        "cpu_ms": round((time.process_time() - cpu) / n * 1000, 2),
+        "ratio": round(statistics.median(per_round), 2),
+        "rounds_min_max": [round(min(per_round), 2), round(max(per_round), 2)],
+        "bootstrap_90": [round(float(np.percentile(boot, 5)), 2), round(float(np.percentile(boot, 95)), 2)],
+        "haiku_p50_ms": round(float(np.median(haiku)) * 1000, 2),
+        "floor_p50_ms": round(float(np.median(floor)) * 1000, 2),
     }
 
 
-def _tables(locations: list[Location]) -> tuple[list[Any], Callable[[Awaitable[Any]], Any]]:
-    chunks = []
-    for location in locations:
-        db = open_database(location)
-        # Only columns the table has: a database scale.py built before a layout step lacks the newest.
-        missing = set(_COLUMNS) - set(db.chunks.schema.names) - {"_score"}
-        if missing:
-            raise SystemExit(f"{location.uri}: built in an older layout (no {sorted(missing)}): rebuild it")
-        chunks.append(async_table(db.chunks))
-    # One event loop for every measurement, as a search awaits LanceDB on the caller's loop.
-    return chunks, asyncio.new_event_loop().run_until_complete
+def measure(locations: list[Location], kinds: list[str], queries: list[str], rounds: int) -> dict:
+    """Each kind's floor and haiku's search, query by query, back to back, over `rounds` rounds."""
+    vectors = {q: hash_vectors([q], DIMENSION)[0] for q in queries}
+
+    async def embed(q: str) -> np.ndarray:
+        return vectors[q]
+
+    pool, selection, bare = DatabasePool(), Selection(tuple(locations)), Bare(locations)
+
+    async def haiku(kind: str, q: str) -> None:
+        await fanout.search_set(pool, selection, q, embed_query=embed, search_type=kind, limit=10)  # type: ignore[arg-type]
+
+    calls: dict[str, Callable[[str, str], Awaitable[None]]] = {
+        "floor": lambda kind, q: bare.search(kind, q, vectors[q]),
+        "haiku": haiku,
+    }
+
+    async def run() -> dict:
+        out: dict = {}
+        for kind in kinds:
+            for call in calls.values():  # warm: indexes loaded, statistics cached
+                for q in queries:
+                    await call(kind, q)
+            samples = []
+            for r in range(rounds):
+                got: dict[str, tuple[list[float], list[float]]] = {n: ([], []) for n in calls}
+                for i, q in enumerate(queries):
+                    names = ["floor", "haiku"] if (i + r) % 2 == 0 else ["haiku", "floor"]
+                    for name in names:
+                        c, w = time.process_time(), time.perf_counter()
+                        await calls[name](kind, q)
+                        got[name][1].append(time.perf_counter() - w)
+                        got[name][0].append(time.process_time() - c)
+                samples.append(got)
+            out[kind] = {"cpu": _verdict(samples, 0), "wall": _verdict(samples, 1)}
+        return out
+
+    return asyncio.run(run())
 
 
-def per_call(location: Location, queries: list[str], n: int) -> dict:
-    """Each LanceDB call of a full-text search on one database, alone."""
-    (table,), run = _tables([location])
-    first = run(
-        table.query().nearest_to_text(queries[0], columns="search_text").select(_COLUMNS).limit(30).to_arrow()
+def fanout_rows(table: Table, report: dict) -> None:
+    """Per type and layout: haiku's CPU and wall over the floor's (median of the rounds, their spread)."""
+    table.columns = ("type, databases", "CPU over the floor", "wall over the floor", "CPU p50, haiku / floor")
+    table.comparison = (
+        f"the bare concurrent LanceDB queries reading the same columns, paired query by query over "
+        f"{report['rounds']} rounds (target {TARGET}x): median of the rounds, their min-max, bootstrap 90%"
     )
-    texts = _SEPARATOR.join(first.column("search_text").to_pylist())
-    calls: dict[str, Callable[[str], Awaitable[Any]]] = {
-        "count_rows": lambda q: table.count_rows(),
-        "list_indices": lambda q: table.list_indices(),
-        "fts_30_with_columns": lambda q: (
-            table.query().nearest_to_text(q, columns="search_text").select(_COLUMNS).limit(30).to_arrow()
-        ),
-        "fts_30_id_and_score": lambda q: (
-            table.query()
-            .nearest_to_text(q, columns="search_text")
-            .select(["id", "_score"])
-            .limit(30)
-            .to_arrow()
-        ),
-        "analyze_30_texts": lambda q: table.tokenize(texts, index_name=FTS_INDEX),
-    }
-    return {
-        name: _timed(lambda i, c=call: run(c(queries[i % len(queries)])), n) for name, call in calls.items()
-    }
-
-
-def bare_search(locations: list[Location], queries: list[str], n: int) -> dict:
-    """The full-text queries of a whole search over `locations`, gathered concurrently in one coroutine.
-
-    Only the queries: a search of the current layout looks no document up (its chunks carry their
-    documents' fields), and set-wide rescoring is haiku's own work, not part of the floor.
-    """
-    chunks, run = _tables(locations)
-    # As deep as a search of 10 asks each database (10 alone, 3 x 10 where the set rescores), and the
-    # text BM25 scored only where it is rescored: over several databases.
-    depth = fanout.candidate_depth(10, "fts", len(chunks))
-    columns = _COLUMNS if len(chunks) > 1 else [c for c in _COLUMNS if c != "search_text"]
-
-    async def search(query: str) -> None:
-        asks = [t.query().nearest_to_text(query, columns="search_text").select(columns) for t in chunks]
-        await asyncio.gather(*(ask.limit(depth).to_arrow() for ask in asks))
-
-    return _timed(lambda i: run(search(queries[i % len(queries)])), n)
-
-
-def scores_only(locations: list[Location], queries: list[str], n: int) -> dict:
-    """Only each database's full-text query for its candidates' scores, gathered: no column, no rescoring.
-
-    No full-text search of the set can cost less while each database answers its own query.
-    """
-    chunks, run = _tables(locations)
-    depth = fanout.candidate_depth(10, "fts", len(chunks))
-
-    async def search(query: str) -> None:
-        asks = [t.query().nearest_to_text(query, columns="search_text").select(["_score"]) for t in chunks]
-        await asyncio.gather(*(ask.limit(depth).to_arrow() for ask in asks))
-
-    return _timed(lambda i: run(search(queries[i % len(queries)])), n)
-
-
-def haiku_search(locations: list[Location], queries: list[str], n: int) -> dict:
-    """`fanout.search_set` with --type fts on a warm pool."""
-    pool = DatabasePool()
-    selection = Selection(tuple(locations))
-
-    async def many(count: int, offset: int) -> None:
-        for i in range(count):
-            q = queries[(offset + i) % len(queries)]
-            await fanout.search_set(pool, selection, q, embed_query=None, search_type="fts", limit=10)
-
-    asyncio.run(many(1, 0))
-    wall, cpu = time.perf_counter(), time.process_time()
-    asyncio.run(many(n, 0))
-    return {
-        "wall_ms": round((time.perf_counter() - wall) / n * 1000, 2),
-        "cpu_ms": round((time.process_time() - cpu) / n * 1000, 2),
-    }
+    for n, kinds in report["layouts"].items():
+        for kind, got in kinds.items():
+            cpu, wall = got["cpu"], got["wall"]
+            table.add(
+                f"{kind}, {n}",
+                f"**{cpu['ratio']:.2f}x** ({cpu['rounds_min_max'][0]:.2f}-{cpu['rounds_min_max'][1]:.2f}; "
+                f"{cpu['bootstrap_90'][0]:.2f}-{cpu['bootstrap_90'][1]:.2f})",
+                f"{wall['ratio']:.2f}x ({wall['rounds_min_max'][0]:.2f}-{wall['rounds_min_max'][1]:.2f})",
+                f"{cpu['haiku_p50_ms']} / {cpu['floor_p50_ms']} ms",
+            )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--work", type=Path, default=Path("/tmp/haiku-scale"), help="scale.py's --work")
-    parser.add_argument("--size", type=int, default=100_000, help="a chunk count already built there")
-    parser.add_argument("--queries", type=int, default=120, help="queries per measurement")
+    parser.add_argument("--work", type=Path, default=CORPORA, help="where built corpora are kept")
+    parser.add_argument("--size", type=int, default=100_000, help="chunks in the corpus")
+    parser.add_argument("--parts", default="1,2,4,8", help="layouts: 1 is the one database")
+    parser.add_argument("--kinds", default=",".join(KINDS))
+    parser.add_argument("--queries", type=int, default=QUERIES)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--build", action="store_true", help="write the layouts missing from --work first")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     folder = args.work / str(args.size)
-    one = [Location("one", str(folder / "one.lancedb"))]
-    split = [Location(f"part{i}", str(folder / f"part{i}.lancedb")) for i in range(SPLIT)]
-    rng = np.random.default_rng(args.size)  # the queries scale.py and query_path.py ask
+    parts = [int(p) for p in args.parts.split(",") if p]
     corpus = Corpus()
-    queries = [corpus.query(rng, args.size // CHUNKS_PER_DOC) for _ in range(QUERIES)]
-    report: dict = {"chunks": args.size, "load_average": round(os.getloadavg()[0], 2)}
-    report["per_call_one_part"] = per_call(split[0], queries, args.queries)
-    for name, run in (
-        ("scores_only", scores_only),
-        ("bare_lancedb_calls", bare_search),
-        ("haiku_search_set", haiku_search),
-    ):
-        report[name] = {"one": run(one, queries, args.queries), "split": run(split, queries, args.queries)}
-        one_ms, split_ms = report[name]["one"], report[name]["split"]
-        report[name]["split_over_one"] = {
-            k: round(split_ms[k] / one_ms[k], 2) for k in ("wall_ms", "cpu_ms") if one_ms[k]
-        }
-    # What haiku adds to the floor: the issue's target is a split search within 1.25x of it.
-    report["haiku_over_floor"] = {
-        layout: round(
-            report["haiku_search_set"][layout]["wall_ms"] / report["bare_lancedb_calls"][layout]["wall_ms"], 2
-        )
-        for layout in ("one", "split")
+    if args.build:
+        for n in parts:
+            build(corpus, folder, args.size, n)
+    rng = np.random.default_rng(args.size)  # the queries scale.py and query_path.py ask
+    queries = [corpus.query(rng, args.size // CHUNKS_PER_DOC) for _ in range(args.queries)]
+    kinds = args.kinds.split(",")
+    report: dict = {
+        "chunks": args.size,
+        "queries": len(queries),
+        "rounds": args.rounds,
+        "target": TARGET,
+        "cores": os.cpu_count(),
+        "load_average_start": round(os.getloadavg()[0], 2),
+        "layouts": {},
     }
+    with result("fanout", "Fan-out over several databases") as table:
+        for n in parts:
+            report["layouts"][str(n)] = measure(layout(folder, n), kinds, queries, args.rounds)
+            if not args.json:
+                print(
+                    f"{n} database(s): {json.dumps(report['layouts'][str(n)])}", file=sys.stderr, flush=True
+                )
+        fanout_rows(table, report)
+    report["within_target"] = {
+        f"{kind}/{n}": report["layouts"][str(n)][kind]["cpu"]["ratio"] <= TARGET
+        for n in parts
+        for kind in kinds
+    }
+    report["load_average_end"] = round(os.getloadavg()[0], 2)
     print(json.dumps(report) if args.json else json.dumps(report, indent=1))
 
 

@@ -1,7 +1,7 @@
 """Warm fan-out through `haiku mcp` over stdio: search calls over one database against the same corpus split.
 
-On `scale.py`'s corpus as `fanout_wall.py` lays it out (`SIZE/one.lancedb`, `SIZE/part0..3.lancedb` and, where
-built, `SIZE/split2/` and `SIZE/split8/`), one `haiku mcp` server on stdio has every one of those databases in
+On `scale.py`'s corpus as `fanout_floor.py --build` lays it out (`SIZE/one.lancedb` and
+`SIZE/splitN/partI.lancedb`), one `haiku mcp` server on stdio has every one of those databases in
 scope and the official MCP Python SDK's client (`mcp.Client`) calls its `search` tool, narrowed by the
 `databases` argument to one layout at a time; query vectors come from the hashing embedder that built the
 corpus, served on 127.0.0.1 (so vector and hybrid calls include the server's request for the query's
@@ -10,7 +10,7 @@ load. Each call is timed from the client's send to its parsed result (wall), and
 process spent on it (every thread of it, from `/proc/PID/task/*/schedstat`, nanoseconds). Reports p50/p95
 of both, and each split over one database. The machine is shared: the load average is reported.
 
-    python benchmarks/fanout_mcp.py --work /tmp/haiku-scale --size 100000 [--parts 2,4,8] [--queries 60]
+    python benchmarks/fanout_mcp.py --size 100000 [--parts 2,4,8] [--queries 60]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from mcp.client.stdio import StdioServerParameters
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.fanout_wall import layout  # noqa: E402
+from benchmarks.fanout_floor import CORPORA, layout  # noqa: E402
 from benchmarks.scale import CHUNKS_PER_DOC, DIMENSION, EMBEDDER, QUERIES, Corpus  # noqa: E402
 from tests.support.hash_embedder import serve_hash_embedder  # noqa: E402
 
@@ -47,7 +47,7 @@ def _names(folder: Path, parts: list[int]) -> dict[int, dict[str, str]]:
         locations = layout(folder, n)
         missing = [loc.uri for loc in locations if not Path(loc.uri).exists()]
         if missing:
-            raise SystemExit(f"not built: {missing[0]} (fanout_wall.py --build writes the splits)")
+            raise SystemExit(f"not built: {missing[0]} (fanout_floor.py --build writes the splits)")
         out[n] = {("one" if n == 1 else f"s{n}_{i}"): loc.uri for i, loc in enumerate(locations)}
     return out
 
@@ -144,14 +144,14 @@ def measure(folder: Path, parts: list[int], kinds: list[str], queries: list[str]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--work", type=Path, default=Path("/tmp/haiku-scale"), help="scale.py's --work")
+    parser.add_argument("--work", type=Path, default=CORPORA, help="where built corpora are kept")
     parser.add_argument("--size", type=int, default=100_000, help="a chunk count built there")
     parser.add_argument("--parts", default="2,4,8", help="splits to compare with one database")
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--queries", type=int, default=QUERIES)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    rng = np.random.default_rng(args.size)  # the queries scale.py, query_path.py and fanout_wall.py ask
+    rng = np.random.default_rng(args.size)  # the queries scale.py, query_path.py and fanout_floor.py ask
     corpus = Corpus()
     queries = [corpus.query(rng, args.size // CHUNKS_PER_DOC) for _ in range(args.queries)]
     parts = [1, *(int(p) for p in args.parts.split(",") if p)]

@@ -1,15 +1,16 @@
 """The query path at scale: per-query wall and CPU time, fan-out ratio and ANN recall, on built databases.
 
-Runs on the databases `benchmarks/scale.py` leaves in its work folder (`SIZE/one.lancedb` and the same
-corpus split over `SIZE/part0..3.lancedb`), with the same queries, through `fanout.search_set` on a warm
-pool with the query vector precomputed (embedding excluded). The machine is shared, so beside wall time
-it reports CPU time per query (all threads of the process), and it interleaves one database and the
-split, type by type, over several rounds so both see the same load. Recall@10 is measured for vector
-search, one database and split, against an exact cosine ranking of the whole corpus computed with numpy.
-`split_same_top10_as_one` counts the queries whose split top 10 (texts, in order) is one database's.
-To compare two versions of haiku, run this script from each checkout in turn (same --work).
+Runs on the databases `benchmarks/fanout_floor.py --build` leaves in its work folder (`SIZE/one.lancedb`
+and the same corpus split over `SIZE/split4/part0..3.lancedb`), with the same queries, through
+`fanout.search_set` on a warm pool with the query vector precomputed (embedding excluded). The machine is
+shared, so beside wall time it reports CPU time per query (all threads of the process), and it interleaves
+one database and the split, type by type, over several rounds so both see the same load. Recall@10 is
+measured for vector search, one database and split, against an exact cosine ranking of the whole corpus
+computed with numpy. `split_same_top10_as_one` counts the queries whose split top 10 (texts, in order) is
+one database's. To compare two versions of haiku, run this script from each checkout in turn (same
+--work).
 
-    python benchmarks/query_path.py --work /tmp/haiku-scale --sizes 100000 [--rounds 3] [--json]
+    python benchmarks/query_path.py --sizes 100000 [--rounds 3] [--json]
     python benchmarks/query_path.py --sizes "" --real WORK/single.lancedb --data ../shared/data/cisi
 
 `--real` takes a database built with the bundled model (e.g. by retrieval_quality.py --work WORK) and
@@ -35,6 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.common import Table, result  # noqa: E402
+from benchmarks.fanout_floor import CORPORA, layout  # noqa: E402
 from benchmarks.scale import CHUNKS_PER_DOC, DIMENSION, QUERIES, SPLIT, Corpus  # noqa: E402
 from haiku_cli.databases import fanout  # noqa: E402
 from haiku_cli.databases.pool import DatabasePool  # noqa: E402
@@ -73,7 +75,7 @@ def _exact_top10(path: Path, vectors: list[np.ndarray], rows: int) -> list[set[s
 def run_size(corpus: Corpus, chunks: int, work: Path, rounds: int) -> dict:
     folder = work / str(chunks)
     one = Selection((Location("one", str(folder / "one.lancedb")),))
-    split = Selection(tuple(Location(f"part{i}", str(folder / f"part{i}.lancedb")) for i in range(SPLIT)))
+    split = Selection(tuple(layout(folder, SPLIT)))
     rng = np.random.default_rng(chunks)  # the queries benchmarks/scale.py asks
     queries = [corpus.query(rng, chunks // CHUNKS_PER_DOC) for _ in range(QUERIES)]
     vectors = {q: hash_vectors([q], DIMENSION)[0] for q in queries}
@@ -179,7 +181,7 @@ def query_rows(table: Table, report: list[dict]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--work", type=Path, default=Path("/tmp/haiku-scale"), help="scale.py's --work")
+    parser.add_argument("--work", type=Path, default=CORPORA, help="where built corpora are kept")
     parser.add_argument("--sizes", default="100000", help="chunk counts already built there")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of every query")
     parser.add_argument("--json", action="store_true")

@@ -57,7 +57,7 @@ AREAS: tuple[Area, ...] = (
     Area("daemon", "cold_vs_qmd.py"),
     Area("fresh_read", "fresh_read.py", ("--rounds", "15")),
     Area("query", "query_path.py", ("--sizes", "100000", "--rounds", "3")),
-    Area("fanout", "fanout_wall.py", ("--size", "100000", "--parts", "2,4,8")),
+    Area("fanout", "fanout_floor.py", ("--size", "100000", "--parts", "1,2,4,8")),
     Area("ingest", "add_memory_phases.py", ("--docs", "20000")),
     Area("upkeep", "index_upkeep.py", ("keys", "--sizes", "100000,400000", "--writes", "12")),
     Area("conversation", "compaction.py", ("--docs", "300"), quick=True, work=True, cisi=True),

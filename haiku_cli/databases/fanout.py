@@ -17,10 +17,17 @@ from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection
 from haiku_cli.errors import Hint, InputError
 from haiku_cli.search import bm25
-from haiku_cli.search.candidates import Candidate, CandidateQuery, SearchType, candidates_of, show
-from haiku_cli.search.fusion import DEFAULT_VECTOR_WEIGHT, as_one_pool, fuse
+from haiku_cli.search.candidates import (
+    Candidate,
+    CandidateQuery,
+    SearchType,
+    candidates_of,
+    show,
+    vector_candidates,
+)
+from haiku_cli.search.fusion import DEFAULT_VECTOR_WEIGHT, as_one_pool, fuse, through_ties, tie_order
 from haiku_cli.search.hits import SearchHit
-from haiku_cli.search.lookups import Reads, takes_cheaply
+from haiku_cli.search.lookups import Reads, each, takes_cheaply
 from haiku_cli.store.database import Database, EmbedderSpec, parse_json_object
 from haiku_cli.store.reads import documents_of
 from haiku_cli.store.records import DocumentRecord
@@ -37,8 +44,8 @@ def candidate_depth(limit: int, search_type: SearchType, parts: int = 1) -> int:
 
     Vector search ranks by similarity alone, and full-text search of one database by its own BM25, so
     there each database's top `limit` holds every final hit. Full-text search in a fan-out rescores
-    with the set's statistics, which moves a chunk only a few places: each database's top 3 x `limit`
-    gives the same top 10 as its top 50 on all 60 queries of the 100k benchmark (benchmarks/README.md).
+    with the set's statistics, which moves a chunk only a few places, so each database's top 3 x `limit`
+    nearly always holds it; where it might not, `bm25.rescore_set` reads that database deeper.
     Hybrid fusion takes a pool of 50 of each kind.
     """
     if search_type == "vector" or (search_type == "fts" and parts == 1):
@@ -52,11 +59,11 @@ def reads_hits_apart(search_type: SearchType, depth: int, limit: int, parts: int
     """Whether a search reads what its hits show apart from its candidates: a first read of each
     database's ids and scores alone, then a second of the hits' rows in each database holding one.
 
-    The second read costs about a millisecond of CPU per database holding a hit, whatever its rows;
-    it pays where the first read would otherwise fetch what a hit shows for many more candidates than
-    are shown: hybrid's pool of 50 of each kind (over 4 databases at 100k chunks: 68 vs 80 ms of CPU),
-    full text over 3 databases or more (8: 46 vs 53 ms). Full text over 2 databases, 30 candidates
-    each, costs less in one read (12.3 vs 13.2 ms of CPU, 12.0 vs 13.9 ms of wall; benchmarks/README.md).
+    The second read costs about as much per database holding a hit whatever its rows; it pays where
+    the first read would otherwise fetch what a hit shows for many more candidates than are shown:
+    hybrid's pool of 50 of each kind, full text over 3 databases or more. Full text over 2 databases,
+    30 candidates each, costs less in one read (benchmarks/fanout_floor.py measures each against the
+    bare queries).
     """
     if depth <= limit:
         return False
@@ -165,29 +172,36 @@ async def _search_once(
         with_search_text=rescoring,
         parts=len(dbs),
         lean=reads_hits_apart(search_type, depth, limit, len(dbs)) and takes_cheaply(),
+        # A split's ties at a database's k-th similarity matter only where they meet the set's cut:
+        # `_vector_ties` reads those through; one database reads its own through every time.
+        vector_ties=len(dbs) == 1,
     )
     # Every read of every database awaited here, at once: no worker thread, no other event loop.
     reads = Reads(pool)
-    per_db = await _find(reads, dbs, asked, rescoring)
+    per_db = await _find(reads, dbs, asked, rescoring, limit)
+    if search_type != "fts" and len(dbs) > 1:
+        await _vector_ties(reads, dbs, asked, per_db, asked.k if search_type == "hybrid" else limit)
     pooled = [c for cands in per_db for c in cands]
     if search_type == "hybrid" and len(dbs) > 1:
         pooled = as_one_pool(pooled, asked.k)  # fused from the pool one database would have had
-    ranked = fuse(pooled, search_type=search_type, vector_weight=vector_weight)[:limit]
+    ranked = through_ties(fuse(pooled, search_type=search_type, vector_weight=vector_weight), limit)
     if asked.lean:
         shown = {c.key: c for c in await show(reads, dbs, [c for c, _ in ranked])}
         ranked = [(shown[c.key], score) for c, score in ranked if c.key in shown]
+        ranked.sort(key=lambda cs: (-cs[1], *tie_order(cs[0])))  # ties now ordered by what they hold
+    ranked = ranked[:limit]
     documents = [(c.database, c.document_id) for c, _ in ranked]
     checks = await check_shown(dbs, documents, check_remote) if check_sources else {}
     return await _hydrate(dbs, ranked, checks)
 
 
 async def _find(
-    reads: Reads, dbs: list[Database], asked: CandidateQuery, rescoring: bool
+    reads: Reads, dbs: list[Database], asked: CandidateQuery, rescoring: bool, limit: int
 ) -> list[list[Candidate]]:
     if not rescoring:
         return (await candidates_of(reads, dbs, asked))[1]
     # The query's terms are analysed while the databases are searched: rescoring needs both. One task
-    # beside this one, not a task group (whose two tasks cost 0.14 ms of CPU, 1% of a search).
+    # beside this one, not a task group (whose two tasks cost CPU a search need not spend).
     analysing = asyncio.ensure_future(bm25.query_terms(reads, dbs[0], asked.text))
     try:
         found, per_db = await candidates_of(reads, dbs, asked)
@@ -195,8 +209,34 @@ async def _find(
         analysing.cancel()
         raise
     terms = await analysing
-    await bm25.rescore_set(reads, dbs, found, per_db, asked, terms)  # see haiku_cli.search.bm25
+    # Full text ranks the set's best `limit`; hybrid fuses the set's best k of each kind.
+    needed = asked.k if asked.search_type == "hybrid" else limit
+    await bm25.rescore_set(reads, dbs, found, per_db, asked, terms, needed)  # see haiku_cli.search.bm25
     return per_db
+
+
+async def _vector_ties(
+    reads: Reads, dbs: list[Database], asked: CandidateQuery, per_db: list[list[Candidate]], needed: int
+) -> None:
+    """Read through its ties each database whose last vector candidate scores as the set's `needed`-th:
+    chunks it did not return may tie it, and which of them make the cut must not be its index's choice."""
+    found = [[c.similarity for c in cands if c.by_vector and c.similarity is not None] for cands in per_db]
+    ranked = sorted((s for sims in found for s in sims), reverse=True)
+    if len(ranked) < needed:
+        return
+    cut = ranked[needed - 1]
+    tied = [i for i, sims in enumerate(found) if len(sims) >= asked.k and min(sims) == cut]
+    if not tied:
+        return
+    more = await each([(dbs[i], reads.within(dbs[i], vector_candidates(reads, dbs[i], asked))) for i in tied])
+    for i, new in zip(tied, more, strict=True):
+        held = {c.key: c for c in per_db[i]}
+        for cand in new:
+            old = held.get(cand.key)
+            if old is None:
+                per_db[i].append(cand)
+            elif not old.by_vector:
+                old.by_vector, old.similarity = True, cand.similarity
 
 
 async def _hydrate(

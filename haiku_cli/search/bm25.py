@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from haiku_cli.search.candidates import Candidate, CandidateQuery
+from haiku_cli.search.candidates import Candidate, CandidateQuery, text_candidates
 from haiku_cli.search.lookups import Reads, Shape, VersionFacts, each
 from haiku_cli.store.database import Database
 from haiku_cli.store.facts import corpus_totals
@@ -137,8 +137,8 @@ async def analyzed(
 
     A candidate's terms are stored with its row (schema version 4); an older layout's are analysed
     here. Every haiku database analyzes with the same analyzer (`create_fts_index`'s), so `db`'s analyzes
-    the query and the candidates of all of them in one call: a call costs about a millisecond whatever
-    its length, and analysing 120 candidates' text took ~5 ms of CPU. `terms`: the query's, analysed
+    the query and the candidates of all of them in one call: a call's fixed cost outweighs its length.
+    `terms`: the query's, analysed
     already (`query_terms`).
     """
     words = query_words(query) if terms is None else []
@@ -157,18 +157,45 @@ async def rescore_set(
     reads: Reads,
     dbs: Sequence[Database],
     found: Sequence[Shape],
-    per_db: Sequence[Sequence[Candidate]],
+    per_db: Sequence[list[Candidate]],
     query: CandidateQuery,
     terms: QueryTerms | None = None,
+    needed: int = 0,
 ) -> None:
     """Put every database's BM25 on the scale of the whole set, with the reads of one run.
 
     Candidates' terms are read with them (or, in an older layout, analysed in one call, with the
     query's unless `terms` has them already); each database's statistics come from the table version
     its rows came from (cached), and the term frequencies its scores do not settle are looked up,
-    every database at once.
+    every database at once. With `needed`, a database whose unread chunks could still reach the set's
+    best `needed` under its statistics is searched deeper (`_through_depth`), its new candidates added.
     """
     terms, candidates = await analyzed(reads, dbs[0], query.text, per_db, terms)
+    # Each database's own lowest score among a full page of candidates: no chunk it did not give scores more.
+    floors = [_floor(a, query.k) for a in candidates]
+    combined, own = await _set_statistics(reads, dbs, found, candidates, query, terms)
+    for cands in candidates:
+        rescore(cands, terms.terms, combined)
+    if needed:
+        await _through_depth(reads, dbs, per_db, candidates, floors, query, terms, (combined, own), needed)
+
+
+def _floor(analyzed: Analyzed, k: int) -> float | None:
+    """The lowest of a database's own scores if it gave a full page (else it gave every match)."""
+    if len(analyzed.candidates) < k:
+        return None
+    return min(c.bm25 or 0.0 for c in analyzed.candidates)
+
+
+async def _set_statistics(
+    reads: Reads,
+    dbs: Sequence[Database],
+    found: Sequence[Shape],
+    candidates: list[Analyzed],
+    query: CandidateQuery,
+    terms: QueryTerms,
+) -> tuple[TermStats, list[TermStats]]:
+    """The set's statistics of the query's terms, and each database's own."""
     keys = [_version_key(db, rows.version) for db, rows in zip(dbs, found, strict=True)]
     cached = [_corpus.get(key) for key in keys]
     unknown = [i for i, size in enumerate(cached) if size is None]
@@ -176,31 +203,108 @@ async def rescore_set(
     calls = [(dbs[i], reads.within(dbs[i], corpus_size(dbs[i], keys[i][2]))) for i in unknown]
     read = dict(zip(unknown, await each(calls), strict=True))
     sizes = [size if size is not None else read[i] for i, size in enumerate(cached)]
-    combined = sum(sizes, TermStats())
-    missing: list[tuple[Database, int, tuple[str, str, int, str]]] = []
+    own = [TermStats(size.chunks, size.tokens) for size in sizes]
+    missing: list[tuple[int, int, tuple[str, str, int, str]]] = []
     distinct = list(dict.fromkeys(terms.terms))
-    for db, rows, key, size, cands in zip(dbs, found, keys, sizes, candidates, strict=True):
+    for i, (rows, key, size, cands) in enumerate(zip(found, keys, sizes, candidates, strict=True)):
         known = {t: count for t in distinct if (count := _frequency.get((*key, t))) is not None}
         if len(known) < len(distinct):
             # Fewer full-text hits than asked for means every chunk matching a term is among them.
             exhaustive = not query.document_filter and len(cands.candidates) < query.k
             # What the scores settle is exact (it reproduces every score), so it is kept like a count
-            # looked up: a later query sharing the term skips both (the settling cost ~0.4 ms of CPU
-            # per database, as much as the rest of the rescoring).
+            # looked up: a later query sharing the term skips both (the settling costs as much CPU as
+            # the rest of the rescoring).
             for term, count in frequencies_from_scores(size, terms.terms, cands, exhaustive).items():
                 known.setdefault(term, _frequency.remember((*key, term), count))
-        combined.frequency.update(known)
-        missing.extend((db, rows.rows, (*key, t)) for t in distinct if t not in known)
+        own[i].frequency.update(known)
+        missing.extend((i, rows.rows, (*key, t)) for t in distinct if t not in known)
     # What the scores do not settle is looked up (once per table version), every database at once.
     # A term is looked up by a word that analyzes to it: re-analyzing a stem need not give the stem.
     counts = await each(
-        [(db, reads.within(db, _matching(db, terms.lookup.get(k[3], k[3]), rows))) for db, rows, k in missing]
+        [
+            (dbs[i], reads.within(dbs[i], _matching(dbs[i], terms.lookup.get(k[3], k[3]), rows)))
+            for i, rows, k in missing
+        ]
     )
-    for (_, _, term_key), count in zip(missing, counts, strict=True):
-        _frequency.remember(term_key, count)
-        combined.frequency[term_key[3]] += count
-    for cands in candidates:
-        rescore(cands, terms.terms, combined)
+    for (i, _, term_key), count in zip(missing, counts, strict=True):
+        own[i].frequency[term_key[3]] = _frequency.remember(term_key, count)
+    return sum(own, TermStats()), own
+
+
+def reach(own: TermStats, whole: TermStats, terms: Sequence[str]) -> float:
+    """How much higher than under a database's own statistics (`own`) any of its chunks can score
+    under the set's (`whole`): a bound, so a chunk its index ranks below a score s scores below s x this.
+
+    A chunk's score is a sum over the terms of idf x weight; each term's idf scales by its ratio, and
+    a weight tf (k1 + 1) / (tf + k1 (1 - b + b len / avg)) by at most the ratio of average lengths
+    (reached by the longest chunks), when the set's is the longer.
+    """
+    present = [t for t in dict.fromkeys(terms) if own.frequency.get(t, 0) > 0]
+    if not present or not own.chunks or not whole.chunks:
+        return 0.0
+    idf = float(np.max(whole.idf(present) / own.idf(present)))
+    lengths = (whole.tokens / whole.chunks) / (own.tokens / own.chunks) if own.tokens else 1.0
+    return idf * max(lengths, 1.0)
+
+
+async def _through_depth(
+    reads: Reads,
+    dbs: Sequence[Database],
+    per_db: Sequence[list[Candidate]],
+    candidates: list[Analyzed],
+    floors: list[float | None],
+    query: CandidateQuery,
+    terms: QueryTerms,
+    stats: tuple[TermStats, list[TermStats]],
+    needed: int,
+) -> None:
+    """Search deeper every database whose chunks below its own page could reach the set's best `needed`.
+
+    A database ranks by its own statistics, so its best k need not hold every chunk of the set's best
+    under the set's: one whose k-th own score, times its `reach`, still comes to the set's `needed`-th
+    score is asked for twice as many, until none can (the common case asks nothing more).
+    """
+    combined, own = stats
+    depth = [query.k] * len(dbs)
+    while True:
+        scores = sorted((c.bm25 or 0.0 for a in candidates for c in a.candidates), reverse=True)
+        bar = scores[needed - 1] if len(scores) >= needed else 0.0
+        deeper = [
+            i
+            for i, floor in enumerate(floors)
+            if floor is not None and floor * reach(own[i], combined, terms.terms) * (1 + 1e-6) >= bar
+        ]
+        if not deeper:
+            return
+        for i in deeper:
+            depth[i] *= 2
+        asked = [replace(query, search_type="fts", k=depth[i]) for i in deeper]
+        pairs = list(zip(deeper, asked, strict=True))
+        fetched = await each(
+            [(dbs[i], reads.within(dbs[i], text_candidates(reads, dbs[i], q))) for i, q in pairs]
+        )
+        for i, q, new in zip(deeper, asked, fetched, strict=True):
+            added = _merge(per_db[i], new)
+            _, (more,) = await analyzed(reads, dbs[0], query.text, [added], terms)
+            floors[i] = min(c.bm25 or 0.0 for c in new) if len(new) >= q.k else None  # own scores yet
+            rescore(more, terms.terms, combined)
+            candidates[i].candidates.extend(more.candidates)
+
+
+def _merge(held: list[Candidate], new: list[Candidate]) -> list[Candidate]:
+    """Add to a database's candidates the full-text ones a deeper search found; returns those that are
+    new to full text (a hybrid candidate found by vector alone gets its BM25 now)."""
+    by_key = {c.key: c for c in held}
+    added = []
+    for cand in new:
+        old = by_key.get(cand.key)
+        if old is None:
+            held.append(cand)
+            added.append(cand)
+        elif old.bm25 is None:
+            old.bm25, old.search_terms, old.search_text = cand.bm25, cand.search_terms, cand.search_text
+            added.append(old)
+    return added
 
 
 async def _matching(db: Database, word: str, rows: int) -> int:

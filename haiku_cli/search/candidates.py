@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NoReturn
 
 import numpy as np
@@ -31,29 +31,25 @@ _KEY_COLUMNS = ["id"]  # a lean candidate's: its identity (ties rank by it); its
 
 
 # An ANN index ranks by quantised distances; re-ranking this many times k by exact distance fixes
-# their order (at 100k chunks 5 recalls as much as 10 or 50, and reads half the vectors of 10).
+# their order (a wider factor recalls no more and reads more vectors: benchmarks/ef_real.py).
 _REFINE_FACTOR = 5
 # Hybrid search keeps its 50 vector candidates only as a pool for fusion, which ranks by their exact
 # similarity (a refine factor of 1 still re-scores the k found exactly). A wider factor changes which
 # candidates make the pool only at its margin, never the fused top 10, and costs CPU in every database
 # searched.
 _POOL_REFINE_FACTOR = 1
-# How widely the HNSW graph is searched, per chunk in the table. On the bundled model's embeddings
-# (CISI, 100k chunks: benchmarks/ef_real.py) recall@10 against exact search is 0.996 at ef 200, 0.9997
-# at 400 and 1.0 from 800 on (5.5 ms of CPU at 1,200 against 8.3 at 3,030), so a table of 100k is
-# searched at the floor, 3x the breadth where every query recalled at least 9 of 10. Hashed-word test
-# vectors, far harder for a graph, recall less there (0.918 at 1,200; 0.958 at 3,030). Smaller tables
-# need relatively more, and there the search's fixed cost dominates, so the breadth never drops below
-# _EF_MIN. The breadth grows with the table to the cap, which 1M real-embedding chunks (the same
-# CISI-derived kind) need no more than: past it recall@10 barely rises while CPU keeps growing. One
-# graph of 1M hashed-word vectors recalls much less there, but that is not what the model's embeddings
-# are (benchmarks/ef_real.py measures recall and CPU per ef on real embeddings).
+# How widely the HNSW graph is searched, per chunk in the table. On the bundled model's embeddings a
+# table of 100k recalls the exact top 10 in full well below the floor, so it is searched at the floor,
+# a margin over the breadth where every query recalled at least 9 of 10. Hashed-word test vectors, far
+# harder for a graph, recall less there. Smaller tables need relatively more, and there the search's
+# fixed cost dominates, so the breadth never drops below _EF_MIN. The breadth grows with the table to
+# the cap, which 1M real-embedding chunks need no more than: past it recall@10 barely rises while CPU
+# keeps growing (benchmarks/ef_real.py measures recall and CPU per ef on real embeddings).
 _EF_PER_ROW = 1 / 83
 _EF_MIN = 1_200
 _EF_MAX = 4_000
-# Hybrid search's pool is searched half as widely as vector search was at 1 / 40: fusion re-ranks it
-# (see pool_ef), and at 1M chunks ef 2,000 keeps the hybrid top 10 of a near-exact search on 58 of 60
-# queries (ef 4,000: 59) for 0.65x the time.
+# Hybrid search's pool is searched less widely than vector search: fusion re-ranks it (see pool_ef),
+# and at 1M chunks the cap keeps nearly every hybrid top 10 of a near-exact search in less time.
 _POOL_EF_PER_ROW = 1 / 80
 _POOL_EF_MAX = 2_000
 
@@ -76,9 +72,8 @@ def ann_ef(rows: int, limit: int, parts: int = 1, segments: int = 1) -> int:
     segment of its index (`segments` graphs).
 
     A table searched as one of `parts` databases of a fan-out needs less than alone: the set's top
-    `limit` is merged from every part's, so each part's floor is `_EF_MIN` shared among the parts (100k
-    hashed-word chunks over 4 databases: 625 per part recalled 0.96 of the exact top 10, 750 0.967,
-    1,200 0.975).
+    `limit` is merged from every part's, so each part's floor is `_EF_MIN` shared among the parts
+    (benchmarks/split_identity.py counts the top 10s a split's recall sets apart from one database's).
     """
     breadth = _breadth(rows, _EF_PER_ROW, _EF_MIN // max(parts, 1), _EF_MAX, segments)
     return max(limit * _REFINE_FACTOR, breadth)
@@ -89,15 +84,14 @@ def pool_ef(rows: int, limit: int, parts: int = 1, segments: int = 1) -> int:
 
     Fusion ranks the pool by exact similarity and BM25, so a neighbour the narrower search misses
     rarely reaches the top: the hybrid top 10 stays nearly that of a near-exact search, in less time
-    (benchmarks/fanout_wall.py searches at this breadth). The pool is the
-    set's top 50, deeper than vector search's top 10, so in a fan-out each part shares the floor with
-    half as many: at 100k over 4 databases, ef 600 per part keeps the split's top 10 identical to one
-    database's on 52 of 60 queries (ef 300: 51; 1,200: 52). In the largest tables the pool has its own,
-    lower cap (`_POOL_EF_MAX`).
+    (benchmarks/fanout_floor.py searches at this breadth). The pool is the set's top 50, deeper than
+    vector search's top 10, so in a fan-out each part shares the floor with half as many: a wider search
+    per part hardly changes how many split top 10s equal one database's (benchmarks/split_identity.py).
+    In the largest tables the pool has its own, lower cap (`_POOL_EF_MAX`).
     """
     breadth = _breadth(rows, _POOL_EF_PER_ROW, _EF_MIN // max(parts // 2, 1), _POOL_EF_MAX, segments)
     # Each segment need only find the k the pool refines (1 x k); many of them at 5 x k would search
-    # 20 graphs of a 1M-chunk table at 250 each, 2.5x what one graph over every row is searched at.
+    # every graph of a large table together far more widely than one graph over every row.
     return max(limit * (_POOL_REFINE_FACTOR if segments > 1 else _REFINE_FACTOR), breadth)
 
 
@@ -160,11 +154,12 @@ class CandidateQuery:
     with_search_text: bool = False
     parts: int = 1
     lean: bool = False
+    vector_ties: bool = True  # each database's top k with every chunk tied with its k-th (see fanout)
 
     async def find(self, db: Database, table: Any, shape: Shape, where: str | None) -> list[Candidate]:
         """The candidates among the chunks `where` selects in `table`, whose version has `shape`."""
         # Lean: what ranks a candidate and where its row is; what it shows is read for the final hits
-        # alone (`show`). Reading it for every candidate cost a query 2.4x (4.6 vs 1.9 ms, 30 rows).
+        # alone (`show`): each column read costs about as much whatever its rows, and a hit shows many.
         columns = _KEY_COLUMNS if self.lean else shape.select(_SHOWN_COLUMNS)
         jobs = []
         if self.search_type in ("vector", "hybrid"):
@@ -175,14 +170,22 @@ class CandidateQuery:
                 breadth = ann_ef if vector_search else pool_ef
                 ef = breadth(shape.rows, self.k, self.parts, shape.vector_segments)
                 q = q.refine_factor(_REFINE_FACTOR if vector_search else _POOL_REFINE_FACTOR).ef(ef)
-            jobs.append(_rows(_where(q, where).select([*columns, "_distance"]), self.lean, self.k))
+            vector_query = _where(q, where).select([*columns, "_distance"])
+            if self.vector_ties:
+                jobs.append(_rows_through_ties(vector_query, self.lean, self.k, "_distance", 1))
+            else:
+                jobs.append(_rows(vector_query, self.lean, self.k))
         wants_text = self.search_type in ("fts", "hybrid") and bool(self.text.strip())
         if wants_text:
             counted = TERMS_FIELD if TERMS_FIELD in shape.columns else "search_text"
             extra = ["vector"] * (self.vector is not None) + [counted] * self.with_search_text
             q = table.query().nearest_to_text(self.text, columns="search_text")
             selected = shape.select([*columns, "_score", *extra])
-            jobs.append(_rows(_where(q, where).select(selected), self.lean, self.k))
+            text_query = _where(q, where).select(selected)
+            if self.with_search_text:  # rescored set-wide: bm25.rescore_set reads deeper where it must
+                jobs.append(_rows(text_query, self.lean, self.k))
+            else:
+                jobs.append(_rows_through_ties(text_query, self.lean, self.k, "_score", max(self.k // 2, 1)))
         results = await asyncio.gather(*jobs, return_exceptions=True)
         vector_rows = results.pop(0) if self.search_type in ("vector", "hybrid") else None
         text_rows = results.pop(0) if wants_text else None
@@ -248,6 +251,27 @@ def _rows(query: Any, lean: bool, k: int) -> Any:
     return (query.with_row_id() if lean else query).limit(k).to_arrow()
 
 
+async def _rows_through_ties(query: Any, lean: bool, k: int, score: str, beyond: int) -> pa.Table:
+    """The top k by `score`, and every row scoring as the k-th: which of equally scored rows make a top
+    k must not be the index's choice, or a chunk's place would depend on the database holding it (see
+    fusion.tie_order). `beyond` rows more than k tell whether the k-th is tied past them (a vector
+    search's cost grows with its limit, a full-text search's hardly: equal BM25 scores are common)."""
+    if lean:
+        query = query.with_row_id()
+    asked = k + beyond
+    rows = await query.limit(asked).to_arrow()
+    while rows.num_rows == asked and k > 0:
+        scores = rows.column(score)
+        if scores[asked - 1].as_py() != scores[k - 1].as_py():
+            break
+        asked *= 2
+        rows = await query.limit(asked).to_arrow()
+    if rows.num_rows <= k or k == 0:
+        return rows
+    scores = rows.column(score).to_pylist()
+    return rows.slice(0, k + sum(1 for s in scores[k:] if s == scores[k - 1]))
+
+
 async def candidates_of(
     reads: Reads, dbs: Sequence[Database], query: CandidateQuery
 ) -> tuple[list[Shape], list[list[Candidate]]]:
@@ -263,6 +287,25 @@ async def candidates_of(
 
     found = await each([(db, reads.within(db, find(db))) for db in dbs])
     return [shape for shape, _ in found], [cands for _, cands in found]
+
+
+async def vector_candidates(reads: Reads, db: Database, query: CandidateQuery) -> list[Candidate]:
+    """One database's vector candidates for `query`, every chunk tied with its k-th among them."""
+    where = await chunk_filter(db, query.document_filter)
+    table, shape = await reads.shape(db)
+    if where is False or shape.rows == 0:
+        return []
+    return await replace(query, search_type="vector", vector_ties=True).find(db, table, shape, where)
+
+
+async def text_candidates(reads: Reads, db: Database, query: CandidateQuery) -> list[Candidate]:
+    """One database's full-text candidates for `query` (its vector, if any, scores them)."""
+    where = await chunk_filter(db, query.document_filter)
+    table, shape = await reads.shape(db)
+    if where is False or shape.rows == 0:
+        return []
+    found = await replace(query, search_type="fts").find(db, table, shape, where)
+    return [c for c in found if c.bm25 is not None]
 
 
 def find_candidates(

@@ -33,8 +33,28 @@ def fuse(
         scored = [(c, c.bm25) for c in candidates if c.bm25 is not None]
     else:
         scored = _convex(candidates, vector_weight)
-    scored.sort(key=lambda cs: (-cs[1], cs[0].database, cs[0].chunk_id))
+    scored.sort(key=lambda cs: (-cs[1], *tie_order(cs[0])))
     return scored
+
+
+def tie_order(c: Candidate) -> tuple[str, str, str, str]:
+    """Where a candidate goes among equal scores: by its text, then its document's uri, so a chunk ranks
+    the same whichever database of a set holds it (the database and id only part identical copies).
+
+    A lean candidate carries no text yet: `through_ties` keeps every candidate tied at a ranking's end,
+    to be ordered by this once what they show is read.
+    """
+    uri = c.document[0] if c.document is not None else None
+    return (c.text, uri or "", c.database, c.chunk_id)
+
+
+def through_ties(ranked: list[tuple[Candidate, float]], limit: int) -> list[tuple[Candidate, float]]:
+    """The first `limit` of a ranking and every candidate scoring as the last of them: ties at the cut
+    are settled by what the candidates hold (`tie_order`), not by where the ranking found them."""
+    if len(ranked) <= limit:
+        return ranked
+    last = ranked[limit - 1][1]
+    return ranked[:limit] + [cs for cs in ranked[limit:] if cs[1] == last]
 
 
 def as_one_pool(candidates: Sequence[Candidate], k: int) -> list[Candidate]:
@@ -58,8 +78,8 @@ def as_one_pool(candidates: Sequence[Candidate], k: int) -> list[Candidate]:
 
 def _top_keys(candidates: Sequence[Candidate], scores: Sequence[float], k: int) -> set[tuple[str, str]]:
     pairs = zip(candidates, scores, strict=True)
-    ranked = sorted(pairs, key=lambda cs: (-cs[1], cs[0].database, cs[0].chunk_id))
-    return {c.key for c, _ in ranked[:k]}
+    ranked = sorted(pairs, key=lambda cs: (-cs[1], *tie_order(cs[0])))
+    return {c.key for c, _ in through_ties(ranked, k)}  # as one database's top k, ties and all
 
 
 def _convex(candidates: Sequence[Candidate], w: float) -> list[tuple[Candidate, float]]:

@@ -63,10 +63,14 @@ def test_a_chunk_found_by_one_signal_scores_zero_on_the_other() -> None:
     assert _scores(found, search_type="fts") == {"text-only": 3.0}
 
 
-def test_equal_scores_rank_by_database_then_chunk_id_so_a_ranking_is_stable() -> None:
-    found = [_cand("b", "x", 0.5, by_vector=True), _cand("a", "y", 0.5), _cand("a", "x", 0.5)]
+def test_equal_scores_rank_by_what_a_chunk_holds_not_by_the_database_holding_it() -> None:
+    # Text first (the same chunk ranks alike in any database of a set); only identical copies fall back
+    # to the database, then the id.
+    found = [_cand("b", "x", 0.5, by_vector=True), _cand("a", "y", 0.5), _cand("c", "w", 0.5)]
+    found.append(_cand("a", "x", 0.5))
     assert [(c.database, c.chunk_id) for c, _ in fuse(found, search_type="vector")] == [
+        ("c", "w"),
         ("a", "x"),
-        ("a", "y"),
         ("b", "x"),
+        ("a", "y"),
     ]
