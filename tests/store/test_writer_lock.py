@@ -35,7 +35,6 @@ _WRITER = textwrap.dedent(
     from haiku_cli.store.writer_lock import WaitPolicy
     from haiku_cli.store.document_writes import write_documents
     from tests.store.test_document_writes import _write
-from tests.support.timing import slowness
 
     path, fail, *texts = sys.argv[1:]
     options = json.loads(os.environ.get("TEST_STORAGE_OPTIONS", "{}"))
