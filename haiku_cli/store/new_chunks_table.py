@@ -66,7 +66,10 @@ class NewChunksTable:
             self.live = True
             db.chunks = self.table
             note(WriteOutcome(db.name, stored=True, documents=0, chunks=self.rows))
-            if live not in tagged_chunk_tables(db):  # a tag reads it: it goes with the tag's deletion
+        if live not in tagged_chunk_tables(db):  # a tag reads it: it goes with the tag's deletion
+            # The rebuild is stored: failing to drop the old table must not report it as not rebuilt. A
+            # table left here is a stray that the next vacuum or rebuild drops (drop_stray_chunk_tables).
+            with suppress(Exception):
                 db.conn.drop_table(live)
         after_write(db)
 

@@ -45,7 +45,9 @@ def drop_stray_chunk_tables(db: Database) -> list[str]:
     stray = [
         name
         for name in table_names(db.conn)
-        if name.startswith(f"{schema.CHUNKS}_") and name != live and name not in kept
+        if (name == schema.CHUNKS or name.startswith(f"{schema.CHUNKS}_"))
+        and name != live
+        and name not in kept
     ]
     for name in stray:
         db.conn.drop_table(name)
