@@ -46,6 +46,8 @@ from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
 
+from haiku_cli.store.export_names import ExportCache
+
 # Packages whose `__init__` is not needed for LanceDB to open local or object-storage databases.
 DEFERRED_PACKAGES = ("lance_namespace_urllib3_client",)
 # Modules whose names are handed out as stand-ins until first used (parents before children).
@@ -225,17 +227,18 @@ def _locate(name: str) -> ModuleSpec | None:
     return importlib.machinery.PathFinder.find_spec(name, list(locations))
 
 
-def _defer(name: str, stand_ins: bool = False) -> bool:
-    """Register module `name` un-executed; False (and nothing changed) when that is not possible."""
+def _defer(name: str, stand_ins: ExportCache | None = None) -> bool:
+    """Register module `name` un-executed, with stand-ins for its names when given where they are kept;
+    False (and nothing changed) when that is not possible."""
     if name in sys.modules:
         return False
     try:
         spec = _locate(name)
         if spec is None or spec.loader is None or spec.origin is None:
             return False
-        if not stand_ins and spec.submodule_search_locations is None:
+        if stand_ins is None and spec.submodule_search_locations is None:
             return False
-        exports = _exports(spec) if stand_ins else {}
+        exports = {} if stand_ins is None else stand_ins.names(name, spec.origin, lambda: _exports(spec))
     except (ImportError, ValueError, OSError, SyntaxError, AttributeError):
         return False
     module = importlib.util.module_from_spec(spec)
@@ -293,7 +296,10 @@ def import_deferring(module: str, packages: Sequence[str], stand_ins: Sequence[s
         deferred = []
         if deferral_enabled():
             deferred += [name for name in packages if _defer(name)]
-            deferred += [name for name in stand_ins if _defer(name, stand_ins=True)]
+            if stand_ins:
+                kept = ExportCache()
+                deferred += [name for name in stand_ins if _defer(name, kept)]
+                kept.save()
         try:
             imported = importlib.import_module(module)
         except Exception:
