@@ -179,15 +179,22 @@ def against_qmd(found: dict) -> str:
         f"{fresh['cpu_p50_s'] / qmd['cpu_p50_s']:.2f}x its CPU. {installed}."
     )
     editable = rows.get(f"{FTS_ROW}, fresh process, editable install")
+    compiles = (
+        "; with PYTHONDONTWRITEBYTECODE=1, as here, each run compiles haiku's modules from source"
+        if found.get("dont_write_bytecode")
+        else ""
+    )
     if editable is not None:
         text += (
-            f" The same checkout as an editable install (`pip install -e .`, as a developer runs it; "
-            f"each run compiles haiku's modules when bytecode is not written): "
+            " The same checkout as an editable install (`pip install -e .`, as a developer runs it"
+            f"{compiles}): "
             f"{editable['cpu_p50_s'] / qmd['cpu_p50_s']:.2f}x qmd's CPU."
         )
     return (
-        text + " qmd is the npm package `@tobilu/qmd`, run by `bun` (`npm i @tobilu/qmd bun`); QMD is "
-        "its `qmd` binary."
+        text
+        + " VENV: a virtualenv the script makes (or reuses, reinstalling haiku from the checkout). qmd is "
+        "the npm package `@tobilu/qmd`, run by `bun` (`npm i @tobilu/qmd bun`, its `node_modules/.bin` on "
+        "PATH)."
     )
 
 
@@ -262,6 +269,7 @@ def run() -> dict:
         "docs": args.docs,
         "query": QUERY,
         "installed": bool(args.install),
+        "dont_write_bytecode": bool(os.environ.get("PYTHONDONTWRITEBYTECODE")),
         "loadavg_1min": [round(x, 2) for x in loads],
         "cpus": os.cpu_count(),
         "rows": {
