@@ -74,6 +74,8 @@ class FileHandler(Protocol):
 
 FileCalls = frozenset[str]
 HostFunction = Callable[..., Awaitable[Any] | Any]
+HostNotes = Callable[[], list[str]]
+"""What the host functions have to say about the calls of the execution that just ran (taken once)."""
 
 
 class Sandbox:
@@ -86,8 +88,10 @@ class Sandbox:
         functions: Mapping[str, HostFunction],
         files: FileHandler | None = None,
         file_calls: FileCalls = frozenset(),
+        host_notes: HostNotes | None = None,
     ) -> None:
         self._pool = pool
+        self._host_notes = host_notes
         self._settings = settings
         self._functions = dict(functions)
         self._files = files
@@ -156,6 +160,8 @@ class Sandbox:
             # The pool refusing to go on (e.g. a finished checkout): start again from a clean worker.
             await self._discard()
             notes.append(f"the sandbox stopped ({exc}) and was restarted; {_GONE}")
+        # Executions run one at a time: what the host has to say now is about this one's calls.
+        notes += [f"[haiku] {note}" for note in (self._host_notes() if self._host_notes else [])]
         stderr = capture.text("stderr") + "".join(n.rstrip("\n") + "\n" for n in notes)
         return Execution(code=code, stdout=capture.text("stdout"), stderr=stderr, ok=ok)
 
@@ -295,6 +301,7 @@ async def open_sandbox(
     functions: Mapping[str, HostFunction],
     files: FileHandler | None = None,
     file_calls: FileCalls = frozenset(),
+    host_notes: HostNotes | None = None,
 ) -> AsyncIterator[Sandbox]:
     """Start a worker pool and yield one sandbox over it; everything is shut down on exit."""
     pool = AsyncMonty(
@@ -303,7 +310,7 @@ async def open_sandbox(
         request_timeout=settings.timeout_seconds + BACKSTOP_SECONDS,
     )
     async with pool:
-        sandbox = Sandbox(pool, settings, functions, files, file_calls)
+        sandbox = Sandbox(pool, settings, functions, files, file_calls, host_notes)
         try:
             yield sandbox
         finally:
