@@ -245,12 +245,12 @@ def stale_by_source(db: Database, states: Sequence[FileState]) -> dict[str, Stal
     return counts
 
 
-Family = dict[str, dict[str, str]]
+_Family = dict[str, dict[str, str]]
 """A file's uri -> the documents read out of it (`stored_parts`): each one's uri -> its id."""
 
 
 def _looked_at(
-    db: Database, states: Sequence[FileState], parts: Family | None = None
+    db: Database, states: Sequence[FileState], parts: _Family | None = None
 ) -> list[tuple[FileState, dict[str, Freshness]]]:
     """Each state's documents as their file is now, by id: the file's own and those read out of it.
 
