@@ -84,3 +84,14 @@ def test_a_mailbox_message_past_a_bound_is_named_in_the_note(tmp_path: Path) -> 
     doc = convert_file(path)
     assert [child.title for child in doc.children] == ["Fine", "Dolls"]
     assert any(n.startswith(f"{path}#message/2: 1 part(s) nested more than") for n in doc.notes)
+
+
+def test_a_multipart_without_a_boundary_is_named_in_the_note(tmp_path: Path) -> None:
+    path = tmp_path / "unsplit.eml"
+    path.write_bytes(
+        b"Subject: No boundary\r\nFrom: ada@example.com\r\nContent-Type: multipart/mixed\r\n\r\n"
+        b"--x\r\nContent-Type: text/plain\r\n\r\nUnreachable.\r\n--x--\r\n"
+    )
+    doc = convert_file(path)  # its content was left out without a word
+    assert doc.title == "No boundary"
+    assert f"{path}: 1 multipart part(s) without a boundary; left out unread" in doc.notes

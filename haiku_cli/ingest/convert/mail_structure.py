@@ -33,6 +33,7 @@ class Unread:
     parts_left: int = MAX_PARTS
     over_parts: int = 0  # parts beyond MAX_PARTS
     too_deep: int = 0  # parts nested deeper than MAX_NESTING
+    unsplit: int = 0  # multiparts without a boundary to split them at
 
     def notes(self, label: str) -> list[str]:
         said = []
@@ -40,6 +41,8 @@ class Unread:
             said.append(
                 f"{label}: {self.too_deep} part(s) nested more than {MAX_NESTING} deep; left out unread"
             )
+        if self.unsplit:
+            said.append(f"{label}: {self.unsplit} multipart part(s) without a boundary; left out unread")
         if self.over_parts:
             said.append(f"{label}: {self.over_parts} part(s) beyond the first {MAX_PARTS}; left out unread")
         return said
@@ -86,6 +89,8 @@ def _read_body(
     if maintype != "multipart":
         return
     boundary = message.get_boundary()
+    if not boundary:
+        unread.unsplit += 1
     parts: list[Any] = []  # EmailMessages; typeshed's set_payload wants the base Message's list
     for text in _split(body, boundary) if boundary else ():
         if unread.parts_left <= 0:
