@@ -23,6 +23,9 @@ the first round of every kind and database (warm), peak, final, and the slope ov
 
     python benchmarks/server_memory.py [--work DIR] [--chunks 50000] [--databases 4] [--searches 1000]
         [--rounds 5 (0: no start-up part)] [--max-open N] [--out FILE]
+
+`--searches 0` measures start-up alone (its table then holds only the start-up rows: write it elsewhere
+with HAIKU_BENCH_RESULTS for a trial).
 """
 
 from __future__ import annotations
@@ -259,7 +262,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/haiku-server-memory"))
     parser.add_argument("--chunks", type=int, default=50_000)
     parser.add_argument("--databases", type=int, default=4)
-    parser.add_argument("--searches", type=int, default=1000)
+    parser.add_argument("--searches", type=int, default=1000, help="0: no memory part")
     parser.add_argument("--every", type=int, default=20, help="sample RSS every N searches")
     parser.add_argument("--rounds", type=int, default=5, help="start-up measurements of each kind")
     parser.add_argument("--max-open", type=int, action="append", default=[], help="repeatable")
@@ -315,10 +318,12 @@ def run(args: argparse.Namespace) -> dict:
         env = {**base, "HAIKU_CONFIG": str(write_config(Path(tmp) / "haiku.toml", url, paths, None))}
         if args.rounds:
             report["startup"] = startup(env, queries[0], args.rounds)
-        report["memory"] = {
-            "default": memory(env, [p.stem for p in paths], queries, args.searches, args.every)
-        }
-        for n in args.max_open:
+        report["memory"] = {}
+        if args.searches:
+            report["memory"]["default"] = memory(
+                env, [p.stem for p in paths], queries, args.searches, args.every
+            )
+        for n in args.max_open if args.searches else []:
             capped = write_config(Path(tmp) / f"capped{n}.toml", url, paths, n)
             report["memory"][f"max_open_databases={n}"] = memory(
                 {**base, "HAIKU_CONFIG": str(capped)},

@@ -11,13 +11,13 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from haiku_cli.agents.model_names import checked_model_name
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import HaikuError, InputError
 from haiku_cli.mcp_server.tools import ServerScope
 from haiku_cli.mcp_server.transport import accepted_names, announced, listen
 from haiku_cli.web.guard import Guard
-from haiku_cli.web.model import serving_model
 from haiku_cli.web.welcome import welcome
 
 if TYPE_CHECKING:
@@ -42,7 +42,13 @@ class WebApp:
     """What `haiku serve` serves: its databases (the server's whole world) and the conversation agent."""
 
     def __init__(
-        self, ws: Workspace, selection: Selection, model: Model, *, analysis: bool, not_created: Sequence[str]
+        self,
+        ws: Workspace,
+        selection: Selection,
+        model: str | Model,
+        *,
+        analysis: bool,
+        not_created: Sequence[str],
     ) -> None:
         self.scope = ServerScope(ws, selection, model)
         self.model = model
@@ -60,10 +66,12 @@ class WebApp:
 
     @cached_property
     def conversations(self) -> Conversations:
-        """The agent every question runs."""
+        """The agent every question runs, with the model built for it (pydantic-ai loads here)."""
+        from haiku_cli.web.model import serving_model
         from haiku_cli.web.runs import Conversations
 
-        return Conversations(self.scope.ws, self.sources, self.model, analysis=self.analysis)
+        model = serving_model(self.scope.ws.settings.model, self.model)
+        return Conversations(self.scope.ws, self.sources, model, analysis=self.analysis)
 
     @classmethod
     async def open(
@@ -74,7 +82,10 @@ class WebApp:
         served anyway: the first question gets the reason. A local database nothing was added to yet is
         left out (and named), as `search` does.
         """
-        chosen = serving_model(ws.settings.model, model)
+        # A ready model as given; a model string checked by name, without loading pydantic-ai.
+        chosen = (
+            checked_model_name(ws.settings.model, model) if model is None or isinstance(model, str) else model
+        )
         searched, not_created = await ws.check_served(selection)
         return cls(ws, searched, chosen, analysis=analysis, not_created=not_created)
 
