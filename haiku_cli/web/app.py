@@ -11,6 +11,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
+import anyio.to_thread
+
 from haiku_cli.agents.model_names import checked_model_name
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
@@ -54,6 +57,7 @@ class WebApp:
         self.model = model
         self.analysis = analysis
         self.not_created = list(not_created)
+        self._building = anyio.Lock()
 
     # The agent and its capabilities are built for the first request that needs them, not at start: a
     # server takes its first request after little more than a cold search's work.
@@ -72,6 +76,14 @@ class WebApp:
 
         model = serving_model(self.scope.ws.settings.model, self.model)
         return Conversations(self.scope.ws, self.sources, model, analysis=self.analysis)
+
+    async def ready_conversations(self) -> Conversations:
+        """`conversations`, built in a worker thread the first time (loading pydantic-ai takes a while),
+        so the page's other requests are answered meanwhile."""
+        async with self._building:
+            if "conversations" not in self.__dict__:
+                await anyio.to_thread.run_sync(lambda: self.conversations)
+        return self.conversations
 
     @classmethod
     async def open(
@@ -94,7 +106,7 @@ class WebApp:
         what its first view shows (counts, example questions)."""
         return {
             "databases": [source.model_dump(mode="json") for source in self.sources],
-            "state_keys": self.conversations.state_keys,
+            "state_keys": (await self.ready_conversations()).state_keys,
             "analysis": self.analysis,
             "not_created": self.not_created,
             "welcome": await welcome(self.scope),
@@ -110,7 +122,7 @@ class WebApp:
             return JSONResponse(await self.info())
 
         async def agui(request: Request) -> Response:
-            return await self.conversations.respond(request)
+            return await (await self.ready_conversations()).respond(request)
 
         async def document(request: Request) -> Response:
             found = await self.scope.get_document(_param(request, "database"), _param(request, "document"))
