@@ -10,9 +10,11 @@ from its start until it has answered its first request:
 - a cold `haiku search --type fts` (HAIKU_NO_DAEMON=1): the whole command;
 - `haiku serve --port 0`: until `GET /` (the page) is answered;
 - `haiku mcp --http --port 0`: until an `initialize` POST is answered;
-- `haiku mcp` on stdio: until its answer to `tools/list` (after `initialize`);
+- `haiku mcp` on stdio: until its answer to `tools/list` (after `initialize`), without a model and with
+  one configured (`HAIKU_MODEL`: its `ask` and `analyze` tools listed too);
 - and, as the floors no server of them can go below, a process importing the MCP SDK alone, and one
-  importing pydantic-ai alone (`haiku serve` checks its model string with it before serving).
+  importing pydantic-ai alone (which no server loads before its first question: `haiku serve` checks
+  its model string against haiku's table of pydantic-ai's providers).
 
 Memory: one `haiku mcp` on stdio, every database in scope, driven by the MCP SDK's client: `--searches`
 `search` calls, round-robin over fts, vector and hybrid and over each database alone and all of them
@@ -173,6 +175,10 @@ def startup(env: dict[str, str], query: str, rounds: int) -> dict:
             lambda url: httpx.post(url, json=INITIALIZE, headers=mcp_post),
         ),
         "mcp stdio, tools/list": lambda: first_stdio(env),
+        # With a model, `ask` and `analyze` are listed too; pydantic-ai loads with the first question.
+        "mcp stdio with a model, tools/list": lambda: first_stdio(
+            {**env, "HAIKU_MODEL": "openai-chat:bench"}
+        ),
         # What no server can go below: importing the packages its first answer needs.
         "MCP SDK import alone": lambda: whole([sys.executable, "-c", "import mcp.server.mcpserver"], env),
         "pydantic-ai import alone": lambda: whole([sys.executable, "-c", "import pydantic_ai"], env),
