@@ -1,4 +1,4 @@
-"""One question, one run: the agent both `ask` and `analyze` build, and the result they share."""
+"""One question, one run: the agent both `ask` and `analyze` build, and how its result is collected."""
 
 from __future__ import annotations
 
