@@ -17,7 +17,6 @@ from functools import partial
 from typing import Any, Protocol
 
 import anyio
-from pydantic import BaseModel
 from pydantic_monty import (
     AsyncFunctionSnapshot,
     AsyncMonty,
@@ -35,6 +34,7 @@ from haiku_cli.config.settings import SandboxSettings
 from haiku_cli.errors import DatabaseError, HaikuError, InputError
 from haiku_cli.sandbox.bounds import check_result_size
 from haiku_cli.sandbox.capture import Capture, clip, clip_head
+from haiku_cli.sandbox.execution import Execution
 
 # Host calls, file reads included, count against this budget; it is per checkout and cannot be
 # switched off, so it is set far beyond what a time-limited program can use.
@@ -44,26 +44,6 @@ BACKSTOP_SECONDS = 10.0
 _ENV_CALLS = frozenset({"os.getenv", "os.environ"})
 # pydantic-monty's words for a program stopped by a limit; the last is a worker killed for its memory use.
 _LIMIT_MESSAGES = ("time limit exceeded", "memory limit exceeded", "exceeded its memory limit")
-
-
-class Execution(BaseModel):
-    """One program the model ran, with what it printed and whether it finished without error."""
-
-    code: str
-    stdout: str
-    stderr: str
-    ok: bool
-
-    def for_model(self) -> str:
-        """The tool result the model reads."""
-        parts = ["ok" if self.ok else "error"]
-        if self.stdout:
-            parts.append(f"stdout:\n{self.stdout.rstrip()}")
-        if self.stderr:
-            parts.append(f"stderr:\n{self.stderr.rstrip()}")
-        if self.ok and not self.stdout:
-            parts.append("(no output: print() what you want to see)")
-        return "\n".join(parts)
 
 
 class FileHandler(Protocol):
