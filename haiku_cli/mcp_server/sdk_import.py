@@ -1,0 +1,105 @@
+"""Importing the MCP SDK without what a stdio server never needs before its first answer.
+
+`import mcp.server.mcpserver` defines ~550 pydantic models (every message of every protocol era, for
+client and server) and imports the whole HTTP stack (starlette, uvicorn, sse-starlette, httpx2, OAuth,
+OpenTelemetry) and the client, even for a server on stdio: together more CPU than a whole cold
+`haiku search`. So, while the SDK is imported here:
+
+- pydantic builds no model's validator and serializer (`defer_build`): each is built on its first use,
+  as pydantic does for any model configured so; a stdio server's first answers use a few dozen;
+- for a server on stdio, the HTTP stack, the OAuth parts and the client are registered un-executed, by
+  the same mechanism as LanceDB's unused parts (`haiku_cli.store.lance_import.import_deferring`): a
+  name the SDK takes from them is a stand-in that imports the module on first use. Not for `--http`:
+  the SDK uses some of their constants as default arguments, which must be the real values.
+
+Nothing else changes, and a release importing differently still works: at worst a stand-in is resolved
+at once and the import costs what it did. If the import fails with modules deferred, it is retried the
+ordinary way. `HAIKU_MCP_IMPORT=plain` turns all of this off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import sys
+from collections.abc import Iterator
+from types import ModuleType
+
+from haiku_cli.errors import InputError
+from haiku_cli.store.lance_import import import_deferring
+
+SERVER_MODULE = "mcp.server.mcpserver"
+SWITCH = "HAIKU_MCP_IMPORT"
+MISSING_SDK = (
+    "haiku mcp needs the MCP SDK: install it with pip install 'mcp>=2.3,<3' "
+    "(or pip install '.[mcp]' in haiku's checkout)"
+)
+
+# Modules whose names are handed out as stand-ins until first used (parents before children). The
+# stdio server never needs them: HTTP serving, OAuth, tracing, the client side.
+STAND_IN_MODULES = (
+    "starlette.applications",
+    "starlette.middleware",
+    "starlette.middleware.authentication",
+    "starlette.routing",
+    "sse_starlette",
+    "httpx2",
+    "uvicorn",
+    "mcp.server._otel",
+    "mcp.server.auth.middleware.auth_context",
+    "mcp.server.auth.middleware.bearer_auth",
+    "mcp.server.auth.provider",
+    "mcp.server.auth.routes",
+    "mcp.server.sse",
+    "mcp.server.streamable_http_manager",
+    "mcp.client",
+    "mcp.client.client",
+    "mcp.client.session",
+    "mcp.client.session_group",
+    "mcp.client.stdio",
+)
+
+
+def deferral_enabled() -> bool:
+    """Whether the deferral is on (`HAIKU_MCP_IMPORT=plain` turns it off)."""
+    return os.environ.get(SWITCH, "").strip().lower() != "plain"
+
+
+@contextlib.contextmanager
+def deferred_model_builds() -> Iterator[None]:
+    """While in this block, pydantic models defined without a `defer_build` setting defer their build.
+
+    A no-op when pydantic keeps its defaults elsewhere than this release does.
+    """
+    try:
+        from pydantic._internal import _config
+    except ImportError:
+        yield
+        return
+    defaults = getattr(_config, "config_defaults", None)
+    if not isinstance(defaults, dict) or defaults.get("defer_build") is not False:
+        yield
+        return
+    defaults["defer_build"] = True
+    try:
+        yield
+    finally:
+        defaults["defer_build"] = False
+
+
+def import_sdk(stdio_only: bool = False) -> ModuleType:
+    """The SDK's `mcp.server.mcpserver`, its models built on first use; without its HTTP and client
+    parts when the process serves `stdio_only` (see the module's text)."""
+    if SERVER_MODULE in sys.modules or not deferral_enabled():
+        return importlib.import_module(SERVER_MODULE)
+    with deferred_model_builds():
+        return import_deferring(SERVER_MODULE, (), STAND_IN_MODULES if stdio_only else ())
+
+
+def require_sdk(stdio_only: bool = False) -> None:
+    """Import the SDK (see `import_sdk`); one line naming the extra when it (version 2) is not installed."""
+    try:
+        import_sdk(stdio_only)
+    except ImportError as exc:
+        raise InputError(MISSING_SDK) from exc
