@@ -46,18 +46,12 @@ STAND_IN_MODULES = (
     "sse_starlette",
     "httpx2",
     "uvicorn",
-    "mcp.server._otel",
-    "mcp.server.auth.middleware.auth_context",
-    "mcp.server.auth.middleware.bearer_auth",
-    "mcp.server.auth.provider",
     "mcp.server.auth.routes",
     "mcp.server.sse",
-    "mcp.server.streamable_http_manager",
     "mcp.client",
     "mcp.client.client",
     "mcp.client.session",
     "mcp.client.session_group",
-    "mcp.client.stdio",
 )
 
 
