@@ -57,8 +57,8 @@ def mcp(
     """
     from haiku_cli.mcp_server.sdk_import import require_sdk
 
-    # First: the SDK imported for stdio alone is cheaper (and a missing SDK is named before anything).
-    require_sdk(stdio_only=not http)
+    # First: the SDK imported for one transport is cheaper (and a missing SDK is named before anything).
+    require_sdk("http" if http else "stdio")
     from haiku_cli import api
     from haiku_cli.mcp_server.tools import ServerScope
     from haiku_cli.mcp_server.transport import is_loopback, serve

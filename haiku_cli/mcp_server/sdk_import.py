@@ -1,4 +1,4 @@
-"""Importing the MCP SDK without what a stdio server never needs before its first answer.
+"""Importing the MCP SDK without what `haiku mcp` never needs before its first answer.
 
 `import mcp.server.mcpserver` defines ~550 pydantic models (every message of every protocol era, for
 client and server) and imports the whole HTTP stack (starlette, uvicorn, sse-starlette, httpx2, OAuth,
@@ -7,10 +7,11 @@ OpenTelemetry) and the client, even for a server on stdio: together more CPU tha
 
 - pydantic builds no model's validator and serializer (`defer_build`): each is built on its first use,
   as pydantic does for any model configured so; a stdio server's first answers use a few dozen;
-- for a server on stdio, the HTTP stack, the OAuth parts and the client are registered un-executed, by
-  the same mechanism as LanceDB's unused parts (`haiku_cli.store.lance_import.import_deferring`): a
-  name the SDK takes from them is a stand-in that imports the module on first use. Not for `--http`:
-  the SDK uses some of their constants as default arguments, which must be the real values.
+- for `haiku mcp`, the parts its server never runs (the client, fetching URLs, the legacy SSE transport,
+  OAuth routes) and, on stdio, the HTTP stack are registered un-executed, by the same mechanism as
+  LanceDB's unused parts (`haiku_cli.store.lance_import.import_deferring`): a name the SDK takes from
+  them is a stand-in that imports the module on first use. Only modules whose names the SDK takes as
+  classes or functions: a stand-in for a constant would be a wrong default value (a test holds this).
 
 Nothing else changes, and a release importing differently still works: at worst a stand-in is resolved
 at once and the import costs what it did. If the import fails with modules deferred, it is retried the
@@ -25,33 +26,38 @@ import os
 import sys
 from collections.abc import Iterator
 from types import ModuleType
+from typing import Literal
 
 from haiku_cli.errors import InputError
 from haiku_cli.store.lance_import import import_deferring
 
 SERVER_MODULE = "mcp.server.mcpserver"
 SWITCH = "HAIKU_MCP_IMPORT"
+Serving = Literal["stdio", "http"]
 MISSING_SDK = (
     "haiku mcp needs the MCP SDK: install it with pip install 'mcp>=2.3,<3' "
     "(or pip install '.[mcp]' in haiku's checkout)"
 )
 
-# Modules whose names are handed out as stand-ins until first used (parents before children). The
-# stdio server never needs them: HTTP serving, OAuth, tracing, the client side.
-STAND_IN_MODULES = (
-    "starlette.applications",
-    "starlette.middleware",
-    "starlette.middleware.authentication",
-    "starlette.routing",
-    "sse_starlette",
+# Modules whose names are handed out as stand-ins until first used (parents before children): those no
+# server of haiku's needs (the client side, fetching URLs, the legacy SSE transport, OAuth routes)...
+UNSERVED_MODULES = (
     "httpx2",
-    "uvicorn",
     "mcp.server.auth.routes",
     "mcp.server.sse",
     "mcp.client",
     "mcp.client.client",
     "mcp.client.session",
     "mcp.client.session_group",
+)
+# ...and those a server on stdio never needs: serving HTTP.
+HTTP_MODULES = (
+    "starlette.applications",
+    "starlette.middleware",
+    "starlette.middleware.authentication",
+    "starlette.routing",
+    "sse_starlette",
+    "uvicorn",
 )
 
 
@@ -82,18 +88,19 @@ def deferred_model_builds() -> Iterator[None]:
         defaults["defer_build"] = False
 
 
-def import_sdk(stdio_only: bool = False) -> ModuleType:
-    """The SDK's `mcp.server.mcpserver`, its models built on first use; without its HTTP and client
-    parts when the process serves `stdio_only` (see the module's text)."""
+def import_sdk(serving: Serving | None = None) -> ModuleType:
+    """The SDK's `mcp.server.mcpserver`, its models built on first use; without the parts a server
+    `serving` stdio or HTTP never runs (see the module's text). Called before anything imports the SDK."""
     if SERVER_MODULE in sys.modules or not deferral_enabled():
         return importlib.import_module(SERVER_MODULE)
+    unused = {None: (), "http": UNSERVED_MODULES, "stdio": HTTP_MODULES + UNSERVED_MODULES}[serving]
     with deferred_model_builds():
-        return import_deferring(SERVER_MODULE, (), STAND_IN_MODULES if stdio_only else ())
+        return import_deferring(SERVER_MODULE, (), unused)
 
 
-def require_sdk(stdio_only: bool = False) -> None:
+def require_sdk(serving: Serving | None = None) -> None:
     """Import the SDK (see `import_sdk`); one line naming the extra when it (version 2) is not installed."""
     try:
-        import_sdk(stdio_only)
+        import_sdk(serving)
     except ImportError as exc:
         raise InputError(MISSING_SDK) from exc

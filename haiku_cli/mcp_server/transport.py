@@ -161,7 +161,7 @@ async def serve(
     # Imported here: `haiku serve` shares this module's listening, and needs none of the MCP SDK.
     from haiku_cli.mcp_server.sdk_import import require_sdk
 
-    require_sdk(stdio_only=not http)  # before `server` imports any of it
+    require_sdk("http" if http else "stdio")  # before `server` imports any of it
     from haiku_cli.mcp_server.server import build_server
 
     server = build_server(scope)

@@ -10,10 +10,11 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
-from haiku_cli.mcp_server.sdk_import import STAND_IN_MODULES
-from tests.mcp_server.conftest import server_env
+from haiku_cli.mcp_server.sdk_import import HTTP_MODULES, UNSERVED_MODULES
+from tests.mcp_server.conftest import START_TIMEOUT, server_env
 
 _SERVE_THEN_LIST = """
 import json, runpy, sys
@@ -47,17 +48,42 @@ _REQUESTS = [
 
 def _serve(tmp_path: Path, corpus: Path, **env: str) -> tuple[dict, list[dict]]:
     listing = tmp_path / "ran.json"
-    script = _SERVE_THEN_LIST.replace("OUT", repr(str(listing))).replace("WATCHED", repr(STAND_IN_MODULES))
-    done = subprocess.run(
+    watched = repr(HTTP_MODULES + UNSERVED_MODULES)
+    script = _SERVE_THEN_LIST.replace("OUT", repr(str(listing))).replace("WATCHED", watched)
+    proc = subprocess.Popen(
         [sys.executable, "-c", script],
-        input="".join(json.dumps(r) + "\n" for r in _REQUESTS),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         env=server_env(corpus, HAIKU_NO_DAEMON="1", **env),
-        capture_output=True,
         text=True,
-        timeout=120,
     )
-    assert done.returncode == 0, done.stderr
-    answers = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    assert proc.stdin is not None and proc.stdout is not None
+    answers: list[dict] = []
+
+    def read_answers() -> None:
+        # Until `tools/list` is answered: closing stdin earlier may cut the server short of answering.
+        for line in proc.stdout:
+            answers.append(json.loads(line))
+            if answers[-1].get("id") == 2:
+                return
+
+    reader = threading.Thread(target=read_answers, daemon=True)
+    reader.start()
+    proc.stdin.write("".join(json.dumps(r) + "\n" for r in _REQUESTS))
+    proc.stdin.flush()
+    reader.join(START_TIMEOUT)
+    proc.stdin.close()
+    try:
+        proc.wait(timeout=START_TIMEOUT)  # its stderr is a few lines: the pipe does not fill
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.stderr is not None
+    assert proc.returncode == 0, proc.stderr.read()
+    proc.stdout.close()
+    proc.stderr.close()
     return json.loads(listing.read_text(encoding="utf-8")), answers
 
 
@@ -81,7 +107,7 @@ _STAND_INS_ARE_CALLABLE = """
 import sys, types
 from haiku_cli.mcp_server.sdk_import import import_sdk
 from haiku_cli.store import lance_import
-import_sdk(stdio_only=True)
+import_sdk("stdio")
 handed_out = [(s._module, s._name, s.resolve()) for s in list(lance_import._stand_ins)]
 # A stand-in for a constant (a number, a string) would be wrong where the SDK uses it as a default value.
 wrong = [f"{m}.{n}" for m, n, v in handed_out if not (callable(v) or isinstance(v, types.ModuleType))]
