@@ -5,8 +5,9 @@ client and server) and imports the whole HTTP stack (starlette, uvicorn, sse-sta
 OpenTelemetry) and the client, even for a server on stdio: together more CPU than a whole cold
 `haiku search`. So, while the SDK is imported here:
 
-- pydantic builds no model's validator and serializer (`defer_build`): each is built on its first use,
-  as pydantic does for any model configured so; a stdio server's first answers use a few dozen;
+- pydantic builds no model's or type adapter's validator and serializer (`defer_build`): each is built on
+  its first use, as pydantic does for any configured so; a server's first answers use a few dozen models
+  and none of the SDK's six module-level adapters over every message of a side;
 - for `haiku mcp`, the parts its server never runs (the client, fetching URLs, the legacy SSE transport,
   OAuth routes) and, on stdio, the HTTP stack are registered un-executed, by the same mechanism as
   LanceDB's unused parts (`haiku_cli.store.lance_import.import_deferring`): a name the SDK takes from
@@ -68,24 +69,33 @@ def deferral_enabled() -> bool:
 
 @contextlib.contextmanager
 def deferred_model_builds() -> Iterator[None]:
-    """While in this block, pydantic models defined without a `defer_build` setting defer their build.
+    """While in this block, pydantic models and type adapters defer their build to their first use.
 
-    A no-op when pydantic keeps its defaults elsewhere than this release does.
+    As `defer_build` in their configuration would; models or adapters configured otherwise keep their
+    setting. A no-op when pydantic keeps its defaults elsewhere than this release does.
     """
     try:
+        from pydantic import TypeAdapter
         from pydantic._internal import _config
     except ImportError:
         yield
         return
     defaults = getattr(_config, "config_defaults", None)
+    adapters = TypeAdapter.__dict__.get("_defer_build")
     if not isinstance(defaults, dict) or defaults.get("defer_build") is not False:
         yield
         return
     defaults["defer_build"] = True
+    if isinstance(adapters, property):
+        # An adapter defers when its configuration says so; a module-level adapter over a union of
+        # models has none, and building it builds every member (the SDK has six over every message).
+        setattr(TypeAdapter, "_defer_build", property(lambda adapter: True))  # noqa: B010
     try:
         yield
     finally:
         defaults["defer_build"] = False
+        if isinstance(adapters, property):
+            setattr(TypeAdapter, "_defer_build", adapters)  # noqa: B010
 
 
 def import_sdk(serving: Serving | None = None) -> ModuleType:

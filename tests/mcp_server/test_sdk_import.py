@@ -27,7 +27,11 @@ import mcp_types
 from haiku_cli.store.lance_import import _DeferredModule
 ran = sorted(m for m in WATCHED if m in sys.modules and not isinstance(sys.modules[m], _DeferredModule))
 with open(OUT, "w") as out:
-    json.dump({"ran": ran, "sampling_model_built": mcp_types.CreateMessageResult.__pydantic_complete__}, out)
+    built = {
+        "sampling_model": mcp_types.CreateMessageResult.__pydantic_complete__,
+        "server_request_adapter": mcp_types._types.server_request_adapter.pydantic_complete,
+    }
+    json.dump({"ran": ran, "built": built}, out)
 """
 
 _REQUESTS = [
@@ -92,14 +96,15 @@ def test_stdio_server_answers_without_the_http_and_client_parts(tmp_path: Path, 
     assert [a.get("id") for a in answers] == [1, 2]
     assert {t["name"] for t in answers[1]["result"]["tools"]} >= {"search", "list_databases"}
     assert found["ran"] == [], f"a stdio server ran {found['ran']} before its first answers"
-    # Models its answers never use are not built (pydantic builds them on first use).
-    assert found["sampling_model_built"] is False
+    # Models and adapters its answers never use are not built (pydantic builds them on first use).
+    assert found["built"] == {"sampling_model": False, "server_request_adapter": False}
 
 
 def test_turning_the_deferral_off_runs_them_and_lists_the_same_tools(tmp_path: Path, corpus: Path) -> None:
     _, deferred_answers = _serve(tmp_path, corpus)
     plain, plain_answers = _serve(tmp_path, corpus, HAIKU_MCP_IMPORT="plain")
-    assert "uvicorn" in plain["ran"] and plain["sampling_model_built"] is True
+    assert "uvicorn" in plain["ran"]
+    assert plain["built"] == {"sampling_model": True, "server_request_adapter": True}
     assert plain_answers[1] == deferred_answers[1]  # tools/list: the same tools and schemas
 
 
