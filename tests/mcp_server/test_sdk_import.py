@@ -121,7 +121,7 @@ print(len(handed_out), wrong)
 
 
 def test_every_stand_in_the_sdk_takes_is_a_class_or_function() -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HAIKU_")}
+    env = {k: v for k, v in os.environ.items() if k == "HAIKU_CACHE_DIR" or not k.startswith("HAIKU_")}
     done = subprocess.run(
         [sys.executable, "-c", _STAND_INS_ARE_CALLABLE], env=env, capture_output=True, text=True, timeout=120
     )
