@@ -34,6 +34,7 @@ from haiku_cli.store.source_tables import (
     DELETE_BATCH,
     FileState,
     file_states,
+    folder_sources,
     has_file_states,
     read_sources,
     states_of_documents,
@@ -297,10 +298,10 @@ def folder_changes(db: Database) -> dict[str, list[str] | None]:
             out[source] = tops
     if not db.may_have_side_table(schema.SOURCES):
         return out
-    for remembered in read_sources(db):
-        local = os.path.isabs(remembered.source)  # a folder on object storage is listed by `sync` only
-        if remembered.kind == "folder" and local and remembered.source not in listed:
-            out[remembered.source] = None
+    for folder in folder_sources(db):
+        # (a folder on object storage is listed by `sync` only)
+        if os.path.isabs(folder) and folder not in listed:
+            out[folder] = None
     return out
 
 
