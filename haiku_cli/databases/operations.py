@@ -336,8 +336,10 @@ async def sync_source(
     scope: Sequence[Path] | None = None,
     progress: reports.Progress | None = None,
     engine: RayEngine | None = None,
+    keep_listing: bool = False,
 ) -> reports.SourceSync:
-    """Sync one remembered source of an open database, holding its writer lock meanwhile (see `sync`)."""
+    """Sync one remembered source of an open database, holding its writer lock meanwhile (see `sync`;
+    `keep_listing`: ingest/sync.py)."""
     from haiku_cli.ingest import sync as syncing
     from haiku_cli.ingest.objects import ObjectStores
 
@@ -358,6 +360,7 @@ async def sync_source(
             scope=scope,
             objects=ObjectStores(ws.settings, db.location.storage_options),
             engine=engine,
+            keep_listing=keep_listing,
         )
 
 

@@ -156,7 +156,7 @@ def _changed_sources(db: Database) -> list[_Changed]:
 async def _sync(ws: Workspace, location: Location, sources: list[_Changed]) -> list[SourceSync]:
     db = await ws.pool.open_one(location, writable=True)
     try:
-        done = [(c, await sync_source(ws, db, c.source, scope=c.scope)) for c in sources]
+        done = [(c, await sync_source(ws, db, c.source, scope=c.scope, keep_listing=True)) for c in sources]
         return [each for c, each in done if not c.listing_only or _worth_a_note(each)]
     finally:
         ws.pool.forget(location)  # readers open again, seeing what the syncs wrote

@@ -50,6 +50,7 @@ async def sync_source(
     scope: Sequence[Path] | None = None,
     objects: ObjectStores | None = None,
     engine: Engine | None = None,
+    keep_listing: bool = False,
 ) -> SourceSync:
     """Bring the documents of one remembered source up to date with it (the caller holds the writer lock).
 
@@ -57,7 +58,9 @@ async def sync_source(
     source are looked at (what a watcher saw change); None: all of it. `objects` reads a source on object
     storage (listed again whole: an object whose size and Last-Modified are those stored is not read).
     With an `engine`, what is to be read is read, chunked and embedded on its cluster (unless it is too
-    little to be worth it), as an add does.
+    little to be worth it), as an add does. A folder's directories are remembered with their times
+    (what `search --sync` looks at) by a sync that writes, or with `keep_listing` by any: otherwise a
+    sync with nothing to change writes nothing.
     """
     reading = Reading(limits or IngestSettings(), objects)
     plan = await anyio.to_thread.run_sync(_plan, db, source, scope, reading)
@@ -66,10 +69,11 @@ async def sync_source(
         result.status, result.error = plan.problem
         return result
     outcomes = list(plan.outcomes)
-    if plan.items or plan.gone or plan.refresh or plan.retimed:
+    wrote = bool(plan.items or plan.gone or plan.refresh or plan.retimed)
+    if wrote:
         ingestor = Ingestor(db, await embedder(), progress)
         outcomes += await _write(db, ingestor, source, plan, reading, engine)
-    if source.kind == "folder" and plan.listed is not None:
+    if source.kind == "folder" and plan.listed is not None and (wrote or keep_listing):
         # After the write: had it failed, the times of the sync before stay, and what moved since is
         # looked at again by the next `search --sync`.
         await anyio.to_thread.run_sync(_remember_listed, db, source, plan.listed, scope)
