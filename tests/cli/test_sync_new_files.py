@@ -41,9 +41,15 @@ def test_a_note_dropped_into_a_remembered_folder_is_found_by_the_next_search_syn
     (notes / "new" / "deeper" / "nested.txt").write_text("A nested kingfisher note.\n", encoding="utf-8")
     (notes / "other.log").write_text("A kingfisher the exclude leaves out.\n", encoding="utf-8")
     (notes / "old" / "gone.txt").unlink()
+    (listed,) = json.loads(cli("sources", "--json").stdout)["sources"]
+    assert (listed["dirs_changed"], listed["missing"]) == (2, 1)  # the folder itself, and old/
+    shown = cli("sources")
+    assert "dirs changed" in shown.stdout and "haiku sync -d default" in shown.stderr
     hits, said = _found(cli, "kingfisher")
     assert hits == {"fresh.txt", "nested.txt"}
     assert said == [f"synced {notes} [default]: 2 added, 1 deleted"]
+    (listed,) = json.loads(cli("sources", "--json").stdout)["sources"]
+    assert (listed["documents"], listed["dirs_changed"], listed["missing"]) == (3, 0, 0)
 
     _settle(notes)
     assert _found(cli, "kingfisher")[1] == []  # times moved, nothing new: looked at, nothing said
