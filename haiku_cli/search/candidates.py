@@ -111,8 +111,8 @@ class Candidate:
     # Where it stands in its document (SPAN_FIELDS, by name); empty for an older layout's row.
     span: dict[str, int | None] = field(default_factory=dict)
     # Only when asked for, what set-wide BM25 counts terms in: the stored terms of its search text
-    # (schema version 4), else the text itself, to analyse.
-    search_terms: list[str] | None = None
+    # (schema version 4, as stored: separated by single spaces), else the text itself, to analyse.
+    search_terms: str | None = None
     search_text: str = ""
     similarity: float | None = None
     bm25: float | None = None
@@ -227,7 +227,7 @@ class CandidateQuery:
             cand = found.get(new.chunk_id) or new
             cand.bm25 = float(score)
             if stored:
-                cand.search_terms = (search_text or "").split()  # written with every row (or by vacuum)
+                cand.search_terms = search_text or ""  # written with every row (or by vacuum)
             else:
                 cand.search_text = search_text or ""
             if cand.similarity is None:
