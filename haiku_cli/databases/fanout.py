@@ -282,8 +282,10 @@ async def _hydrate(
             doc = docs[cand.database].get(cand.document_id)
             uri, title, metadata = (doc.uri, doc.title, doc.metadata) if doc else (None, None, {})
         check = checks.get((cand.database, cand.document_id), UNCHECKED)
+        # Built without validation: every field comes typed from the store or from the ranking above
+        # (validating ten hits cost as much as ranking them).
         hits.append(
-            SearchHit(
+            SearchHit.model_construct(
                 database=cand.database,
                 document_id=cand.document_id,
                 chunk_id=cand.chunk_id,

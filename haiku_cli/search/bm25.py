@@ -122,12 +122,21 @@ def term_counts(texts: Sequence[str], terms: Sequence[str]) -> tuple[np.ndarray,
     terms separated by single spaces (as stored), none holding a space.
 
     Counted in the strings themselves: splitting a search's hundreds of candidates into lists cost more
-    than the rest of the rescoring."""
+    than the rest of the rescoring. A term between spaces is counted once per place, except where it
+    repeats side by side (the two share a space): those few texts are split."""
     patterns = [f" {t} " for t in terms]
-    spaced = [f" {text.replace(' ', '  ')} " for text in texts]  # a space each side of every term
-    counts = np.array([[s.count(p) for p in patterns] for s in spaced], dtype=np.float64)
+    repeats = [f"{t} {t}" for t in terms]
+    rows = []
+    for text in texts:
+        spaced = f" {text} "
+        row = [spaced.count(p) for p in patterns]
+        for j, twice in enumerate(repeats):
+            if row[j] and twice in text:
+                row[j] = text.split(" ").count(terms[j])
+        rows.append(row)
+    counts = np.array(rows, dtype=np.float64).reshape(len(texts), len(terms))
     lengths = np.array([text.count(" ") + 1 if text else 0 for text in texts], dtype=np.float64)
-    return lengths, counts.reshape(len(texts), len(terms))
+    return lengths, counts
 
 
 async def query_terms(reads: Reads, db: Database, query: str) -> QueryTerms:
