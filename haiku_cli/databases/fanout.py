@@ -6,7 +6,7 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -284,22 +284,21 @@ async def _hydrate(
         check = checks.get((cand.database, cand.document_id), UNCHECKED)
         # Built without validation: every field comes typed from the store or from the ranking above
         # (validating ten hits cost as much as ranking them).
-        hits.append(
-            SearchHit.model_construct(
-                database=cand.database,
-                document_id=cand.document_id,
-                chunk_id=cand.chunk_id,
-                content=cand.text,
-                score=round(float(score), 6),
-                rank=rank,
-                heading_path=cand.heading_path,
-                pages=cand.pages,
-                document_uri=uri,
-                document_title=title,
-                metadata=metadata,
-                source_state=check.shown,
-                source_note=check.note,
-                **cand.span,
-            )
-        )
+        shown: dict[str, Any] = {
+            "database": cand.database,
+            "document_id": cand.document_id,
+            "chunk_id": cand.chunk_id,
+            "content": cand.text,
+            "score": round(float(score), 6),
+            "rank": rank,
+            "heading_path": cand.heading_path,
+            "pages": cand.pages,
+            "document_uri": uri,
+            "document_title": title,
+            "metadata": metadata,
+            "source_state": check.shown,
+            "source_note": check.note,
+            **cand.span,
+        }
+        hits.append(SearchHit.model_construct(**shown))
     return hits

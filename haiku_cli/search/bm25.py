@@ -39,6 +39,14 @@ class TermStats:
         frequency = self.frequency + other.frequency
         return TermStats(self.chunks + other.chunks, self.tokens + other.tokens, frequency)
 
+    @staticmethod
+    def total(parts: Sequence[TermStats]) -> TermStats:
+        """The statistics of the parts together (one count per term, not a Counter per part added)."""
+        frequency: Counter[str] = Counter()
+        for part in parts:
+            frequency.update(part.frequency)
+        return TermStats(sum(p.chunks for p in parts), sum(p.tokens for p in parts), frequency)
+
     def idf(self, terms: Sequence[str]) -> np.ndarray:
         """BM25's inverse document frequency of each term under these statistics."""
         n = np.array([self.frequency.get(t, 0) for t in terms], dtype=np.float64)
@@ -250,7 +258,7 @@ async def _set_statistics(
     )
     for (i, _, term_key), count in zip(missing, counts, strict=True):
         own[i].frequency[term_key[3]] = _frequency.remember(term_key, count)
-    return sum(own, TermStats()), own
+    return TermStats.total(own), own
 
 
 def reach(own: TermStats, whole: TermStats, terms: Sequence[str]) -> float:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NoReturn
 
@@ -187,7 +187,7 @@ class CandidateQuery:
                 jobs.append(_rows(text_query, self.lean, self.k))
             else:
                 jobs.append(_rows_through_ties(text_query, self.lean, self.k, "_score", max(self.k // 2, 1)))
-        results = await asyncio.gather(*jobs, return_exceptions=True)
+        results = await _each_job(jobs)
         vector_rows = results.pop(0) if self.search_type in ("vector", "hybrid") else None
         text_rows = results.pop(0) if wants_text else None
         if isinstance(vector_rows, BaseException):
@@ -242,6 +242,17 @@ class CandidateQuery:
             raise storage_failure(db.location, "cannot be read", error) from error
         reason = exception_reason(error, upto="line")
         raise InputError(f"full-text search failed for {self.text!r}: {reason}") from error
+
+
+async def _each_job(jobs: Sequence[Awaitable[Any]]) -> list[Any]:
+    """Each job's result or exception; one job awaited in place (a task per database searched costs
+    more CPU than a full-text search's candidates take to build)."""
+    if len(jobs) != 1:
+        return await asyncio.gather(*jobs, return_exceptions=True)
+    try:
+        return [await jobs[0]]
+    except Exception as exc:
+        return [exc]
 
 
 def _where(query: Any, where: str | None) -> Any:
