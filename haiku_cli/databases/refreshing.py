@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
 import anyio.to_thread
@@ -57,6 +58,14 @@ async def sync_changed(
     return done
 
 
+@dataclass(frozen=True)
+class SyncedFirst:
+    """What syncing before a search did: notes for the result, and whether anything stored changed."""
+
+    notes: list[str]
+    wrote: bool
+
+
 async def sync_before_search(ws: Workspace, selection: Selection) -> list[str]:
     """`--sync-before-search` (`haiku mcp`, `haiku serve`): `sync_changed` before a search, each database
     on its own; what was synced, left alone or could not be synced, as notes for the result.
@@ -64,7 +73,14 @@ async def sync_before_search(ws: Workspace, selection: Selection) -> list[str]:
     A database whose sync fails (another process held its writer lock past `[storage]
     write_wait_seconds`, a full disk) is searched as it is, its hits marked `changed`, with the reason.
     """
+    return (await sync_first(ws, selection)).notes
+
+
+async def sync_first(ws: Workspace, selection: Selection) -> SyncedFirst:
+    """`sync_before_search`, also saying whether a sync changed what is stored (a sandbox's view of the
+    documents is read again then)."""
     notes: list[str] = []
+    wrote = False
     searched, _ = searchable(selection)
     for location in searched.locations:
         try:
@@ -75,7 +91,8 @@ async def sync_before_search(ws: Workspace, selection: Selection) -> list[str]:
             )
             continue
         notes += [synced_note(database, each) for database, each in done]
-    return notes
+        wrote = wrote or any(each.added or each.updated or each.deleted for _, each in done)
+    return SyncedFirst(notes, wrote)
 
 
 def synced_note(database: str, done: SourceSync) -> str:
