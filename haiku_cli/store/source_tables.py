@@ -201,9 +201,11 @@ async def has_file_states(db: Database) -> bool:
 
 
 async def _all_states(db: Database) -> dict[str, FileState]:
-    if not db.may_have_side_table(schema.SOURCE_FILES):
-        return {}  # no source was ever remembered: a search lists no tables to learn it
     known: dict[str, FileState] | None = db.read_memo.get(_MEMO)
+    if known is None and not db.may_have_side_table(schema.SOURCE_FILES):
+        # No source was ever remembered: a search lists no tables to learn it, and its handle looks
+        # at the folder again once it catches up with a write, as it reads the states again.
+        known = db.read_memo[_MEMO] = {}
     if known is None:
         table = db.side_table(schema.SOURCE_FILES)
         if table is None:
