@@ -17,6 +17,9 @@ from haiku_cli.errors import ExitCode
 from haiku_cli.store import Location, open_database
 from tests.support.children import reaped, takes_ctrl_c
 
+# One worker runs them all: the cluster starts once, not once on each.
+pytestmark = pytest.mark.xdist_group("ray-cluster")
+
 
 @pytest.fixture(scope="module")
 def cluster(s3_server: str) -> Iterator[None]:
