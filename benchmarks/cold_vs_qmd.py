@@ -1,13 +1,16 @@
 """A `haiku search` as users start it: a fresh process, a reused `haiku daemon`, and qmd's BM25 search.
 
     python benchmarks/cold_vs_qmd.py --data ../shared/data/cisi --work /tmp/haiku-cold --runs 20 \
-        [--qmd PATH] [--json]
+        [--install VENV] [--qmd PATH] [--json]
 
 Every row is a whole process started by this script, all rows alternating round by round, so a change in
 machine load hits each alike. Wall time is from spawn to exit; CPU is the process's user + system (all
 threads, from `wait4`). A reused row also counts the CPU the daemon spent on that command (its
 /proc/PID/stat before and after), shown apart. Before timing, each reused search's output is checked to be
-byte for byte the fresh process's. qmd (https://github.com/tobi/qmd) indexes the same Markdown files
+byte for byte the fresh process's. With --install, the `haiku` timed is this checkout installed as users
+install it, `pip install .` into the virtualenv VENV (made when missing): bytecode compiled at install, no
+editable-install finder; the `haiku` of the running Python (an editable checkout) then gets a fresh row of
+its own, labelled so. qmd (https://github.com/tobi/qmd) indexes the same Markdown files
 (`qmd collection add`), and `qmd search` is its BM25 full-text search; pass its binary with --qmd.
 """
 
@@ -28,6 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import DEFAULT_DATA, Table, load_beir, result, write_corpus_files
 
 QUERY = "the use of computers in libraries"
+FTS_ROW = "haiku search --type fts"
+QMD_ROW = "qmd search (BM25)"
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -73,6 +78,18 @@ def build(work: Path, data: Path, docs: int, haiku: list[str], env: dict[str, st
     if not (work / "cisi.lancedb").exists():
         subprocess.run([*haiku, "add-src", str(folder)], env=env, check=True, capture_output=True)
     return config
+
+
+def install(venv: Path) -> Path:
+    """This checkout installed into `venv` as the README installs it (`pip install .`); its `haiku`."""
+    root = Path(__file__).resolve().parent.parent
+    if not (venv / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", str(root)], check=True)
+    else:  # dependencies are there: only haiku itself again, from the checkout as it is now
+        pip = [str(venv / "bin" / "pip"), "install", "--quiet", "--force-reinstall", "--no-deps", str(root)]
+        subprocess.run(pip, check=True)
+    return venv / "bin" / "haiku"
 
 
 def start_daemon(haiku: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen:
@@ -137,6 +154,48 @@ def daemon_rows(table: Table, found: dict) -> None:
             f"{got['cpu_p50_s']:.3f}",
             "" if daemon is None else f"{daemon:.3f}",
         )
+    table.notes = against_qmd(found)
+
+
+def against_qmd(found: dict) -> str:
+    """The ratios to qmd's BM25 search in the same rounds, and how the timed haiku was installed."""
+    rows = found["rows"]
+    qmd = rows.get(QMD_ROW)
+    installed = (
+        "haiku installed as the README installs it: `pip install .` into a fresh virtualenv (bytecode "
+        "compiled at install, no editable-install finder)"
+        if found.get("installed")
+        else "haiku run from the benchmark's own environment"
+    )
+    if qmd is None:
+        return f"{installed}."
+    reused, fresh = rows[f"{FTS_ROW}, daemon reused"], rows[f"{FTS_ROW}, fresh process"]
+    both = reused["cpu_p50_s"] + reused["daemon_cpu_mean_s"]
+    text = (
+        f"Against qmd's BM25 `search` in the same rounds: an fts search through the daemon costs "
+        f"{both / qmd['cpu_p50_s']:.2f}x its CPU ({reused['cpu_p50_s']:.3f} s in the client + "
+        f"{reused['daemon_cpu_mean_s']:.3f} s in the daemon, against {qmd['cpu_p50_s']:.3f} s) and "
+        f"{reused['wall_p50_s'] / qmd['wall_p50_s']:.2f}x its wall time; as a fresh process, "
+        f"{fresh['cpu_p50_s'] / qmd['cpu_p50_s']:.2f}x its CPU. {installed}."
+    )
+    editable = rows.get(f"{FTS_ROW}, fresh process, editable install")
+    compiles = (
+        "; with PYTHONDONTWRITEBYTECODE=1, as here, each run compiles haiku's modules from source"
+        if found.get("dont_write_bytecode")
+        else ""
+    )
+    if editable is not None:
+        text += (
+            " The same checkout as an editable install (`pip install -e .`, as a developer runs it"
+            f"{compiles}): "
+            f"{editable['cpu_p50_s'] / qmd['cpu_p50_s']:.2f}x qmd's CPU."
+        )
+    return (
+        text
+        + " VENV: a virtualenv the script makes (or reuses, reinstalling haiku from the checkout). qmd is "
+        "the npm package `@tobilu/qmd`, run by `bun` (`npm i @tobilu/qmd bun`, its `node_modules/.bin` on "
+        "PATH)."
+    )
 
 
 def run() -> dict:
@@ -147,11 +206,17 @@ def run() -> dict:
     parser.add_argument("--runs", type=int, default=20, help="rounds; every row runs once per round")
     parser.add_argument("--haiku", type=Path, default=Path(sys.executable).parent / "haiku")
     parser.add_argument("--qmd", help="qmd's binary (its `search` is timed on the same files)")
+    parser.add_argument(
+        "--install", type=Path, help="a virtualenv to `pip install .` this checkout into and time"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
+    editable = str(args.haiku)
+    if args.install:
+        args.haiku = install(args.install.resolve())
     haiku = [str(args.haiku)]
     base = {k: v for k, v in os.environ.items() if k != "HAIKU_NO_DAEMON"}
     base |= {"HAIKU_CONFIG": str(work / "config.toml"), "HAIKU_RUNTIME_DIR": str(work / "run")}
@@ -162,14 +227,16 @@ def run() -> dict:
     fts, hybrid = ["search", "--type", "fts", QUERY], ["search", QUERY]
     rows: dict[str, tuple[list[str], dict[str, str]]] = {
         "python -c pass": ([python, "-c", "pass"], base),
-        "haiku search --type fts, fresh process": ([*haiku, *fts], fresh),
+        f"{FTS_ROW}, fresh process": ([*haiku, *fts], fresh),
         "haiku search (hybrid), fresh process": ([*haiku, *hybrid], fresh),
-        "haiku search --type fts, daemon reused": ([*haiku, *fts], base),
+        f"{FTS_ROW}, daemon reused": ([*haiku, *fts], base),
         "haiku search (hybrid), daemon reused": ([*haiku, *hybrid], base),
     }
+    if args.install and Path(editable).exists():
+        rows[f"{FTS_ROW}, fresh process, editable install"] = ([editable, *fts], fresh)
     if args.qmd:
         qenv = qmd_setup(args.qmd, work)
-        rows["qmd search (BM25)"] = ([args.qmd, "search", QUERY], qenv)
+        rows[QMD_ROW] = ([args.qmd, "search", QUERY], qenv)
 
     daemon = start_daemon(haiku, base, work)
     try:
@@ -201,6 +268,8 @@ def run() -> dict:
         "runs": args.runs,
         "docs": args.docs,
         "query": QUERY,
+        "installed": bool(args.install),
+        "dont_write_bytecode": bool(os.environ.get("PYTHONDONTWRITEBYTECODE")),
         "loadavg_1min": [round(x, 2) for x in loads],
         "cpus": os.cpu_count(),
         "rows": {

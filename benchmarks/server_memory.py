@@ -10,9 +10,11 @@ from its start until it has answered its first request:
 - a cold `haiku search --type fts` (HAIKU_NO_DAEMON=1): the whole command;
 - `haiku serve --port 0`: until `GET /` (the page) is answered;
 - `haiku mcp --http --port 0`: until an `initialize` POST is answered;
-- `haiku mcp` on stdio: until its answer to `tools/list` (after `initialize`);
+- `haiku mcp` on stdio: until its answer to `tools/list` (after `initialize`), without a model and with
+  one configured (`HAIKU_MODEL`: its `ask` and `analyze` tools listed too);
 - and, as the floors no server of them can go below, a process importing the MCP SDK alone, and one
-  importing pydantic-ai alone (`haiku serve` checks its model string with it before serving).
+  importing pydantic-ai alone (which no server loads before its first question: `haiku serve` checks
+  its model string against haiku's table of pydantic-ai's providers).
 
 Memory: one `haiku mcp` on stdio, every database in scope, driven by the MCP SDK's client: `--searches`
 `search` calls, round-robin over fts, vector and hybrid and over each database alone and all of them
@@ -23,6 +25,9 @@ the first round of every kind and database (warm), peak, final, and the slope ov
 
     python benchmarks/server_memory.py [--work DIR] [--chunks 50000] [--databases 4] [--searches 1000]
         [--rounds 5 (0: no start-up part)] [--max-open N] [--out FILE]
+
+`--searches 0` measures start-up alone (its table then holds only the start-up rows: write it elsewhere
+with HAIKU_BENCH_RESULTS for a trial).
 """
 
 from __future__ import annotations
@@ -170,6 +175,10 @@ def startup(env: dict[str, str], query: str, rounds: int) -> dict:
             lambda url: httpx.post(url, json=INITIALIZE, headers=mcp_post),
         ),
         "mcp stdio, tools/list": lambda: first_stdio(env),
+        # With a model, `ask` and `analyze` are listed too; pydantic-ai loads with the first question.
+        "mcp stdio with a model, tools/list": lambda: first_stdio(
+            {**env, "HAIKU_MODEL": "openai-chat:bench"}
+        ),
         # What no server can go below: importing the packages its first answer needs.
         "MCP SDK import alone": lambda: whole([sys.executable, "-c", "import mcp.server.mcpserver"], env),
         "pydantic-ai import alone": lambda: whole([sys.executable, "-c", "import pydantic_ai"], env),
@@ -259,7 +268,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/haiku-server-memory"))
     parser.add_argument("--chunks", type=int, default=50_000)
     parser.add_argument("--databases", type=int, default=4)
-    parser.add_argument("--searches", type=int, default=1000)
+    parser.add_argument("--searches", type=int, default=1000, help="0: no memory part")
     parser.add_argument("--every", type=int, default=20, help="sample RSS every N searches")
     parser.add_argument("--rounds", type=int, default=5, help="start-up measurements of each kind")
     parser.add_argument("--max-open", type=int, action="append", default=[], help="repeatable")
@@ -315,10 +324,12 @@ def run(args: argparse.Namespace) -> dict:
         env = {**base, "HAIKU_CONFIG": str(write_config(Path(tmp) / "haiku.toml", url, paths, None))}
         if args.rounds:
             report["startup"] = startup(env, queries[0], args.rounds)
-        report["memory"] = {
-            "default": memory(env, [p.stem for p in paths], queries, args.searches, args.every)
-        }
-        for n in args.max_open:
+        report["memory"] = {}
+        if args.searches:
+            report["memory"]["default"] = memory(
+                env, [p.stem for p in paths], queries, args.searches, args.every
+            )
+        for n in args.max_open if args.searches else []:
             capped = write_config(Path(tmp) / f"capped{n}.toml", url, paths, n)
             report["memory"][f"max_open_databases={n}"] = memory(
                 {**base, "HAIKU_CONFIG": str(capped)},

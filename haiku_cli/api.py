@@ -107,9 +107,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from haiku_cli.agents.analyze import AnalyzeResult, analyze
+    from haiku_cli.agents.analyze import analyze
+    from haiku_cli.agents.answer_results import AnalyzeResult, AskResult
     from haiku_cli.agents.ask import ask
-    from haiku_cli.agents.question import AskResult
     from haiku_cli.capabilities.citations import Citation
     from haiku_cli.chat.host import ChatHost, SessionAnswer, ask_in_session
     from haiku_cli.chat.sessions import Session, SessionList, SessionStore, SessionSummary
@@ -190,7 +190,7 @@ if TYPE_CHECKING:
     from haiku_cli.evaluation.retrieval_quality import evaluate
     from haiku_cli.ingest.metadata import parse_metadata
     from haiku_cli.ingest.reports import IngestReport, LeftOut, SourceOutcome, SourceSync, SyncReport
-    from haiku_cli.sandbox.runner import Execution
+    from haiku_cli.sandbox.execution import Execution
     from haiku_cli.search.candidates import SearchType
     from haiku_cli.search.hits import SearchHit
     from haiku_cli.store.doctor import Check

@@ -18,6 +18,7 @@ _ENV_KEYS = (
     "HAIKU_CONFIG",
     "HAIKU_CONFIG_DIR",
     "HAIKU_DATA_DIR",
+    "HAIKU_CACHE_DIR",
     "HAIKU_MODEL",
     "OPENAI_BASE_URL",
     "OPENAI_API_KEY",
@@ -41,8 +42,14 @@ def embedder():
     return load_embedder()
 
 
+@pytest.fixture(scope="session")
+def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache folder for the session's haiku processes, so none writes to the user's real cache."""
+    return tmp_path_factory.mktemp("haiku-cache")
+
+
 @pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, session_cache: Path) -> Path:
     """Every test gets its own config file path and data dir; the user's real ones are never read."""
     for key in _ENV_KEYS:
         monkeypatch.delenv(key, raising=False)
@@ -50,6 +57,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "config.toml").touch()
     monkeypatch.setenv("HAIKU_CONFIG", str(tmp_path / "config.toml"))
     monkeypatch.setenv("HAIKU_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HAIKU_CACHE_DIR", str(session_cache))
     monkeypatch.setenv("COLUMNS", "200")
     # No read command starts a background daemon unless a test of it asks (tests/cli/test_daemon_auto.py).
     monkeypatch.setenv("HAIKU_NO_DAEMON", "1")

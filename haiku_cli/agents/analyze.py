@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import Field
 from pydantic_ai.models import Model
 
-from haiku_cli.agents.question import AskResult, answer_question
+from haiku_cli.agents.answer_results import AnalyzeResult
+from haiku_cli.agents.question import answer_question
 from haiku_cli.capabilities.analysis import AnalysisCapability
 from haiku_cli.capabilities.state import HaikuDeps
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
-from haiku_cli.sandbox.runner import Execution
 
 INSTRUCTIONS = (
     "You answer the user's question about their own documents: counting, comparing, aggregating and "
@@ -19,12 +18,6 @@ INSTRUCTIONS = (
     "giving up. Be concise and write Markdown; show a table when the answer is one. Rely only on what "
     "the documents say."
 )
-
-
-class AnalyzeResult(AskResult):
-    """Everything `ask` returns (answer, grounded, citations, usage, state), plus the programs run."""
-
-    executions: list[Execution] = Field(default_factory=list)
 
 
 async def analyze(

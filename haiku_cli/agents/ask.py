@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic_ai.models import Model
 
-from haiku_cli.agents.question import AskResult, answer_question
+from haiku_cli.agents.answer_results import AskResult
+from haiku_cli.agents.question import answer_question
 from haiku_cli.capabilities.retrieval import RetrievalCapability
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace

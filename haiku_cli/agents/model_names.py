@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from haiku_cli.agents.providers import check_model_string
 from haiku_cli.config.settings import ModelSettings
 from haiku_cli.errors import Hint, ModelError
 
@@ -13,4 +14,11 @@ def model_name(settings: ModelSettings, override: str | None = None) -> str:
     name = (override or settings.name or "").strip()
     if not name:
         raise ModelError(NO_MODEL, hint=Hint("choose_model"))  # the CLI adds its --model
+    return name
+
+
+def checked_model_name(settings: ModelSettings, override: str | None = None) -> str:
+    """The model string, refused now if no question could use it (`check_model_string`)."""
+    name = model_name(settings, override)
+    check_model_string(name)
     return name

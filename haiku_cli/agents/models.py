@@ -9,16 +9,15 @@ from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import UnexpectedModelBehavior
 from pydantic_ai.messages import ModelResponse
-from pydantic_ai.models import Model, ModelRequestContext, infer_model, parse_model_id
+from pydantic_ai.models import Model, ModelRequestContext, infer_model
 from pydantic_ai.providers import Provider, infer_provider_class
 from pydantic_ai.settings import ModelSettings as RequestSettings
 
 from haiku_cli.agents.model_names import model_name
+from haiku_cli.agents.providers import refuse_unknown_model
 from haiku_cli.config.settings import ModelSettings
 from haiku_cli.errors import ModelError
 from haiku_cli.model_failures import describe_model_failure
-
-EXAMPLES = "openai:gpt-4o, anthropic:claude-sonnet-4-0 or ollama:llama3.2"
 
 
 def request_settings(settings: ModelSettings) -> RequestSettings:
@@ -42,33 +41,11 @@ def build_model(name: str, base_url: str | None = None) -> Model:
 
     API keys are never passed here: providers read them from the environment.
     """
-    unknown = _unknown_model(name, checks_provider=base_url is None)
-    if unknown is not None:
-        raise ModelError(f"{unknown}: a model looks like provider:model, e.g. {EXAMPLES}")
+    refuse_unknown_model(name, checks_provider=base_url is None)
     with model_errors(name):
         if base_url is None:
             return infer_model(name)
         return infer_model(name, provider_factory=lambda provider: _provider_at(provider, base_url))
-
-
-def _unknown_model(name: str, *, checks_provider: bool) -> str | None:
-    """What is unknown about model string `name`, by pydantic-ai's own rules, else None.
-
-    These are the cases `infer_model` refuses with a bare "Unknown model: nonsense", which does not say
-    what a model name looks like; they are decided here, before it, so nothing reads its message. A
-    provider factory of our own (`[model] base_url`) checks the provider itself (`_provider_at`).
-    """
-    if name == "test":  # pydantic-ai's TestModel
-        return None
-    provider, _ = parse_model_id(name)
-    if provider is None:
-        return f"unknown model {name!r}"
-    if checks_provider:
-        try:
-            infer_provider_class(provider)
-        except ValueError:
-            return f"unknown model provider '{provider}' in {name!r}"
-    return None
 
 
 def resolve_model(settings: ModelSettings, model: str | Model | None = None) -> Model:

@@ -1,18 +1,17 @@
-"""One question, one run: the agent both `ask` and `analyze` build, and the result they share."""
+"""One question, one run: the agent both `ask` and `analyze` build, and how its result is collected."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 import anyio.to_thread
-from pydantic import BaseModel, Field
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.models import Model
 from pydantic_ai.usage import RunUsage
 
+from haiku_cli.agents.answer_results import AskResult
 from haiku_cli.agents.models import (
     UnreadableResponses,
     model_errors,
@@ -21,10 +20,10 @@ from haiku_cli.agents.models import (
     resolve_model,
     whole_request,
 )
-from haiku_cli.capabilities.citations import Citation, number_markers
+from haiku_cli.capabilities.citations import number_markers
 from haiku_cli.capabilities.evidence import set_scope
 from haiku_cli.capabilities.policy import CitationPolicy, QuoteHandling, StreamedRedirect
-from haiku_cli.capabilities.quotes import QuoteCheck, check_answer
+from haiku_cli.capabilities.quotes import check_answer
 from haiku_cli.capabilities.retrieval import RetrievalCapability
 from haiku_cli.capabilities.scope import sources_of
 from haiku_cli.capabilities.state import EvidenceState, HaikuDeps
@@ -32,22 +31,6 @@ from haiku_cli.config.settings import ModelSettings
 from haiku_cli.databases.selection import Selection, searchable
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import InputError
-
-
-class AskResult(BaseModel):
-    """The answer, whether it is grounded, its citations, token usage and the capabilities' final state."""
-
-    answer: str
-    grounded: bool
-    databases: list[str] = Field(default_factory=list)  # the databases the question covered
-    not_created: list[str] = Field(default_factory=list)  # local databases skipped: nothing added yet
-    citations: list[Citation] = Field(default_factory=list)
-    # Passages the answer quotes (or passed to `cite`), each checked against the cited chunks.
-    quotes: list[QuoteCheck] = Field(default_factory=list)
-    usage: dict[str, int] = Field(default_factory=dict)
-    # For resuming in Python (`HaikuDeps.restore`); left out of `model_dump`, so of the JSON.
-    state: dict[str, Any] = Field(default_factory=dict, exclude=True)
-    violation: bool = False  # the model ended with evidence but neither cited nor declared
 
 
 def build_agent(

@@ -3,39 +3,64 @@
 State lives in `HaikuDeps.state`, one JSON-compatible model per capability key; a conversation carries it
 with its messages. How a host composes these (both evidence capabilities on one agent, carried state,
 question identity, what a streaming host sees) is in docs/capabilities.md.
+
+Importing the package loads none of them: each name is imported from its module on first use, so a module
+of plain data (citations, state) is imported without loading pydantic-ai.
 """
 
-from haiku_cli.capabilities.analysis import AnalysisCapability, AnalysisState, ExecutionRecord
-from haiku_cli.capabilities.citations import Citation
-from haiku_cli.capabilities.compaction import EvidenceCompaction
-from haiku_cli.capabilities.evidence import (
-    CarriedStateError,
-    EvidenceCapability,
-    evidence_states,
-    record_citations,
-    set_scope,
-)
-from haiku_cli.capabilities.policy import REDIRECT_TAG, CitationPolicy, PolicyState, cite_available
-from haiku_cli.capabilities.retrieval import RetrievalCapability
-from haiku_cli.capabilities.scope import (
-    ScopeError,
-    host_selection,
-    question_filter,
-    question_selection,
-    sources_of,
-)
-from haiku_cli.capabilities.state import (
-    EarlierCitation,
-    EvidenceRef,
-    EvidenceReturn,
-    EvidenceState,
-    HaikuDeps,
-    Question,
-    SearchRecord,
-    Source,
-    state_of,
-)
+from __future__ import annotations
 
+import ast
+import importlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from haiku_cli.capabilities.analysis import AnalysisCapability, AnalysisState, ExecutionRecord
+    from haiku_cli.capabilities.citations import Citation
+    from haiku_cli.capabilities.compaction import EvidenceCompaction
+    from haiku_cli.capabilities.evidence import (
+        CarriedStateError,
+        EvidenceCapability,
+        evidence_states,
+        record_citations,
+        set_scope,
+    )
+    from haiku_cli.capabilities.policy import REDIRECT_TAG, CitationPolicy, PolicyState, cite_available
+    from haiku_cli.capabilities.retrieval import RetrievalCapability
+    from haiku_cli.capabilities.scope import (
+        ScopeError,
+        host_selection,
+        question_filter,
+        question_selection,
+        sources_of,
+    )
+    from haiku_cli.capabilities.state import (
+        EarlierCitation,
+        EvidenceRef,
+        EvidenceReturn,
+        EvidenceState,
+        HaikuDeps,
+        Question,
+        SearchRecord,
+        Source,
+        state_of,
+    )
+
+
+def _exports() -> dict[str, tuple[str, str]]:
+    """Exported name -> (module, attribute there), read from the imports under TYPE_CHECKING above."""
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    (block,) = (n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    return {
+        alias.asname or alias.name: (node.module, alias.name)
+        for node in block.body
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
+
+
+_EXPORTS = _exports()
 __all__ = [
     "REDIRECT_TAG",
     "AnalysisCapability",
@@ -67,3 +92,16 @@ __all__ = [
     "sources_of",
     "state_of",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        module, attribute = _EXPORTS[name]
+        value = getattr(importlib.import_module(module), attribute)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return __all__

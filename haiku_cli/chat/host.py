@@ -20,9 +20,10 @@ from pydantic_ai.messages import AgentStreamEvent, PartDeltaEvent, PartStartEven
 from pydantic_ai.models import Model
 
 from haiku_cli.agents import ask as ask_agent
+from haiku_cli.agents.answer_results import AskResult
 from haiku_cli.agents.model_names import model_name
 from haiku_cli.agents.models import model_errors, resolve_model
-from haiku_cli.agents.question import AskResult, build_agent, collect
+from haiku_cli.agents.question import build_agent, collect
 from haiku_cli.capabilities.analysis import AnalysisCapability, AnalysisState
 from haiku_cli.capabilities.compaction import EvidenceCompaction
 from haiku_cli.capabilities.evidence import EvidenceCapability, set_scope

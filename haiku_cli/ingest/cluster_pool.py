@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from haiku_cli.errors import ModelError, exception_reason
-from haiku_cli.ingest.cluster_tasks import Preparer
+from haiku_cli.ingest.cluster_tasks import Preparer, Written
 from haiku_cli.ingest.items import Item
 
 # How long a failed or interrupted add waits for its killed actors to end before it removes the
@@ -18,7 +18,7 @@ _CANCEL_WAIT_SECONDS = 30.0
 @dataclass
 class Call:
     """A call in flight to an actor: a batch to prepare, or one whose rows the actor's predecessor held
-    and lost (`redo`: the document id and content hash each item's rows had), or the actor's finish
+    and lost (`redo`: the document ids and content hashes each item's rows had), or the actor's finish
     (`batch` None). `tries`: the actors that died while it was theirs."""
 
     ref: Any
@@ -26,7 +26,7 @@ class Call:
     batch: list[tuple[int, Item]] | None
     known: dict[str, str] = field(default_factory=dict)
     fetched: dict[Any, Any] = field(default_factory=dict)
-    redo: dict[int, tuple[str, str]] | None = None
+    redo: Written | None = None
     tries: int = 0
 
 
@@ -36,7 +36,7 @@ class Held:
 
     batch: list[tuple[int, Item]]  # those of its items whose rows it holds
     fetched: dict[Any, Any]
-    written: dict[int, tuple[str, str]]
+    written: Written
     tries: int
 
 
@@ -78,7 +78,7 @@ class Pool:
             if actor is not None:
                 self.pending.append(Call(actor.finish.remote(), slot, None))
 
-    def took(self, call: Call, flushed: bool, written: dict[int, tuple[str, str]]) -> None:
+    def took(self, call: Call, flushed: bool, written: Written) -> None:
         """Note a call's result: the rows its actor holds unwritten now (a redo's are checked)."""
         if call.redo is not None and written != call.redo:
             raise ModelError(

@@ -3,6 +3,7 @@ and to write new documents' chunks as uncommitted Lance fragments (see ingest/cl
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from haiku_cli.config.settings import EmbedderSettings, IngestSettings
     from haiku_cli.embed import Embedder
     from haiku_cli.ingest.chunking import Chunk
+    from haiku_cli.ingest.document import ConvertedDocument
     from haiku_cli.ingest.objects import ObjectStores
     from haiku_cli.store.fragments import FragmentTarget
     from haiku_cli.store.records import DocumentSummary, NewChunk
@@ -32,6 +34,10 @@ _T = TypeVar("_T")
 # an actor holds a few tens of MB of Arrow rows.
 _FRAGMENT_ROWS = 8192
 _FRAGMENT_BYTES = 64 << 20
+
+# Of each item whose chunk rows an actor holds: the uri of each of its documents whose rows those are (the
+# item's own, and those read out of it: a mail's attachments), with the document id and content hash.
+Written = dict[int, dict[str, tuple[str, str]]]
 
 
 @dataclass(frozen=True)
@@ -70,10 +76,10 @@ class Preparer:
         batch: list[tuple[int, Item]],
         known: dict[str, str],
         fetched: dict[Any, Any] | None = None,
-        redo: dict[int, tuple[str, str]] | None = None,
-    ) -> tuple[list[Prepared], list[Any], dict[int, tuple[str, str]]]:
+        redo: Written | None = None,
+    ) -> tuple[list[Prepared], list[Any], Written]:
         """Prepare a batch as `prepare_items` does, holding its new rows; the items (none for a `redo`), the
-        fragments written, and the document id and content hash of each item whose rows it holds."""
+        fragments written, and the documents of each item whose rows it holds."""
         from haiku_cli.store.fragments import chunk_rows
 
         prepared, written, ids = prepare_items(batch, self.job, known, fetched, redo)
@@ -86,7 +92,7 @@ class Preparer:
         full = self.count >= _FRAGMENT_ROWS or self.bytes >= _FRAGMENT_BYTES
         return ([] if redo is not None else prepared), (self._write() if full else []), ids
 
-    def finish(self) -> tuple[list[Prepared], list[Any], dict[int, tuple[str, str]]]:
+    def finish(self) -> tuple[list[Prepared], list[Any], Written]:
         """Write the rows held; shaped as `prepare`'s result."""
         return [], self._write(), {}
 
@@ -112,23 +118,19 @@ def prepare_items(
     job: Job,
     known: dict[str, str],
     fetched: dict[Any, Any] | None = None,
-    redo: dict[int, tuple[str, str]] | None = None,
-) -> tuple[list[Prepared], list[tuple[DocumentSummary, NewChunk]], dict[int, tuple[str, str]]]:
-    """Read, chunk and embed a few items (each one's input error is returned, not raised); the items, the
-    chunks of new documents (to be written as fragments, when there is a target), and the document id and
-    content hash of each item whose chunks those are.
+    redo: Written | None = None,
+) -> tuple[list[Prepared], list[tuple[DocumentSummary, NewChunk]], Written]:
+    """Read, chunk and embed a few items and the documents read out of them (each item's input error is
+    returned, not raised); the items, the chunks of new documents (to be written as fragments, when there
+    is a target), and the documents whose chunks those are.
 
-    `known`: the content hash stored under an item's uri; a document that has it is not chunked or
+    `known`: the content hash stored under a document's uri; a document that has it is not chunked or
     embedded (the writer finds it unchanged, unless a given title or metadata changes it), and a
     document stored under its uri comes back with its chunks, for the writer to update. `fetched`: URLs
     downloaded already. `redo`: items whose chunks were made before and lost, to be made again under the
     same document ids.
     """
-    import anyio
-
-    from haiku_cli.ingest.chunking import chunk_document
-    from haiku_cli.ingest.embedding import embedding_text
-    from haiku_cli.ingest.stored import content_hash, stored_content, stored_metadata
+    from haiku_cli.ingest.part_documents import part_label
     from haiku_cli.store.writer_lock import checkpoint
 
     if job.pause:
@@ -136,39 +138,73 @@ def prepare_items(
     embedder = _worker_embedder(job.embedder)
     out: list[Prepared] = []
     written: list[tuple[DocumentSummary, NewChunk]] = []  # new documents' chunks, for the fragments
-    ids: dict[int, tuple[str, str]] = {}
+    ids: Written = {}
     for position, item in batch:
         label = item_label(item)
         try:
             got = fetched.get(item) if fetched else None
             seen, doc = read_item(item, Reading(job.limits, job.objects), got)
-            digest = content_hash(stored_content(doc), [p.data for p in doc.pictures])
             again = redo.get(position) if redo is not None else None
-            stored = known.get(doc.uri)
-            if again is None and stored == digest and not job.reembed:  # the writer finds it unchanged
-                out.append(Prepared(position, label, seen, doc))
-                continue
-            chunks = chunk_document(doc, embedder.count_tokens, max_tokens=embedder.max_tokens)
-            title = job.title or doc.title
-            texts = [embedding_text(title, c) for c in chunks]
-            vectors = anyio.run(embedder.embed_documents, texts) if texts else None
-            new = again is not None or (stored is None and digest not in job.moved and bool(doc.uri))
-            if job.target is None or not new or vectors is None:
-                out.append(Prepared(position, label, seen, doc, chunks, vectors, title))
-                continue
-            document = _new_document(
-                doc.uri, title, stored_metadata(doc, job.metadata), again[0] if again else None
-            )
-            written += [(document, c) for c in _rows_of(chunks, title, vectors)]
-            ids[position] = (document.id, digest)
-            out.append(
-                Prepared(
-                    position, label, seen, doc, title=title, document_id=document.id, written=len(chunks)
+            # The item's new rows are kept only once all of its documents are prepared: an item that fails
+            # half-way leaves no row of a document the writer never hears of.
+            held: dict[str, tuple[str, str]] = {}
+            rows: list[tuple[DocumentSummary, NewChunk]] = []
+            one = _prepare_document(doc, embedder, job, known, again, job.title, held, rows)
+            # A mail's attachments and a mailbox's messages go the same way, each a document of its own
+            # (the writer adds them without the given title).
+            parts = tuple(
+                dataclasses.replace(
+                    _prepare_document(child, embedder, job, known, again, None, held, rows),
+                    position=position,
+                    label=part_label(label, doc.uri, child.uri),
                 )
+                for child in (doc.children if doc.owns_children and doc.uri else ())
             )
+            written += rows
+            if held:
+                ids[position] = held
+            out.append(dataclasses.replace(one, position=position, label=label, seen=seen, parts=parts))
         except HaikuError as exc:
             out.append(Prepared(position, label, error=exc))
     return out, written, ids
+
+
+def _prepare_document(
+    doc: ConvertedDocument,
+    embedder: Embedder,
+    job: Job,
+    known: dict[str, str],
+    again: dict[str, tuple[str, str]] | None,
+    given_title: str | None,
+    held: dict[str, tuple[str, str]],
+    written: list[tuple[DocumentSummary, NewChunk]],
+) -> Prepared:
+    """One document read, chunked and embedded (not when its content is stored under its uri): a new one's
+    chunk rows go to `written` and its id and content hash to `held`; any other's come back with it.
+    `again`: the ids a redo makes the rows of documents under (None: not a redo)."""
+    import anyio
+
+    from haiku_cli.ingest.chunking import chunk_document
+    from haiku_cli.ingest.embedding import embedding_text
+    from haiku_cli.ingest.stored import content_hash, stored_content, stored_metadata
+
+    digest = content_hash(stored_content(doc), [p.data for p in doc.pictures])
+    before = again.get(doc.uri) if again is not None else None
+    stored = known.get(doc.uri)
+    if before is None and stored == digest and not job.reembed:  # the writer finds it unchanged
+        return Prepared(0, "", document=doc)
+    chunks = chunk_document(doc, embedder.count_tokens, max_tokens=embedder.max_tokens)
+    title = given_title or doc.title
+    texts = [embedding_text(title, c) for c in chunks]
+    vectors = anyio.run(embedder.embed_documents, texts) if texts else None
+    new = before is not None or (stored is None and digest not in job.moved and bool(doc.uri))
+    if job.target is None or not new or vectors is None:
+        return Prepared(0, "", document=doc, chunks=chunks, vectors=vectors, title=title)
+    metadata = stored_metadata(doc, job.metadata)
+    document = _new_document(doc.uri, title, metadata, before[0] if before else None)
+    written += [(document, c) for c in _rows_of(chunks, title, vectors)]
+    held[doc.uri] = (document.id, digest)
+    return Prepared(0, "", document=doc, title=title, document_id=document.id, written=len(chunks))
 
 
 def _new_document(

@@ -119,9 +119,13 @@ class Ingestor:
         if not doc.owns_children or not doc.uri or again:
             return
         self._adding_part = True
+        # Prepared by a cluster's worker with the document they were read out of, one each, in order.
+        parts = prepared.parts if prepared is not None else ()
         try:
-            for child in doc.children:
-                await self._add_one(child, source=part_label(source, doc.uri, child.uri), metadata=metadata)
+            for i, child in enumerate(doc.children):
+                label = part_label(source, doc.uri, child.uri)
+                part = parts[i] if i < len(parts) else None
+                await self._add_one(child, source=label, metadata=metadata, prepared=part)
         finally:
             self._adding_part = False
         self._families[doc.uri] = ({c.uri for c in doc.children}, source)

@@ -35,6 +35,8 @@ class Prepared:
     # A new document whose chunks the worker wrote as fragments: the id their rows carry, and how many.
     document_id: str | None = None
     written: int = 0
+    # The documents read out of `document` (its `children`: a mail's attachments), prepared alike, in order.
+    parts: tuple[Prepared, ...] = ()
 
 
 def item_label(item: Item) -> str:

@@ -17,16 +17,16 @@ from haiku_cli.api import (
     DocumentWithChunks,
     HaikuError,
     Hint,
-    InputError,
     SearchResults,
 )
+from haiku_cli.mcp_server.sdk_import import require_sdk
 from haiku_cli.mcp_server.tools import MAX_LIMIT, SEARCH_TYPES, Databases, ServerScope
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
 # The SDK's content types, which the picture tool's result annotation names (evaluated here); without the
-# SDK, build_server says how to install it.
+# SDK, build_server says how to install it. (`haiku mcp` has imported the SDK through `require_sdk` first.)
 with contextlib.suppress(ImportError):
     from mcp_types import ImageContent, TextContent
 
@@ -36,11 +36,6 @@ DocumentReference = Annotated[
     str,
     Field(description="The document's id as search hits give it (or a unique start of it), or its uri."),
 ]
-
-MISSING_SDK = (
-    "haiku mcp needs the MCP SDK: install it with pip install 'mcp>=2.3,<3' "
-    "(or pip install '.[mcp]' in haiku's checkout)"
-)
 
 INSTRUCTIONS = (
     "Search and read the user's local document databases. Every result names the database it came "
@@ -62,14 +57,6 @@ def _not_true_or_false(value: Any) -> Any:
 
 
 NOT_TRUE_OR_FALSE = BeforeValidator(_not_true_or_false)
-
-
-def require_sdk() -> None:
-    """Fail with one line naming the extra when the MCP SDK (version 2) is not installed."""
-    try:
-        import mcp.server.mcpserver  # noqa: F401
-    except ImportError as exc:
-        raise InputError(MISSING_SDK) from exc
 
 
 def build_server(scope: ServerScope) -> MCPServer:

@@ -159,6 +159,9 @@ async def serve(
 ) -> None:
     """`haiku mcp`: serve the scope's databases over stdio, or over streamable HTTP when `http`."""
     # Imported here: `haiku serve` shares this module's listening, and needs none of the MCP SDK.
+    from haiku_cli.mcp_server.sdk_import import require_sdk
+
+    require_sdk("http" if http else "stdio")  # before `server` imports any of it
     from haiku_cli.mcp_server.server import build_server
 
     server = build_server(scope)

@@ -55,6 +55,12 @@ class DocumentCatalog:
         self._resolved: dict[str, tuple[str, DocumentRecord] | None] = {}
         self._texts: OrderedDict[str, str] = OrderedDict()
 
+    def forget(self) -> None:
+        """Read the documents again when next asked (a sync before a search changed them)."""
+        self._listing, self._holders, self._order = None, None, {}
+        self._resolved.clear()
+        self._texts.clear()
+
     async def listing(self) -> list[tuple[str, DocumentRecord]]:
         """Every visible document with its database, in selection order and oldest first; read once."""
         if self._listing is None:

@@ -25,5 +25,7 @@ async def open_corpus_sandbox(
     catalog = DocumentCatalog(ws.pool, selection, document_filter=document_filter)
     mount = DocumentMount(catalog)
     host = HostFunctions(ws, selection, catalog, document_filter=document_filter, on_hits=on_hits)
-    async with open_sandbox(ws.settings.sandbox, host.mapping(), mount, PATH_CALLS) as sandbox:
+    async with open_sandbox(
+        ws.settings.sandbox, host.mapping(), mount, PATH_CALLS, host_notes=host.take_notes
+    ) as sandbox:
         yield sandbox

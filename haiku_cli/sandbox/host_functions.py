@@ -41,6 +41,7 @@ class HostFunctions:
         self._filter = document_filter
         # Lets the caller record what the program saw, so those chunks count as evidence.
         self._on_hits = on_hits
+        self._notes: dict[str, None] = {}  # what syncing before this execution's searches did, once each
 
     def mapping(self) -> dict[str, HostFunction]:
         """The functions by the names sandboxed code calls them."""
@@ -54,6 +55,7 @@ class HostFunctions:
             raise ValueError(f"search() limit must be an integer from 1 to {MAX_SEARCH_LIMIT}")
         if not query.strip():
             raise ValueError("search() query is empty")
+        await self._sync_first()
         hits = await queries.search_hits(
             self._ws, self._selection, query, search_type="auto", limit=limit, document_filter=self._filter
         )
@@ -63,6 +65,25 @@ class HostFunctions:
         if self._on_hits is not None:
             self._on_hits(hits)
         return found
+
+    async def _sync_first(self) -> None:
+        """`haiku serve --sync-before-search`: the operator's rule for every search, the program's too: the
+        sources whose files changed are synced first, and the program's output says what was done."""
+        if not self._ws.sync_before_search:
+            return
+        from haiku_cli.databases.refreshing import sync_first  # the write path, loaded only when on
+
+        done = await sync_first(self._ws, self._selection)
+        if done.wrote:
+            self._catalog.forget()  # /documents and list_documents() show what the sync wrote
+        self._notes.update(dict.fromkeys(done.notes))
+
+    def take_notes(self) -> list[str]:
+        """What syncing before the searches of the execution that just ran did (then forgotten)."""
+        if not self._notes:
+            return []
+        notes, self._notes = list(self._notes), {}
+        return ["Before a search() of this program: " + "; ".join(notes) + "."]
 
     async def list_documents(self) -> list[dict[str, Any]]:
         """Every document of the selection (without content), labelled with its database, oldest first."""

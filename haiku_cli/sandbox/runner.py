@@ -17,7 +17,6 @@ from functools import partial
 from typing import Any, Protocol
 
 import anyio
-from pydantic import BaseModel
 from pydantic_monty import (
     AsyncFunctionSnapshot,
     AsyncMonty,
@@ -35,6 +34,7 @@ from haiku_cli.config.settings import SandboxSettings
 from haiku_cli.errors import DatabaseError, HaikuError, InputError
 from haiku_cli.sandbox.bounds import check_result_size
 from haiku_cli.sandbox.capture import Capture, clip, clip_head
+from haiku_cli.sandbox.execution import Execution
 
 # Host calls, file reads included, count against this budget; it is per checkout and cannot be
 # switched off, so it is set far beyond what a time-limited program can use.
@@ -46,26 +46,6 @@ _ENV_CALLS = frozenset({"os.getenv", "os.environ"})
 _LIMIT_MESSAGES = ("time limit exceeded", "memory limit exceeded", "exceeded its memory limit")
 
 
-class Execution(BaseModel):
-    """One program the model ran, with what it printed and whether it finished without error."""
-
-    code: str
-    stdout: str
-    stderr: str
-    ok: bool
-
-    def for_model(self) -> str:
-        """The tool result the model reads."""
-        parts = ["ok" if self.ok else "error"]
-        if self.stdout:
-            parts.append(f"stdout:\n{self.stdout.rstrip()}")
-        if self.stderr:
-            parts.append(f"stderr:\n{self.stderr.rstrip()}")
-        if self.ok and not self.stdout:
-            parts.append("(no output: print() what you want to see)")
-        return "\n".join(parts)
-
-
 class FileHandler(Protocol):
     """Answers the sandbox's path calls (see `haiku_cli.sandbox.mount.DocumentMount`)."""
 
@@ -74,6 +54,8 @@ class FileHandler(Protocol):
 
 FileCalls = frozenset[str]
 HostFunction = Callable[..., Awaitable[Any] | Any]
+HostNotes = Callable[[], list[str]]
+"""What the host functions have to say about the calls of the execution that just ran (taken once)."""
 
 
 class Sandbox:
@@ -86,8 +68,10 @@ class Sandbox:
         functions: Mapping[str, HostFunction],
         files: FileHandler | None = None,
         file_calls: FileCalls = frozenset(),
+        host_notes: HostNotes | None = None,
     ) -> None:
         self._pool = pool
+        self._host_notes = host_notes
         self._settings = settings
         self._functions = dict(functions)
         self._files = files
@@ -156,6 +140,8 @@ class Sandbox:
             # The pool refusing to go on (e.g. a finished checkout): start again from a clean worker.
             await self._discard()
             notes.append(f"the sandbox stopped ({exc}) and was restarted; {_GONE}")
+        # Executions run one at a time: what the host has to say now is about this one's calls.
+        notes += [f"[haiku] {note}" for note in (self._host_notes() if self._host_notes else [])]
         stderr = capture.text("stderr") + "".join(n.rstrip("\n") + "\n" for n in notes)
         return Execution(code=code, stdout=capture.text("stdout"), stderr=stderr, ok=ok)
 
@@ -295,6 +281,7 @@ async def open_sandbox(
     functions: Mapping[str, HostFunction],
     files: FileHandler | None = None,
     file_calls: FileCalls = frozenset(),
+    host_notes: HostNotes | None = None,
 ) -> AsyncIterator[Sandbox]:
     """Start a worker pool and yield one sandbox over it; everything is shut down on exit."""
     pool = AsyncMonty(
@@ -303,7 +290,7 @@ async def open_sandbox(
         request_timeout=settings.timeout_seconds + BACKSTOP_SECONDS,
     )
     async with pool:
-        sandbox = Sandbox(pool, settings, functions, files, file_calls)
+        sandbox = Sandbox(pool, settings, functions, files, file_calls, host_notes)
         try:
             yield sandbox
         finally:

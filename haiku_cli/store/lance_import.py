@@ -14,6 +14,12 @@ un-executed:
   subclassing; from then on it forwards to the real object. A local database builds a few namespace
   models and never runs the Cloud, namespace or catalog modules.
 
+The same goes for parts of LanceDB and pyarrow a search never calls, each a few dozen pydantic models or
+hundreds of generated functions built at import: `lancedb.functions` (Enterprise function values),
+`lancedb.embeddings` (every bundled embedding function: its registry and base classes still import, and
+the first lookup of a function by name runs the package, which registers them all) and `pyarrow.compute`
+(`pyarrow.dataset` re-exports three of its names; its generated functions run it on first lookup).
+
 On Python 3.11, LanceDB decorates its connection classes' methods with the `overrides` package's
 `@override`, which disassembles the class body once per method to find the base classes it checks: about
 0.08 CPU-seconds per start. On 3.12 and later LanceDB uses `typing.override`, which only marks the method.
@@ -40,6 +46,8 @@ from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
 
+from haiku_cli.store.export_names import ExportCache
+
 # Packages whose `__init__` is not needed for LanceDB to open local or object-storage databases.
 DEFERRED_PACKAGES = ("lance_namespace_urllib3_client",)
 # Modules whose names are handed out as stand-ins until first used (parents before children).
@@ -49,7 +57,11 @@ STAND_IN_MODULES = (
     "lancedb.remote.db",
     "lancedb.namespace",
     "lancedb.catalog",
+    "lancedb.functions",
+    "lancedb.embeddings",
+    "pyarrow.compute",
 )
+EMBEDDERS = "lancedb.embeddings"  # the package whose `__init__` registers LanceDB's embedding functions
 SWITCH = "HAIKU_LANCE_IMPORT"
 # LanceDB takes `@override` from the `overrides` package before Python 3.12, from `typing` after.
 OVERRIDES_IN_USE = sys.version_info < (3, 12)
@@ -112,6 +124,16 @@ class StandIn:
 
     def __subclasscheck__(self, subclass: type) -> bool:
         return issubclass(subclass, self.resolve())
+
+    # `dict | StandIn` in an annotation Python evaluates, `StandIn[int]`: as the real object would.
+    def __or__(self, other: Any) -> Any:
+        return self.resolve() | other
+
+    def __ror__(self, other: Any) -> Any:
+        return other | self.resolve()
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.resolve()[key]
 
     def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[Any, ...]:
         return (self.resolve(),)  # `class Sub(StandIn)` subclasses the real class
@@ -205,17 +227,18 @@ def _locate(name: str) -> ModuleSpec | None:
     return importlib.machinery.PathFinder.find_spec(name, list(locations))
 
 
-def _defer(name: str, stand_ins: bool = False) -> bool:
-    """Register module `name` un-executed; False (and nothing changed) when that is not possible."""
+def _defer(name: str, stand_ins: ExportCache | None = None) -> bool:
+    """Register module `name` un-executed, with stand-ins for its names when given where they are kept;
+    False (and nothing changed) when that is not possible."""
     if name in sys.modules:
         return False
     try:
         spec = _locate(name)
         if spec is None or spec.loader is None or spec.origin is None:
             return False
-        if not stand_ins and spec.submodule_search_locations is None:
+        if stand_ins is None and spec.submodule_search_locations is None:
             return False
-        exports = _exports(spec) if stand_ins else {}
+        exports = {} if stand_ins is None else stand_ins.names(name, spec.origin, lambda: _exports(spec))
     except (ImportError, ValueError, OSError, SyntaxError, AttributeError):
         return False
     module = importlib.util.module_from_spec(spec)
@@ -273,7 +296,10 @@ def import_deferring(module: str, packages: Sequence[str], stand_ins: Sequence[s
         deferred = []
         if deferral_enabled():
             deferred += [name for name in packages if _defer(name)]
-            deferred += [name for name in stand_ins if _defer(name, stand_ins=True)]
+            if stand_ins:
+                kept = ExportCache()
+                deferred += [name for name in stand_ins if _defer(name, kept)]
+                kept.save()
         try:
             imported = importlib.import_module(module)
         except Exception:
@@ -329,4 +355,22 @@ def import_lancedb() -> ModuleType:
         if "lancedb" in sys.modules:
             return importlib.import_module("lancedb")
         with marking_overrides():
-            return import_deferring("lancedb", DEFERRED_PACKAGES, STAND_IN_MODULES)
+            imported = import_deferring("lancedb", DEFERRED_PACKAGES, STAND_IN_MODULES)
+        register_embedders_on_lookup()
+        return imported
+
+
+def register_embedders_on_lookup() -> None:
+    """While `lancedb.embeddings` has not run, a lookup of an embedding function by name (a table whose
+    schema names one) first runs it: its `__init__` imports the modules that register them."""
+    package = sys.modules.get(EMBEDDERS)
+    if not isinstance(package, _DeferredModule):
+        return
+    registry = importlib.import_module(f"{EMBEDDERS}.registry").EmbeddingFunctionRegistry
+    lookup = registry.get
+
+    def get(self: Any, name: str) -> Any:
+        initialise(package)
+        return lookup(self, name)
+
+    registry.get = get

@@ -29,6 +29,7 @@ _TS = pa.timestamp("us", tz="UTC")
 DELETE_BATCH = 2000
 _MEMO = "source_states_by_document"
 _BY_URI = "source_states_by_uri"  # (the by-document memory it was made from, by uri)
+_FOLDERS = "folder_sources"
 
 
 def sources_schema() -> pa.Schema:
@@ -121,8 +122,18 @@ def read_sources(db: Database) -> list[RememberedSource]:
     return sorted(out, key=lambda s: (s.added_at, s.source))
 
 
+def folder_sources(db: Database) -> list[str]:
+    """The remembered folders (their keys), read once per database handle."""
+    found: list[str] | None = db.read_memo.get(_FOLDERS)
+    if found is None:
+        found = [s.source for s in read_sources(db) if s.kind == "folder"] if has_sources(db) else []
+        db.read_memo[_FOLDERS] = found
+    return found
+
+
 def remember(db: Database, sources: Sequence[RememberedSource]) -> None:
     """Store sources (a source added again takes the options given now; it keeps its first add's time)."""
+    db.read_memo.pop(_FOLDERS, None)
     if not sources:
         return
     table = db.create_side_table(schema.SOURCES, sources_schema())
@@ -146,6 +157,7 @@ def remember(db: Database, sources: Sequence[RememberedSource]) -> None:
 def forget(db: Database, source: str) -> None:
     """Remove a remembered source and its file states (its documents are the caller's to delete or keep)."""
     db.read_memo.pop(_MEMO, None)
+    db.read_memo.pop(_FOLDERS, None)
     for name in (schema.SOURCES, schema.SOURCE_FILES):
         table = db.side_table(name)
         if table is not None:

@@ -20,7 +20,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from haiku_cli.errors import DatabaseError, HaikuError
 from haiku_cli.store.abandoned import give_up_at_exit
@@ -159,12 +159,27 @@ def _is_current(fd: int, path: Path) -> bool:
     return (mine.st_dev, mine.st_ino) == (here.st_dev, here.st_ino)
 
 
-class _Lease(_Lock):
-    """An object-store lease, renewed by a background heartbeat until released."""
+class _Row(NamedTuple):
+    """A lease row: its holder (None: unreadable), and its value as stored, by which a conditional update
+    names it (a lease of an older release is stored without the fields this one adds when it writes)."""
 
-    def __init__(self, db: Database, owner: Owner) -> None:
+    owner: Owner | None
+    text: str
+
+
+def _text(owner: Owner) -> str:
+    """A lease's value as this release stores it."""
+    return json.dumps(asdict(owner))
+
+
+class _Lease(_Lock):
+    """An object-store lease, renewed by a background heartbeat until released; `took_over`: the holder
+    whose lapsed lease (or gone process's) this one replaced."""
+
+    def __init__(self, db: Database, owner: Owner, took_over: Owner | None = None) -> None:
         self.db = db
         self.owner = owner
+        self.took_over = took_over
         self.lost = False
         # Each renewal's stamp and when its commit landed, and how many failed: for measuring the gaps.
         self.renewals: list[tuple[float, float]] = []
@@ -179,7 +194,7 @@ class _Lease(_Lock):
             try:
                 with self.db.meta_guard:  # never beside this process's own meta commits: they would conflict
                     renewed = Owner(**{**asdict(self.owner), "heartbeat": time.time()})
-                    kept = _compare_and_set(self.db, self.owner, renewed)
+                    kept = _compare_and_set(self.db, _text(self.owner), renewed)
             except Exception:
                 # A transient store error: try again soon, well before the holder must stop writing.
                 self.failed_renewals += 1
@@ -222,10 +237,10 @@ class _Lease(_Lock):
             # If the store cannot be reached to give the lease back, it lapses after its time-to-live;
             # the command's own error (if any) is the one worth reporting.
             with suppress(Exception), self.db.meta_guard:
-                _compare_and_set(self.db, self.owner, None)
+                _compare_and_set(self.db, _text(self.owner), None)
 
 
-def _lease_rows(db: Database, *, bounded: bool = False) -> list[Owner | None]:
+def _lease_rows(db: Database, *, bounded: bool = False) -> list[_Row]:
     """The lease rows at the meta table's latest version. `bounded`: each of its two reads is given up on
     (as a stalled store) once it ran as long as its requests may take when the store answers."""
     table = db.meta_table
@@ -239,7 +254,7 @@ def _lease_rows(db: Database, *, bounded: bool = False) -> list[Owner | None]:
     else:
         table.checkout_latest()
         found = rows()
-    return [Owner.parse(r["value"]) for r in found]
+    return [_Row(Owner.parse(r["value"]), r["value"]) for r in found]
 
 
 def _read_within(db: Database, read: Callable[[], T]) -> T:
@@ -252,11 +267,9 @@ def _unanswered(db: Database) -> DatabaseError:
     return unanswered_failure(db.location, "cannot be locked for writing")
 
 
-def _compare_and_set(
-    db: Database, expected: Owner | None, new: Owner | None, *, bounded: bool = False
-) -> bool:
-    """Replace the lease `expected` by `new` (None: remove) only if it is still the current one; its
-    commit is never given up on, only the read after it (`bounded`, as `_lease_rows`)."""
+def _compare_and_set(db: Database, expected: str | None, new: Owner | None, *, bounded: bool = False) -> bool:
+    """Replace the lease stored as `expected` by `new` (None: remove) only if it is still the current
+    one; its commit is never given up on, only the read after it (`bounded`, as `_lease_rows`)."""
     from haiku_cli.store.reads import sql_string
 
     table = db.meta_table
@@ -264,18 +277,18 @@ def _compare_and_set(
         if new is None:
             return True
         table.merge_insert("key").when_not_matched_insert_all().execute(
-            [{"key": LEASE_KEY, "value": json.dumps(asdict(new))}]
+            [{"key": LEASE_KEY, "value": _text(new)}]
         )
     else:
-        old = sql_string(json.dumps(asdict(expected)))
+        old = sql_string(expected)
         if new is None:
             table.delete(f"key = '{LEASE_KEY}' AND value = {old}")
         else:
             merge = table.merge_insert("key").when_matched_update_all(where=f"target.value = {old}")
-            merge.execute([{"key": LEASE_KEY, "value": json.dumps(asdict(new))}])
+            merge.execute([{"key": LEASE_KEY, "value": _text(new)}])
     rows = _lease_rows(db, bounded=bounded)
     # Lance commits are serialised, so every writer reads the same first row: the earliest commit wins.
-    current = rows[0] if rows else None
+    current = rows[0].owner if rows else None
     return (current is None and new is None) or (current is not None and new is not None and current == new)
 
 
@@ -285,18 +298,20 @@ def _try_lease(db: Database, owner: Owner) -> _Lock | Owner | None:
     # stored lapses as a dead writer's does.
     rows = _lease_rows(db, bounded=True)
     current = rows[0] if rows else None
-    if current is not None and not current.abandoned():
-        return current
+    if current is not None and (current.owner is None or not current.owner.abandoned()):
+        return current.owner
     # Stamped as it is taken: a writer that waited longer than the lease lives must not start lapsed.
     owner = Owner(**{**asdict(owner), "heartbeat": time.time()})
     with db.meta_guard:
-        if _compare_and_set(db, current, owner, bounded=True):
-            return _Lease(db, owner)
+        # The row is named by its value as stored: one of an older release, re-encoded by this one, would
+        # name no row, and its lease would never be taken over.
+        if _compare_and_set(db, current.text if current else None, owner, bounded=True):
+            return _Lease(db, owner, current.owner if current else None)
         rows = _lease_rows(db, bounded=True)
-        if owner in rows:
+        if owner in [row.owner for row in rows]:
             # Lost the race: take back the row that came second.
-            _compare_and_set(db, owner, None, bounded=True)
-    return rows[0] if rows else None
+            _compare_and_set(db, _text(owner), None, bounded=True)
+    return rows[0].owner if rows else None
 
 
 def try_lock(db_or_path: Database | Path, owner: Owner, name: str) -> _Lock | Owner | None:
@@ -315,7 +330,16 @@ def try_lock(db_or_path: Database | Path, owner: Owner, name: str) -> _Lock | Ow
 
 
 def acquire(target: Database | Path, name: str, policy: WaitPolicy) -> _Lock:
-    """Take the writer lock, waiting as the policy says; exit-3 error naming the holder on timeout."""
+    """Take the writer lock, waiting as the policy says; exit-3 error naming the holder on timeout. Taking
+    over a lapsed lease (or a gone holder's) is said once, after the wait."""
+    lock = _wait_for_lock(target, name, policy)
+    if isinstance(lock, _Lease) and lock.took_over is not None and policy.note is not None:
+        policy.note(lock.took_over.taken_over(name))
+    return lock
+
+
+def _wait_for_lock(target: Database | Path, name: str, policy: WaitPolicy) -> _Lock:
+    """Try for the lock until it is taken, or the policy's wait ran out (the error naming the holder)."""
     owner = Owner.me(LEASE_TTL_SECONDS if policy.lease_seconds is None else policy.lease_seconds)
     start = time.monotonic()
     noted = False
@@ -429,7 +453,7 @@ def kept_through_commit(db: Database) -> bool:
         rows = _lease_rows(db)
     except Exception:
         return False  # cannot tell: the caller says the write may not be stored
-    return bool(rows) and rows[0] == lock.owner
+    return bool(rows) and rows[0].owner == lock.owner
 
 
 def checkpoint(point: str, spec: str | None = None) -> None:

@@ -61,6 +61,15 @@ class Owner:
             bool(here) and self.machine == here and self.host == socket.gethostname() and not alive(self.pid)
         )
 
+    def taken_over(self, name: str) -> str:
+        """The line saying this holder's lease was taken over, and why (see `abandoned`)."""
+        why = (
+            f"its lease was not renewed for {self.ttl:g} s, so its writer is presumed dead"
+            if self.expired()
+            else "its process is gone"
+        )
+        return f"database '{name}': took over the writer lease of {self.describe()}: {why}"
+
     @classmethod
     def parse(cls, text: str) -> Owner | None:
         """Decode a stored owner record (None when absent or unreadable); fields a later release added

@@ -11,13 +11,16 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
+import anyio.to_thread
+
+from haiku_cli.agents.model_names import checked_model_name
 from haiku_cli.databases.selection import Selection
 from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import HaikuError, InputError
 from haiku_cli.mcp_server.tools import ServerScope
 from haiku_cli.mcp_server.transport import accepted_names, announced, listen
 from haiku_cli.web.guard import Guard
-from haiku_cli.web.model import serving_model
 from haiku_cli.web.welcome import welcome
 
 if TYPE_CHECKING:
@@ -42,12 +45,19 @@ class WebApp:
     """What `haiku serve` serves: its databases (the server's whole world) and the conversation agent."""
 
     def __init__(
-        self, ws: Workspace, selection: Selection, model: Model, *, analysis: bool, not_created: Sequence[str]
+        self,
+        ws: Workspace,
+        selection: Selection,
+        model: str | Model,
+        *,
+        analysis: bool,
+        not_created: Sequence[str],
     ) -> None:
         self.scope = ServerScope(ws, selection, model)
         self.model = model
         self.analysis = analysis
         self.not_created = list(not_created)
+        self._building = anyio.Lock()
 
     # The agent and its capabilities are built for the first request that needs them, not at start: a
     # server takes its first request after little more than a cold search's work.
@@ -60,10 +70,20 @@ class WebApp:
 
     @cached_property
     def conversations(self) -> Conversations:
-        """The agent every question runs."""
+        """The agent every question runs, with the model built for it (pydantic-ai loads here)."""
+        from haiku_cli.web.model import serving_model
         from haiku_cli.web.runs import Conversations
 
-        return Conversations(self.scope.ws, self.sources, self.model, analysis=self.analysis)
+        model = serving_model(self.scope.ws.settings.model, self.model)
+        return Conversations(self.scope.ws, self.sources, model, analysis=self.analysis)
+
+    async def ready_conversations(self) -> Conversations:
+        """`conversations`, built in a worker thread the first time (loading pydantic-ai takes a while),
+        so the page's other requests are answered meanwhile."""
+        async with self._building:
+            if "conversations" not in self.__dict__:
+                await anyio.to_thread.run_sync(lambda: self.conversations)
+        return self.conversations
 
     @classmethod
     async def open(
@@ -74,7 +94,10 @@ class WebApp:
         served anyway: the first question gets the reason. A local database nothing was added to yet is
         left out (and named), as `search` does.
         """
-        chosen = serving_model(ws.settings.model, model)
+        # A ready model as given; a model string checked by name, without loading pydantic-ai.
+        chosen = (
+            checked_model_name(ws.settings.model, model) if model is None or isinstance(model, str) else model
+        )
         searched, not_created = await ws.check_served(selection)
         return cls(ws, searched, chosen, analysis=analysis, not_created=not_created)
 
@@ -83,7 +106,7 @@ class WebApp:
         what its first view shows (counts, example questions)."""
         return {
             "databases": [source.model_dump(mode="json") for source in self.sources],
-            "state_keys": self.conversations.state_keys,
+            "state_keys": (await self.ready_conversations()).state_keys,
             "analysis": self.analysis,
             "not_created": self.not_created,
             "welcome": await welcome(self.scope),
@@ -99,7 +122,7 @@ class WebApp:
             return JSONResponse(await self.info())
 
         async def agui(request: Request) -> Response:
-            return await self.conversations.respond(request)
+            return await (await self.ready_conversations()).respond(request)
 
         async def document(request: Request) -> Response:
             found = await self.scope.get_document(_param(request, "database"), _param(request, "document"))

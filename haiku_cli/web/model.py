@@ -1,8 +1,9 @@
-"""The model `haiku serve` answers with, or the reason it cannot answer yet.
+"""The model `haiku serve` answers with, or the reason it cannot answer yet; built for the first question.
 
 A model string naming a known provider whose provider cannot be built (its API key not set, most often)
 does not stop the server: the page is served, and the first question gets the reason as one line.
-A model string that names no known provider is refused at start, as every other command refuses it.
+A model string that names no known provider, or one whose package is missing, was refused at start
+(`checked_model_name`, without loading pydantic-ai), as every other command refuses it.
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from pydantic_ai.models import Model, parse_model_id
-from pydantic_ai.providers import infer_provider_class
+from pydantic_ai.models import Model
 
 from haiku_cli.agents.model_names import model_name
 from haiku_cli.agents.models import resolve_model
@@ -57,24 +57,14 @@ class UnavailableModel(Model):
 
 
 def serving_model(settings: ModelSettings, model: str | Model | None) -> Model:
-    """The model to answer with, or an `UnavailableModel` when only its provider's setup is missing."""
+    """The model to answer with, or an `UnavailableModel` when only its provider's setup is missing.
+
+    The model string was checked at start (`checked_model_name`): what fails to build now is its setup.
+    """
     if isinstance(model, Model):
         return model
     name = model_name(settings, model)
     try:
         return resolve_model(settings, model)
     except ModelError as exc:
-        if not _known_provider(name):
-            raise
         return UnavailableModel(name, exc)
-
-
-def _known_provider(name: str) -> bool:
-    provider, _ = parse_model_id(name)
-    if provider is None:
-        return False
-    try:
-        infer_provider_class(provider)
-    except (ValueError, ImportError):  # unknown, or its package not installed: refused at start
-        return False
-    return True

@@ -90,14 +90,18 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith(("haiku_cli", "py
 """
 
 
-def test_without_a_model_a_server_loads_no_agent_and_opens_no_database(make_db, write_config) -> None:
-    # What it loads before its first answer is its start-up's cost (benchmarks/server_memory.py).
+@pytest.mark.parametrize("model", [None, "openai-chat:gpt-4o"])
+def test_a_server_loads_no_agent_and_opens_no_database_before_its_first_answer(
+    make_db, write_config, model: str | None
+) -> None:
+    # What it loads before its first answer is its start-up's cost (benchmarks/server_memory.py); with a
+    # model, `ask` and `analyze` are listed, yet pydantic-ai loads with the first question.
     location, _ = make_db("notes", ["Owls hunt at night."])
     write_config(f'[databases]\nnotes = "{location.uri}"\n')
     env = {k: v for k, v in os.environ.items() if k != "HAIKU_MODEL"}
     done = subprocess.run(
         [sys.executable, "-c", _SERVE_THEN_LIST],
-        env={**env, "HAIKU_NO_DAEMON": "1"},
+        env={**env, "HAIKU_NO_DAEMON": "1", **({"HAIKU_MODEL": model} if model else {})},
         stdin=subprocess.DEVNULL,  # the client closes at once: served, then done
         capture_output=True,
         text=True,
@@ -106,5 +110,6 @@ def test_without_a_model_a_server_loads_no_agent_and_opens_no_database(make_db, 
     assert done.returncode == 0, done.stderr
     loaded = json.loads(done.stdout.splitlines()[-1])
     assert "haiku_cli.mcp_server.server" in loaded  # it did serve
+    assert ("haiku_cli.mcp_server.answering" in loaded) is (model is not None)  # with ask and analyze
     assert [m for m in loaded if m.startswith(("pydantic_ai", "haiku_cli.agents.question"))] == []
     assert "lancedb" not in loaded  # no database opened: LanceDB loads with the first read

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -11,7 +14,7 @@ import httpx
 import pytest
 
 from tests.capabilities.conftest import kb, kb_template
-from tests.web.serving import haiku_serve
+from tests.web.serving import ROOT, haiku_serve
 
 __all__ = ["kb", "kb_template"]
 
@@ -83,7 +86,10 @@ def test_without_the_model_key_it_serves_and_the_first_question_says_why(
     with haiku_serve() as (url, process):
         asked = {"threadId": "t", "runId": "r", "messages": [{"id": "u", "role": "user", "content": "Hi?"}]}
         for _ in range(2):  # and the server stays up for the next one
-            response = httpx.post(url + "api/agui", json={**asked, "state": None, "tools": [], "context": []})
+            # The first question loads pydantic-ai and builds the agent: a while on a loaded machine.
+            response = httpx.post(
+                url + "api/agui", json={**asked, "state": None, "tools": [], "context": []}, timeout=120
+            )
             assert response.status_code == 503
             assert '"type":"RUN_ERROR"' in response.text
             assert "set the OPENAI_API_KEY environment variable" in response.text
@@ -96,3 +102,43 @@ def test_a_model_with_an_unknown_provider_is_refused_at_start(cli, kb) -> None:
     result = cli("serve", "--model", "nonsense:gpt-4o")
     assert result.exit_code == 4
     assert result.stderr.startswith("haiku: unknown model provider 'nonsense' in 'nonsense:gpt-4o'")
+
+
+# Lists what the server loaded when it is stopped (after uvicorn's own shutdown hands SIGTERM back).
+_SERVE_THEN_LIST = """
+import json, os, runpy, signal, sys
+OUT = sys.argv[1]
+def listed(*_):
+    mine = sorted(m for m in sys.modules if m.startswith(("haiku_cli", "pydantic_ai", "lancedb")))
+    with open(OUT, "w") as out:
+        json.dump(mine, out)
+    os._exit(0)
+signal.signal(signal.SIGTERM, listed)
+sys.argv = ["haiku", *sys.argv[2:]]
+runpy.run_module("haiku_cli", run_name="__main__")
+"""
+
+
+def test_serving_the_page_loads_no_agent_and_opens_no_database(kb, tmp_path: Path) -> None:
+    # What it loads before its first page is its start-up's cost (benchmarks/server_memory.py); the
+    # model string was still checked (an unknown one is refused at start, above).
+    listing = tmp_path / "modules.json"
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SERVE_THEN_LIST, str(listing), "serve", *MODEL, "--port", "0"],
+        env={**os.environ, "PYTHONPATH": str(ROOT), "HAIKU_NO_DAEMON": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        assert url, process.stderr.read() if process.stderr else ""
+        assert "<title>haiku</title>" in httpx.get(url).text
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    loaded = json.loads(listing.read_text(encoding="utf-8"))
+    assert "haiku_cli.web.app" in loaded  # it did serve
+    assert [m for m in loaded if m.startswith(("pydantic_ai", "haiku_cli.agents.question"))] == []
+    assert "lancedb" not in loaded  # no database opened: LanceDB loads with the first read

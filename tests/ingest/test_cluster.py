@@ -246,10 +246,14 @@ def test_a_failing_ray_add_leaves_the_database_as_it_was(
 
 
 @pytest.mark.slow
-def test_a_ray_add_of_a_mail_stores_its_attachments_as_a_single_process_add_does(
-    cluster, cli, write_config, tmp_path: Path, s3_server: str
+def test_a_ray_add_of_mail_stores_its_parts_as_a_single_process_add_does_embedding_them_on_the_cluster(
+    cluster, cli, write_config, tmp_path: Path, s3_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import mailbox
     from email.message import EmailMessage
+
+    from haiku_cli.embed.embedder import BundledEmbedder
+    from haiku_cli.store import document_writes
 
     _config(write_config, tmp_path, s3_server)
     folder = tmp_path / "mail"
@@ -261,18 +265,31 @@ def test_a_ray_add_of_a_mail_stores_its_attachments_as_a_single_process_add_does
         b"# Counts\n\nTawny owls: 12.", maintype="text", subtype="markdown", filename="counts.md"
     )
     (folder / "census.eml").write_bytes(message.as_bytes())
+    box = mailbox.mbox(folder / "field.mbox")
+    for i, bird in enumerate(("Kestrels hover over the meadow.", "Harriers quarter the marsh.")):
+        note = EmailMessage()
+        note["Subject"], note["From"], note["Message-ID"] = f"Sighting {i}", "bo@example.com", f"<s{i}@x>"
+        note.set_content(bird)
+        box.add(note)
+    box.flush()
     (folder / "kestrels.md").write_text("# Kestrels\n\nKestrels hover over fields hunting voles.\n")
     one = cli("add-src", str(folder), "-d", "local_one", "--json")
+    # From here on this process neither embeds nor makes new chunk rows: the parts too are the workers'.
+    monkeypatch.setattr(BundledEmbedder, "_embed", _cannot_embed)
+    monkeypatch.setattr(document_writes, "make_chunk_rows", _no_chunk_rows(document_writes))
     ray_add = cli("add-src", str(folder), "-d", "local_ray", "--engine", "ray", "--json")
     assert ray_add.exit_code == 0, ray_add.stderr
     assert _outcomes(ray_add.stdout) == _outcomes(one.stdout)
     mail = folder / "census.eml"
-    assert [(s, st) for s, st, _ in _outcomes(ray_add.stdout)] == [
-        (str(mail), "added"),
-        (f"{mail}#attachment/counts.md", "added"),
-        (str(folder / "kestrels.md"), "added"),
-    ]
+    added = [(s, st) for s, st, _ in _outcomes(ray_add.stdout)]
+    assert added[:2] == [(str(mail), "added"), (f"{mail}#attachment/counts.md", "added")]
+    assert [st for s, st in added if "field.mbox#message/" in s] == ["added", "added"]
     _same_database(_location(cli, "local_ray"), _location(cli, "local_one"))
+    # The parts' stored hashes go to the workers too: a second add finds every part unchanged.
+    again = cli("add-src", str(folder), "-d", "local_ray", "--engine", "ray", "--json")
+    assert again.exit_code == 0, again.stderr
+    assert {st for _, st, _ in _outcomes(again.stdout)} == {"unchanged"}
+    assert len(_outcomes(again.stdout)) == len(added)
 
 
 def test_a_small_add_says_so_and_runs_in_this_process(cli, write_config, tmp_path, s3_server) -> None:

@@ -78,7 +78,9 @@ def haiku_command() -> list[str]:
 
 def server_env(corpus: Path, **extra: str) -> dict[str, str]:
     """The environment of a spawned server: the corpus config, and no model unless given."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HAIKU_", "OPENAI_"))}
+    # The session's cache folder is kept: no server under test writes to the user's cache.
+    kept = ("HAIKU_CACHE_DIR",)
+    env = {k: v for k, v in os.environ.items() if k in kept or not k.startswith(("HAIKU_", "OPENAI_"))}
     env.update(HAIKU_CONFIG=str(corpus / "config.toml"), HAIKU_DATA_DIR=str(corpus / "data"), **extra)
     return env
 

@@ -68,6 +68,10 @@ def test_local_full_text_search_loads_no_embedder_agent_or_rest_client(cli, tmp_
         "lancedb.remote.db (not run)",
         "lancedb.namespace (not run)",
         "lancedb.catalog (not run)",
+        # Enterprise function models, every bundled embedding function, pyarrow's generated functions.
+        "lancedb.functions (not run)",
+        "lancedb.embeddings (not run)",
+        "pyarrow.compute (not run)",
     } <= loaded
     out, loaded = _haiku_in_fresh_process(tmp_path, "list", "--json", "--db", db)
     assert len(json.loads(out)["documents"]) == 1
@@ -316,3 +320,25 @@ print(marked, checking, callable(lancedb.connect))
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["True", "True", "True"], done.stderr
+
+
+def test_an_embedding_function_looked_up_by_name_is_registered() -> None:
+    # A table whose schema names an embedding function: LanceDB's registry finds it by name, as when
+    # `lancedb.embeddings` ran at import.
+    code = """
+import sys
+from haiku_cli.store.lance_import import import_lancedb
+import_lancedb()
+print(type(sys.modules["lancedb.embeddings"]).__name__)
+from lancedb.embeddings.registry import EmbeddingFunctionRegistry
+found = EmbeddingFunctionRegistry.get_instance().get("openai")
+print(found.__name__, type(sys.modules["lancedb.embeddings"]).__name__)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["_DeferredModule", "OpenAIEmbeddings", "module"], done.stderr
+
+
+def test_a_stand_in_in_an_evaluated_annotation_is_the_real_class(lazy: str) -> None:
+    alpha = import_deferring(f"needs_a_real_class_{lazy}", [], []).Alpha  # the package run whole
+    stand_in = lance_import.StandIn(f"{lazy}.alpha", "Alpha")
+    assert (dict | stand_in) == (dict | alpha) and (stand_in | None) == (alpha | None)

@@ -15,9 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from email import policy
 from email.message import EmailMessage
-from email.parser import BytesParser
 from email.utils import parsedate_to_datetime
 from pathlib import PurePosixPath
 from typing import Any
@@ -26,6 +24,7 @@ from urllib.parse import quote
 from haiku_cli.ingest.convert import registry
 from haiku_cli.ingest.convert.html import convert_html
 from haiku_cli.ingest.convert.limits import over_limit
+from haiku_cli.ingest.convert.mail_structure import Unread, parse_mail
 from haiku_cli.ingest.convert.registry import Converter, RawDocument
 from haiku_cli.ingest.document import ConversionError, ConvertedDocument, Segment
 from haiku_cli.store.document_parts import PART_OF
@@ -64,10 +63,10 @@ class _Parts:
 
 def read_eml(raw: RawDocument) -> ConvertedDocument:
     """One message, titled by its subject, with its readable attachments as documents of their own."""
-    message = _parse(raw.data)
+    message, unread = _parse(raw.data)
     if not any(message.get(h) for h in ("From", "To", "Subject", "Date", "Message-ID")):
         raise ConversionError(f"{raw.label}: not an e-mail message (no From, To, Subject or Date header)")
-    parts = _Parts(raw)
+    parts = _Parts(raw, notes=unread.notes(raw.label))
     subject, text, metadata = _message(message, raw.uri, raw.label, parts)
     return ConvertedDocument(
         uri=raw.uri,
@@ -91,9 +90,10 @@ def read_mbox(raw: RawDocument) -> ConvertedDocument:
     listed = []
     keys: set[str] = set()
     for n, (start, end) in enumerate(zip(starts, ends, strict=True), start=1):
-        message = _parse(_QUOTED_FROM.sub(rb"\1", raw.data[start:end]))
+        message, unread = _parse(_QUOTED_FROM.sub(rb"\1", raw.data[start:end]))
         key = message_key(message, n, keys)
         uri, label = f"{raw.uri}#message/{key}", f"{raw.label}#message/{key}"
+        parts.notes += unread.notes(label)
         at = len(parts.documents)
         subject, text, metadata = _message(message, uri, label, parts)
         title = subject or f"{raw.fallback_title or 'mailbox'}: message {key}"
@@ -125,10 +125,10 @@ def message_key(message: EmailMessage, position: int, taken: set[str]) -> str:
     return key
 
 
-def _parse(data: bytes) -> EmailMessage:
-    message = BytesParser(policy=policy.default).parsebytes(data)
-    assert isinstance(message, EmailMessage)  # what policy.default makes
-    return message
+def _parse(data: bytes, depth: int = 0) -> tuple[EmailMessage, Unread]:
+    """A message (`depth` mails inside the file's), its structure bounded as it is read (a mail attached
+    deeper than `MAX_DEPTH` is not parsed), and what was left out unread."""
+    return parse_mail(data, mail_depth=depth, max_mail_depth=MAX_DEPTH)
 
 
 def _message(
@@ -226,10 +226,12 @@ def _attached_mail(
         return
     try:
         content = part.get_content()
-    except (LookupError, ValueError, KeyError):  # an unknown charset or a broken transfer encoding
+    except (LookupError, ValueError, KeyError, TypeError):  # an unknown charset, a broken encoding
         content = None
     if isinstance(content, bytes | str):  # an `.eml` file attached as bytes
-        content = _parse(content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content)
+        data = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
+        content, unread = _parse(data, depth)
+        parts.notes += unread.notes(label)
     if not isinstance(content, EmailMessage) or not any(
         content.get(h) for h in ("From", "To", "Subject", "Date", "Message-ID")
     ):
