@@ -12,7 +12,7 @@ import pytest
 
 from haiku_cli.errors import ExitCode
 from tests.store.test_writer_lock import _wait_for
-from tests.support.children import reaped, takes_ctrl_c
+from tests.support.children import ctrl_c_preexec, reaped
 
 pytestmark = pytest.mark.slow
 
@@ -63,7 +63,7 @@ def test_ctrl_c_during_an_add_keeps_what_was_written_and_a_rerun_finds_it_unchan
         env=env,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=takes_ctrl_c,
+        preexec_fn=ctrl_c_preexec(),
     )
     with reaped(add):
         _wait_for(lambda: any(gate.glob("*.reached")), "the add to write its batch")

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from haiku_cli.cli import daemon_client as wire
-from tests.support.children import reaped, takes_ctrl_c
+from tests.support.children import ctrl_c_preexec, reaped
 
 # `haiku` from this tree; HAIKU_TEST_PROBE names a file told who answered: this process or a daemon.
 LAUNCH = (
@@ -151,7 +151,7 @@ def test_ctrl_c_interrupts_the_command_in_the_daemon_as_in_process(daemon, tmp_p
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "HAIKU_TEST_PROBE": str(probe)},
-        preexec_fn=takes_ctrl_c,
+        preexec_fn=ctrl_c_preexec(),
     )
     with reaped(proc):
         # The daemon's command waits reading the caller's standard input (read(0, ...) is syscall 0).

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from haiku_cli.errors import ExitCode
-from tests.support.children import reaped, takes_ctrl_c
+from tests.support.children import ctrl_c_preexec, reaped
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +38,7 @@ def _interrupted(args: list[str], point: str, gate: Path) -> tuple[int, str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=takes_ctrl_c,
+        preexec_fn=ctrl_c_preexec(),
     )
     with reaped(proc):
         deadline = time.monotonic() + 240

@@ -22,7 +22,7 @@ from haiku_cli.errors import ExitCode
 from haiku_cli.store import open_database, reads
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.location import Location
-from tests.support.children import reaped, takes_ctrl_c
+from tests.support.children import ctrl_c_preexec, reaped
 from tests.support.etag_server import serve_page
 
 # How long a test waits for a change to show; a bound on a hang, not a performance target.
@@ -275,7 +275,7 @@ def test_killed_with_sigkill_and_restarted_it_catches_up(tmp_path: Path, notes: 
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            preexec_fn=takes_ctrl_c,  # stopped by Ctrl-C below, as a person stops it
+            preexec_fn=ctrl_c_preexec(),  # stopped by Ctrl-C below, as a person stops it
         )
 
     first = start()  # as a person runs it: one line per change on stderr

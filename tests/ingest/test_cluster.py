@@ -15,7 +15,10 @@ import pytest
 
 from haiku_cli.errors import ExitCode
 from haiku_cli.store import Location, open_database
-from tests.support.children import reaped, takes_ctrl_c
+from tests.support.children import ctrl_c_preexec, reaped
+
+# One worker runs them all: the cluster starts once, not once on each.
+pytestmark = pytest.mark.xdist_group("ray-cluster")
 
 
 @pytest.fixture(scope="module")
@@ -350,7 +353,7 @@ def _ray_add_held_at(point: str, tmp_path: Path) -> tuple[subprocess.Popen[str],
         env={**os.environ, "HAIKU_TEST_PAUSE": f"{point}:{gate}"},
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=takes_ctrl_c,
+        preexec_fn=ctrl_c_preexec(),
     )
     try:
         _wait_for(lambda: any(gate.glob("*.reached")), f"the add to reach {point}")

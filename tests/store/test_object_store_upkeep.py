@@ -64,10 +64,11 @@ def test_a_vacuum_longer_than_the_heartbeat_leaves_the_database_readable(
 def test_a_vacuum_whose_lease_lapsed_stops_before_removing_anything(
     s3_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(writer_lock, "LEASE_TTL_SECONDS", 2.0)
     loc = _location(s3_server, tmp_path, "lapse")
     db = open_database(loc, create_with=SPEC, writable=True)
     write_documents(db, [_write("kept")])
+    # Only the vacuum's lease is short: a 2 s lease on the setup's write lapsed beside a loaded machine.
+    monkeypatch.setattr(writer_lock, "LEASE_TTL_SECONDS", 2.0)
     versions = len(db.documents.list_versions())
     with exclusive(db):
         lease = db.writer_lock

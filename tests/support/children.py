@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 
@@ -13,6 +13,13 @@ def takes_ctrl_c() -> None:
     (a script run in the background); an ignored signal would stay ignored across exec, and a SIGINT
     sent to the child would then do nothing."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def ctrl_c_preexec() -> Callable[[], None] | None:
+    """The `preexec_fn` for a child that Ctrl-C must reach: `takes_ctrl_c` only where this process has
+    SIGINT ignored. Otherwise the child inherits the default already, and without a `preexec_fn` it is
+    spawned rather than forked (a fork here is what lance warns of as not fork-safe)."""
+    return takes_ctrl_c if signal.getsignal(signal.SIGINT) == signal.SIG_IGN else None
 
 
 @contextmanager

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.children import reaped, takes_ctrl_c
+from tests.support.children import ctrl_c_preexec, reaped
 
 _LIMIT = 600.0  # a command of the matrix takes seconds; this bounds one stuck beside a busy machine
 FULL = "the disk is full; free some space on it, then run the command again"
@@ -87,7 +87,7 @@ def interrupted(args: list[str], point: str, gate: Path, env: dict[str, str]) ->
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=takes_ctrl_c,
+        preexec_fn=ctrl_c_preexec(),
     )
     with reaped(proc):
         reached = _until_reached(proc, gate, point)

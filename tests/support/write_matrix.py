@@ -122,7 +122,9 @@ class WriteMatrix(RuleBasedStateMachine):
     """The matrix against a local database; `kinds` says which interruptions it draws."""
 
     embedder: ClassVar[Any] = None
-    counts: ClassVar[Counter[str]] = Counter()  # steps and interruptions by kind, for the soak's figures
+    # steps, interruptions by kind and commands run (`add-src`, `tag create`...): the soak prints them, and
+    # the CI run checks it drew every kind of interruption
+    counts: ClassVar[Counter[str]] = Counter()
     interruptions: ClassVar[st.SearchStrategy] = interruptions_of(KINDS)
 
     def __init__(self) -> None:
@@ -186,6 +188,7 @@ class WriteMatrix(RuleBasedStateMachine):
         kind = interrupt[0] if interrupt is not None else "whole"
         self.counts["steps"] += 1
         self.counts[kind] += 1
+        self.counts[" ".join(args[:2]) if args[0] == "tag" else args[0]] += 1
         if kind in ("whole", "ctrl-c", "fault"):
             self._after(*self._run(call, interrupt), done, sources)
             return
@@ -390,6 +393,7 @@ class WriteMatrix(RuleBasedStateMachine):
     @rule()
     def tag_create(self) -> None:
         name = f"t{next(self.names)}"
+        self.counts["tag create"] += 1
         finished, _ = self._run(lambda ws: api.create_tag(ws, self.location, name), None)
         assert finished
         self.tags[name] = (dict(self.model), set(self.sources))

@@ -18,7 +18,7 @@ from tests.support.pictures import pdf_with_images
 from tests.web.browser import IN_CHROMIUM, Page
 from tests.web.serving import haiku_serve
 
-pytestmark = IN_CHROMIUM
+pytestmark = [*IN_CHROMIUM, pytest.mark.xdist_group("test_page")]  # one Chromium for the module
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from tests.web.browser import IN_CHROMIUM, Page
 from tests.web.serving import haiku_serve
 from tests.web.test_page import cite_first_shown
 
-pytestmark = IN_CHROMIUM
+pytestmark = [*IN_CHROMIUM, pytest.mark.xdist_group("test_views")]  # one Chromium for the module
 
 
 @pytest.fixture
