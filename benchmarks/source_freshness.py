@@ -6,7 +6,13 @@ the order alternating, so both see the same load. Wall and CPU (`process_time`, 
 median and p95, for full-text and hybrid search; the overhead is the difference of the medians over the
 unchecked median.
 
-    python benchmarks/source_freshness.py [--files 300] [--rounds 200] [--out results.json]
+Then what `search --sync` costs before each search when nothing changed (`sync_changed`), over a folder
+of `--folder-files` files in `--folder-dirs` directories synced once: with the look for new or removed
+files (a `stat` per directory the last sync listed) and without it (only the remembered files stat'ed),
+interleaved; and what syncing one new note costs against a whole `haiku sync` of the folder.
+
+    python benchmarks/source_freshness.py [--files 300] [--rounds 200] [--folder-files 2000]
+        [--folder-dirs 100] [--out results.json]
 
 Writes the area's table to benchmarks/results/source_state.json.
 """
@@ -64,7 +70,9 @@ def _stats(samples: list[float]) -> dict[str, float]:
     }
 
 
-async def _measure(work: Path, files: int, rounds: int) -> dict[str, object]:
+async def _measure(
+    work: Path, files: int, rounds: int, folder_files: int, folder_dirs: int
+) -> dict[str, object]:
     os.environ["HAIKU_CONFIG_DIR"] = str(work / "config")
     os.environ["HAIKU_DATA_DIR"] = str(work / "data")
     (work / "config").mkdir()
@@ -127,8 +135,67 @@ async def _measure(work: Path, files: int, rounds: int) -> dict[str, object]:
         "wall_ms": round((time.perf_counter() - w) / runs * 1000, 4),
         "cpu_ms": round((time.process_time() - c) / runs * 1000, 4),
     }
+    out["sync_first"] = await _sync_first(ws, work / "tree", folder_files, folder_dirs, rounds)
     out["load_average"] = os.getloadavg()
     return out
+
+
+async def _sync_first(ws: object, tree: Path, files: int, dirs: int, rounds: int) -> dict[str, object]:
+    """`sync_changed` on an all-fresh folder, with and without the look at its directories."""
+    from haiku_cli.databases import freshness, operations, refreshing
+    from haiku_cli.databases.selection import Selection
+
+    for n in range(files):
+        folder = tree / f"d{n % dirs:03d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"n{n:05d}.txt").write_text(f"note {n} of the {WORDS[n % len(WORDS)]}.\n", encoding="utf-8")
+    location = ws.locations["default"]  # type: ignore[attr-defined]
+    selection = Selection((location,))
+    await operations.add_sources(ws, location, [str(tree)], title=None, metadata={})  # type: ignore[arg-type]
+    for top in (tree, tree.parent / "notes"):
+        for directory, _, _ in os.walk(top):  # as a folder left alone a while is
+            os.utime(directory, ns=(0, 1_000_000_000_000_000_000))
+    whole = []
+    for _ in range(3):
+        w = time.perf_counter()
+        await operations.sync(ws, [location])  # type: ignore[arg-type]
+        whole.append(time.perf_counter() - w)
+    looking = freshness.folder_changes
+
+    def without(db: object) -> dict[str, object]:
+        return {}
+
+    samples: dict[bool, dict[str, list[float]]] = {c: {"wall": [], "cpu": []} for c in (False, True)}
+    for i in range(rounds + 10):
+        for look in (i % 2 == 0, i % 2 != 0):
+            refreshing.folder_changes = looking if look else without  # type: ignore[assignment]
+            w, c = time.perf_counter(), time.process_time()
+            assert await refreshing.sync_changed(ws, selection) == []  # type: ignore[arg-type]
+            if i >= 10:
+                samples[look]["wall"].append(time.perf_counter() - w)
+                samples[look]["cpu"].append(time.process_time() - c)
+    refreshing.folder_changes = looking
+    # One new note at a time: found by the look at the directories, or by a whole `haiku sync`.
+    one_new, whole_new = [], []
+    for n in range(5):
+        (tree / f"d{(n * 7) % dirs:03d}" / f"new{n}.txt").write_text(f"New note {n}.\n", encoding="utf-8")
+        w = time.perf_counter()
+        (done,) = await refreshing.sync_changed(ws, selection)  # type: ignore[arg-type]
+        one_new.append(time.perf_counter() - w)
+        assert done[1].added == 1
+        (tree / f"d{(n * 11) % dirs:03d}" / f"other{n}.txt").write_text(f"Other {n}.\n", encoding="utf-8")
+        w = time.perf_counter()
+        await operations.sync(ws, [location])  # type: ignore[arg-type]
+        whole_new.append(time.perf_counter() - w)
+    return {
+        "files": files,
+        "directories": dirs + 1,
+        "without_directories": {m: _stats(samples[False][m]) for m in ("wall", "cpu")},
+        "with_directories": {m: _stats(samples[True][m]) for m in ("wall", "cpu")},
+        "one_new_note_s": round(statistics.median(one_new), 3),
+        "whole_sync_s": round(statistics.median(whole_new), 3),
+        "whole_sync_nothing_changed_s": round(statistics.median(whole), 3),
+    }
 
 
 def source_state_rows(table: Table, raw: dict, files: int) -> None:
@@ -143,17 +210,40 @@ def source_state_rows(table: Table, raw: dict, files: int) -> None:
             )
     alone = raw["check_only"]
     table.add(f"the check alone, {alone['documents']} documents", f"{alone['cpu_ms']} ms CPU")
+    first = raw.get("sync_first")
+    if first is None:
+        return
+    where = f"{first['files']} files in {first['directories']} directories"
+    for measure in ("wall", "cpu"):
+        on, off = (
+            first["with_directories"][measure]["p50_ms"],
+            first["without_directories"][measure]["p50_ms"],
+        )
+        table.add(
+            f"search --sync with nothing changed, {where}, {measure} p50, new files looked for",
+            f"{on} ms",
+            f"remembered files only {off} ms",
+            ratio(on, off),
+        )
+    table.add(
+        f"search --sync after one new note, {where}, median of 5",
+        f"{first['one_new_note_s']} s",
+        f"haiku sync of the folder after one new note {first['whole_sync_s']} s",
+        ratio(first["one_new_note_s"], first["whole_sync_s"]),
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--folder-files", type=int, default=2000)
+    parser.add_argument("--folder-dirs", type=int, default=100)
     parser.add_argument("--out", type=Path, default=None, help="write the JSON here too")
     args = parser.parse_args()
     title = "Each hit's source checked (`source_state`): the cost on a warm search"
     with result("source_state", title) as table, tempfile.TemporaryDirectory() as tmp:
-        found = asyncio.run(_measure(Path(tmp), args.files, args.rounds))
+        found = asyncio.run(_measure(Path(tmp), args.files, args.rounds, args.folder_files, args.folder_dirs))
         source_state_rows(table, found, args.files)
     text = json.dumps(found, indent=2)
     print(text)

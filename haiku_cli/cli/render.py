@@ -417,9 +417,10 @@ def remembered_sources(listed: SourceList) -> None:
         options += [f"--title {s.title}"] if s.title else []
         options += ["--follow-symlinks"] if s.follow_symlinks else []
         options += [f"--include {g}" for g in s.include] + [f"--exclude {g}" for g in s.exclude]
-        rows.append((printable(s.source), s.kind, s.documents, s.changed, s.missing, " ".join(options)))
-    table(["source", "kind", "documents", "changed", "missing", "options"], rows)
-    if any(s.changed or s.missing for s in listed.sources):
+        counts = (s.documents, s.changed, s.missing, s.dirs_changed)
+        rows.append((printable(s.source), s.kind, *counts, " ".join(options)))
+    table(["source", "kind", "documents", "changed", "missing", "dirs changed", "options"], rows)
+    if any(s.changed or s.missing or s.dirs_changed for s in listed.sources):
         output.err.print(
             f"some sources changed since they were read: haiku sync -d {listed.database}", style="dim"
         )

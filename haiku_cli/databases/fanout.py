@@ -6,7 +6,7 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -27,8 +27,9 @@ from haiku_cli.search.candidates import (
 )
 from haiku_cli.search.fusion import DEFAULT_VECTOR_WEIGHT, as_one_pool, fuse, through_ties, tie_order
 from haiku_cli.search.hits import SearchHit
-from haiku_cli.search.lookups import Reads, each, takes_cheaply
+from haiku_cli.search.lookups import Reads, Shape, each, takes_cheaply
 from haiku_cli.store.database import Database, EmbedderSpec, parse_json_object
+from haiku_cli.store.index_reads import analyzes_as_haiku
 from haiku_cli.store.reads import documents_of
 from haiku_cli.store.records import DocumentRecord
 
@@ -200,7 +201,11 @@ async def _find(
 ) -> list[list[Candidate]]:
     if not rescoring:
         return (await candidates_of(reads, dbs, asked))[1]
-    # The query's terms are analysed while the databases are searched: rescoring needs both. One task
+    if await reads.within(dbs[0], analyzes_as_haiku(dbs[0])):  # analysed in this thread, in microseconds
+        terms = await bm25.query_terms(reads, dbs[0], asked.text)
+        found, per_db = await candidates_of(reads, dbs, asked)
+        return await _rescored(reads, dbs, asked, limit, terms, found, per_db)
+    # The index's analyzer answers on LanceDB's loop: asked while the databases are searched. One task
     # beside this one, not a task group (whose two tasks cost CPU a search need not spend).
     analysing = asyncio.ensure_future(bm25.query_terms(reads, dbs[0], asked.text))
     try:
@@ -208,7 +213,18 @@ async def _find(
     except BaseException:
         analysing.cancel()
         raise
-    terms = await analysing
+    return await _rescored(reads, dbs, asked, limit, await analysing, found, per_db)
+
+
+async def _rescored(
+    reads: Reads,
+    dbs: list[Database],
+    asked: CandidateQuery,
+    limit: int,
+    terms: bm25.QueryTerms,
+    found: list[Shape],
+    per_db: list[list[Candidate]],
+) -> list[list[Candidate]]:
     # Full text ranks the set's best `limit`; hybrid fuses the set's best k of each kind.
     needed = asked.k if asked.search_type == "hybrid" else limit
     await bm25.rescore_set(reads, dbs, found, per_db, asked, terms, needed)  # see haiku_cli.search.bm25
@@ -266,22 +282,23 @@ async def _hydrate(
             doc = docs[cand.database].get(cand.document_id)
             uri, title, metadata = (doc.uri, doc.title, doc.metadata) if doc else (None, None, {})
         check = checks.get((cand.database, cand.document_id), UNCHECKED)
-        hits.append(
-            SearchHit(
-                database=cand.database,
-                document_id=cand.document_id,
-                chunk_id=cand.chunk_id,
-                content=cand.text,
-                score=round(float(score), 6),
-                rank=rank,
-                heading_path=cand.heading_path,
-                pages=cand.pages,
-                document_uri=uri,
-                document_title=title,
-                metadata=metadata,
-                source_state=check.shown,
-                source_note=check.note,
-                **cand.span,
-            )
-        )
+        # Built without validation: every field comes typed from the store or from the ranking above
+        # (validating ten hits cost as much as ranking them).
+        shown: dict[str, Any] = {
+            "database": cand.database,
+            "document_id": cand.document_id,
+            "chunk_id": cand.chunk_id,
+            "content": cand.text,
+            "score": round(float(score), 6),
+            "rank": rank,
+            "heading_path": cand.heading_path,
+            "pages": cand.pages,
+            "document_uri": uri,
+            "document_title": title,
+            "metadata": metadata,
+            "source_state": check.shown,
+            "source_note": check.note,
+            **cand.span,
+        }
+        hits.append(SearchHit.model_construct(**shown))
     return hits

@@ -21,17 +21,20 @@ import anyio
 
 from haiku_cli.config.settings import Settings
 from haiku_cli.search.hits import SourceState
+from haiku_cli.store import schema
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.database import Database
 from haiku_cli.store.document_parts import PART_OF, stored_parts
 from haiku_cli.store.handle import parse_json_object
 from haiku_cli.store.published import PUBLISHED
 from haiku_cli.store.reads import in_list, rows_where
+from haiku_cli.store.source_dirs import listed_dirs, moved_dirs
 from haiku_cli.store.source_state import Freshness, by_stat, path_of
 from haiku_cli.store.source_tables import (
     DELETE_BATCH,
     FileState,
     file_states,
+    folder_sources,
     has_file_states,
     read_sources,
     states_of_documents,
@@ -282,6 +285,26 @@ def _looked_at(
     return out
 
 
+def folder_changes(db: Database) -> dict[str, list[str] | None]:
+    """The local folder sources with a file made, removed or renamed since a sync last listed them: the
+    directories (uris) whose time moved, the topmost of each branch; None for a folder no sync listed
+    yet (added, not synced since), which only a walk of all of it can tell."""
+    listed = listed_dirs(db)
+    out: dict[str, list[str] | None] = {}
+    for source, dirs in listed.items():
+        moved = sorted(moved_dirs(dirs))
+        tops = [uri for uri in moved if not any(uri.startswith(top.rstrip("/") + "/") for top in moved)]
+        if tops:
+            out[source] = tops
+    if not db.may_have_side_table(schema.SOURCES):
+        return out
+    for folder in folder_sources(db):
+        # (a folder on object storage is listed by `sync` only)
+        if os.path.isabs(folder) and folder not in listed:
+            out[folder] = None
+    return out
+
+
 def stale_check(db: Database, option: str) -> Check:
     """`doctor`'s count of documents whose local source changed or vanished since they were indexed,
     counted as `haiku sources` counts them: each document once, those read out of a file too."""
@@ -333,9 +356,13 @@ def summarised_sources(db: Database) -> list[SourceSummary]:
         missing = sum(1 for f in documents.values() if f is Freshness.MISSING)
         was = stale.get(state.source, StaleCount())
         stale[state.source] = StaleCount(was.changed + changed, was.missing + missing)
+    listed = listed_dirs(db)
     return [
         SourceSummary(
-            **s.model_dump(), documents=counts[s.source], **stale.get(s.source, StaleCount())._asdict()
+            **s.model_dump(),
+            documents=counts[s.source],
+            **stale.get(s.source, StaleCount())._asdict(),
+            dirs_changed=len(moved_dirs(listed.get(s.source, {}), unsettled=False)),
         )
         for s in read_sources(db)
     ]

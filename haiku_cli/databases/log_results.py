@@ -30,6 +30,9 @@ class SourceSummary(RememberedSource):
     documents: int = 0
     changed: int = 0
     missing: int = 0
+    # A folder's directories in which a file was made, removed or renamed since its last sync
+    # (new files `sync` or `search --sync` would add; those of a folder never synced are not known)
+    dirs_changed: int = 0
 
 
 class SourceList(BaseModel):

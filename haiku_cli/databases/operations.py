@@ -253,6 +253,8 @@ async def forget_source(
     db = await ws.pool.open_one(location, writable=True)
 
     def forget(db: Database) -> ForgottenSource:
+        from haiku_cli.store.source_dirs import forget_dirs
+
         known = {s.source for s in source_tables.read_sources(db)}
         if key not in known:
             raise InputError(
@@ -266,6 +268,7 @@ async def forget_source(
         doomed += list(parts_of(db, doomed)) if doomed else []  # a mail's attachments go with it
         with atomic_write(db), storage_errors(db, "cannot be written"):
             source_tables.forget(db, key)
+            forget_dirs(db, key)
             if doomed:
                 document_writes.delete_documents(db, doomed)
         maintenance.after_write(db)
@@ -333,8 +336,10 @@ async def sync_source(
     scope: Sequence[Path] | None = None,
     progress: reports.Progress | None = None,
     engine: RayEngine | None = None,
+    keep_listing: bool = False,
 ) -> reports.SourceSync:
-    """Sync one remembered source of an open database, holding its writer lock meanwhile (see `sync`)."""
+    """Sync one remembered source of an open database, holding its writer lock meanwhile (see `sync`;
+    `keep_listing`: ingest/sync.py)."""
     from haiku_cli.ingest import sync as syncing
     from haiku_cli.ingest.objects import ObjectStores
 
@@ -355,6 +360,7 @@ async def sync_source(
             scope=scope,
             objects=ObjectStores(ws.settings, db.location.storage_options),
             engine=engine,
+            keep_listing=keep_listing,
         )
 
 

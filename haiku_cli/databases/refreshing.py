@@ -2,8 +2,10 @@
 changed or vanished since they were read, then search what they hold now.
 
 Only sources with a changed or missing document are synced (a stat per remembered file: URLs and objects,
-which only a request could ask, are left to `haiku sync`); each is one all-or-nothing write, as `sync`
-makes it. A database configured `read_only`, or a published copy, is searched as it is, with a note.
+which only a request could ask, are left to `haiku sync`), and folders with a file made, removed or
+renamed since their last sync (a stat per directory it listed; only the directories whose time moved
+are walked again, with the rules `sync` walks by); each is one all-or-nothing write, as `sync` makes
+it. A database configured `read_only`, or a published copy, is searched as it is, with a note.
 `haiku mcp --sync-before-search` and `haiku serve --sync-before-search` do the same before each search
 (`sync_before_search`).
 """
@@ -13,11 +15,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from weakref import WeakKeyDictionary
 
 import anyio.to_thread
 
-from haiku_cli.databases.freshness import stale_by_source
+from haiku_cli.databases.freshness import folder_changes, stale_by_source
 from haiku_cli.databases.operations import remembered_sources, sync_source
 from haiku_cli.databases.pool import DatabasePool
 from haiku_cli.databases.selection import Selection, searchable
@@ -27,6 +30,7 @@ from haiku_cli.ingest.reports import SourceSync
 from haiku_cli.store.database import Database
 from haiku_cli.store.handle import PUBLISHED
 from haiku_cli.store.location import Location
+from haiku_cli.store.source_state import path_of
 from haiku_cli.store.source_tables import RememberedSource, file_states
 
 # One sync of a database at a time per process. The writer lock keeps other processes out, but it is
@@ -107,6 +111,12 @@ def synced_note(database: str, done: SourceSync) -> str:
     return f"synced {done.source} [{database}]: {counts or 'nothing changed'}"
 
 
+def _worth_a_note(done: SourceSync) -> bool:
+    # A folder looked at again only because a directory's time moved (a file made and removed, an
+    # unsettled time) and found as it is stored says nothing.
+    return bool(done.error or done.added or done.updated or done.deleted)
+
+
 def _turn(pool: DatabasePool, location: Location) -> asyncio.Lock:
     loop = asyncio.get_running_loop()
     turns = _TURNS.setdefault(pool, {})
@@ -117,16 +127,36 @@ def _turn(pool: DatabasePool, location: Location) -> asyncio.Lock:
     return held[0]
 
 
-def _changed_sources(db: Database) -> list[RememberedSource]:
+@dataclass(frozen=True)
+class _Changed:
+    """A source to sync; the only paths in it to look at (None: all of it); whether only a directory's
+    time moved (no remembered file changed)."""
+
+    source: RememberedSource
+    scope: list[Path] | None = None
+    listing_only: bool = False
+
+
+def _changed_sources(db: Database) -> list[_Changed]:
     stale = stale_by_source(db, file_states(db))
-    if not stale:  # the usual case before a server's search: no read of the sources table
+    folders = folder_changes(db)
+    if not stale and not folders:  # the usual case before a server's search: no read of the sources table
         return []
-    return [s for s in remembered_sources(db) if s.source in stale]
+    out: list[_Changed] = []
+    for source in remembered_sources(db):
+        if source.source in stale:
+            out.append(_Changed(source))
+        elif source.source in folders:
+            moved = folders[source.source]
+            scope = None if moved is None else [Path(path_of(uri)) for uri in moved]
+            out.append(_Changed(source, scope, listing_only=True))
+    return out
 
 
-async def _sync(ws: Workspace, location: Location, sources: list[RememberedSource]) -> list[SourceSync]:
+async def _sync(ws: Workspace, location: Location, sources: list[_Changed]) -> list[SourceSync]:
     db = await ws.pool.open_one(location, writable=True)
     try:
-        return [await sync_source(ws, db, source) for source in sources]
+        done = [(c, await sync_source(ws, db, c.source, scope=c.scope, keep_listing=True)) for c in sources]
+        return [each for c, each in done if not c.listing_only or _worth_a_note(each)]
     finally:
         ws.pool.forget(location)  # readers open again, seeing what the syncs wrote

@@ -100,6 +100,7 @@ def iter_source_files(
     follow_symlinks: bool = False,
     choice: FileChoice | None = None,
     known: Callable[[Path], bool] | None = None,
+    listed: dict[Path, int] | None = None,
 ) -> Iterator[Found]:
     """Yield `root` itself unless it is a directory, else its supported files, recursively and sorted.
 
@@ -109,6 +110,7 @@ def iter_source_files(
     permission error) are yielded as failed `SkippedSource`s, and so are symlinks leading out of `root`
     unless `follow_symlinks`. Each real directory is walked once, so symlink loops end. A suffix-less
     file `known` says is unchanged since it was read (a sync's stat) is not opened to sniff it again.
+    `listed` is given each directory listed, with its modification time as it was just before.
     """
     choice = choice or FileChoice()
     if not _is_utf8(str(root)):
@@ -128,7 +130,7 @@ def iter_source_files(
     if by is not None:
         yield LeftOut(source=display_path(root), why="ignored", detail=by)
         return
-    walk = _Walk(root, follow_symlinks, choice, known)
+    walk = _Walk(root, follow_symlinks, choice, known, listed)
     yield from walk.directory(root, rules)
 
 
@@ -139,6 +141,7 @@ def iter_source_scope(
     follow_symlinks: bool = False,
     choice: FileChoice | None = None,
     known: Callable[[Path], bool] | None = None,
+    listed: dict[Path, int] | None = None,
 ) -> Iterator[Found]:
     """What `iter_source_files(root)` yields at or under `path` (a file or folder inside `root`).
 
@@ -151,7 +154,7 @@ def iter_source_scope(
         return
     if not root.is_dir() or not os.path.lexists(path):
         return
-    walk = _Walk(root, follow_symlinks, choice or FileChoice(), known)
+    walk = _Walk(root, follow_symlinks, choice or FileChoice(), known, listed)
     rules = _inherited_rules(root).descend(root)
     folder = root
     for name in inside.parts[:-1]:
@@ -197,9 +200,11 @@ class _Walk:
         follow_symlinks: bool,
         choice: FileChoice,
         known: Callable[[Path], bool] | None = None,
+        listed: dict[Path, int] | None = None,
     ) -> None:
         self.root = root
         self.known = known
+        self.listed = listed
         self.top = os.path.realpath(root)
         self.follow_symlinks = follow_symlinks
         self.choice = choice
@@ -212,6 +217,9 @@ class _Walk:
         self.visited.add(real)
         rules = rules.descend(directory)
         try:
+            if self.listed is not None:
+                # Taken before the listing: an entry made or removed after it moves the time again.
+                self.listed[directory] = os.stat(directory).st_mtime_ns
             with os.scandir(directory) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:

@@ -8,6 +8,7 @@ to change writes nothing.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +30,7 @@ from haiku_cli.store.document_parts import parts_of
 from haiku_cli.store.document_writes import delete_documents
 from haiku_cli.store.maintenance import after_write
 from haiku_cli.store.reads import get_documents, in_list, rows_where
+from haiku_cli.store.source_dirs import UNSETTLED, put_listed_dirs
 from haiku_cli.store.source_tables import FileState, RememberedSource
 from haiku_cli.store.transaction import atomic_write, storage_errors
 
@@ -48,6 +50,7 @@ async def sync_source(
     scope: Sequence[Path] | None = None,
     objects: ObjectStores | None = None,
     engine: Engine | None = None,
+    keep_listing: bool = False,
 ) -> SourceSync:
     """Bring the documents of one remembered source up to date with it (the caller holds the writer lock).
 
@@ -55,7 +58,9 @@ async def sync_source(
     source are looked at (what a watcher saw change); None: all of it. `objects` reads a source on object
     storage (listed again whole: an object whose size and Last-Modified are those stored is not read).
     With an `engine`, what is to be read is read, chunked and embedded on its cluster (unless it is too
-    little to be worth it), as an add does.
+    little to be worth it), as an add does. A folder's directories are remembered with their times
+    (what `search --sync` looks at) by a sync that writes, or with `keep_listing` by any: otherwise a
+    sync with nothing to change writes nothing.
     """
     reading = Reading(limits or IngestSettings(), objects)
     plan = await anyio.to_thread.run_sync(_plan, db, source, scope, reading)
@@ -64,11 +69,32 @@ async def sync_source(
         result.status, result.error = plan.problem
         return result
     outcomes = list(plan.outcomes)
-    if plan.items or plan.gone or plan.refresh or plan.retimed:
+    wrote = bool(plan.items or plan.gone or plan.refresh or plan.retimed)
+    if wrote:
         ingestor = Ingestor(db, await embedder(), progress)
         outcomes += await _write(db, ingestor, source, plan, reading, engine)
+    if source.kind == "folder" and plan.listed is not None and (wrote or keep_listing):
+        # After the write: had it failed, the times of the sync before stay, and what moved since is
+        # looked at again by the next `search --sync`.
+        await anyio.to_thread.run_sync(_remember_listed, db, source, plan.listed, scope)
     result.count(sorted(outcomes, key=lambda o: o.position))
     return result
+
+
+# A directory changed this recently may change again within the same tick of the file system's clock,
+# its time not moving: it is stored as unsettled, looked at again by each `search --sync` until a sync
+# finds it settled.
+_SETTLING_NS = 2_000_000_000
+
+
+def _remember_listed(
+    db: Database, source: RememberedSource, listed: dict[Path, int], scope: Sequence[Path] | None
+) -> None:
+    under = [file_uri(p) for p in scope] if scope is not None else []
+    recent = time.time_ns() - _SETTLING_NS
+    times = {file_uri(p): UNSETTLED if t >= recent else t for p, t in listed.items()}
+    with storage_errors(db, "cannot be written"):
+        put_listed_dirs(db, source.source, times, under)
 
 
 async def _write(

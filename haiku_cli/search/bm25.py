@@ -39,6 +39,14 @@ class TermStats:
         frequency = self.frequency + other.frequency
         return TermStats(self.chunks + other.chunks, self.tokens + other.tokens, frequency)
 
+    @staticmethod
+    def total(parts: Sequence[TermStats]) -> TermStats:
+        """The statistics of the parts together (one count per term, not a Counter per part added)."""
+        frequency: Counter[str] = Counter()
+        for part in parts:
+            frequency.update(part.frequency)
+        return TermStats(sum(p.chunks for p in parts), sum(p.tokens for p in parts), frequency)
+
     def idf(self, terms: Sequence[str]) -> np.ndarray:
         """BM25's inverse document frequency of each term under these statistics."""
         n = np.array([self.frequency.get(t, 0) for t in terms], dtype=np.float64)
@@ -107,16 +115,36 @@ def _ranked(per_db: Sequence[Sequence[Candidate]]) -> list[list[Candidate]]:
     return [[c for c in candidates if c.bm25 is not None] for candidates in per_db]
 
 
-def _analyzed(ranked: list[list[Candidate]], query: Sequence[str], texts: list[list[str]]) -> list[Analyzed]:
+def _analyzed(ranked: list[list[Candidate]], query: Sequence[str], texts: list[str]) -> list[Analyzed]:
     terms = list(dict.fromkeys(query))
     each_text = iter(texts)
     out = []
     for found in ranked:
-        analyzed = [next(each_text) for _ in found]
-        counts = np.array([[text.count(t) for t in terms] for text in analyzed], dtype=np.float64)
-        lengths = np.array([len(text) for text in analyzed], dtype=np.float64)
-        out.append(Analyzed(found, terms, lengths, counts.reshape(len(found), len(terms))))
+        lengths, counts = term_counts([next(each_text) for _ in found], terms)
+        out.append(Analyzed(found, terms, lengths, counts))
     return out
+
+
+def term_counts(texts: Sequence[str], terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each text's length in terms, and how often it holds each of `terms` (a row per text), the texts'
+    terms separated by single spaces (as stored), none holding a space.
+
+    Counted in the strings themselves: splitting a search's hundreds of candidates into lists cost more
+    than the rest of the rescoring. A term between spaces is counted once per place, except where it
+    repeats side by side (the two share a space): those few texts are split."""
+    patterns = [f" {t} " for t in terms]
+    repeats = [f"{t} {t}" for t in terms]
+    rows = []
+    for text in texts:
+        spaced = f" {text} "
+        row = [spaced.count(p) for p in patterns]
+        for j, twice in enumerate(repeats):
+            if row[j] and twice in text:
+                row[j] = text.split(" ").count(terms[j])
+        rows.append(row)
+    counts = np.array(rows, dtype=np.float64).reshape(len(texts), len(terms))
+    lengths = np.array([text.count(" ") + 1 if text else 0 for text in texts], dtype=np.float64)
+    return lengths, counts
 
 
 async def query_terms(reads: Reads, db: Database, query: str) -> QueryTerms:
@@ -144,12 +172,14 @@ async def analyzed(
     words = query_words(query) if terms is None else []
     asked = [query, *words] if terms is None else []
     ranked = _ranked(per_db)
-    texts = [c.search_text for cands in ranked for c in cands if c.search_terms is None]
+    flat = [c for cands in ranked for c in cands]
+    texts = [c.search_text for c in flat if c.search_terms is None]
     each_text = await reads.analyze(db, [*asked, *texts]) if asked or texts else []
     if terms is None:
         terms = _query_terms(words, each_text[0], each_text[1 : 1 + len(words)])
     analysed = iter(each_text[len(asked) :])
-    counted = [c.search_terms if c.search_terms is not None else next(analysed) for cs in ranked for c in cs]
+    # Analysed terms joined as stored ones are (no term holds a space): one way of counting them.
+    counted = [c.search_terms if c.search_terms is not None else " ".join(next(analysed)) for c in flat]
     return terms, _analyzed(ranked, terms.terms, counted)
 
 
@@ -228,7 +258,7 @@ async def _set_statistics(
     )
     for (i, _, term_key), count in zip(missing, counts, strict=True):
         own[i].frequency[term_key[3]] = _frequency.remember(term_key, count)
-    return sum(own, TermStats()), own
+    return TermStats.total(own), own
 
 
 def reach(own: TermStats, whole: TermStats, terms: Sequence[str]) -> float:

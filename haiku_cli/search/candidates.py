@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
@@ -28,6 +28,7 @@ _COLUMNS = ["id", "document_id", "text", "heading_path", "pages"]  # what a hit 
 _DOCUMENT_COLUMNS = list(DOCUMENT_FIELDS.values())
 _SPAN_COLUMNS = list(SPAN_FIELDS)
 _SHOWN_COLUMNS = _COLUMNS + _DOCUMENT_COLUMNS + _SPAN_COLUMNS
+assert _SPAN_COLUMNS == ["char_start", "char_end", "line_start", "line_end"], "see _shown"
 _KEY_COLUMNS = ["id"]  # a lean candidate's: its identity (ties rank by it); its row id comes with it
 
 
@@ -112,8 +113,8 @@ class Candidate:
     # Where it stands in its document (SPAN_FIELDS, by name); empty for an older layout's row.
     span: dict[str, int | None] = field(default_factory=dict)
     # Only when asked for, what set-wide BM25 counts terms in: the stored terms of its search text
-    # (schema version 4), else the text itself, to analyse.
-    search_terms: list[str] | None = None
+    # (schema version 4, as stored: separated by single spaces), else the text itself, to analyse.
+    search_terms: str | None = None
     search_text: str = ""
     similarity: float | None = None
     bm25: float | None = None
@@ -187,7 +188,7 @@ class CandidateQuery:
                 jobs.append(_rows(text_query, self.lean, self.k))
             else:
                 jobs.append(_rows_through_ties(text_query, self.lean, self.k, "_score", max(self.k // 2, 1)))
-        results = await asyncio.gather(*jobs, return_exceptions=True)
+        results = await _each_job(jobs)
         vector_rows = results.pop(0) if self.search_type in ("vector", "hybrid") else None
         text_rows = results.pop(0) if wants_text else None
         if isinstance(vector_rows, BaseException):
@@ -225,10 +226,10 @@ class CandidateQuery:
         for new, score, search_text, similarity in zip(
             cands, scores, search_texts, similarities, strict=True
         ):
-            cand = found.get(new.chunk_id) or new
-            cand.bm25 = float(score)
+            cand = found.get(new.chunk_id, new)
+            cand.bm25 = score
             if stored:
-                cand.search_terms = (search_text or "").split()  # written with every row (or by vacuum)
+                cand.search_terms = search_text or ""  # written with every row (or by vacuum)
             else:
                 cand.search_text = search_text or ""
             if cand.similarity is None:
@@ -242,6 +243,17 @@ class CandidateQuery:
             raise storage_failure(db.location, "cannot be read", error) from error
         reason = exception_reason(error, upto="line")
         raise InputError(f"full-text search failed for {self.text!r}: {reason}") from error
+
+
+async def _each_job(jobs: Sequence[Awaitable[Any]]) -> list[Any]:
+    """Each job's result or exception; one job awaited in place (a task per database searched costs
+    more CPU than a full-text search's candidates take to build)."""
+    if len(jobs) != 1:
+        return await asyncio.gather(*jobs, return_exceptions=True)
+    try:
+        return [await jobs[0]]
+    except Exception as exc:
+        return [exc]
 
 
 def _where(query: Any, where: str | None) -> Any:
@@ -336,20 +348,26 @@ def _candidates(db: Database, rows: pa.Table, score: str) -> tuple[list[Candidat
 
 
 def _shown(db: Database, rows: pa.Table) -> list[Candidate]:
-    chunks = [rows.column(name).to_pylist() for name in _COLUMNS]
-    cands = [
-        Candidate(db.name, chunk_id, document_id, text, list(headings or []), list(pages or []))
-        for chunk_id, document_id, text, headings, pages in zip(*chunks, strict=True)
+    # Column by column, each row's fields passed by position: a search builds hundreds of candidates.
+    name, count = db.name, rows.num_rows
+    ids, document_ids, texts, headings, pages = (rows.column(c).to_pylist() for c in _COLUMNS)
+    names = rows.column_names
+    documents: list = [None] * count
+    if all(c in names for c in _DOCUMENT_COLUMNS):
+        documents = list(zip(*(rows.column(c).to_pylist() for c in _DOCUMENT_COLUMNS), strict=True))
+    spans: list = [{} for _ in range(count)]
+    if all(c in names for c in _SPAN_COLUMNS):
+        starts, ends, firsts, lasts = (rows.column(c).to_pylist() for c in _SPAN_COLUMNS)
+        spans = [  # by name, as SPAN_FIELDS are (a dict display: a tenth of dict(zip(...))'s cost)
+            {"char_start": a, "char_end": b, "line_start": c, "line_end": d}
+            for a, b, c, d in zip(starts, ends, firsts, lasts, strict=True)
+        ]
+    return [
+        Candidate(name, i, d, t, h or [], p or [], doc, span)
+        for i, d, t, h, p, doc, span in zip(
+            ids, document_ids, texts, headings, pages, documents, spans, strict=True
+        )
     ]
-    if all(name in rows.column_names for name in _DOCUMENT_COLUMNS):
-        documents = zip(*(rows.column(name).to_pylist() for name in _DOCUMENT_COLUMNS), strict=True)
-        for cand, document in zip(cands, documents, strict=True):
-            cand.document = document
-    if all(name in rows.column_names for name in _SPAN_COLUMNS):
-        spans = zip(*(rows.column(name).to_pylist() for name in _SPAN_COLUMNS), strict=True)
-        for cand, span in zip(cands, spans, strict=True):
-            cand.span = dict(zip(_SPAN_COLUMNS, span, strict=True))
-    return cands
 
 
 async def show(reads: Reads, dbs: Sequence[Database], lean: Sequence[Candidate]) -> list[Candidate]:

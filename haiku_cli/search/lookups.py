@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 from haiku_cli.store.database import Database
 from haiku_cli.store.handle import read_errors
-from haiku_cli.store.index_reads import VECTOR_INDEX, analyze
+from haiku_cli.store.index_reads import VECTOR_INDEX, analyze, analyze_locally, analyzes_as_haiku
 from haiku_cli.store.location import Location
 from haiku_cli.store.reads import async_table
 
@@ -95,6 +95,8 @@ class Reads:
 
     async def analyze(self, db: Database, texts: Sequence[str]) -> list[list[str]]:
         """Each text's terms under `db`'s full-text analyzer, in one call."""
+        if await self.within(db, analyzes_as_haiku(db)):
+            return analyze_locally(texts)
         return await self.within(db, analyze(db.chunks, texts))
 
     async def take(

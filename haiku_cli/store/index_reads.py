@@ -53,6 +53,43 @@ async def analyze(chunks: Table, texts: Sequence[str]) -> list[list[str]]:
 
 _TEXT = attrgetter("text")
 
+# The analyzer `create_fts_index` gives every full-text index haiku makes, as options of LanceDB's own
+# `tokenize`, which analyses in the calling thread. Asking the index instead is an async call that
+# rebuilds its analyzer from the index's settings, read from the store, each time: about five times the
+# CPU of analysing a query here (a tenth of a millisecond, per search), and on object storage a round trip.
+HAIKU_ANALYZER = {"language": "English", "stem": True, "remove_stop_words": True, "ascii_folding": True}
+# Text each of the analyzer's settings changes the terms of (stemming, stop words, folding, case,
+# the longest token, the base tokenizer, the language): an index analysing it as `HAIKU_ANALYZER`
+# does was made with that analyzer.
+_PROBE = "The Running CAFÉ children's foo_bar résumé " + "x" * 41 + " 42 Über"
+_LOCAL = "fts_analyzer_as_haiku"  # a handle's memo: whether its index analyses as HAIKU_ANALYZER
+
+
+def analyze_locally(texts: Sequence[str]) -> list[list[str]]:
+    """Each text's terms under `HAIKU_ANALYZER`, in this thread (see `analyzes_as_haiku`)."""
+    from lancedb import tokenize
+
+    def tokens(text: str) -> list[str]:
+        return list(map(_TEXT, tokenize(text, **HAIKU_ANALYZER)))  # type: ignore[arg-type]
+
+    joined = _joined(texts)
+    if joined is not None and (split := _split(tokens(joined), len(texts))) is not None:
+        return split
+    return [tokens(t) for t in texts]
+
+
+async def analyzes_as_haiku(db: Database) -> bool:
+    """Whether `db`'s full-text index analyses as `HAIKU_ANALYZER` (asked once per handle: an index
+    made by another program, or with other settings, is asked itself each time)."""
+    known: bool | None = db.read_memo.get(_LOCAL)
+    if known is None:
+        try:
+            by_index = list(map(_TEXT, await async_table(db.chunks).tokenize(_PROBE, index_name=FTS_INDEX)))
+        except Exception:
+            return False  # no index, or its settings unreadable: asking the index says what is wrong
+        known = db.read_memo[_LOCAL] = by_index == analyze_locally([_PROBE])[0]
+    return known
+
 
 def _joined(texts: Sequence[str]) -> str | None:
     if len(texts) < 2:

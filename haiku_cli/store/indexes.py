@@ -12,6 +12,7 @@ from haiku_cli.store import vector_segments
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.heap import release_freed
 from haiku_cli.store.index_reads import FTS_INDEX as FTS_INDEX
+from haiku_cli.store.index_reads import HAIKU_ANALYZER
 from haiku_cli.store.index_reads import VECTOR_INDEX as VECTOR_INDEX
 from haiku_cli.store.index_reads import IndexState as IndexState
 from haiku_cli.store.index_reads import analyze as analyze
@@ -51,10 +52,7 @@ def create_fts_index(chunks: Table, *, replace: bool = False) -> None:
         warnings.simplefilter("ignore")  # the sync wrapper is deprecated, not the index kind
         chunks.create_fts_index(
             "search_text",
-            stem=True,
-            remove_stop_words=True,
-            ascii_folding=True,
-            language="English",
+            **HAIKU_ANALYZER,  # type: ignore[arg-type]
             with_position=False,
             name=FTS_INDEX,
             replace=replace,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -41,7 +42,7 @@ class Location:
             return "memory"
         return "local"
 
-    @property
+    @cached_property  # asked by every search (a path made anew cost more than the rest of its checks)
     def local_path(self) -> Path | None:
         """The directory for a local database, else None."""
         if self.kind != "local":

@@ -29,7 +29,9 @@ SOURCES = "sources"
 SOURCE_FILES = "source_files"
 # The pictures of documents (created by the first write that stores one).
 PICTURES = "pictures"
-SIDE_TABLES = (SOURCES, SOURCE_FILES, PICTURES)
+# The directories of each remembered folder as its last sync listed them (store/source_dirs.py).
+SOURCE_DIRS = "source_dirs"
+SIDE_TABLES = (SOURCES, SOURCE_FILES, PICTURES, SOURCE_DIRS)
 
 # A chunk's copy of its document's fields, by document field: written with the chunk, whenever its
 # document is written (every change of a document rewrites its chunks).

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from haiku_cli.store import schema
 from haiku_cli.store.blocking import wait
@@ -31,6 +31,7 @@ SourceKind = Literal["folder", "file", "url"]
 DELETE_BATCH = 2000
 _MEMO = "source_states_by_document"
 _BY_URI = "source_states_by_uri"  # (the by-document memory it was made from, by uri)
+_FOLDERS = "folder_sources"
 
 
 def sources_schema() -> pa.Schema:
@@ -65,8 +66,15 @@ def source_files_schema() -> pa.Schema:
     )
 
 
+# Built on first use: a command validates a handful of these, and compiling every one at import costs
+# a fresh command more CPU than the few it uses.
+_LAZY = ConfigDict(defer_build=True)
+
+
 class RememberedSource(BaseModel):
     """A source `add-src` was given, with the options it was added with; `sync` reads it again."""
+
+    model_config = _LAZY
 
     source: str  # an absolute path, or an http(s) URL
     kind: SourceKind
@@ -127,8 +135,18 @@ def read_sources(db: Database) -> list[RememberedSource]:
     return sorted(out, key=lambda s: (s.added_at, s.source))
 
 
+def folder_sources(db: Database) -> list[str]:
+    """The remembered folders (their keys), read once per database handle."""
+    found: list[str] | None = db.read_memo.get(_FOLDERS)
+    if found is None:
+        found = [s.source for s in read_sources(db) if s.kind == "folder"] if has_sources(db) else []
+        db.read_memo[_FOLDERS] = found
+    return found
+
+
 def remember(db: Database, sources: Sequence[RememberedSource]) -> None:
     """Store sources (a source added again takes the options given now; it keeps its first add's time)."""
+    db.read_memo.pop(_FOLDERS, None)
     if not sources:
         return
     table = db.create_side_table(schema.SOURCES, sources_schema())
@@ -154,6 +172,7 @@ def remember(db: Database, sources: Sequence[RememberedSource]) -> None:
 def forget(db: Database, source: str) -> None:
     """Remove a remembered source and its file states (its documents are the caller's to delete or keep)."""
     db.read_memo.pop(_MEMO, None)
+    db.read_memo.pop(_FOLDERS, None)
     for name in (schema.SOURCES, schema.SOURCE_FILES):
         table = db.side_table(name)
         if table is not None:
@@ -197,9 +216,11 @@ async def has_file_states(db: Database) -> bool:
 
 
 async def _all_states(db: Database) -> dict[str, FileState]:
-    if not db.may_have_side_table(schema.SOURCE_FILES):
-        return {}  # no source was ever remembered: a search lists no tables to learn it
     known: dict[str, FileState] | None = db.read_memo.get(_MEMO)
+    if known is None and not db.may_have_side_table(schema.SOURCE_FILES):
+        # No source was ever remembered: a search lists no tables to learn it, and its handle looks
+        # at the folder again once it catches up with a write, as it reads the states again.
+        known = db.read_memo[_MEMO] = {}
     if known is None:
         table = db.side_table(schema.SOURCE_FILES)
         if table is None:

@@ -108,8 +108,9 @@ def test_a_model_with_an_unknown_provider_is_refused_at_start(cli, kb) -> None:
 _SERVE_THEN_LIST = """
 import json, os, runpy, signal, sys
 OUT = sys.argv[1]
+WATCHED = ("haiku_cli", "pydantic_ai", "lancedb", "numpy", "pyarrow")
 def listed(*_):
-    mine = sorted(m for m in sys.modules if m.startswith(("haiku_cli", "pydantic_ai", "lancedb", "numpy", "pyarrow")))
+    mine = sorted(m for m in sys.modules if m.startswith(WATCHED))
     with open(OUT, "w") as out:
         json.dump(mine, out)
     os._exit(0)

@@ -151,3 +151,35 @@ def test_the_option_or_its_config_key_cannot_serve_a_tag(cli, write_config) -> N
     write_config("[mcp]\nsync_before_search = true\n")
     refused = cli("mcp", "--at", "v1")
     assert refused.exit_code == 2 and "[mcp] sync_before_search" in refused.stderr
+
+
+def test_a_note_dropped_into_a_remembered_folder_is_found_by_the_servers_next_search(
+    tmp_path: Path, write_config, workspace
+) -> None:
+    one, notes = tmp_path / "one.lancedb", tmp_path / "notes"
+    write_config(f'[databases]\none = "{one}"\n')
+    notes.mkdir()
+    (notes / "kept.md").write_text("Herons wade at dawn.\n", encoding="utf-8")
+    ws = workspace()
+    anyio.run(lambda: operations.add_sources(ws, ws.lookup("one"), [str(notes)], title=None, metadata={}))
+    scope = _server(workspace(), sync=True)
+    steps = [
+        lambda: None,
+        lambda: (notes / "fresh.md").write_text("Herons fish in the fog.\n", encoding="utf-8"),
+        lambda: (notes / "fresh.md").unlink(),
+    ]
+
+    async def go() -> list[tuple[set[str], list[str]]]:
+        found = []
+        async with Client(build_server(scope)) as client:  # one session: the server keeps its handles
+            for step in steps:
+                step()
+                done = await client.call_tool("search", {"query": "herons", "type": "fts"})
+                result = done.structured_content
+                found.append(({Path(h["document_uri"]).name for h in result["hits"]}, result["notes"]))
+        return found
+
+    first, added, removed = anyio.run(go)
+    assert first == ({"kept.md"}, [])
+    assert added == ({"kept.md", "fresh.md"}, [f"synced {notes} [one]: 1 added"])
+    assert removed == ({"kept.md"}, [f"synced {notes} [one]: 1 deleted"])

@@ -90,3 +90,13 @@ def test_frequencies_the_scores_settle_are_kept_for_the_table_version(
     key = (db.location.uri, db.chunks_table_name, shapes[0].version)
     # Settled from the scores (no lookup), and kept: a later query with these terms settles nothing again.
     assert {t: bm25._frequency[(*key, t)] for t in terms.terms} == _counted(db, terms)
+
+
+def test_terms_counted_in_the_stored_strings_as_in_their_lists() -> None:
+    """A candidate's stored terms are counted without splitting them: the same lengths and counts (a term
+    repeated side by side, one a prefix or suffix of another, at either end, none at all)."""
+    stored = ["", "run", "run run run", "runner run rerun run", "a run b", "run runs", "bank river bank"]
+    terms = ["run", "bank", "river", "runs", "absent"]
+    lengths, counts = bm25.term_counts(stored, terms)
+    assert lengths.tolist() == [len(s.split()) for s in stored]
+    assert counts.tolist() == [[s.split().count(t) for t in terms] for s in stored]

@@ -62,3 +62,26 @@ storage_options = {{ endpoint = "{s3_server}", allow_http = true, region = "us-e
     listed = json.loads(cli("list", "-d", "papers", "--json").stdout)["documents"]
     assert len(listed) == 2
     assert LEASE_KEY not in open_database(Location("papers", uri, storage_options=options)).meta
+
+
+def test_doctor_fix_says_it_took_over_a_lapsed_lease(
+    cli, write_config, s3_server: str, tmp_path: Path
+) -> None:
+    uri = f"s3://lab/doctor-lease-{tmp_path.name}.lancedb"
+    options = {"endpoint": s3_server, "allow_http": "true", "region": "us-east-1"}
+    write_config(
+        f"""
+[databases.papers]
+uri = "{uri}"
+storage_options = {{ endpoint = "{s3_server}", allow_http = true, region = "us-east-1" }}
+"""
+    )
+    assert cli("add", "Kestrels hover over fields hunting voles.", "-d", "papers").exit_code == 0
+    db = open_database(Location("papers", uri, storage_options=options), writable=True)
+    db.set_meta(LEASE_KEY, _old_lease(time.time() - 10 * LEASE_TTL_SECONDS))  # its writer long dead
+    fixed = cli("doctor", "--fix", "-d", "papers")
+    assert fixed.exit_code == 0, fixed.stderr
+    lines = [line for line in fixed.stderr.splitlines() if "took over" in line]
+    assert len(lines) == 1, fixed.stderr
+    assert lines[0].startswith("haiku: database 'papers': took over the writer lease of pid 4242 on old-host")
+    assert LEASE_KEY not in open_database(Location("papers", uri, storage_options=options)).meta

@@ -88,6 +88,9 @@ class SyncPlan:
     outcomes: list[SourceOutcome] = field(default_factory=list)  # failures and skips met on the way
     unchanged: int = 0
     problem: tuple[SyncStatus, str] | None = None
+    # A folder's: each directory the walk listed, with its modification time just before (a file made,
+    # removed or renamed in it moves that time: what `search --sync` looks at to find new files)
+    listed: dict[Path, int] | None = None
 
 
 class Kind(Protocol):

@@ -130,9 +130,12 @@ class LocalPaths:
             stored = states.get(file_uri(path))
             return stored is not None and _unchanged(path, stored)
 
-        walked = iter_source_files(root, follow_symlinks=source.follow_symlinks, choice=choice, known=known)
+        plan.listed = {}
+        walked = iter_source_files(
+            root, follow_symlinks=source.follow_symlinks, choice=choice, known=known, listed=plan.listed
+        )
         if scope is not None:
-            walked = _scoped(root, scope, source.follow_symlinks, choice, known)
+            walked = _scoped(root, scope, source.follow_symlinks, choice, known, plan.listed)
         _plan_walk(plan, walked, states)
         return plan
 
@@ -250,13 +253,16 @@ def _scoped(
     follow_symlinks: bool,
     choice: FileChoice,
     known: Callable[[Path], bool],
+    listed: dict[Path, int],
 ) -> Iterator[Found]:
     done: set[Path] = set()
     for path in sorted(set(scope)):
         if any(path == d or d in path.parents for d in done):
             continue  # inside a folder already walked
         done.add(path)
-        yield from iter_source_scope(root, path, follow_symlinks=follow_symlinks, choice=choice, known=known)
+        yield from iter_source_scope(
+            root, path, follow_symlinks=follow_symlinks, choice=choice, known=known, listed=listed
+        )
 
 
 def _under(uri: str, prefix: str) -> bool:
