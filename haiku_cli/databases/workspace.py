@@ -7,8 +7,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from haiku_cli.config.loader import load_settings
 from haiku_cli.config.settings import Settings
 from haiku_cli.databases.pool import DatabasePool
@@ -25,6 +23,8 @@ from haiku_cli.store.location import Location
 from haiku_cli.store.wait_policy import WaitPolicy
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from haiku_cli.embed import Embedder
 
 

@@ -10,10 +10,11 @@ from pydantic import Field
 
 from haiku_cli import api
 from haiku_cli.agents.model_names import model_name
-from haiku_cli.search.candidates import SearchType
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
+
+    from haiku_cli.search.candidates import SearchType
 
 SEARCH_TYPES: tuple[SearchType, ...] = ("hybrid", "vector", "fts")
 MAX_LIMIT = 100

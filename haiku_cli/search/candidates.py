@@ -5,10 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, NoReturn
-
-import numpy as np
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from haiku_cli.errors import InputError, exception_reason
 from haiku_cli.search.lookups import Reads, Shape, Unbounded, each
@@ -18,6 +15,10 @@ from haiku_cli.store.failures import is_read_failure, storage_failure
 from haiku_cli.store.index_reads import FTS_INDEX, VECTOR_INDEX
 from haiku_cli.store.reads import document_ids, in_list
 from haiku_cli.store.schema import DOCUMENT_FIELDS, SPAN_FIELDS, TERMS_FIELD
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
 
 SearchType = Literal["hybrid", "vector", "fts"]
 
@@ -404,6 +405,8 @@ async def _shown_rows(reads: Reads, db: Database, cands: list[Candidate]) -> lis
 
 
 def _similarities(rows: pa.Table, query_vector: np.ndarray) -> list[float]:
+    import numpy as np  # here, not at import: a server's start does not need it
+
     vectors = rows.column("vector").combine_chunks()
     matrix = vectors.flatten().to_numpy(zero_copy_only=False).reshape(len(vectors), -1)
     return (matrix.astype(np.float32, copy=False) @ query_vector.astype(np.float32)).tolist()

@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, NoReturn
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from haiku_cli.errors import InputError
 from haiku_cli.store import schema
@@ -21,6 +19,9 @@ from haiku_cli.store.failures import (
 from haiku_cli.store.filters import FILTER_FIELDS, sql_string, translate
 from haiku_cli.store.handle import Database, parse_json_object, read_errors
 from haiku_cli.store.records import ChunkRecord, DocumentRecord
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 _DOC_COLUMNS = ["id", "uri", "title", "metadata", "content_hash", "created_at", "updated_at"]
 _CHUNK_COLUMNS = ["id", "document_id", "order", "text", "heading_path", "pages"]
@@ -260,6 +261,8 @@ async def chunk_rows_of(db: Database, document_ids: Iterable[str], columns: list
     """Some columns of the chunks of several documents, as Arrow (one query through the document_id index)."""
     ids = list(dict.fromkeys(document_ids))
     if not ids:
+        import pyarrow as pa  # here: what imports this module (a server starting) need not import pyarrow
+
         return pa.table({c: [] for c in columns})
     return await _query_arrow(db, db.chunks, in_list("document_id", ids), columns, None)
 

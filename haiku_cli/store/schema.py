@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
+from typing import TYPE_CHECKING
+
+# pyarrow is imported by the functions that build schemas: the table names above are what a server
+# needs before its first search, and importing pyarrow costs a start-up a tenth of a CPU-second.
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # 2: each chunk row carries its document's uri, title and metadata (DOCUMENT_FIELDS), so a search
 # builds its hits without looking documents up. A version-1 database (chunks without them) is read
@@ -28,7 +33,6 @@ PICTURES = "pictures"
 SOURCE_DIRS = "source_dirs"
 SIDE_TABLES = (SOURCES, SOURCE_FILES, PICTURES, SOURCE_DIRS)
 
-_TS = pa.timestamp("us", tz="UTC")
 # A chunk's copy of its document's fields, by document field: written with the chunk, whenever its
 # document is written (every change of a document rewrites its chunks).
 DOCUMENT_FIELDS = {"uri": "document_uri", "title": "document_title", "metadata": "document_metadata"}
@@ -41,11 +45,16 @@ TERMS_FIELD = "search_terms"
 
 def span_fields() -> list[pa.Field]:
     """The chunk columns of SPAN_FIELDS (null where unknown)."""
+    import pyarrow as pa
+
     return [pa.field(name, pa.int32()) for name in SPAN_FIELDS]
 
 
 def documents_schema() -> pa.Schema:
     """One row per document; `content` is the converted text the chunks were cut from."""
+    import pyarrow as pa
+
+    timestamp = pa.timestamp("us", tz="UTC")
     return pa.schema(
         [
             pa.field("id", pa.string(), nullable=False),
@@ -54,14 +63,16 @@ def documents_schema() -> pa.Schema:
             pa.field("metadata", pa.string()),  # JSON object
             pa.field("content", pa.string()),
             pa.field("content_hash", pa.string()),
-            pa.field("created_at", _TS),
-            pa.field("updated_at", _TS),
+            pa.field("created_at", timestamp),
+            pa.field("updated_at", timestamp),
         ]
     )
 
 
 def chunks_schema(dimension: int) -> pa.Schema:
     """One row per chunk, with its embedding and its document's uri, title and metadata."""
+    import pyarrow as pa
+
     return pa.schema(
         [
             pa.field("id", pa.string(), nullable=False),
@@ -86,11 +97,15 @@ def chunks_schema(dimension: int) -> pa.Schema:
 
 def meta_schema() -> pa.Schema:
     """Key/value settings of the database (schema version, embedder, pending write)."""
+    import pyarrow as pa
+
     return pa.schema([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.string())])
 
 
 def pictures_schema() -> pa.Schema:
     """One row per picture of a document: where it sits, what it shows, and its encoded bytes."""
+    import pyarrow as pa
+
     return pa.schema(
         [
             pa.field("document_id", pa.string(), nullable=False),

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
 from haiku_cli.store import schema
 from haiku_cli.store.blocking import wait
 from haiku_cli.store.handle import Database
 from haiku_cli.store.reads import rows_where, sql_string
 from haiku_cli.store.source_state import path_of
+
+# pyarrow is imported where a table is written: a server imports this module before its first search.
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 _MEMO = "source_dirs"
 # The time stored for a directory changed too recently to be sure of (ingest/sync.py): always looked at.
@@ -27,6 +30,8 @@ UNSETTLED = -1
 
 def source_dirs_schema() -> pa.Schema:
     """One row per directory a folder source's last sync listed: its `file://` uri and time."""
+    import pyarrow as pa
+
     return pa.schema(
         [
             pa.field("source", pa.string(), nullable=False),
@@ -89,6 +94,8 @@ def put_listed_dirs(db: Database, source: str, listed: Mapping[str, int], under:
     kept = {u: m for u, m in stored.items() if u not in replaced}
     rows = [{"source": source, "uri": u, "mtime_ns": m} for u, m in {**kept, **listed}.items()]
     if rows:
+        import pyarrow as pa
+
         table.merge_insert(["source", "uri"]).when_matched_update_all().when_not_matched_insert_all().execute(
             pa.Table.from_pylist(rows, schema=source_dirs_schema())
         )

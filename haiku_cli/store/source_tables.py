@@ -12,9 +12,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from haiku_cli.store import schema
@@ -23,8 +22,11 @@ from haiku_cli.store.handle import Database, parse_json_object
 from haiku_cli.store.reads import in_list, rows_where, sql_string
 from haiku_cli.store.records import UtcDatetime
 
+# pyarrow is imported where a table is written: a server imports this module before its first search.
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 SourceKind = Literal["folder", "file", "url"]
-_TS = pa.timestamp("us", tz="UTC")
 # Deletes name their rows in batches of this many ids (one SQL filter each).
 DELETE_BATCH = 2000
 _MEMO = "source_states_by_document"
@@ -34,18 +36,22 @@ _FOLDERS = "folder_sources"
 
 def sources_schema() -> pa.Schema:
     """One row per remembered source; `options` is a JSON object (title, metadata, follow_symlinks, ...)."""
+    import pyarrow as pa
+
     return pa.schema(
         [
             pa.field("source", pa.string(), nullable=False),
             pa.field("kind", pa.string()),
             pa.field("options", pa.string()),
-            pa.field("added_at", _TS),
+            pa.field("added_at", pa.timestamp("us", tz="UTC")),
         ]
     )
 
 
 def source_files_schema() -> pa.Schema:
     """One row per document of a source, with what its file or URL looked like when it was read."""
+    import pyarrow as pa
+
     return pa.schema(
         [
             pa.field("id", pa.string(), nullable=False),  # source + "\n" + uri
@@ -158,6 +164,8 @@ def remember(db: Database, sources: Sequence[RememberedSource]) -> None:
             }
         )
     merge = table.merge_insert("source").when_matched_update_all().when_not_matched_insert_all()
+    import pyarrow as pa
+
     merge.execute(pa.Table.from_pylist(rows, schema=sources_schema()))
 
 
@@ -252,6 +260,8 @@ def put_file_states(db: Database, states: Iterable[FileState]) -> None:
         return
     table = db.create_side_table(schema.SOURCE_FILES, source_files_schema())
     merge = table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+    import pyarrow as pa
+
     merge.execute(pa.Table.from_pylist(rows, schema=source_files_schema()))
 
 

@@ -108,8 +108,9 @@ def test_a_model_with_an_unknown_provider_is_refused_at_start(cli, kb) -> None:
 _SERVE_THEN_LIST = """
 import json, os, runpy, signal, sys
 OUT = sys.argv[1]
+WATCHED = ("haiku_cli", "pydantic_ai", "lancedb", "numpy", "pyarrow")
 def listed(*_):
-    mine = sorted(m for m in sys.modules if m.startswith(("haiku_cli", "pydantic_ai", "lancedb")))
+    mine = sorted(m for m in sys.modules if m.startswith(WATCHED))
     with open(OUT, "w") as out:
         json.dump(mine, out)
     os._exit(0)
@@ -142,3 +143,4 @@ def test_serving_the_page_loads_no_agent_and_opens_no_database(kb, tmp_path: Pat
     assert "haiku_cli.web.app" in loaded  # it did serve
     assert [m for m in loaded if m.startswith(("pydantic_ai", "haiku_cli.agents.question"))] == []
     assert "lancedb" not in loaded  # no database opened: LanceDB loads with the first read
+    assert {"numpy", "pyarrow"}.isdisjoint(loaded)  # nor what reading a database needs
