@@ -101,10 +101,9 @@ Errors (every failure meant for a user is a `HaikuError` with a one-line message
 
 from __future__ import annotations
 
-import ast
-import importlib
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from haiku_cli.lazy_exports import exports_of, first_use_lookup
 
 if TYPE_CHECKING:
     from haiku_cli.agents.analyze import analyze
@@ -214,33 +213,11 @@ if TYPE_CHECKING:
     from haiku_cli.store.tags import TagInfo
 
 
-def _exports() -> dict[str, tuple[str, str]]:
-    """Exported name -> (module, attribute there): read from the imports under TYPE_CHECKING above.
-
-    Those imports are the one list of what this module exports: type checkers follow them, and at run
-    time each name is imported from the same place on first use.
-    """
-    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
-    (block,) = (n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
-    return {
-        alias.asname or alias.name: (node.module, alias.name)
-        for node in block.body
-        if isinstance(node, ast.ImportFrom) and node.module
-        for alias in node.names
-    }
-
-
-_EXPORTS = _exports()
+_EXPORTS = exports_of(__file__)
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        module, attribute = _EXPORTS[name]
-        value = getattr(importlib.import_module(module), attribute)
-        globals()[name] = value  # resolved once; later lookups skip this hook
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = first_use_lookup(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:

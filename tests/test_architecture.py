@@ -27,6 +27,7 @@ LAYERS = {
     "config": 13,
     "model_failures": 14,
     "errors": 15,
+    "lazy_exports": 15,
     "__init__": 16,
 }
 

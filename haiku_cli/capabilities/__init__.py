@@ -10,10 +10,9 @@ of plain data (citations, state) is imported without loading pydantic-ai.
 
 from __future__ import annotations
 
-import ast
-import importlib
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from haiku_cli.lazy_exports import exports_of, first_use_lookup
 
 if TYPE_CHECKING:
     from haiku_cli.capabilities.analysis import AnalysisCapability, AnalysisState, ExecutionRecord
@@ -48,19 +47,7 @@ if TYPE_CHECKING:
     )
 
 
-def _exports() -> dict[str, tuple[str, str]]:
-    """Exported name -> (module, attribute there), read from the imports under TYPE_CHECKING above."""
-    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
-    (block,) = (n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
-    return {
-        alias.asname or alias.name: (node.module, alias.name)
-        for node in block.body
-        if isinstance(node, ast.ImportFrom) and node.module
-        for alias in node.names
-    }
-
-
-_EXPORTS = _exports()
+_EXPORTS = exports_of(__file__)
 __all__ = [
     "REDIRECT_TAG",
     "AnalysisCapability",
@@ -94,13 +81,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        module, attribute = _EXPORTS[name]
-        value = getattr(importlib.import_module(module), attribute)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = first_use_lookup(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:
