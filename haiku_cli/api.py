@@ -194,6 +194,7 @@ if TYPE_CHECKING:
     from haiku_cli.search.hits import SearchHit
     from haiku_cli.store.doctor import Check
     from haiku_cli.store.facts import DatabaseInfo, TableVersion
+    from haiku_cli.store.heap import freeze_long_lived
     from haiku_cli.store.location import Location
     from haiku_cli.store.outcomes import WriteOutcome
     from haiku_cli.store.outcomes import mark as write_mark

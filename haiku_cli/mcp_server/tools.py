@@ -104,6 +104,7 @@ class ServerScope:
             document_filter=document_filter or None,
         )
         found.notes = notes
+        api.freeze_long_lived()  # the first search loaded what every later one reuses
         return found
 
     async def get_document(self, database: str, document_id: str) -> api.DocumentWithChunks:

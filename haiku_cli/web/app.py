@@ -20,6 +20,7 @@ from haiku_cli.databases.workspace import Workspace
 from haiku_cli.errors import HaikuError, InputError
 from haiku_cli.mcp_server.tools import ServerScope
 from haiku_cli.mcp_server.transport import accepted_names, announced, listen
+from haiku_cli.store.heap import freeze_long_lived
 from haiku_cli.web.guard import Guard
 from haiku_cli.web.welcome import welcome
 
@@ -83,6 +84,7 @@ class WebApp:
         async with self._building:
             if "conversations" not in self.__dict__:
                 await anyio.to_thread.run_sync(lambda: self.conversations)
+                freeze_long_lived()  # pydantic-ai and the agent live as long as the server
         return self.conversations
 
     @classmethod
