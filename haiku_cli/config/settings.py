@@ -10,7 +10,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 class _Strict(BaseModel):
     # Unknown keys are a typo the user wants to hear about, not something to ignore; `inf` and `nan` (valid
     # TOML floats) are no sensible limit, weight or timeout.
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    # defer_build: a command validates one `Settings` (one schema holding every section) instead of
+    # compiling a validator per section at import; a section's own validator is built on first direct use.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
+
+
+def _defaults(section: type[_Strict]) -> Any:
+    # A section left out of the file holds its defaults, which need no validation; constructing it
+    # directly spares compiling that section's own validator.
+    return Field(default_factory=section.model_construct)
 
 
 class DatabaseSettings(_Strict):
@@ -197,16 +205,16 @@ class Settings(_Strict):
     """The whole configuration file."""
 
     databases: dict[str, DatabaseSettings] = Field(default_factory=dict)
-    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
-    model: ModelSettings = Field(default_factory=ModelSettings)
-    search: SearchSettings = Field(default_factory=SearchSettings)
-    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
-    storage: StorageSettings = Field(default_factory=StorageSettings)
-    ingest: IngestSettings = Field(default_factory=IngestSettings)
-    mcp: McpSettings = Field(default_factory=McpSettings)
-    ray: RaySettings = Field(default_factory=RaySettings)
-    daemon: DaemonSettings = Field(default_factory=DaemonSettings)
-    server: ServerSettings = Field(default_factory=ServerSettings)
+    embedder: EmbedderSettings = _defaults(EmbedderSettings)
+    model: ModelSettings = _defaults(ModelSettings)
+    search: SearchSettings = _defaults(SearchSettings)
+    sandbox: SandboxSettings = _defaults(SandboxSettings)
+    storage: StorageSettings = _defaults(StorageSettings)
+    ingest: IngestSettings = _defaults(IngestSettings)
+    mcp: McpSettings = _defaults(McpSettings)
+    ray: RaySettings = _defaults(RaySettings)
+    daemon: DaemonSettings = _defaults(DaemonSettings)
+    server: ServerSettings = _defaults(ServerSettings)
     # Sources on object storage, by URI prefix (the longest matching one applies; none: the database's).
     sources: dict[str, SourceSettings] = Field(default_factory=dict)
 

@@ -6,15 +6,21 @@ or the file stem of a `--db` path), `*_id` are full ids, timestamps are ISO 8601
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from haiku_cli.search.hits import SearchHit, SourceState
 from haiku_cli.store.published import PublishInfo
 from haiku_cli.store.records import ChunkRecord, DocumentRecord, DocumentSummary, PictureInfo
 
+# Built on first use: a command validates a handful of these, and compiling every one at import costs
+# a fresh command more CPU than the few it uses.
+_LAZY = ConfigDict(defer_build=True)
+
 
 class SearchResults(BaseModel):
     """One query's ranking over a selection, with the databases that were skipped because they are empty."""
+
+    model_config = _LAZY
 
     query: str
     id: str = "1"  # the query's id: from `search --from`, its JSON id or line number; "1" for a single query
@@ -29,6 +35,8 @@ class SearchResults(BaseModel):
 class DocumentList(BaseModel):
     """One page of `haiku list`: documents oldest first, and whether more exist after the page."""
 
+    model_config = _LAZY
+
     database: str
     offset: int
     limit: int
@@ -38,6 +46,8 @@ class DocumentList(BaseModel):
 
 class DocumentWithChunks(BaseModel):
     """A document with its chunks, as `haiku get` shows it."""
+
+    model_config = _LAZY
 
     database: str
     document: DocumentRecord
@@ -50,6 +60,8 @@ class DocumentWithChunks(BaseModel):
 class DeletedDocument(BaseModel):
     """What `haiku delete` removed."""
 
+    model_config = _LAZY
+
     database: str
     document: DocumentSummary
     chunks: int  # how many chunks went with it
@@ -59,6 +71,8 @@ class DeletedDocument(BaseModel):
 class VacuumReport(BaseModel):
     """`haiku vacuum`: size on disk before and after (None for object storage), whether the database's
     older layout was upgraded to this haiku's, and how many older chunks were given their place."""
+
+    model_config = _LAZY
 
     database: str
     size_bytes_before: int | None
@@ -70,6 +84,8 @@ class VacuumReport(BaseModel):
 class RebuildReport(BaseModel):
     """`haiku rebuild`: how many chunks were written (how many kept their ids), with which embedder."""
 
+    model_config = _LAZY
+
     database: str
     chunks: int
     kept_chunk_ids: int = 0  # chunks that came out identical and kept their ids (saved citations resolve)
@@ -78,6 +94,8 @@ class RebuildReport(BaseModel):
 
 class DatabaseOverview(BaseModel):
     """One row of `haiku databases`; `error` says why a database could not be read."""
+
+    model_config = _LAZY
 
     database: str
     kind: str

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from haiku_cli.store import schema
 from haiku_cli.store.database import Database
@@ -22,8 +22,15 @@ from haiku_cli.store.records import UtcDatetime
 CORPUS_TOTALS = "corpus_totals"
 
 
+# Built on first use: a command validates a handful of these, and compiling every one at import costs
+# a fresh command more CPU than the few it uses.
+_LAZY = ConfigDict(defer_build=True)
+
+
 class TableVersion(BaseModel):
     """One version of one table."""
+
+    model_config = _LAZY
 
     table: str
     version: int
@@ -32,6 +39,8 @@ class TableVersion(BaseModel):
 
 class DatabaseInfo(BaseModel):
     """What `haiku info` reports."""
+
+    model_config = _LAZY
 
     database: str
     kind: str

@@ -10,14 +10,20 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from haiku_cli.store import schema
 from haiku_cli.store.handle import PUBLISHED, Database
 
+# Built on first use: a command validates a handful of these, and compiling every one at import costs
+# a fresh command more CPU than the few it uses.
+_LAZY = ConfigDict(defer_build=True)
+
 
 class PublishInfo(BaseModel):
     """Which state of which database a published copy holds, and who published it when."""
+
+    model_config = _LAZY
 
     source: str  # the name of the database it was published from
     at: datetime  # when the publish committed

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 
 def _utc(value: datetime) -> datetime:
@@ -17,8 +17,15 @@ UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
 """A timestamp held (and printed as ISO 8601) in UTC."""
 
 
+# Built on first use: a command validates a handful of these, and compiling every one at import costs
+# a fresh command more CPU than the few it uses.
+_LAZY = ConfigDict(defer_build=True)
+
+
 class DocumentSummary(BaseModel):
     """A stored document's identity and metadata, without its content."""
+
+    model_config = _LAZY
 
     id: str
     uri: str | None = None
@@ -43,6 +50,8 @@ class ChunkSpan(BaseModel):
     """Where a chunk stands in its document: characters [char_start, char_end) of the document's text,
     and lines line_start..line_end (1-based) of its source file; None where unknown (a chunk written
     before haiku recorded them, or lines of a format not read by lines)."""
+
+    model_config = _LAZY
 
     char_start: int | None = None
     char_end: int | None = None
@@ -76,12 +85,16 @@ class NewChunk(ChunkSpan):
 class PictureMark(BaseModel):
     """A picture a chunk covers, as its marker names it: its reference in the document, and its caption."""
 
+    model_config = _LAZY
+
     reference: str
     caption: str = ""
 
 
 class PictureInfo(BaseModel):
     """A stored picture without its bytes: its document, reference, place, size and caption."""
+
+    model_config = _LAZY
 
     document_id: str
     reference: str
@@ -107,6 +120,8 @@ class PictureRecord(PictureInfo):
 
 class DocumentWrite(BaseModel):
     """One document to insert, or to put in place of `replaces` (keeping its id and creation time)."""
+
+    model_config = _LAZY
 
     document: DocumentRecord
     chunks: list[NewChunk]

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
 import pyarrow as pa
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from haiku_cli.store import schema
 from haiku_cli.store.blocking import wait
@@ -60,8 +60,15 @@ def source_files_schema() -> pa.Schema:
     )
 
 
+# Built on first use: a command validates a handful of these, and compiling every one at import costs
+# a fresh command more CPU than the few it uses.
+_LAZY = ConfigDict(defer_build=True)
+
+
 class RememberedSource(BaseModel):
     """A source `add-src` was given, with the options it was added with; `sync` reads it again."""
+
+    model_config = _LAZY
 
     source: str  # an absolute path, or an http(s) URL
     kind: SourceKind
