@@ -71,25 +71,32 @@ class Analyzed:
         return repeats * tf * (K1 + 1) / (tf + norm[:, None])
 
 
-@dataclass(frozen=True)
+@dataclass
 class QueryTerms:
-    """A query as the index sees it: its terms (repeats count, as in LanceDB) and words to look them up by."""
+    """A query as the index sees it: its terms (repeats count, as in LanceDB) and its distinct words, to
+    look a term up by (`word_lookup`)."""
 
     terms: list[str]
-    lookup: dict[str, str]  # term -> a query word that analyzes to exactly that term
+    words: list[str]
+    lookup: dict[str, str] | None = None  # term -> a query word that analyzes to exactly that term
 
 
 def query_words(query: str) -> list[str]:
-    """The query's distinct words, each analyzed alone to find a word that looks its term up."""
+    """The query's distinct words, each analyzed alone (when a term is looked up) to find its term."""
     return list(dict.fromkeys(_WORD.findall(query)))
 
 
-def _query_terms(words: Sequence[str], analyzed: list[str], per_word: Sequence[list[str]]) -> QueryTerms:
-    lookup: dict[str, str] = {}
-    for word, terms in zip(words, per_word, strict=True):
-        if len(terms) == 1:
-            lookup.setdefault(terms[0], word)
-    return QueryTerms(analyzed, lookup)
+async def word_lookup(reads: Reads, db: Database, terms: QueryTerms) -> dict[str, str]:
+    """Each term -> a query word that `db`'s analyzer turns into exactly that term: analysed the first
+    time a term's count is looked up (most searches settle every count from the scores, or kept ones)."""
+    if terms.lookup is None:
+        lookup: dict[str, str] = {}
+        per_word = await reads.analyze(db, terms.words) if terms.words else []
+        for word, analysed in zip(terms.words, per_word, strict=True):
+            if len(analysed) == 1:
+                lookup.setdefault(analysed[0], word)
+        terms.lookup = lookup
+    return terms.lookup
 
 
 # Statistics of a table version never change, so they are kept for the life of the process (a host
@@ -127,31 +134,37 @@ def _analyzed(ranked: list[list[Candidate]], query: Sequence[str], texts: list[s
 
 def term_counts(texts: Sequence[str], terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Each text's length in terms, and how often it holds each of `terms` (a row per text), the texts'
-    terms separated by single spaces (as stored), none holding a space.
+    terms separated by single spaces (as stored), none holding a space or a line break.
 
-    Counted in the strings themselves: splitting a search's hundreds of candidates into lists cost more
-    than the rest of the rescoring. A term between spaces is counted once per place, except where it
-    repeats side by side (the two share a space): those few texts are split."""
-    patterns = [f" {t} " for t in terms]
-    repeats = [f"{t} {t}" for t in terms]
-    rows = []
+    Counted in one string of every text, each between spaces and apart by a line break: a term is found
+    between spaces place by place (a repeat side by side shares its space with the one before), and a
+    place tells its text. Splitting a search's hundreds of candidates into lists, or counting in each
+    text apart, cost more than the rest of the rescoring.
+    """
+    starts = []
+    at = 1
     for text in texts:
-        spaced = f" {text} "
-        row = [spaced.count(p) for p in patterns]
-        for j, twice in enumerate(repeats):
-            if row[j] and twice in text:
-                row[j] = text.split(" ").count(terms[j])
-        rows.append(row)
-    counts = np.array(rows, dtype=np.float64).reshape(len(texts), len(terms))
+        starts.append(at)
+        at += len(text) + 3  # the text, its spaces and the line break
+    whole = " " + " \n ".join(texts) + " "
+    counts = np.zeros((len(texts), len(terms)), dtype=np.float64)
+    for j, term in enumerate(terms):
+        pattern, step, places = f" {term} ", len(term) + 1, []
+        p = whole.find(pattern)
+        while p >= 0:
+            places.append(p + 1)
+            p = whole.find(pattern, p + step)
+        if places:
+            held = np.searchsorted(starts, places, side="right") - 1
+            counts[:, j] = np.bincount(held, minlength=len(texts))
     lengths = np.array([text.count(" ") + 1 if text else 0 for text in texts], dtype=np.float64)
     return lengths, counts
 
 
 async def query_terms(reads: Reads, db: Database, query: str) -> QueryTerms:
-    """The query as `db`'s full-text index analyses it (one analyzer call)."""
-    words = query_words(query)
-    analyzed_query, *per_word = await reads.analyze(db, [query, *words])
-    return _query_terms(words, analyzed_query, per_word)
+    """The query as `db`'s full-text index analyses it (one analyzer call, of the query alone)."""
+    (analyzed_query,) = await reads.analyze(db, [query])
+    return QueryTerms(analyzed_query, query_words(query))
 
 
 async def analyzed(
@@ -169,14 +182,13 @@ async def analyzed(
     `terms`: the query's, analysed
     already (`query_terms`).
     """
-    words = query_words(query) if terms is None else []
-    asked = [query, *words] if terms is None else []
+    asked = [query] if terms is None else []
     ranked = _ranked(per_db)
     flat = [c for cands in ranked for c in cands]
     texts = [c.search_text for c in flat if c.search_terms is None]
     each_text = await reads.analyze(db, [*asked, *texts]) if asked or texts else []
     if terms is None:
-        terms = _query_terms(words, each_text[0], each_text[1 : 1 + len(words)])
+        terms = QueryTerms(each_text[0], query_words(query))
     analysed = iter(each_text[len(asked) :])
     # Analysed terms joined as stored ones are (no term holds a space): one way of counting them.
     counted = [c.search_terms if c.search_terms is not None else " ".join(next(analysed)) for c in flat]
@@ -250,9 +262,10 @@ async def _set_statistics(
         missing.extend((i, rows.rows, (*key, t)) for t in distinct if t not in known)
     # What the scores do not settle is looked up (once per table version), every database at once.
     # A term is looked up by a word that analyzes to it: re-analyzing a stem need not give the stem.
+    lookup = await word_lookup(reads, dbs[0], terms) if missing else {}
     counts = await each(
         [
-            (dbs[i], reads.within(dbs[i], _matching(dbs[i], terms.lookup.get(k[3], k[3]), rows)))
+            (dbs[i], reads.within(dbs[i], _matching(dbs[i], lookup.get(k[3], k[3]), rows)))
             for i, rows, k in missing
         ]
     )

@@ -225,7 +225,8 @@ def test_version_3_databases_are_rescored_alike_before_and_after_vacuum_stores_t
     monkeypatch.setattr(Reads, "analyze", counted)
     before = _split_fts(workspace(), parts)
     words = len(query_words(QUERY))
-    assert before and sorted(analysed) == sorted([1 + words, len(before)])  # and the candidates' text
+    # The query, the candidates' text in one call, and the query's words only where a term is looked up.
+    assert before and sorted(analysed) in (sorted([1, len(before)]), sorted([1, words, len(before)]))
 
     for location in parts:
         assert anyio.run(lambda loc=location: operations.vacuum(workspace(), loc)).upgraded_layout
@@ -237,4 +238,5 @@ def test_version_3_databases_are_rescored_alike_before_and_after_vacuum_stores_t
     )
     analysed.clear()
     assert _split_fts(workspace(), parts) == before
-    assert analysed == [1 + words]  # only the query: the candidates' terms are read with them
+    # Only the query (and its words where a term is looked up): the candidates' terms are read with them.
+    assert sorted(analysed) in ([1], sorted([1, words]))
