@@ -28,7 +28,7 @@ _ENV_KEYS = (
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The files holding slow (end-to-end) tests first, each file's tests together and in their order: the
-    the workers take the work as it comes, so the quick files left at the end even them out, rather than
+    workers take the work as it comes, so the quick files left at the end even them out, rather than
     one worker idling while the other runs a long test last."""
     slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
     items.sort(key=lambda item: item.path not in slow)
